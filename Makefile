@@ -1,0 +1,34 @@
+# ndval — `make validate` (main job) and `make test`; both create or refresh .venv themselves.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.ndval-installed
+
+.PHONY: setup test validate lint report bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/pytest -n auto tests
+
+validate: $(STAMP)
+	$(BIN)/ndval validate
+
+report: $(STAMP)
+	$(BIN)/ndval report
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) reports/allure-results reports/*.json reports/*.xml reports/*.md reports/*.html

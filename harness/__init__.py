@@ -1,0 +1,1 @@
+"""ndval harness: validation cases, pytest plugin, golden files, reports and the CLI."""

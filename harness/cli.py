@@ -1,0 +1,60 @@
+"""The ``ndval`` command line: one entry point, subcommands owned by their packages.
+
+Each subcommand is registered here with a lazy import of the module that implements it, so
+``ndval estimate`` never pays for pandas and ``ndval analyze`` never imports the estimator.
+A module registers ``add_arguments(parser)`` and ``run(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: subcommand -> (module implementing add_arguments/run, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("harness.commands.validate", "run every validation case, write reports and the sign-off"),
+    "lint": ("harness.commands.lint", "schema-check every case without running it"),
+    "schema": ("harness.commands.schema", "print the JSON Schema of a validation case"),
+    "add-case": ("harness.commands.add_case", "scaffold a case from a spreadsheet of measured data"),
+    "signoff": ("harness.commands.signoff", "render the release sign-off report from a summary"),
+    "report": ("harness.commands.report", "render the Allure HTML report (needs Node.js)"),
+    "estimate": ("estimator.cli_estimate", "estimate per-stage memory and step-time parts"),
+    "ablate": ("estimator.cli_ablate", "run the seed's ablations EXP-1..EXP-4"),
+    "analyze": ("analyzer.cli_analyze", "analyze a profiler output (Ascend or Kineto)"),
+    "compare": ("analyzer.cli_compare", "compare a before/after pair of profiles"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ndval", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(_module=module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:  # a subcommand whose package part is not built
+            if exc.name != module_name:
+                raise
+            p.set_defaults(_missing=True)
+            continue
+        module.add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    if getattr(args, "_missing", False):
+        print(f"ndval {args.command}: not available in this build", file=sys.stderr)
+        return 2
+    module = importlib.import_module(args._module)
+    return int(module.run(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

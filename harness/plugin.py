@@ -1,0 +1,1 @@
+"""pytest hooks of the ndval plugin (wired in by the harness issue)."""
