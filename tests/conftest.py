@@ -1,0 +1,37 @@
+"""Shared fixtures: locations of the real, read-only data (skipped with a reason when absent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import paths
+
+
+def _require(path: Path, what: str) -> Path:
+    if not path.exists():
+        pytest.skip(f"{what} not available at {path} (set NDVAL_SHARED_DIR or the specific variable)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def profiles_dir() -> Path:
+    """Real profiler outputs (``../shared/data/profiles``); skips when absent."""
+    return _require(paths.profiles_dir(), "real profiles")
+
+
+@pytest.fixture(scope="session")
+def measured_dir() -> Path:
+    """Published measurements (``../shared/data/measured``); skips when absent."""
+    return _require(paths.measured_dir(), "published measurements")
+
+
+@pytest.fixture
+def profile_path(profiles_dir: Path):
+    """``profile_path("ascend/msinsight-level1/rank0_ascend_pt")`` -> path, skipping when missing."""
+
+    def get(relative: str) -> Path:
+        return _require(profiles_dir / relative, f"profile sample {relative!r}")
+
+    return get
