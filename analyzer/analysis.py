@@ -1,0 +1,322 @@
+"""Orchestration: dataset → per rank → per scope: indicators → locate → evidence → root cause → advice → gains.
+
+``analyze(dataset, thresholds=None, phase_override=None) -> Analysis`` (spec §5). Scopes (seed §1): ``overall``
+(the whole capture window, read as the dominant phase when phases are known) and ``prefill`` / ``decode``
+when found (or the user's phase override). Each scope is analysed on its own; recommendations are then
+merged across scopes by id (seed §1). Results are immutable and serialise with ``to_dict()`` (units in
+field names, stable keys).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer import breakdown, cluster, gains, phases, recommend, rootcause
+from analyzer.bottleneck import NONE, Verdict, locate
+from analyzer.dataset import Dataset, RankData
+from analyzer.indicators import (
+    IndicatorSet,
+    ScopeInput,
+    compute_indicators,
+    graph_mode_signal,
+    in_windows_mask,
+)
+from analyzer.ingest import events as ev
+from analyzer.thresholds import Thresholds, resolve
+
+SCHEMA_VERSION = 1
+OVERALL = "overall"
+
+
+@dataclass(frozen=True)
+class ScopeResult:
+    """Everything concluded for one scope of one rank."""
+
+    name: str
+    phase: str | None
+    windows: tuple[tuple[float, float], ...]
+    indicators: IndicatorSet
+    verdict: Verdict
+    hypotheses: tuple[rootcause.Hypothesis, ...]
+    recommendations: tuple[recommend.Recommendation, ...]
+    combined_gain: gains.CombinedGain
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (stable keys)."""
+        return {
+            "name": self.name, "phase": self.phase,
+            "windows_us": [[round(a, 3), round(b, 3)] for a, b in self.windows],
+            "indicators": self.indicators.to_dict(), "verdict": self.verdict.to_dict(),
+            "hypotheses": [h.to_dict() for h in self.hypotheses],
+            "recommendations": [r.to_dict() for r in self.recommendations],
+            "combined_gain": self.combined_gain.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class RankAnalysis:
+    """One rank: phase plan, scopes, merged recommendations, graph-mode signal, warnings."""
+
+    rank: int
+    path: str
+    plan: phases.PhasePlan
+    scopes: dict[str, ScopeResult]
+    recommendations: tuple[recommend.Recommendation, ...]
+    graph_mode: bool
+    graph_mode_reason: str
+    step_breakdown: tuple[dict[str, float], ...]
+    breakdown_source: str
+    files: tuple[str, ...]
+    totals_source: str
+    warnings: tuple[str, ...]
+    meta: dict[str, Any]
+    capture_sync_counts: dict[str, int]
+
+    @property
+    def overall(self) -> ScopeResult:
+        """The overall scope."""
+        return self.scopes[OVERALL]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (stable keys)."""
+        return {
+            "rank": self.rank, "path": self.path, "files": list(self.files), "totals_source": self.totals_source,
+            "meta": self.meta, "graph_mode": {"detected": self.graph_mode, "reason": self.graph_mode_reason},
+            "phases": self.plan.to_dict(), "breakdown_source": self.breakdown_source,
+            "capture_sync_counts": dict(sorted(self.capture_sync_counts.items())),
+            "step_breakdown_us": [dict(r) for r in self.step_breakdown],
+            "scopes": {k: v.to_dict() for k, v in self.scopes.items()},
+            "recommendations": [r.to_dict() for r in self.recommendations],
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The result of :func:`analyze`."""
+
+    path: str
+    source_format: str
+    thresholds: Thresholds
+    phase_override: str | None
+    ranks: tuple[RankAnalysis, ...]
+    cluster: cluster.ClusterSummary | None
+    warnings: tuple[str, ...]
+
+    @property
+    def primary(self) -> RankAnalysis:
+        """The first rank (lowest id)."""
+        return self.ranks[0]
+
+    @property
+    def verdict(self) -> Verdict:
+        """Overall verdict of the first rank."""
+        return self.primary.overall.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready payload (stable field names, units in names)."""
+        v = self.verdict
+        return {
+            "schema_version": SCHEMA_VERSION, "path": self.path, "source_format": self.source_format,
+            "phase_override": self.phase_override, "thresholds_origin": self.thresholds.origin,
+            "verdict": {"rank": self.primary.rank, "kind": v.kind, "label": v.label, "score": v.score,
+                        "subtype": v.subtype, "summary": v.summary},
+            "ranks": [r.to_dict() for r in self.ranks],
+            "cluster": None if self.cluster is None else self.cluster.to_dict(),
+            "warnings": list(self.warnings),
+            "thresholds": self.thresholds.to_dict(),
+        }
+
+
+# ------------------------------------------------------------------------------------------------- helpers
+
+
+def _in_windows(df: pd.DataFrame, col: str, windows: tuple[tuple[float, float], ...]) -> pd.DataFrame:
+    t = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    return df[in_windows_mask(t, windows)]
+
+
+def _overlap_sums(events: pd.DataFrame, windows: tuple[tuple[float, float], ...]) -> dict[str, float] | None:
+    """Σ Overlap Analysis durations per name over events starting in ``windows`` (analyzer.breakdown)."""
+    scoped = _in_windows(events, "ts_us", windows)
+    totals = breakdown.ascend_overlap_totals(scoped)
+    if totals.empty:
+        return None
+    return {n: float(totals[n].sum()) if n in totals.columns else 0.0 for n in ev.OVERLAP_NAMES}
+
+
+def _csv_overlap(st: pd.DataFrame) -> dict[str, float] | None:
+    """Σ over steps of the step_trace_time.csv columns (µs) named like the Overlap Analysis events."""
+    if any(n not in st.columns for n in ev.OVERLAP_NAMES):
+        return None
+    return {n: float(pd.to_numeric(st[n], errors="coerce").fillna(0.0).sum()) for n in ev.OVERLAP_NAMES}
+
+
+def _comm_applicable(rank: RankData, world_size: int | None) -> tuple[bool, str]:
+    st, kd = rank.tables.get("step_trace_time"), rank.tables.get("kernel_details")
+    has_comm = (bool((rank.events["category"] == ev.COMMUNICATION).any()) or rank.communication is not None
+                or (st is not None and "Communication" in st.columns
+                    and float(pd.to_numeric(st["Communication"], errors="coerce").fillna(0.0).sum()) > 0)
+                or (kd is not None and "Accelerator Core" in kd.columns and bool((kd["Accelerator Core"] == "HCCL").any())))
+    if has_comm:
+        return True, ""
+    if world_size is not None and world_size > 1:
+        return True, ""
+    return False, ("single card: the capture has no communication events (no HCCL/Communication process, no NCCL "
+                   "kernels, no communication.json) — no communication candidate")
+
+
+def _world_size(rank: RankData, n_ranks: int) -> int | None:
+    dist = rank.meta.get("distributedInfo") or {}
+    if isinstance(dist, dict) and dist.get("world_size"):
+        return int(dist["world_size"])
+    return n_ranks if n_ranks > 1 else None
+
+
+def _records(frame: pd.DataFrame) -> tuple[dict[str, float], ...]:  # step stays an int
+    """DataFrame rows as plain-float dicts (JSON-ready)."""
+    return tuple({str(k): int(v) if k == "step" else float(v) for k, v in row.items()} for row in frame.to_dict("records"))
+
+
+def _step_breakdown(rank: RankData, fmt: str) -> tuple[tuple[dict[str, float], ...], str]:
+    if rank.events.empty:
+        return (), "no trace"
+    if fmt == "ascend":
+        ov = breakdown.ascend_overlap_totals(rank.events)
+        if not ov.empty:
+            return _records(ov), "torch_npu Overlap Analysis events (= step_trace_time.csv)"
+        rows = breakdown.to_frame(breakdown.ascend_step_breakdown(rank.events))
+        return _records(rows), "recomputed from device tasks (analyzer.breakdown)"
+    rows = breakdown.to_frame(breakdown.kineto_step_breakdown(rank.events))
+    return _records(rows), "Kineto GPU events per ProfilerStep (HTA definitions, analyzer.breakdown)"
+
+
+def _scope_input(name: str, windows: tuple[tuple[float, float], ...], rank: RankData, plan: phases.PhasePlan,
+                 th: Thresholds, fmt: str) -> ScopeInput:
+    starts = np.array([s.start_us for s in plan.steps], dtype="float64")
+    steps = [s for s, ok in zip(plan.steps, in_windows_mask(starts, windows), strict=True) if ok]
+    kd = rank.tables.get("kernel_details")
+    kreason = ("Kineto traces carry no pipe-utilisation metrics (Ascend kernel_details.csv PipeUtilization only)"
+               if fmt == "kineto" else "kernel_details.csv not found")
+    if kd is not None and "Start Time(us)" in kd.columns and rank.files.get("trace_view.json") and name != OVERALL:
+        kd = _in_windows(kd, "Start Time(us)", windows)
+    elif kd is not None and name != OVERALL:
+        kreason = "kernel_details.csv rows cannot be placed in phase windows without the trace clock"
+        kd = None
+    overlap = _overlap_sums(rank.events, windows)
+    overlap_source = "torch_npu Overlap Analysis events (= step_trace_time.csv columns), analyzer.breakdown"
+    st = rank.tables.get("step_trace_time")
+    if name == OVERALL and st is not None and (rank.events.empty or rank.totals_source != "trace"):
+        overlap = _csv_overlap(st)
+        overlap_source = f"step_trace_time.csv (the trace is {'missing' if rank.events.empty else rank.totals_source})"
+    return ScopeInput(
+        name=name, windows=windows, step_count=len(steps), step_source=plan.step_source, kernel_details=kd,
+        kernel_reason=kreason, overlap=overlap, overlap_source=overlap_source,
+        gap_floor_us=th.v("idleGapFloorUs"), step_durs_us=tuple(s.dur_us for s in steps),
+        trace_truncated=rank.totals_source != "trace" and not rank.events.empty,
+    )
+
+
+def _analyze_scope(name: str, phase: str | None, windows: tuple[tuple[float, float], ...], rank: RankData,
+                   plan: phases.PhasePlan, th: Thresholds, comm_ok: tuple[bool, str], fmt: str) -> ScopeResult:
+    ind = compute_indicators(rank.events, _scope_input(name, windows, rank, plan, th, fmt))
+    verdict = locate(ind, th, comm_applicable=comm_ok[0], comm_excluded_reason=comm_ok[1])
+    hyps = rootcause.infer(verdict, ind, th, phase)
+    recs = recommend.recommend(name, verdict, hyps, ind)
+    combined = gains.combine((r.gain for r in recs if r.gain is not None), th.v("optimisticCapPct"))
+    return ScopeResult(name, phase, windows, ind, verdict, hyps, recs, combined)
+
+
+def _merge_recommendations(scopes: dict[str, ScopeResult]) -> tuple[recommend.Recommendation, ...]:
+    """Seed §1: merge by id across scopes, keep the one with the most evidence, list every scope."""
+    best: dict[str, recommend.Recommendation] = {}
+    where: dict[str, list[str]] = {}
+    for sname, sc in scopes.items():
+        for r in sc.recommendations:
+            where.setdefault(r.id, []).append(sname)
+            if r.id not in best or len(r.basis) > len(best[r.id].basis):
+                best[r.id] = r
+    merged = [recommend.Recommendation(**{**r.__dict__, "scopes": tuple(where[r.id])}) for r in best.values()]
+    return tuple(sorted(merged, key=lambda r: -r.priority_score))
+
+
+def _boundary_warnings(plan: phases.PhasePlan, scopes: dict[str, ScopeResult], rank: RankData,
+                       graph: tuple[bool, str]) -> list[str]:
+    """Seed §8 confidence and boundary statements."""
+    out = [f"rank {rank.rank}: {n}" for n in plan.notes]
+    if plan.confidence == "low":
+        out.append(f"rank {rank.rank}: phase split has low confidence — {plan.reason}")
+    if graph[0]:
+        out.append(f"rank {rank.rank}: graph mode detected — {graph[1]}; host-dispatch indicators under-count the "
+                   "real launches, so a missing host bottleneck is NOT evidence that there is none")
+    if rank.totals_source != "trace" or rank.dropped_events[0]:
+        out.append(f"rank {rank.rank}: totals source is '{rank.totals_source}'"
+                   + (f"; {rank.dropped_events[0]} events dropped ({rank.dropped_events[1]})" if rank.dropped_events[0] else ""))
+    if rank.meta.get("level") == "Level0":
+        out.append(f"rank {rank.rank}: Level0 capture — no CANN layer: runtime-level dispatch and synchronize calls are "
+                   "not in the trace and pipe-utilisation metrics are absent (re-capture at Level1 for them)")
+    ov = scopes[OVERALL].indicators
+    if not ov["mac_ratio"].available:
+        out.append(f"rank {rank.rank}: MAC/MTE2 utilisation unavailable ({ov['mac_ratio'].reason}); compute- vs "
+                   "memory-bound can only be stated conditionally")
+    if all(s.verdict.kind == NONE for s in scopes.values()):
+        out.append(f"rank {rank.rank}: no scope reaches the trigger score — only closeness and missing evidence are given")
+    return out
+
+
+def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str | None = None,
+                 n_ranks: int = 1) -> RankAnalysis:
+    """All scopes of one rank."""
+    plan = phases.plan_phases(rank.events, th, rank.tables.get("step_trace_time"), phase_override)
+    comm_ok = _comm_applicable(rank, _world_size(rank, n_ranks))
+    dominant = plan.dominant
+    scopes: dict[str, ScopeResult] = {}
+    for name, windows in plan.scopes.items():
+        phase = dominant if name == OVERALL else name
+        scopes[name] = _analyze_scope(name, phase, windows, rank, plan, th, comm_ok, fmt)
+    graph = graph_mode_signal(rank.events, th.v("graphKernelsPerLaunch")) if not rank.events.empty else (False, "")
+    sb, sb_src = _step_breakdown(rank, fmt)
+    warnings = _boundary_warnings(plan, scopes, rank, graph)
+    meta = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
+    return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
+                        sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
+                        capture_sync_counts(rank.events))
+
+
+def capture_sync_counts(events: pd.DataFrame) -> dict[str, int]:
+    """Host sync-like ops by name over the whole capture (not only the analysed steps)."""
+    sync = events[(events["side"] == ev.SIDE_HOST) & (events["category"] == ev.SYNC)]
+    return {str(k): int(v) for k, v in sync["name"].value_counts().items()}
+
+
+def _cluster_row(ra: RankAnalysis) -> dict[str, float | None]:
+    ind = ra.overall.indicators
+    steps = ind.value("step_count") or 0
+
+    def per(k: str) -> float | None:
+        return None if ind.value(k) is None or steps <= 0 else (ind.value(k) or 0.0) / steps
+
+    idle = None
+    if ind.value("device_busy_us") is not None and ind.value("wall_us"):
+        idle = (ind.value("wall_us") or 0.0) - (ind.value("device_busy_us") or 0.0)
+    return {"step_us": ind.value("avg_step_us"), "compute_us": per("compute_us"), "comm_us": per("comm_us"),
+            "comm_exposed_us": per("comm_exposed_us"), "device_idle_us": None if idle is None or steps <= 0 else idle / steps,
+            "host_exclusive_us": ind.value("host_exclusive_per_step_us")}
+
+
+def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Path | None = None,
+            phase_override: str | None = None) -> Analysis:
+    """Analyse every rank of ``dataset``; add a cluster summary when there are ≥ 2 ranks."""
+    th = resolve(thresholds)
+    if phase_override is not None and phase_override not in phases.PHASES:
+        raise ValueError(f"phase_override must be one of {phases.PHASES}, got {phase_override!r}")
+    ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks)) for r in dataset.ranks)
+    summary = cluster.summarize({ra.rank: _cluster_row(ra) for ra in ranks}, th.v("clusterSpreadPct"),
+                                "overall scope indicators per step (µs/step)")
+    warnings = list(dataset.warnings) + [w for ra in ranks for w in ra.warnings]
+    return Analysis(str(dataset.path), dataset.source_format, th, phase_override, ranks, summary, tuple(warnings))

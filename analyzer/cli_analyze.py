@@ -1,0 +1,87 @@
+"""``ndval analyze PATH [--json OUT] [--markdown OUT] [--html OUT] [--thresholds FILE] [--phase prefill|decode]``.
+
+Prints the verdict per rank and scope (with the top evidence), the cluster summary and the warnings; writes
+the reports on request. Exit codes: 0 analysis produced (also when no bottleneck is found — that is a
+result), 2 bad input (the message names the file, field and rule; no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register the options of ``ndval analyze``."""
+    parser.add_argument("path", type=Path, help="Ascend *_ascend_pt dir / ASCEND_PROFILER_OUTPUT / parent of rank dirs / "
+                        "trace_view.json, or a Kineto .json / .json.gz")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write the analysis as JSON")
+    parser.add_argument("--markdown", type=Path, metavar="OUT", help="write the analysis as Markdown")
+    parser.add_argument("--html", type=Path, metavar="OUT", help="write a self-contained HTML page")
+    parser.add_argument("--thresholds", type=Path, metavar="FILE", help="YAML threshold overrides")
+    parser.add_argument("--phase", choices=("prefill", "decode"), default=None,
+                        help="read the whole window as this phase (separately captured prefill/decode)")
+
+
+def _summary(analysis: object) -> str:
+    d = analysis.to_dict()  # type: ignore[attr-defined]
+    lines = [f"ndval analyze {d['path']} ({d['source_format']})"]
+    for r in d["ranks"]:
+        p = r["phases"]
+        lines.append(f"rank {r['rank']}: {len(p['steps'])} step(s) ({p['step_source']}); phases {p['method']} "
+                     f"(confidence {p['confidence']})")
+        for name, sc in r["scopes"].items():
+            v = sc["verdict"]
+            lines.append(f"  [{name}] {v['label']} — score {v['score']:.1f}" + (f" ({v['subtype']})" if v["subtype"] else ""))
+            top = next((c for c in v["candidates"] if c["kind"] == v["kind"]), None)
+            for e in (top or {"evidence": []})["evidence"]:
+                if e["passed"]:
+                    lines.append(f"      {e['metric']} = {e['value']} {e['unit']} ({e['threshold_id']} {e['relation']} "
+                                 f"{e['threshold']:g}){' — ' + e['basis'] if e['basis'] else ''}")
+            for rec in sc["recommendations"][:3]:
+                lines.append(f"      → {rec['id']}: expected gain {rec['expected_gain_pct']} %")
+    if d["cluster"]:
+        c = d["cluster"]
+        lines.append(f"cluster: slowest rank by step time {c['slowest_rank_by_step_time']}; "
+                     + ", ".join(f"{s['metric']} slowest {s['slowest_rank']} (+{s['spread_pct']:.2f} % vs mean)" for s in c["spreads"]))
+    for w in d["warnings"]:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Analyse ``args.path`` and write the requested reports."""
+    from analyzer import report
+    from analyzer.analysis import analyze
+    from analyzer.dataset import load_dataset
+    from analyzer.ingest.errors import IngestError
+    from analyzer.thresholds import ThresholdError, resolve
+
+    try:
+        thresholds = resolve(args.thresholds)
+        if not args.path.exists():
+            raise IngestError(args.path, "<path>", "does not exist")
+        analysis = analyze(load_dataset(args.path), thresholds=thresholds, phase_override=args.phase)
+    except (IngestError, ThresholdError) as exc:
+        print(f"ndval analyze: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OSError, ValueError) as exc:
+        print(f"ndval analyze: error: {args.path}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(_summary(analysis))
+    outputs = ((args.json, report.to_json), (args.markdown, report.to_markdown), (args.html, report.to_html))
+    for out, render in outputs:
+        if out is None:
+            continue
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(render(analysis), encoding="utf-8")
+        except OSError as exc:
+            print(f"ndval analyze: error: {out}: cannot write ({exc})", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"wrote {out}")
+    return EXIT_OK

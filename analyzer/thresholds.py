@@ -1,0 +1,212 @@
+"""Every threshold the analyzer reasons with, as data: value, relation, unit, rationale, source.
+
+The defaults live in ``thresholds_default.yaml`` (seed ``profiling-analysis-reasoning.zh.md`` §2, §4, §6.3,
+plus a few of ndval's own, each marked as such). A YAML file can override any value::
+
+    hostOnlyGate: 35                      # flat form
+    thresholds:                           # or nested, optionally with saturation
+      commShareGate: {value: 10}
+
+Unknown ids, non-numeric values and unknown relations are errors naming the file, the field and the rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+RELATIONS = (">=", ">", "<=", "<")
+
+
+class ThresholdError(ValueError):
+    """Bad threshold data: names the file, the field and the rule broken."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One gate: ``value`` compared by ``relation``; ``saturation`` where severity reaches 1."""
+
+    id: str
+    value: float
+    relation: str
+    unit: str
+    rationale: str
+    source: str
+    group: str = ""
+    saturation: float | None = None
+
+    @property
+    def upper(self) -> bool:
+        """True for gates reached from below (``>=``, ``>``)."""
+        return self.relation.startswith(">")
+
+    @property
+    def effective_saturation(self) -> float:
+        """Saturation point: the explicit one, else 2 x gate (upper gates) or gate / 2 (lower gates)."""
+        if self.saturation is not None:
+            return self.saturation
+        return self.value * 2 if self.upper else self.value / 2
+
+    def describe(self) -> str:
+        """``>= 45 %`` — the rule in words, for evidence rows."""
+        return f"{self.relation} {_fmt(self.value)} {self.unit}".strip()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (stable keys)."""
+        return {
+            "id": self.id, "value": self.value, "relation": self.relation, "unit": self.unit,
+            "saturation": self.effective_saturation, "rationale": self.rationale, "source": self.source,
+            "group": self.group,
+        }
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def passes(value: float | None, rule: Threshold) -> bool:
+    """Whether ``value`` reaches the gate; an unavailable (None/NaN) value never does."""
+    if value is None or not math.isfinite(value):
+        return False
+    return {
+        ">=": value >= rule.value, ">": value > rule.value,
+        "<=": value <= rule.value, "<": value < rule.value,
+    }[rule.relation]
+
+
+def clamp01(x: float) -> float:
+    """Clamp to [0, 1]."""
+    return min(1.0, max(0.0, x))
+
+
+def severity(value: float | None, rule: Threshold) -> float:
+    """Seed §2 severity of ``value`` against a gate.
+
+    ``0`` when the gate is not reached (a gate, not a gradient); otherwise
+    ``0.5 + 0.5 * clamp01((v - gate) / (saturation - gate))`` — for lower gates the distances are
+    mirrored: ``(gate - v) / (gate - saturation)``.
+    """
+    if not passes(value, rule):
+        return 0.0
+    assert value is not None
+    sat = rule.effective_saturation
+    span = (sat - rule.value) if rule.upper else (rule.value - sat)
+    dist = (value - rule.value) if rule.upper else (rule.value - value)
+    return 0.5 + 0.5 * clamp01(dist / max(1e-9, span))
+
+
+class Thresholds(Mapping[str, Threshold]):
+    """Immutable set of thresholds by id; ``with_overrides`` returns a new set."""
+
+    def __init__(self, items: Mapping[str, Threshold], origin: str = "defaults") -> None:
+        self._items = dict(items)
+        self.origin = origin
+
+    def __getitem__(self, key: str) -> Threshold:
+        try:
+            return self._items[key]
+        except KeyError:
+            raise KeyError(f"unknown threshold id {key!r}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def v(self, key: str) -> float:
+        """The numeric value of threshold ``key``."""
+        return self[key].value
+
+    def with_overrides(self, overrides: Mapping[str, Any], origin: str = "overrides") -> Thresholds:
+        """New set with ``overrides`` (``{id: number | {value, saturation}}``) applied; validated."""
+        items = dict(self._items)
+        for key, raw in overrides.items():
+            if key not in items:
+                raise ThresholdError(f"{origin}: field {key!r}: unknown threshold id (known: {', '.join(sorted(items))})")
+            fields = raw if isinstance(raw, Mapping) else {"value": raw}
+            unknown = set(fields) - {"value", "saturation", "rationale"}
+            if unknown:
+                raise ThresholdError(f"{origin}: field {key!r}: unknown keys {sorted(unknown)} (allowed: value, saturation, rationale)")
+            changes: dict[str, Any] = {}
+            for name in ("value", "saturation"):
+                if name in fields:
+                    changes[name] = _number(fields[name], f"{origin}: field {key}.{name}")
+            if "rationale" in fields:
+                changes["rationale"] = str(fields["rationale"])
+            items[key] = replace(items[key], **changes)
+        return Thresholds(items, origin=origin)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """All thresholds as plain data, keyed by id."""
+        return {k: t.to_dict() for k, t in self._items.items()}
+
+
+def _number(raw: Any, where: str) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(float(raw)):
+        raise ThresholdError(f"{where}: must be a finite number, got {raw!r}")
+    return float(raw)
+
+
+def _parse_entry(key: str, raw: Any, origin: str) -> Threshold:
+    if not isinstance(raw, Mapping):
+        raise ThresholdError(f"{origin}: field {key!r}: must be a mapping with value/relation/unit/rationale/source")
+    for need in ("value", "relation", "unit", "rationale", "source"):
+        if need not in raw:
+            raise ThresholdError(f"{origin}: field {key}.{need}: required")
+    if raw["relation"] not in RELATIONS:
+        raise ThresholdError(f"{origin}: field {key}.relation: must be one of {RELATIONS}, got {raw['relation']!r}")
+    sat = raw.get("saturation")
+    return Threshold(
+        id=key, value=_number(raw["value"], f"{origin}: field {key}.value"), relation=raw["relation"],
+        unit=str(raw["unit"]), rationale=str(raw["rationale"]), source=str(raw["source"]),
+        group=str(raw.get("group", "")),
+        saturation=None if sat is None else _number(sat, f"{origin}: field {key}.saturation"),
+    )
+
+
+def default_thresholds() -> Thresholds:
+    """The seed's defaults (``thresholds_default.yaml``)."""
+    text = resources.files("analyzer").joinpath("thresholds_default.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    origin = "analyzer/thresholds_default.yaml"
+    items = {k: _parse_entry(k, v, origin) for k, v in data["thresholds"].items()}
+    return Thresholds(items, origin="defaults")
+
+
+def load_overrides(path: str | Path) -> dict[str, Any]:
+    """Read an override file; returns ``{id: value-or-mapping}``. Errors name the file."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ThresholdError(f"{p}: threshold file not found") from None
+    except yaml.YAMLError as exc:
+        raise ThresholdError(f"{p}: not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ThresholdError(f"{p}: top level must be a mapping of threshold id -> value")
+    if "thresholds" in data:
+        inner = data["thresholds"]
+        if not isinstance(inner, Mapping):
+            raise ThresholdError(f"{p}: field 'thresholds': must be a mapping of threshold id -> value")
+        return dict(inner)
+    return {k: v for k, v in data.items() if k != "version"}
+
+
+def resolve(thresholds: Thresholds | Mapping[str, Any] | str | Path | None) -> Thresholds:
+    """Accept None (defaults), a ``Thresholds``, an override mapping or a YAML path."""
+    if thresholds is None:
+        return default_thresholds()
+    if isinstance(thresholds, Thresholds):
+        return thresholds
+    if isinstance(thresholds, str | Path):
+        return default_thresholds().with_overrides(load_overrides(thresholds), origin=str(thresholds))
+    return default_thresholds().with_overrides(thresholds)

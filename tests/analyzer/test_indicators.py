@@ -1,0 +1,71 @@
+"""Indicators from SYNTHETIC event tables: interval definitions, unavailable-with-reason, duration weighting."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analyzer.indicators import ScopeInput, compute_indicators, duration_weighted, graph_mode_signal
+from analyzer.ingest import events as ev
+from tests.analyzer.test_phases import table
+
+
+def scope(**kw) -> ScopeInput:  # type: ignore[no-untyped-def]
+    base = dict(name="overall", windows=((0.0, 1000.0),), step_count=2, step_source="synthetic", step_durs_us=(500.0, 500.0))
+    return ScopeInput(**{**base, **kw})
+
+
+def test_time_shares_by_interval_algebra() -> None:
+    ev_table = table([
+        ("mm", ev.COMPUTE, "device", 0.0, 400.0),
+        ("mm2", ev.COMPUTE, "device", 100.0, 100.0),  # nested: union counts it once
+        ("allreduce", ev.COMMUNICATION, "device", 300.0, 300.0),  # 100 overlapped, 200 exposed
+        ("aten::add", ev.HOST_OP, "host", 600.0, 300.0),  # 200 exclusive (device idle 600..1000 minus nothing)
+        ("aten::item", ev.SYNC, "host", 850.0, 100.0),
+    ])
+    ind = compute_indicators(ev_table, scope())
+    assert ind.value("device_busy_us") == pytest.approx(600.0)
+    assert ind.value("compute_us") == pytest.approx(400.0)
+    assert ind.value("comm_exposed_us") == pytest.approx(200.0)
+    assert ind.value("comm_overlap_pct") == pytest.approx(100 * 100 / 300)
+    assert ind.value("comm_pct_of_device") == pytest.approx(50.0)
+    assert ind.value("host_exclusive_us") == pytest.approx(350.0)  # host ∪ = 600..950, device ends at 600
+    assert ind.value("host_exclusive_per_step_us") == pytest.approx(175.0)
+    assert ind.value("sync_op_count") == 1 and ind.sync_counts == {"aten::item": 1}
+
+
+def test_overlap_analysis_numbers_win_and_are_cited() -> None:
+    ev_table = table([("mm", ev.COMPUTE, "device", 0.0, 400.0)])
+    ov = {"Computing": 300.0, "Communication": 500.0, "Communication(Not Overlapped)": 450.0, "Free": 250.0}
+    ind = compute_indicators(ev_table, scope(overlap=ov, overlap_source="Overlap Analysis"))
+    assert ind.value("comm_exposed_us") == 450.0 and ind.value("device_busy_us") == 750.0
+    assert "Communication(Not Overlapped) 450.000" in ind["comm_exposed_pct"].basis
+
+
+def test_missing_inputs_are_unavailable_with_reason_never_zero() -> None:
+    ev_table = table([("mm", ev.COMPUTE, "device", 0.0, 400.0)])
+    ind = compute_indicators(ev_table, scope(kernel_reason="kernel_details.csv not found"))
+    for k in ("mac_ratio", "mte2_ratio", "host_busy_pct", "host_exclusive_pct", "comm_duration_median_us",
+              "comm_message_median_mb"):
+        assert ind.value(k) is None and ind[k].reason, k
+    assert ind["mac_ratio"].reason == "kernel_details.csv not found"
+
+
+def test_duration_weighted_mac_by_core() -> None:
+    kd = pd.DataFrame({"Accelerator Core": ["AI_CORE", "AI_CORE", "AI_VECTOR_CORE", "MIX_AIC"],
+                       "Duration(us)": [10.0, 30.0, 100.0, 60.0],
+                       "aic_mac_ratio": [0.8, 0.4, 0.0, np.nan]})
+    val, reason = duration_weighted(kd, "aic_mac_ratio", ("AI_CORE", "MIX_AIC"))
+    assert val == pytest.approx((0.8 * 10 + 0.4 * 30) / 40) and reason == ""
+    val, reason = duration_weighted(kd.drop(columns="aic_mac_ratio"), "aic_mac_ratio", ("AI_CORE",))
+    assert val is None and "PipeUtilization" in reason
+
+
+def test_graph_mode_signal() -> None:
+    launches = [("AscendCL@aclmdlRIExecuteAsync", ev.DISPATCH, "host", 0.0, 5.0)]
+    kernels = [("k", ev.COMPUTE, "device", float(i * 10), 5.0) for i in range(50)]
+    detected, reason = graph_mode_signal(table(launches + kernels), 10)
+    assert detected and "graph launch" in reason
+    eager = [("aclnnAdd", ev.DISPATCH, "host", float(i * 10), 2.0) for i in range(50)]
+    assert graph_mode_signal(table(eager + kernels), 10) == (False, "")

@@ -1,0 +1,55 @@
+"""Reports: stable JSON with units in names, Markdown, self-contained HTML with charts (SYNTHETIC fixture)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from analyzer import analyze, load_dataset, report
+from tests.analyzer import synthetic as S
+
+UNIT_TOKENS = ("_us", "_pct", "_count", "_ratio", "_mb", "per_step")
+
+
+@pytest.fixture(scope="module")
+def analysis(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("synthetic")
+    return analyze(load_dataset(S.write_rank(root, S.prefill_decode_steps(3, 9), markers=False)))
+
+
+def test_json_is_stable_and_round_trips(analysis) -> None:  # type: ignore[no-untyped-def]
+    text = report.to_json(analysis)
+    assert text == report.to_json(analysis)
+    d = json.loads(text)
+    assert d["schema_version"] == 1 and d["verdict"]["kind"] in ("none", "compute", "host", "copy", "communication")
+    scope = d["ranks"][0]["scopes"]["prefill"]
+    assert set(scope) >= {"indicators", "verdict", "hypotheses", "recommendations", "combined_gain", "windows_us"}
+
+
+def test_indicator_ids_carry_units(analysis) -> None:  # type: ignore[no-untyped-def]
+    ids = analysis.to_dict()["ranks"][0]["scopes"]["overall"]["indicators"]["indicators"]
+    for k in ids:
+        assert any(tok in k for tok in UNIT_TOKENS), k
+
+
+def test_markdown_has_verdict_evidence_and_thresholds(analysis) -> None:  # type: ignore[no-untyped-def]
+    md = report.to_markdown(analysis)
+    assert "# ndval analysis" in md and "#### Evidence — compute" in md
+    assert "| deviceBusyGate |" in md and "Scope `prefill`" in md
+
+
+def test_html_is_self_contained_with_charts(analysis, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    page = report.to_html(analysis)
+    assert page.count("<svg") >= 2 * len(analysis.primary.scopes)  # score chart + time breakdown per scope
+    assert "trigger 40" in page and "exposed communication" in page
+    assert "<script" not in page and not re.search(r"(src|href)\s*=", page)
+    assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", page)
+
+
+def test_breakdown_segments_sum_to_wall(analysis) -> None:  # type: ignore[no-untyped-def]
+    ind = analysis.to_dict()["ranks"][0]["scopes"]["decode"]["indicators"]["indicators"]
+    seg = report.breakdown_us(ind)
+    assert seg is not None and sum(seg.values()) == pytest.approx(ind["wall_us"]["value"], rel=1e-6)

@@ -1,0 +1,76 @@
+"""Thresholds: the seed's defaults, severity formula, YAML overrides and their errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.thresholds import ThresholdError, default_thresholds, passes, resolve, severity
+
+SEED_DEFAULTS = {  # seed §2.1–§2.4 and §2 trigger score, §6.3 cap
+    "hostOnlyGate": 45, "deviceIdleSupport": 8, "dispatchPerStep": 1200, "hostExclusivePerStepUs": 800,
+    "hostBusyGate": 45, "deviceBusyGate": 82, "computeShareGate": 55, "commExposedLow": 12,
+    "macRatioComputeBound": 0.45, "mte2RatioMemoryBound": 0.45, "lowUtilizationGate": 0.3, "commShareGate": 12,
+    "commExposedGate": 5, "commLatencyBoundUs": 60, "commBandwidthBoundMb": 16, "copyShareGate": 4,
+    "hostCopyShareGate": 8, "d2hPerStepUs": 200, "triggerScore": 40, "optimisticCapPct": 70,
+}
+
+
+def test_seed_defaults_and_every_threshold_documented() -> None:
+    th = default_thresholds()
+    for k, v in SEED_DEFAULTS.items():
+        assert th.v(k) == v, k
+    for t in th.values():
+        assert t.rationale and t.source and t.unit, t.id
+
+
+def test_relations_of_lower_gates() -> None:
+    th = default_thresholds()
+    assert th["commLatencyBoundUs"].relation == "<=" and th["commExposedLow"].relation == "<"
+    assert passes(60.0, th["commLatencyBoundUs"]) and not passes(60.1, th["commLatencyBoundUs"])
+    assert not passes(None, th["commShareGate"])
+
+
+def test_severity_formula() -> None:
+    th = default_thresholds()
+    gate = th["commShareGate"]  # 12 %, saturation 24 %
+    assert severity(11.9, gate) == 0.0  # a gate, not a gradient
+    assert severity(12.0, gate) == 0.5
+    assert severity(18.0, gate) == pytest.approx(0.5 + 0.5 * (18 - 12) / (24 - 12))
+    assert severity(100.0, gate) == 1.0
+    low = th["commLatencyBoundUs"]  # <= 60 us, saturation 30 us
+    assert severity(45.0, low) == pytest.approx(0.5 + 0.5 * (60 - 45) / (60 - 30))
+    assert severity(None, gate) == 0.0
+
+
+def test_yaml_override_flat_and_nested(tmp_path: Path) -> None:
+    flat = tmp_path / "flat.yaml"
+    flat.write_text("hostOnlyGate: 35\ncommShareGate: 10\n")
+    th = resolve(flat)
+    assert th.v("hostOnlyGate") == 35 and th.v("commShareGate") == 10 and th.v("deviceBusyGate") == 82
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("thresholds:\n  deviceBusyGate: {value: 85, saturation: 95}\n")
+    th = resolve(nested)
+    assert th.v("deviceBusyGate") == 85 and th["deviceBusyGate"].effective_saturation == 95
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("nope: 3\n", "unknown threshold id"),
+    ("hostOnlyGate: high\n", "must be a finite number"),
+    ("thresholds: [1, 2]\n", "must be a mapping"),
+    ("hostOnlyGate: {value: 3, colour: red}\n", "unknown keys"),
+    ("a: [unclosed\n", "not valid YAML"),
+])
+def test_bad_override_files_name_file_and_field(tmp_path: Path, text: str, needle: str) -> None:
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    with pytest.raises(ThresholdError) as err:
+        resolve(p)
+    assert needle in str(err.value) and str(p) in str(err.value)
+
+
+def test_overrides_do_not_mutate_defaults() -> None:
+    base = default_thresholds()
+    changed = base.with_overrides({"triggerScore": 10})
+    assert base.v("triggerScore") == 40 and changed.v("triggerScore") == 10
