@@ -1,1 +1,71 @@
-"""pytest hooks of the ndval plugin (wired in by the harness issue)."""
+"""pytest hooks of the ndval plugin (entry point ``pytest11: ndval``): options, markers, collection wiring.
+
+Inert unless a run collects ``*.case.yaml`` files under a ``validation_cases/`` folder (or files
+matching ``--cases``): other test runs (``make test``, pytester sessions) see no behaviour change.
+The work lives elsewhere: collection in ``harness.collect``, aggregation/gate/reports in
+``harness.session`` (registered on the controller only, never on xdist workers).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.cases import CASE_SUFFIX, find_cases_root
+from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, CaseFile, golden_root_for
+from harness.session import NdvalSession, matches_globs
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ndval", "ndval validation cases")
+    group.addoption("--update-golden", action="store_true", default=False,
+                    help="rewrite missing/mismatching golden files and still fail (review the diff)")
+    group.addoption("--regen-all-golden", action="store_true", default=False,
+                    help="rewrite every selected golden file and pass")
+    group.addoption("--cases", action="append", default=[], metavar="GLOB",
+                    help="collect only case files matching GLOB (also outside validation_cases/); repeatable")
+    group.addoption("--signoff", default=None, metavar="PATH",
+                    help="write the release sign-off report to PATH (.md; an .html is written beside it)")
+    group.addoption("--baseline", default=None, metavar="SUMMARY.json",
+                    help="previous summary.json: regressions against it fail the gate")
+    group.addoption("--strict-waivers", action="store_true", default=False,
+                    help="waivers do not excuse failures, and a waiver that is no longer needed fails")
+    group.addoption("--ndval-reports", default=None, metavar="DIR",
+                    help="folder for summary.json and golden review files (default $NDVAL_REPORTS_DIR or <rootdir>/reports)")
+
+
+def _is_case_path(config: pytest.Config, path: Path) -> bool:
+    if not path.name.endswith(CASE_SUFFIX):
+        return False
+    globs = config.getoption("cases") or []
+    if globs:
+        return matches_globs(path, globs, config.rootpath)
+    return any(p.name == "validation_cases" for p in path.resolve().parents)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "ndval_tag(name): tag of a validation case (from its YAML)")
+    config.addinivalue_line("markers", "ndval_kind(name): kind of a validation case")
+    reports = config.getoption("ndval_reports") or os.environ.get("NDVAL_REPORTS_DIR") or str(config.rootpath / "reports")
+    mode = "regen_all" if config.getoption("regen_all_golden") else "update" if config.getoption("update_golden") else "check"
+    config.stash[OPTIONS_KEY] = {
+        "golden_mode": mode, "strict_waivers": config.getoption("strict_waivers"),
+        "reports_dir": Path(reports).resolve(), "golden_root": golden_root_for,
+        "cases_globs": config.getoption("cases") or [], "signoff": config.getoption("signoff"),
+        "baseline": config.getoption("baseline"), "allure": getattr(config.option, "allure_report_dir", None),
+    }
+    config.stash[CASES_ROOT_KEY] = find_cases_root
+    args = [str(a) for a in config.args]
+    if config.getoption("cases") or any("validation_cases" in a or CASE_SUFFIX in a for a in args):
+        # one broken case must not stop the others (acceptance: the summary counts it)
+        config.option.continue_on_collection_errors = True
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(NdvalSession(config), "ndval-session")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    if _is_case_path(parent.config, file_path):
+        return CaseFile.from_parent(parent, path=file_path)
+    return None

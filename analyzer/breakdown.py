@@ -1,0 +1,202 @@
+"""Per-step time breakdowns computed from the event table with :mod:`analyzer.timeline`.
+
+Two families, one per source format, both pure functions (event table -> typed records):
+
+1. **Ascend step breakdown** (:func:`ascend_step_breakdown`): the columns of torch_npu's
+   ``step_trace_time.csv`` recomputed from the device tasks of ``trace_view.json``
+   (profiling-formats §1.7, verified on msinsight level1 rank0):
+
+   - ``computing_us``      = |∪ compute tasks|  (AI_CORE, AI_VECTOR_CORE, MIX_*, AI_CPU, DSA...)
+   - ``communication_us``  = |∪ collective ops| (the ``Group * Communication`` ops of the HCCL /
+     Communication process; small HCCL tasks only when no op row exists)
+   - ``comm_not_overlapped_us`` = |∪comm \\ ∪compute|;  ``overlapped_us`` = comm - not overlapped
+   - ``free_us``           = span(∪compute ∪ ∪comm) - |∪compute ∪ ∪comm|  (copies count as free,
+     as in torch_npu)
+   - ``bubble_us``         = Σ dur of ``hcom_receive*`` ops; ``stage_us`` = span - bubble.
+
+   A step's device events are those whose start lies in its ``ProfilerStep#N`` span. The Overlap
+   Analysis events that torch_npu itself writes are summed separately by
+   :func:`ascend_overlap_totals` (an independent check: the same numbers by another route).
+
+2. **Kineto step breakdown** (:func:`kineto_step_breakdown`, HTA definitions, profiling-formats
+   §3.1-§3.2): per step, over the GPU events launched in that step (streams pooled):
+
+   - ``span_us`` = last end - first start; ``busy_us`` = |∪ GPU work|; ``idle_us`` = span - busy
+   - ``compute_us`` = |∪ compute kernels| (memcpy / memset are *not* compute)
+   - ``communication_us`` = |∪ NCCL kernels|; ``overlap_us`` = |∪compute ∩ ∪comm|;
+     ``overlap_pct`` = 100 · overlap / communication (HTA ``get_comm_comp_overlap``)
+   - ``exposed_comm_us`` = |∪comm \\ ∪compute|; ``memcpy_us`` / ``memset_us`` = |∪copies|, |∪fills|,
+     ``memcpy_share_pct`` = 100 · memcpy / span.
+
+   :func:`hta_window` reproduces HTA's default trace window (the last ProfilerStep and everything
+   launched after its start are dropped), and :func:`comm_compute_overlap` the whole-window ratio.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from analyzer import timeline as tl
+from analyzer.ingest import events as ev
+
+
+@dataclass(frozen=True)
+class AscendStepBreakdown:
+    """One row of a recomputed ``step_trace_time.csv`` (all µs)."""
+
+    step: int
+    computing_us: float
+    communication_us: float
+    comm_not_overlapped_us: float
+    overlapped_us: float
+    free_us: float
+    stage_us: float
+    bubble_us: float
+    span_us: float
+
+
+@dataclass(frozen=True)
+class KinetoStepBreakdown:
+    """Per-step GPU time breakdown, HTA definitions (µs and %)."""
+
+    step: int
+    span_us: float
+    busy_us: float
+    idle_us: float
+    compute_us: float
+    communication_us: float
+    overlap_us: float
+    exposed_comm_us: float
+    memcpy_us: float
+    memset_us: float
+
+    @property
+    def overlap_pct(self) -> float:
+        """100 · |compute ∩ comm| / |comm|; NaN when there is no communication."""
+        return 100.0 * self.overlap_us / self.communication_us if self.communication_us > 0 else float("nan")
+
+    @property
+    def idle_pct(self) -> float:
+        """100 · idle / span."""
+        return 100.0 * self.idle_us / self.span_us if self.span_us > 0 else float("nan")
+
+    @property
+    def memcpy_share_pct(self) -> float:
+        """100 · |∪memcpy| / span."""
+        return 100.0 * self.memcpy_us / self.span_us if self.span_us > 0 else float("nan")
+
+
+def _device(events: pd.DataFrame) -> pd.DataFrame:
+    return events[events["side"] == ev.SIDE_DEVICE]
+
+
+def comm_op_rows(events: pd.DataFrame) -> pd.DataFrame:
+    """Collective-op rows; the small HCCL tasks stand in only when a trace has no op rows."""
+    comm = events[events["category"] == ev.COMMUNICATION]
+    ops = comm[comm["sub"] != ev.SUB_COMM_TASK]
+    return ops if len(ops) else comm
+
+
+def ascend_breakdown(device_events: pd.DataFrame, step: int = ev.UNKNOWN_STEP) -> AscendStepBreakdown:
+    """The step_trace_time columns for one set of device events (see module docstring)."""
+    compute = tl.from_events(device_events[device_events["category"] == ev.COMPUTE])
+    comm_rows = comm_op_rows(device_events)
+    comm = tl.from_events(comm_rows)
+    busy = tl.merge(compute, comm)
+    not_overlapped = tl.exclusive_us(comm, compute)
+    bubble = float(comm_rows.loc[comm_rows["name"].str.startswith("hcom_receive"), "dur_us"].sum())
+    return AscendStepBreakdown(
+        step=step, computing_us=compute.length_us, communication_us=comm.length_us,
+        comm_not_overlapped_us=not_overlapped, overlapped_us=comm.length_us - not_overlapped,
+        free_us=busy.span_us - busy.length_us, stage_us=busy.span_us - bubble, bubble_us=bubble,
+        span_us=busy.span_us,
+    )
+
+
+def ascend_step_breakdown(events: pd.DataFrame) -> list[AscendStepBreakdown]:
+    """One :class:`AscendStepBreakdown` per ``ProfilerStep``; one row with step ``-1`` when the
+    trace has no steps (like torch_npu's single empty-``Step`` row)."""
+    dev = _device(events)
+    steps = sorted(int(s) for s in events.loc[events["category"] == ev.STEP, "step"].unique())
+    if not steps:
+        return [ascend_breakdown(dev)]
+    return [ascend_breakdown(dev[dev["step"] == s], s) for s in steps]
+
+
+def ascend_overlap_totals(events: pd.DataFrame) -> pd.DataFrame:
+    """Σ dur of torch_npu's ``Overlap Analysis`` events per step and name (µs).
+
+    Columns: ``step`` and one per :data:`events.OVERLAP_NAMES` present. Empty when the trace has no
+    Overlap Analysis process.
+    """
+    ov = events[(events["category"] == ev.OTHER) & (events["sub"] == ev.SUB_OVERLAP)]
+    if ov.empty:
+        return pd.DataFrame(columns=["step", *ev.OVERLAP_NAMES])
+    table = ov.pivot_table(index="step", columns="name", values="dur_us", aggfunc="sum", fill_value=0.0)
+    return table.reset_index().rename_axis(columns=None)
+
+
+def kineto_breakdown(device_events: pd.DataFrame, step: int = ev.UNKNOWN_STEP) -> KinetoStepBreakdown:
+    """GPU time breakdown of one set of device events (see module docstring)."""
+    work = device_events[device_events["category"].isin(ev.DEVICE_WORK)]
+    busy = tl.from_events(work)
+    compute = tl.from_events(work[work["category"] == ev.COMPUTE])
+    comm = tl.from_events(work[work["category"] == ev.COMMUNICATION])
+    overlap = tl.overlap_us(compute, comm)
+    return KinetoStepBreakdown(
+        step=step, span_us=busy.span_us, busy_us=busy.length_us, idle_us=busy.span_us - busy.length_us,
+        compute_us=compute.length_us, communication_us=comm.length_us, overlap_us=overlap,
+        exposed_comm_us=comm.length_us - overlap,
+        memcpy_us=tl.from_events(work[work["category"] == ev.MEMCPY]).length_us,
+        memset_us=tl.from_events(work[work["category"] == ev.MEMSET]).length_us,
+    )
+
+
+def kineto_step_breakdown(events: pd.DataFrame) -> list[KinetoStepBreakdown]:
+    """One :class:`KinetoStepBreakdown` per ProfilerStep (device events by launching step)."""
+    dev = _device(events)
+    steps = sorted(int(s) for s in events.loc[events["category"] == ev.STEP, "step"].unique())
+    if not steps:
+        return [kineto_breakdown(dev)]
+    return [kineto_breakdown(dev[dev["step"] == s], s) for s in steps]
+
+
+def hta_window(events: pd.DataFrame, include_last_step: bool = False) -> pd.DataFrame:
+    """HTA's default analysis window (``Trace._filter_irrelevant_gpu_kernels``, HTA 0.5.0).
+
+    Host events are kept when they start before the last ``ProfilerStep`` starts (with
+    ``include_last_step``: before it ends); device events are kept when their launching host event
+    (same ``corr``) is kept. With fewer than two steps HTA keeps the last step too; so do we.
+    """
+    steps = events[events["category"] == ev.STEP]
+    host = events[events["side"] == ev.SIDE_HOST]
+    if len(steps) < 2:
+        include_last_step = True
+    if len(steps):
+        last = steps.loc[steps["ts_us"].idxmax()]
+        limit = float(last["ts_us"] + last["dur_us"]) if include_last_step else float(last["ts_us"])
+        host = host[host["ts_us"] < limit] if not include_last_step else host[host["ts_us"] <= limit]
+    corr = host.loc[host["corr"] >= 0, "corr"].unique()
+    dev = events[(events["side"] == ev.SIDE_DEVICE) & events["corr"].isin(corr)]
+    return pd.concat([host, dev]).sort_values("ts_us", kind="stable")
+
+
+def comm_compute_overlap(events: pd.DataFrame) -> float:
+    """HTA comm-compute overlap, %: 100 · |∪compute ∩ ∪comm| / |∪comm| over the given events.
+
+    Compute = compute kernels only (memcpy / memset excluded), GPU streams pooled. Pass
+    ``hta_window(events)`` to reproduce HTA's default window. NaN without communication.
+    """
+    return kineto_breakdown(_device(events)).overlap_pct
+
+
+def to_frame(rows: list[AscendStepBreakdown] | list[KinetoStepBreakdown]) -> pd.DataFrame:
+    """Records -> DataFrame (Kineto rows also get the ``*_pct`` properties as columns)."""
+    frame = pd.DataFrame([asdict(r) for r in rows])
+    if rows and isinstance(rows[0], KinetoStepBreakdown):
+        for prop in ("overlap_pct", "idle_pct", "memcpy_share_pct"):
+            frame[prop] = np.array([getattr(r, prop) for r in rows], dtype=np.float64)
+    return frame

@@ -1,0 +1,130 @@
+"""``ndval compare BEFORE AFTER``: analyse two profiles the same way and compare them (seed §7).
+
+Prints the headline, the comparability verdict with every reason, the headline metrics and the
+top changed operators; writes JSON / Markdown / HTML on request. Exit codes: 0 when the comparison
+was produced (also when the sides are *not comparable* — that is a result, printed with its
+reasons), 2 when an input cannot be read (the message names the file and the rule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("before", type=Path, help="profile before the change (Ascend *_ascend_pt dir or Kineto json[.gz])")
+    parser.add_argument("after", type=Path, help="profile after the change")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write the comparison payload as JSON")
+    parser.add_argument("--markdown", type=Path, metavar="OUT", help="write the comparison as Markdown")
+    parser.add_argument("--html", type=Path, metavar="OUT", help="write a self-contained HTML page")
+    parser.add_argument("--thresholds", type=Path, metavar="FILE",
+                        help="YAML threshold overrides, applied to BOTH sides")
+    parser.add_argument("--phase", choices=("prefill", "decode"), default=None,
+                        help="phase override, applied to BOTH sides")
+    parser.add_argument("--top", type=int, default=8, help="operators to print per list (default 8)")
+
+
+class UnreadableInput(ValueError):
+    """A side that loaded but holds nothing to analyse (no events, no tables on any rank)."""
+
+
+def analyse_path(path: Path, thresholds: Any = None, phase: str | None = None) -> tuple[Any, Any]:
+    """``(dataset, analysis)``: ``load_dataset`` + ``analyze`` with the given thresholds and phase
+    override (the same for both sides). A dataset with no event and no table is unreadable."""
+    from analyzer.analysis import analyze
+    from analyzer.dataset import load_dataset
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    dataset = load_dataset(path)
+    if all(r.events.empty and not r.tables for r in dataset.ranks):
+        why = "; ".join(dataset.warnings[:2]) or "no events and no tables"
+        raise UnreadableInput(f"{path}: nothing readable ({why})")
+    return dataset, analyze(dataset, thresholds=thresholds, phase_override=phase)
+
+
+def _bad_input_types() -> tuple[type[BaseException], ...]:
+    types: list[type[BaseException]] = [FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
+                                        UnreadableInput]
+    try:
+        from analyzer.ingest.errors import IngestError
+
+        types.append(IngestError)
+    except ImportError:  # pragma: no cover - ingest always present in a full build
+        pass
+    try:
+        from analyzer.thresholds import ThresholdError
+
+        types.append(ThresholdError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(types)
+
+
+def summary_text(comparison: Any, top: int = 8) -> str:
+    """Console summary: headline, comparability + reasons, headline metrics, top changed operators."""
+    from tabulate import tabulate
+
+    d = comparison.to_dict()
+    comp = d["comparability"]
+    lines = [d["headline"]["sentence"], "",
+             f"comparable: {str(comp['comparable']).lower()} ({comp['level']})"]
+    lines += [f"  - {r}" for r in comp["reasons"]]
+    rows = [[m, v["before"], v["after"], v["improvement_pct"], v["status"]]
+            for m, v in d["headline"]["values"].items()]
+    lines += ["", tabulate(rows, headers=["headline metric", "before", "after", "improvement %", "status"])]
+    for key, title in (("saved", "top operators saving time"), ("added", "top operators adding time")):
+        ops = d["operators"][key][:top]
+        lines += ["", f"{title}:"]
+        if ops:
+            lines.append(tabulate([[o["name"][:60], o["before_total_us"], o["after_total_us"], o["delta_us"],
+                                    o["before_mean_us"], o["after_mean_us"]] for o in ops],
+                                  headers=["operator", "before µs", "after µs", "delta µs", "before mean µs",
+                                           "after mean µs"]))
+        else:
+            lines.append("  none")
+    if d["recommendations"]:
+        lines += ["", tabulate([[r["id"], r["verdict"], r["observed_improvement_pct"], r["threshold_pct"],
+                                 r["still_listed_after"]] for r in d["recommendations"]],
+                               headers=["recommendation", "verdict", "observed %", "threshold %", "still listed"])]
+    other = [w for w in d["warnings"] if not w.startswith(("not comparable", "flag"))]
+    if other:
+        lines += ["", "warnings:"] + [f"  - {w}" for w in other]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analyzer.compare import compare, render_html, render_markdown
+
+    bad_input = _bad_input_types()
+    thresholds = None
+    if getattr(args, "thresholds", None) is not None:
+        from analyzer.thresholds import resolve
+
+        try:
+            thresholds = resolve(args.thresholds)
+        except bad_input as exc:
+            print(f"ndval compare: bad thresholds file: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    analyses = []
+    for side, path in (("before", args.before), ("after", args.after)):
+        try:
+            analyses.append(analyse_path(path, thresholds, args.phase))
+        except bad_input as exc:
+            print(f"ndval compare: cannot read the {side} input: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    comparison = compare(analyses[0], analyses[1])
+    print(summary_text(comparison, args.top))
+    for out, render in ((args.json, lambda c: c.to_json()), (args.markdown, render_markdown),
+                        (args.html, render_html)):
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(render(comparison), encoding="utf-8")
+            print(f"wrote {out}")
+    return EXIT_OK

@@ -1,0 +1,258 @@
+"""Find the inputs of a profile, read every rank, and return one :class:`Dataset`.
+
+Accepted paths (spec/analyzer.md §1):
+
+- an Ascend rank directory ``*_ascend_pt``, its ``ASCEND_PROFILER_OUTPUT``, or a bare
+  ``trace_view.json``;
+- a parent directory holding one Ascend rank directory per rank (``rank0_ascend_pt``...);
+- a Kineto trace ``.json`` / ``.json.gz``, or a directory of them (one file per rank).
+
+Missing files are recorded (``RankData.files`` lacks them, ``warnings`` says what that disables);
+bad files give a warning when the rest can still be analysed and :class:`IngestError` when nothing
+can (empty folder, no trace and no tables, a JSON that is not a profile).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analyzer.ingest import ascend, kineto
+from analyzer.ingest import events as ev
+from analyzer.ingest.columns import TABLE_FILES, read_csv_table
+from analyzer.ingest.errors import IngestError
+from analyzer.ingest.stream import sniff_layout
+
+OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+#: what each missing Ascend file disables (for the warning text).
+DISABLES: dict[str, str] = {
+    "trace_view.json": "event timeline (host/device/sync/dispatch indicators, step breakdowns)",
+    "kernel_details.csv": "per-kernel table (MAC/MTE2 ratios, kernel duration statistics)",
+    "op_statistic.csv": "operator-type totals cross-check",
+    "operator_details.csv": "framework operator table",
+    "step_trace_time.csv": "torch_npu's own step breakdown (recomputed from the trace instead)",
+    "api_statistic.csv": "CANN API totals (dispatch/sync counts without a trace)",
+    "communication.json": "per-collective wait/transit/bandwidth (communication sub-type)",
+}
+
+
+@dataclass
+class RankData:
+    """Everything read for one rank.
+
+    ``events``: the event table (schema in :mod:`analyzer.ingest.events`), ``ts_us`` relative to
+    ``base_ts_us`` (int, epoch µs). ``tables``: canonical CSV tables keyed ``kernel_details``,
+    ``op_statistic``, ``operator_details``, ``step_trace_time``, ``api_statistic`` (µs; epoch
+    ``Start Time(us)`` made relative to ``base_ts_us``). ``communication``: parsed
+    ``communication.json`` or None — **times in ms** as in the file. ``meta``: ``profiler_info``,
+    ``profiler_metadata``, ``device_id`` (Ascend) / ``distributedInfo``, ``deviceProperties``
+    (Kineto), plus ``level`` when known. ``dropped_events``: ``(count, reason)``.
+    ``totals_source``: where time totals come from (``trace`` / ``csv`` / ``trace (truncated)``).
+    """
+
+    rank: int
+    path: Path
+    events: pd.DataFrame
+    base_ts_us: int = 0
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    communication: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    totals_source: str = "trace"
+    dropped_events: tuple[int, str] = (0, "")
+
+
+@dataclass
+class Dataset:
+    """All ranks of one capture; ``warnings`` gathers every rank's warnings (prefixed by rank)."""
+
+    path: Path
+    source_format: str
+    ranks: list[RankData]
+    warnings: list[str] = field(default_factory=list)
+
+    def rank(self, rank: int) -> RankData:
+        """The :class:`RankData` of global rank ``rank`` (KeyError when absent)."""
+        for r in self.ranks:
+            if r.rank == rank:
+                return r
+        raise KeyError(f"rank {rank} not in dataset {self.path} (ranks: {[r.rank for r in self.ranks]})")
+
+
+# ----------------------------------------------------------------------------------- discovery
+def _is_kineto_file(p: Path) -> bool:
+    return p.is_file() and (p.name.endswith(".json.gz") or (p.suffix == ".json" and p.name != "trace_view.json"))
+
+
+def _ascend_output_dir(p: Path) -> Path | None:
+    """The folder holding the Ascend exports for a rank dir / output dir, else None."""
+    if (p / OUTPUT_DIR).is_dir():
+        return p / OUTPUT_DIR
+    if p.name == OUTPUT_DIR or (p / "trace_view.json").is_file() or any(
+        (p / f).is_file() for f in TABLE_FILES
+    ):
+        return p
+    return None
+
+
+def _rank_dirs(parent: Path) -> list[Path]:
+    return sorted(d for d in parent.iterdir() if d.is_dir() and _ascend_output_dir(d) is not None)
+
+
+def _rank_hint(p: Path) -> int | None:
+    m = re.search(r"rank[_-]?(\d+)", p.name)
+    return int(m.group(1)) if m else None
+
+
+# ------------------------------------------------------------------------------------- readers
+def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None = None,
+                     strict: bool = False) -> RankData:
+    """Read one Ascend rank (``*_ascend_pt``, ``ASCEND_PROFILER_OUTPUT`` or ``trace_view.json``)."""
+    if path.is_file():
+        out_dir, rank_dir, trace = path.parent, path.parent, path
+    else:
+        out_dir = _ascend_output_dir(path) or path
+        rank_dir = out_dir.parent if out_dir.name == OUTPUT_DIR else out_dir
+        trace = out_dir / "trace_view.json"
+    files: dict[str, Path] = {}
+    warnings: list[str] = []
+    meta = _ascend_meta(rank_dir, files, warnings)
+    info_rank = ascend.rank_from_info(meta.get("profiler_info", {}))
+    rank = rank if rank is not None else (info_rank if info_rank is not None else _rank_hint(rank_dir))
+    rank = ev.UNKNOWN_RANK if rank is None else rank
+    events, base, dropped, totals = ev.empty_events(), 0, (0, ""), "csv"
+    if trace.is_file():
+        files["trace_view.json"] = trace
+        events, raw = ascend.read_trace_view(trace, rank, progress=progress)
+        base, totals = raw.base_ts_us, "trace"
+        warnings.extend(raw.warnings)
+        if raw.n_dropped_bad:
+            warnings.append(f"{trace}: dropped {raw.n_dropped_bad} events with a bad ts/dur (NaN, negative, non-numeric)")
+        if raw.truncated:
+            dropped, totals = (0, "trace truncated: events after the damage are unknown"), "trace (truncated)"
+            if (out_dir / "step_trace_time.csv").is_file():
+                totals = "csv (trace truncated: step totals from step_trace_time.csv)"
+        elif raw.n_dropped_bad:
+            dropped = (raw.n_dropped_bad, "bad ts/dur")
+        dev = ascend.device_id(raw)
+        if dev is not None:
+            meta["device_id"] = dev
+    tables = _ascend_tables(out_dir, base if files.get("trace_view.json") else None, files, warnings, strict)
+    communication = None
+    comm_path = out_dir / "communication.json"
+    if comm_path.is_file():
+        files["communication.json"] = comm_path
+        try:
+            communication = ascend.read_communication(comm_path)
+        except IngestError as exc:
+            if strict:
+                raise
+            warnings.append(f"{exc} — file ignored")
+    if (out_dir / "communication_matrix.json").is_file():
+        files["communication_matrix.json"] = out_dir / "communication_matrix.json"
+    for name, what in DISABLES.items():
+        if name not in files:
+            warnings.append(f"{out_dir}: {name} not found — unavailable: {what}")
+    if "trace_view.json" not in files and not tables:
+        raise IngestError(path, "<files>", "no trace_view.json and no readable CSV export: not an Ascend profile")
+    return RankData(rank=rank, path=rank_dir, events=events, base_ts_us=base, tables=tables,
+                    communication=communication, meta=meta, files=files, warnings=warnings,
+                    totals_source=totals, dropped_events=dropped)
+
+
+def _ascend_meta(rank_dir: Path, files: dict[str, Path], warnings: list[str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    infos = sorted(rank_dir.glob("profiler_info*.json"))
+    for key, candidates in (("profiler_info", infos), ("profiler_metadata", [rank_dir / "profiler_metadata.json"])):
+        for p in candidates:
+            if p.is_file():
+                files[p.name] = p
+                try:
+                    meta[key] = ascend.read_json_file(p)
+                except IngestError as exc:
+                    warnings.append(f"{exc} — file ignored")
+                break
+    level = (meta.get("profiler_info", {}).get("config", {}).get("experimental_config", {}) or {}).get("_profiler_level")
+    if level:
+        meta["level"] = level
+    return meta
+
+
+def _ascend_tables(out_dir: Path, base: int | None, files: dict[str, Path], warnings: list[str],
+                   strict: bool) -> dict[str, pd.DataFrame]:
+    tables: dict[str, pd.DataFrame] = {}
+    for fname, key in TABLE_FILES.items():
+        p = out_dir / fname
+        if not p.is_file():
+            continue
+        files[fname] = p
+        try:
+            tables[key] = read_csv_table(p, key, base_ts_us=base)
+        except IngestError as exc:
+            if strict:
+                raise
+            warnings.append(f"{exc} — table ignored")
+    return tables
+
+
+def load_kineto_rank(path: Path, rank: int | None = None, progress: bool | None = None) -> RankData:
+    """Read one Kineto trace file."""
+    events, raw, meta = kineto.read_kineto_trace(path, rank=rank, progress=progress)
+    warnings = list(raw.warnings)
+    r = int(events["rank"].iloc[0]) if len(events) else (rank if rank is not None else ev.UNKNOWN_RANK)
+    if kineto.rank_of(meta) is None and rank is None:
+        warnings.append(f"{path}: distributedInfo.rank absent — rank unknown (-1)")
+    dropped = (raw.n_dropped_bad, "bad ts/dur") if raw.n_dropped_bad else (0, "")
+    return RankData(rank=r, path=path, events=events, base_ts_us=raw.base_ts_us, meta=meta,
+                    files={"trace": path}, warnings=warnings,
+                    totals_source="trace (truncated)" if raw.truncated else "trace", dropped_events=dropped)
+
+
+def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = False,
+                 ranks: list[int] | None = None) -> Dataset:
+    """Read a profile (see module docstring for accepted layouts).
+
+    ``progress``: force the progress bar on/off (default: only for big files on a terminal).
+    ``strict``: raise :class:`IngestError` on a bad CSV instead of warning and skipping it.
+    ``ranks``: read only these ranks of a multi-rank parent.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise IngestError(p, "<path>", "does not exist")
+    if p.is_file():
+        if p.name == "trace_view.json" or (p.suffix == ".json" and sniff_layout(p) == "array"):
+            rd = [load_ascend_rank(p, progress=progress, strict=strict)]
+            return _finish(p, "ascend", rd)
+        if _is_kineto_file(p):
+            return _finish(p, "kineto", [load_kineto_rank(p, progress=progress)])
+        raise IngestError(p, "<file>", "not a profile: expected trace_view.json, *.json or *.json.gz")
+    if _ascend_output_dir(p) is not None:
+        return _finish(p, "ascend", [load_ascend_rank(p, progress=progress, strict=strict)])
+    rank_dirs = _rank_dirs(p)
+    if rank_dirs:
+        rds = [load_ascend_rank(d, progress=progress, strict=strict) for d in rank_dirs
+               if ranks is None or _rank_hint(d) in ranks or _rank_hint(d) is None]
+        return _finish(p, "ascend", [r for r in rds if ranks is None or r.rank in ranks])
+    traces = sorted(f for f in p.iterdir() if _is_kineto_file(f))
+    if traces:
+        rds = [load_kineto_rank(f, progress=progress) for f in traces]
+        return _finish(p, "kineto", [r for r in rds if ranks is None or r.rank in ranks])
+    raise IngestError(
+        p, "<folder>",
+        "no profile found: expected an *_ascend_pt dir (ASCEND_PROFILER_OUTPUT/trace_view.json or CSVs), "
+        "a parent of such dirs, or Kineto *.json / *.json.gz traces",
+    )
+
+
+def _finish(path: Path, fmt: str, rds: list[RankData]) -> Dataset:
+    rds.sort(key=lambda r: r.rank)
+    warnings = [f"rank {r.rank}: {w}" for r in rds for w in r.warnings]
+    seen = [r.rank for r in rds if r.rank != ev.UNKNOWN_RANK]
+    if len(seen) != len(set(seen)):
+        warnings.append(f"{path}: duplicate rank ids {seen}")
+    return Dataset(path=path, source_format=fmt, ranks=rds, warnings=warnings)

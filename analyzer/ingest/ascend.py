@@ -1,0 +1,226 @@
+"""Ascend torch_npu text export -> event table, CSV tables, communication.json, metadata.
+
+One rank = one ``*_ascend_pt`` directory (or its ``ASCEND_PROFILER_OUTPUT``, or a bare
+``trace_view.json``). Every file is optional; what was found is recorded in ``files`` and what was
+missing or bad goes to ``warnings``, never a crash (profiling-formats §1.1-§1.13).
+
+Classification of ``trace_view.json`` complete events into the event-table categories (see
+``events.py``): by process name (``Python``, ``Python GC``, ``CANN``, ``Ascend Hardware``,
+``HCCL`` — renamed ``Communication`` in newer torch_npu, both accepted — and ``Overlap Analysis``),
+then by ``cat`` / ``Task Type`` / name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.ingest import events as ev
+from analyzer.ingest.errors import IngestError
+from analyzer.ingest.stream import RawTrace, raw_frame, read_trace
+
+#: host-process names; every other process is on the device.
+HOST_PROCESSES: frozenset[str] = frozenset({"Python", "Python GC", "CANN"})
+#: the communication process: ``HCCL`` (older torch_npu) or ``Communication`` (newer).
+COMM_PROCESSES: frozenset[str] = frozenset({"HCCL", "Communication"})
+OVERLAP_PROCESS = "Overlap Analysis"
+HARDWARE_PROCESS = "Ascend Hardware"
+
+#: Ascend Hardware ``Task Type`` values that are compute kernels (``Other``: 2024 torch_npu wrote it
+#: for almost every task; treated as compute unless the name says copy / placeholder).
+COMPUTE_TASK_TYPES: frozenset[str] = frozenset({
+    "AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "FFTS_PLUS", "DSA_SQE", "Other",
+    "AIV_SQE", "AIC_SQE", "",
+})
+COPY_TASK_TYPES: frozenset[str] = frozenset({"SDMA_SQE", "PCIE_DMA_SQE"})
+#: HCCL work executed as device tasks on Ascend Hardware streams (task type == name in real files).
+HCCL_DEVICE_TASKS: frozenset[str] = frozenset({"Notify Wait", "Write Value", "SDMA", "Notify Record"})
+PLACEHOLDER_TASK_TYPES: frozenset[str] = frozenset({
+    "PLACE_HOLDER_SQE", "EVENT_RECORD_SQE", "EVENT_WAIT_SQE",
+})
+PLACEHOLDER_NAMES: frozenset[str] = frozenset({
+    "PROFILING_ENABLE", "PROFILING_DISABLE", "EVENT_RECORD", "EVENT_WAIT",
+})
+#: host-side synchronising calls (profiling-formats §7 "sync ops").
+SYNC_NAMES: frozenset[str] = frozenset({
+    "aten::item", "aten::_local_scalar_dense",
+    "AscendCL@aclrtSynchronizeStream", "AscendCL@aclrtSynchronizeStreamWithTimeout",
+    "AscendCL@aclrtSynchronizeDevice", "AscendCL@aclrtSynchronizeEvent", "AscendCL@aclrtMemcpy",
+    "Runtime@StreamSynchronize", "Runtime@DeviceSynchronize", "Runtime@MemCopySync",
+})
+#: CANN calls that launch device work (dispatch sub ``launch``); other CANN calls are ``runtime``.
+_LAUNCH_RE = re.compile(
+    r"^(AscendCL@(aclnn|aclop|aclrtMemcpyAsync|aclrtMemsetAsync|aclmdlExecute|aclmdlRI)|Node@launch"
+    r"|Runtime@(KernelLaunch|LaunchKernel|MemcpyAsync|StreamLaunch)|Hccl@)"
+)
+#: ``memcpy direction`` arg -> sub (newer torch_npu writes it on MEMCPY_ASYNC tasks).
+COPY_DIRECTIONS: dict[str, str] = {
+    "host to device": ev.SUB_H2D, "device to host": ev.SUB_D2H, "device to device": ev.SUB_D2D,
+}
+_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def classify(frame: pd.DataFrame, raw: RawTrace) -> pd.DataFrame:
+    """Add the event-table columns ``category``, ``side``, ``sub``, ``stream`` to the raw columns
+    (in place: the frame is the reader's own, and a copy costs ~100 bytes per event)."""
+    pname = _lookup(frame["pid"], raw.process_names)
+    labels = _lookup(frame["pid"], raw.process_labels)
+    is_host = pname.isin(HOST_PROCESSES) | labels.eq("CPU")
+    n = len(frame)
+    category = np.full(n, ev.OTHER, dtype=object)
+    sub = np.full(n, "", dtype=object)
+    name, cat, tt = frame["name"], frame["cat"], frame["task_type"]
+
+    def put(mask: pd.Series, c: str, s: Any = "") -> None:
+        m = mask.to_numpy(dtype=bool)
+        category[m] = c
+        sub[m] = s if isinstance(s, str) else np.asarray(s)[m]
+
+    python = pname.eq("Python")
+    put(python & cat.eq("cpu_op"), ev.HOST_OP, "cpu_op")
+    put(python & cat.eq("python_function"), ev.OTHER, ev.SUB_PYTHON_FUNCTION)
+    put(python & cat.eq("enqueue"), ev.DISPATCH, ev.SUB_ENQUEUE)
+    put(python & cat.eq("dequeue"), ev.DISPATCH, ev.SUB_DEQUEUE)
+    put(python & (cat.eq("user_annotation") | name.str.startswith("mstx")), ev.ANNOTATION)
+    put(python & pd.Series(ev.per_value(name, lambda v: bool(_STEP_RE.match(v)), bool), index=frame.index),
+        ev.STEP)
+    cann = pname.eq("CANN")
+    launch = pd.Series(ev.per_value(name, lambda v: bool(_LAUNCH_RE.match(v)), bool), index=frame.index)
+    put(cann, ev.DISPATCH, ev.choose(launch.to_numpy(dtype=bool), ev.SUB_LAUNCH, ev.SUB_RUNTIME))
+    put((python | cann) & name.isin(SYNC_NAMES), ev.SYNC)
+
+    hw = pname.eq(HARDWARE_PROCESS)
+    put(hw & tt.isin(COMPUTE_TASK_TYPES), ev.COMPUTE, tt)
+    put(hw & (tt.isin(PLACEHOLDER_TASK_TYPES) | name.isin(PLACEHOLDER_NAMES)), ev.OTHER, ev.SUB_PLACEHOLDER)
+    put(hw & (name.isin(HCCL_DEVICE_TASKS) | tt.isin(HCCL_DEVICE_TASKS)), ev.COMMUNICATION, ev.SUB_COMM_TASK)
+    copy = hw & (tt.isin(COPY_TASK_TYPES) | name.eq("MEMCPY_ASYNC"))
+    put(copy, ev.MEMCPY, _copy_direction(frame))
+
+    comm = pname.isin(COMM_PROCESSES)
+    thread = _thread_names(frame, raw)
+    big_op = comm & (thread.str.startswith("Group") | (thread.eq("") & name.str.startswith("hcom")))
+    put(comm, ev.COMMUNICATION, ev.SUB_COMM_TASK)
+    put(big_op, ev.COMMUNICATION, ev.per_value(name.where(big_op, ""), lambda v: ev.comm_op_type(v) if v else ""))
+    put(pname.eq(OVERLAP_PROCESS), ev.OTHER, ev.SUB_OVERLAP)
+
+    host = is_host.to_numpy(dtype=bool)
+    tid = frame["tid"].to_numpy()
+    stream = np.where(host, ev.labels("Thread ", tid), ev.labels("Stream ", tid))
+    named = thread.ne("").to_numpy()
+    stream[named] = thread.to_numpy(dtype=object)[named]
+    frame["category"] = category
+    frame["sub"] = sub
+    frame["side"] = ev.choose(host, ev.SIDE_HOST, ev.SIDE_DEVICE)
+    frame["stream"] = stream
+    return frame
+
+
+def _thread_names(frame: pd.DataFrame, raw: RawTrace) -> pd.Series:
+    """``thread_name`` metadata per row (``""`` when none), one lookup per distinct (pid, tid)."""
+    keys = pd.MultiIndex.from_arrays([frame["pid"], frame["tid"]])
+    codes, uniq = pd.factorize(keys)
+    names = np.array([raw.thread_names.get((int(p), int(t)), "") for p, t in uniq] or [""], dtype=object)
+    return pd.Series(names[codes] if len(frame) else names[:0], index=frame.index, dtype=object)
+
+
+def _lookup(keys: pd.Series, mapping: dict[int, str]) -> pd.Series:
+    """``mapping[key]`` per row, ``""`` when absent (vectorized over the unique keys)."""
+    uniq, inverse = np.unique(keys.to_numpy(), return_inverse=True)
+    values = np.array([mapping.get(int(k), "") for k in uniq] or [""], dtype=object)
+    return pd.Series(values[inverse] if len(keys) else values[:0], index=keys.index, dtype=object)
+
+
+def _copy_direction(frame: pd.DataFrame) -> np.ndarray:
+    """Copy sub-kind: the ``memcpy direction`` arg when present, else PCIe DMA = host<->device,
+    SDMA = device-to-device (profiling-formats §0.10)."""
+    direction = frame["aux"].str.lower().map(COPY_DIRECTIONS)
+    by_type = np.where(
+        frame["task_type"].eq("PCIE_DMA_SQE"), ev.SUB_HOST_DEVICE,
+        np.where(frame["task_type"].eq("SDMA_SQE"), ev.SUB_D2D, ""),
+    )
+    return np.where(direction.notna(), direction.astype(object), by_type)
+
+
+def assign_steps(table: pd.DataFrame) -> pd.DataFrame:
+    """``step`` = N of the ``ProfilerStep#N`` whose span ``[ts, ts+dur)`` contains the event start.
+
+    This is how torch_npu attributes events to steps for ``step_trace_time.csv`` (profiling-formats
+    §1.7: Σ dur of events whose ts falls inside the step). Steps do not overlap; events outside
+    every step keep ``-1``. The column is set in place.
+    """
+    steps = table[table["category"] == ev.STEP]
+    step_no = steps["name"].str.extract(_STEP_RE.pattern)[0].astype("int64").to_numpy()
+    starts = steps["ts_us"].to_numpy()
+    ends = starts + steps["dur_us"].to_numpy()
+    order = np.argsort(starts)
+    starts, ends, step_no = starts[order], ends[order], step_no[order]
+    result = np.full(len(table), ev.UNKNOWN_STEP, dtype=np.int64)
+    if starts.size:
+        ts = table["ts_us"].to_numpy()
+        idx = np.searchsorted(starts, ts, side="right") - 1
+        ok = idx >= 0
+        ok[ok] = ts[ok] < ends[idx[ok]]
+        result[ok] = step_no[idx[ok]]
+    table["step"] = result
+    return table
+
+
+def read_trace_view(path: Path, rank: int, progress: bool | None = None) -> tuple[pd.DataFrame, RawTrace]:
+    """Parse one ``trace_view.json`` into the event table (and the raw trace's metadata)."""
+    raw = read_trace(path, progress=progress)
+    if raw.layout != "array":
+        raise IngestError(
+            path, "<top level>",
+            "an Ascend trace_view.json is a JSON array of events (got an object; Kineto traces go "
+            "through the Kineto reader)",
+        )
+    frame = raw_frame(raw)
+    if frame.empty and not raw.truncated:
+        raise IngestError(path, "ph", "no complete ('X') events: not a profiler trace")
+    frame["rank"] = rank
+    table = assign_steps(classify(frame, raw))
+    return ev.conform(table), raw
+
+
+def device_id(raw: RawTrace) -> int | None:
+    """NPU id from ``process_labels`` ``"NPU <id>"`` (``"NPU"`` alone -> None)."""
+    for label in raw.process_labels.values():
+        m = re.match(r"^NPU\s+(\d+)$", label.strip())
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def read_json_file(path: Path) -> Any:
+    """A small JSON file (metadata, communication.json), with a clear error when it is not JSON."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            return json.load(fh)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise IngestError(path, "<file>", f"not valid JSON ({exc})") from exc
+
+
+def read_communication(path: Path) -> dict[str, Any]:
+    """``communication.json`` as written: ``{step: {collective|p2p: {op@group: {...}}}}``.
+
+    Units are the file's: ``Elapse Time(ms)``, ``Transit Time(ms)``, ``Wait Time(ms)``... are **ms**,
+    ``Transit Size(MB)`` MB, ``Start Timestamp(us)`` epoch µs. The ``Total Op Info`` entries are
+    kept; skip them when iterating ops. Per-op volume = SDMA + RDMA (SDMA already = HCCS + PCIE).
+    """
+    data = read_json_file(path)
+    if not isinstance(data, dict):
+        raise IngestError(path, "<top level>", "communication.json must be an object keyed by step")
+    return data
+
+
+def rank_from_info(info: dict[str, Any]) -> int | None:
+    """``rank_id`` of ``profiler_info*.json`` (``-1`` or absent -> None)."""
+    value = info.get("rank_id")
+    if isinstance(value, int) and value >= 0:
+        return value
+    return None

@@ -1,0 +1,221 @@
+"""The common event table: one row per complete (``ph == "X"``) event, every source format.
+
+Every reader (``ascend.py`` for the torch_npu text export, ``kineto.py`` for PyTorch Kineto traces)
+produces a :class:`pandas.DataFrame` with exactly the columns of :data:`SCHEMA`, in that order and
+with those dtypes. Analyses (``timeline``, ``breakdown``, ``indicators``...) consume only this table,
+the canonical CSV tables and the parsed ``communication.json``; they never look at raw JSON.
+
+Columns (units in the table below; all times are µs):
+
+============  ========  ==================================================================================
+column        dtype     meaning
+============  ========  ==================================================================================
+``name``      str       event name as written (kernel name, ``aten::mm``, ``ProfilerStep#50``...)
+``category``  str       one of :data:`CATEGORIES` (see below)
+``side``      str       ``device`` (NPU/GPU timeline) or ``host`` (CPU timeline)
+``ts_us``     float64   start, µs, **relative to** ``RankData.base_ts_us`` (exact: see below)
+``dur_us``    float64   duration, µs (>= 0; negative or NaN durations are dropped with a warning)
+``pid``       int64     process id as in the trace (Ascend: per-process-name pseudo pid; Kineto: device)
+``tid``       int64     thread id / stream id as in the trace
+``stream``    str       device: stream label (``Stream 3``, ``Group 0 Communication``, ``Plane 2``,
+                        Kineto ``stream 7``); host: thread label (``Thread 3096504``)
+``rank``      int64     global rank of the capture (``-1`` when unknown)
+``step``      int64     ``N`` of the ``ProfilerStep#N`` the event belongs to, ``-1`` when unknown
+                        (host events: by start time inside the step span; device events: by the step of
+                        the launching host event when a correlation is known, else by start time)
+``sub``       str       sub-kind, see :data:`SUB_KINDS`; ``""`` when none
+``corr``      int64     correlation / connection id linking host launch and device task (``-1`` none)
+``bytes``     float64   bytes moved (memcpy size, collective message size ``count × sizeof(dtype)``);
+                        NaN when the trace does not say
+============  ========  ==================================================================================
+
+Exact timestamps: Ascend ``trace_view.json`` writes ``ts`` as a **string** of absolute epoch µs with
+three decimals (``"1736408883704643.212"``); a float64 keeps only ~0.2 µs there. Readers subtract an
+integer base (``RankData.base_ts_us``, an ``int`` of epoch µs, the floor of the earliest ``ts``) with
+integer/Decimal arithmetic *before* converting to float, so ``ts_us`` is exact to 1 ns. Kineto
+numbers are parsed as ``Decimal`` (ijson) and handled the same way. Absolute time of a row =
+``base_ts_us + ts_us``.
+
+Categories (``category`` column):
+
+- ``compute``: device kernels that compute (AI_CORE, AI_VECTOR_CORE, MIX_*, AI_CPU, DSA, CUDA
+  kernels that are not NCCL).
+- ``communication``: device-side collective/p2p work. Ascend: the ``HCCL``/``Communication`` process
+  (large ops on ``Group * Communication`` threads, small tasks on ``Plane N`` threads) and the HCCL
+  tasks on ``Ascend Hardware`` streams (``Notify Wait``, ``Write Value``, ``SDMA``). Kineto: NCCL kernels.
+  Use :func:`comm_ops` for one row per collective (excludes the small tasks).
+- ``memcpy`` / ``memset``: device copies (``MEMCPY_ASYNC``; ``Memcpy HtoD``...) and fills.
+- ``host_op``: framework / CPU operators (``cpu_op``: ``aten::*``, ``aclnn*`` torch ops...).
+- ``dispatch``: task-queue ``Enqueue`` / ``Dequeue@*``, CANN ``AscendCL@*`` launches (``aclnn*``,
+  ``aclopCompileAndExecute``...), ``Node@launch``, ``Runtime@*``, ``cudaLaunchKernel`` & friends.
+- ``sync``: host-side synchronisation: ``aten::item``, ``aten::_local_scalar_dense``,
+  ``AscendCL@aclrtSynchronize*``, ``AscendCL@aclrtMemcpy`` (synchronous), ``Runtime@*Synchronize``,
+  ``cudaStreamSynchronize``/``cudaDeviceSynchronize``/``cudaEventSynchronize``/``cudaMemcpy``;
+  also Kineto GPU-side ``cuda_sync`` events (``side == "device"``, sub ``device_sync``).
+- ``step``: ``ProfilerStep#N`` ranges (host).
+- ``annotation``: mstx ranges, ``user_annotation`` / ``gpu_user_annotation`` / vLLM scopes.
+- ``other``: everything else that is a complete event: Python stack frames (sub ``python_function``),
+  device placeholders (``PROFILING_ENABLE``, ``EVENT_RECORD``/``EVENT_WAIT``: sub ``placeholder``),
+  and the Ascend ``Overlap Analysis`` events (sub ``overlap_analysis``, names ``Computing``,
+  ``Communication``, ``Communication(Not Overlapped)``, ``Free``), which are *derived* by torch_npu and
+  must not be unioned with real device work. Counter (``C``), metadata (``M``) and flow (``s``/``f``)
+  events are not rows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: column -> dtype, in table order (the single schema object of the event table).
+SCHEMA: dict[str, str] = {
+    "name": "object",
+    "category": "object",
+    "side": "object",
+    "ts_us": "float64",
+    "dur_us": "float64",
+    "pid": "int64",
+    "tid": "int64",
+    "stream": "object",
+    "rank": "int64",
+    "step": "int64",
+    "sub": "object",
+    "corr": "int64",
+    "bytes": "float64",
+}
+COLUMNS: tuple[str, ...] = tuple(SCHEMA)
+
+#: unit of each numeric column (units in names are the rule; these two are fixed by the schema).
+UNITS: dict[str, str] = {"ts_us": "us", "dur_us": "us", "bytes": "bytes"}
+
+# categories
+COMPUTE = "compute"
+COMMUNICATION = "communication"
+MEMCPY = "memcpy"
+MEMSET = "memset"
+HOST_OP = "host_op"
+DISPATCH = "dispatch"
+SYNC = "sync"
+STEP = "step"
+ANNOTATION = "annotation"
+OTHER = "other"
+CATEGORIES: tuple[str, ...] = (
+    COMPUTE, COMMUNICATION, MEMCPY, MEMSET, HOST_OP, DISPATCH, SYNC, STEP, ANNOTATION, OTHER,
+)
+#: categories that are real device work (the union of these is "device busy").
+DEVICE_WORK: tuple[str, ...] = (COMPUTE, COMMUNICATION, MEMCPY, MEMSET)
+
+SIDE_DEVICE = "device"
+SIDE_HOST = "host"
+UNKNOWN_STEP = -1
+UNKNOWN_RANK = -1
+NO_CORR = -1
+
+# sub-kinds (``sub`` column)
+SUB_H2D = "H2D"
+SUB_D2H = "D2H"
+SUB_D2D = "D2D"
+#: Ascend PCIE_DMA_SQE copy whose direction the trace does not record (host <-> device).
+SUB_HOST_DEVICE = "H2D_or_D2H"
+#: a small HCCL task (``Plane N`` thread, ``Notify Wait``/``SDMA``/``Write Value`` on a device stream),
+#: part of a larger collective; every other communication row is one collective with sub = its op type.
+SUB_COMM_TASK = "hccl_task"
+SUB_OVERLAP = "overlap_analysis"
+SUB_PLACEHOLDER = "placeholder"
+SUB_PYTHON_FUNCTION = "python_function"
+SUB_DEVICE_SYNC = "device_sync"
+#: dispatch sub-kinds: a launch of device work vs any other runtime/API call.
+SUB_LAUNCH = "launch"
+SUB_ENQUEUE = "enqueue"
+SUB_DEQUEUE = "dequeue"
+SUB_RUNTIME = "runtime"
+#: collective op types used in ``sub`` of communication rows (lower case, no separators).
+COMM_OP_TYPES: tuple[str, ...] = (
+    "allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "alltoallv",
+    "send", "receive", "sendrecv", "batchsendrecv", "scatter", "gather", "barrier", "unknown",
+)
+SUB_KINDS: dict[str, str] = {
+    "memcpy": "H2D | D2H | D2D | H2D_or_D2H | '' (unknown)",
+    "communication": "a COMM_OP_TYPES value for one collective, or 'hccl_task' for its small tasks",
+    "compute": "accelerator type: AI_CORE, AI_VECTOR_CORE, MIX_AIC, MIX_AIV, AI_CPU, DSA_SQE, kernel...",
+    "dispatch": "launch | enqueue | dequeue | runtime",
+    "sync": "'' host sync | device_sync (Kineto cuda_sync GPU event)",
+    "other": "python_function | placeholder | overlap_analysis | ''",
+}
+#: names of the Ascend Overlap Analysis threads / events (torch_npu, tid 0..3).
+OVERLAP_NAMES: tuple[str, ...] = (
+    "Computing", "Communication", "Communication(Not Overlapped)", "Free",
+)
+
+
+def empty_events() -> pd.DataFrame:
+    """An event table with no rows and the schema's columns and dtypes."""
+    return pd.DataFrame({c: np.array([], dtype=d) for c, d in SCHEMA.items()})
+
+
+def conform(df: pd.DataFrame) -> pd.DataFrame:
+    """Return ``df`` with exactly the schema's columns, in order, cast to the schema's dtypes.
+
+    Raises ``KeyError`` naming the missing columns: a reader that forgets one is a bug.
+    """
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise KeyError(f"event table lacks columns {missing}")
+    out = df[list(COLUMNS)]
+    casts = {c: d for c, d in SCHEMA.items() if d != "object" and str(out[c].dtype) != d}
+    return out.astype(casts) if casts else out
+
+
+def comm_ops(events: pd.DataFrame) -> pd.DataFrame:
+    """Rows that are one collective / p2p op each (communication, not a small HCCL task)."""
+    mask = (events["category"] == COMMUNICATION) & (events["sub"] != SUB_COMM_TASK)
+    return events[mask]
+
+
+def device_work(events: pd.DataFrame) -> pd.DataFrame:
+    """Device rows that are real work (compute, communication, memcpy, memset)."""
+    return events[(events["side"] == SIDE_DEVICE) & events["category"].isin(DEVICE_WORK)]
+
+
+# longest names first so "alltoallv" wins over "alltoall" and "reducescatter" over "reduce".
+_COMM_TYPE_RE = re.compile(
+    "(" + "|".join(sorted((t for t in COMM_OP_TYPES if t != "unknown"), key=len, reverse=True)) + ")"
+)
+
+
+def comm_op_type(name: str) -> str:
+    """Collective type from an op / kernel name, lower case (a :data:`COMM_OP_TYPES` value).
+
+    ``hcom_allReduce__586_0_1`` -> ``allreduce``; ``ncclKernel_SendRecv_RING_SIMPLE...`` ->
+    ``sendrecv``; ``ncclDevKernel_ReduceScatter_...`` -> ``reducescatter``; otherwise ``unknown``.
+    """
+    key = name.lower().replace("_", "").replace("-", "")
+    found = _COMM_TYPE_RE.search(key.removeprefix("hcom").removeprefix("ncclkernel").removeprefix("nccldevkernel"))
+    return found.group(1) if found else "unknown"
+
+
+def choose(mask: np.ndarray, if_true: str, if_false: str) -> np.ndarray:
+    """Object array of two *shared* string objects (``np.where`` on strings would make a fresh
+    string per row: ~50 bytes each on a multi-million-row table)."""
+    out = np.full(len(mask), if_false, dtype=object)
+    out[np.asarray(mask, dtype=bool)] = if_true
+    return out
+
+
+def labels(prefix: str, ids: np.ndarray) -> np.ndarray:
+    """``prefix + str(id)`` per row, one string object per distinct id."""
+    uniq, inverse = np.unique(np.asarray(ids), return_inverse=True)
+    names = np.array([f"{prefix}{u}" for u in uniq], dtype=object)
+    return names[inverse] if len(ids) else np.empty(0, dtype=object)
+
+
+def per_value(values: pd.Series, fn: Callable[[str], Any], dtype: Any = object) -> np.ndarray:
+    """``fn(v)`` for every row, evaluated once per distinct value (traces repeat a few thousand
+    names millions of times, so string work per row would dominate)."""
+    codes, uniq = pd.factorize(values, use_na_sentinel=False)
+    results = np.array([fn(str(u)) for u in uniq], dtype=dtype)
+    return results[codes] if len(values) else np.empty(0, dtype=dtype)

@@ -1,0 +1,103 @@
+"""``ndval estimate RUN.yaml [--json] [--set key=value ...] [--preset legacy|fixed]``.
+
+Prints the per-stage memory table (MiB) and, when the time model is available, its parts.
+A bad configuration prints one ``ConfigError`` line on stderr and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from tabulate import tabulate
+
+from estimator import presets
+from estimator.config import EstimatorConfig, load_config
+from estimator.errors import ConfigError
+from estimator.memory import COMPONENTS, MemoryReport, estimate_memory
+
+#: exit code for an invalid configuration
+EXIT_CONFIG_ERROR = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register the ``estimate`` options."""
+    parser.add_argument("config", help="run configuration (YAML, spec §3)")
+    parser.add_argument("--json", action="store_true", help="print a JSON document instead of tables")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="override a field, e.g. --set parallel.tp=2 (repeatable)",
+    )
+    parser.add_argument(
+        "--preset", choices=sorted(presets.PRESETS), default=None,
+        help="merge an option preset (legacy: the reference before the fixes; fixed: every fix on)",
+    )
+
+
+def _load(args: argparse.Namespace) -> EstimatorConfig:
+    overrides: list[str] = []
+    if args.preset:
+        overrides += [f"options.{k}={_yaml_scalar(v)}" for k, v in presets.PRESETS[args.preset]().items()]
+    overrides += list(args.overrides)
+    return load_config(args.config, overrides or None)
+
+
+def _yaml_scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def format_memory_table(report: MemoryReport) -> str:
+    """Per-stage components and totals (MiB), the peak marked."""
+    headers = ["stage", *COMPONENTS, "total_mb"]
+    rows = []
+    for s in report.stages:
+        mark = " *" if s.stage == report.peak_stage else ""
+        rows.append([f"{s.stage}{mark}", *(round(s.components[c], 1) for c in COMPONENTS), round(s.total_mb, 1)])
+    table = tabulate(rows, headers=headers, tablefmt="simple", floatfmt=".1f")
+    fit = "fits" if report.fits else "DOES NOT FIT"
+    lines = [
+        table,
+        f"peak {report.peak_mb:.1f} MiB on stage {report.peak_stage} ({report.profile}); "
+        f"device {report.hbm_mb:.0f} MiB: {fit}",
+    ]
+    lines += [f"warning: {w}" for w in report.warnings]
+    return "\n".join(lines)
+
+
+def _perf(cfg: EstimatorConfig) -> tuple[Any, Any] | None:
+    """(report, formatter) from the time model, or None when it is not built."""
+    try:
+        from estimator.perf.parts import estimate_perf, format_perf_table
+    except ImportError:
+        return None
+    return estimate_perf(cfg), format_perf_table
+
+
+def run(args: argparse.Namespace) -> int:
+    """Estimate and print; 2 on a configuration error."""
+    try:
+        cfg = _load(args)
+        memory = estimate_memory(cfg)
+        perf = _perf(cfg)
+    except ConfigError as exc:
+        print(f"ndval estimate: invalid configuration: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    if args.json:
+        doc: dict[str, Any] = {"config": str(args.config), "memory": memory.to_dict()}
+        if perf is not None and hasattr(perf[0], "to_dict"):
+            doc["perf"] = perf[0].to_dict()
+        print(json.dumps(doc, indent=2, default=str))
+        return 0
+    print(f"{cfg.model.name}: profile {cfg.profile}, tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
+          f"dp={cfg.parallel.dp} cp={cfg.parallel.cp} ep={cfg.parallel.ep}, hardware {cfg.hardware.name}")
+    print(format_memory_table(memory))
+    if perf is not None:
+        print()
+        print(perf[1](perf[0]))
+    return 0

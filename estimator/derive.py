@@ -1,0 +1,227 @@
+"""Derived degrees and sharding factors — the one place for them.
+
+Symbols (reference §2): d = dp, t = tp, cp, ep, etp, p = pp, vp = vpp, E = routed experts.
+- expert degrees ``t_exp``, ``d_exp`` (reference §2.3, ``config_dp_tp_exp``);
+- optimizer shard size ``os_max_shard`` and the sharding factors ``shard_*`` (reference §2.3,
+  ``config_optimizer_shard``) including the seed's P2 switch ``expert_zero3_sharding``;
+- the layer partition: which layers sit on which (stage, chunk), where the embedding and the
+  output head (+MTP) go, which layers are dense or MoE, and each layer's ep.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from estimator.config import EstimatorConfig, ModelConfig
+
+LayerKind = Literal["dense", "moe", "mtp"]
+
+
+@dataclass(frozen=True)
+class ExpertDegrees:
+    """Expert tensor-parallel degree ``t_exp`` and expert data-parallel degree ``d_exp``."""
+
+    t_exp: int
+    d_exp: float
+
+
+def expert_degrees(dp: int, tp: int, cp: int, ep: int, etp: int | None) -> ExpertDegrees:
+    """Expert groups as the reference derives them (reference §2.3).
+
+    With etp: t_exp = etp, d_exp = d·t·cp/(etp·ep). Without: t_exp = t; d_exp = d/ep when d ≥ ep,
+    else d·t/ep; and t_exp = 1 when t_exp·ep > d·t. Every branch of d_exp carries 1/ep — the source
+    of the seed's P2 cancellation.
+    """
+    if etp:
+        return ExpertDegrees(t_exp=etp, d_exp=dp * tp * cp / (etp * ep))
+    t_exp = tp
+    d_exp = dp / ep if dp >= ep else dp * tp / ep
+    if t_exp * ep > dp * tp:
+        t_exp = 1
+    return ExpertDegrees(t_exp=t_exp, d_exp=d_exp)
+
+
+def os_max_shard(cfg: EstimatorConfig) -> int:
+    """Optimizer shard size: ``optimizer_shard_size`` if set, else d·t with the distributed optimizer, else 1."""
+    p = cfg.parallel
+    if not p.distributed_optimizer:
+        return 1
+    return p.optimizer_shard_size or p.dp * p.tp
+
+
+@dataclass(frozen=True)
+class ShardFactors:
+    """Divisors of the reference's static memory (reference §2.3-§2.4).
+
+    Param/OS: non-expert ``p_os_non_exp_partial``, routed ``p_os_exp`` (after a further /ep), shared
+    ``p_os_exp_partial``; grads: ``grad_non_exp``, ``grad_exp``, ``grad_exp_partial``; embedding
+    ``embed`` (Hyper: t·d).
+    """
+
+    p_os_non_exp_partial: float
+    p_os_non_exp: float
+    grad_non_exp: float
+    p_os_exp_partial: float
+    p_os_exp: float
+    grad_exp: float
+    grad_exp_partial: float
+    embed: float
+
+
+def routed_expert_shard(
+    d_exp: float, cp: int, t_exp: int, *, has_op: bool, expert_zero3_sharding: bool
+) -> float:
+    """Divisor of routed-expert params/OS after /ep (seed §4.2.2).
+
+    ``expert_zero3_sharding``: (d_exp if has_op else 1)·cp·t_exp — routed/ep/(d/ep·…) cancels ep;
+    otherwise cp·t_exp, so routed memory scales as 1/ep. Without has_op both give cp·t_exp.
+    """
+    if expert_zero3_sharding:
+        return (d_exp if has_op else 1) * cp * t_exp
+    return cp * t_exp
+
+
+def shard_factors(cfg: EstimatorConfig) -> ShardFactors:
+    """All sharding factors of ``cfg`` (reference §2.3, upstream variant)."""
+    p, m = cfg.parallel, cfg.model
+    has_op = p.distributed_optimizer
+    degrees = expert_degrees(p.dp, p.tp, p.cp, p.ep, p.etp)
+    os_shard = os_max_shard(cfg)
+    p_os_non_exp_partial = (os_shard if has_op else p.tp) * p.cp
+    p_os_non_exp = (p.dp if has_op else 1) * p.cp * p.tp
+    p_os_exp_partial = math.gcd(m.num_experts, (os_shard if has_op else 1) * degrees.t_exp)
+    p_os_exp = routed_expert_shard(
+        degrees.d_exp, p.cp, degrees.t_exp, has_op=has_op, expert_zero3_sharding=p.expert_zero3_sharding
+    )
+    return ShardFactors(
+        p_os_non_exp_partial=p_os_non_exp_partial,
+        p_os_non_exp=p_os_non_exp,
+        grad_non_exp=p_os_non_exp if p.grad_sharding else p.tp,
+        p_os_exp_partial=p_os_exp_partial,
+        p_os_exp=p_os_exp,
+        grad_exp=p_os_exp if p.grad_sharding else degrees.t_exp,
+        grad_exp_partial=p_os_exp_partial if p.grad_sharding else degrees.t_exp,
+        embed=p.tp * p.dp,
+    )
+
+
+def megatron_expert_tp(cfg: EstimatorConfig) -> int:
+    """Megatron's expert tensor-parallel size: ``etp`` if set, else tp (Megatron default)."""
+    return cfg.parallel.etp or cfg.parallel.tp
+
+
+def expert_data_parallel(cfg: EstimatorConfig) -> int:
+    """Megatron expert-data-parallel size EDP = dp·tp·cp/(etp·ep) (per pipeline stage).
+
+    Config validation guarantees ep·etp divides dp·tp·cp for the ``megatron``/``fsdp2`` profiles.
+    """
+    p = cfg.parallel
+    return p.dp * p.tp * p.cp // (megatron_expert_tp(cfg) * p.ep)
+
+
+def sequence_shard(cfg: EstimatorConfig) -> int:
+    """Divisor of the replicated (non-TP-sharded) activations: tp with sequence parallelism, else 1."""
+    return cfg.parallel.tp if cfg.parallel.sequence_parallel else 1
+
+
+# --------------------------------------------------------------------------------------------
+# layers
+
+
+def layer_kind(model: ModelConfig, index: int) -> LayerKind:
+    """``dense`` for the first ``num_dense_layers`` (DeepSeek first_k_dense_replace) or a dense model;
+    ``moe`` otherwise; ``mtp`` for indices ≥ num_layers (MTP layers follow the main stack)."""
+    if index >= model.num_layers:
+        return "mtp"
+    if not model.is_moe or index < model.num_dense_layers:
+        return "dense"
+    return "moe"
+
+
+def mtp_is_moe(model: ModelConfig) -> bool:
+    """MTP layers are MoE when any main layer is (reference §2.1, deepseek hook)."""
+    return model.is_moe and model.num_dense_layers < model.num_layers
+
+
+def layer_ep(cfg: EstimatorConfig, index: int) -> int:
+    """EP degree a layer runs with: 1 for dense layers (reference hook_dense sets ep := 1)."""
+    kind = layer_kind(cfg.model, index)
+    if kind == "dense" or (kind == "mtp" and not mtp_is_moe(cfg.model)):
+        return 1
+    return cfg.parallel.ep
+
+
+def num_virtual_stages(cfg: EstimatorConfig) -> int:
+    """pp·vpp model chunks."""
+    return cfg.parallel.pp * cfg.parallel.vpp
+
+
+def layers_per_virtual_stage(cfg: EstimatorConfig) -> list[int]:
+    """Transformer layers of each virtual stage: ``layers_per_stage`` or an even split."""
+    if cfg.parallel.layers_per_stage is not None:
+        return list(cfg.parallel.layers_per_stage)
+    n = num_virtual_stages(cfg)
+    return [cfg.model.num_layers // n] * n
+
+
+def virtual_stage_position(cfg: EstimatorConfig, v: int) -> tuple[int, int]:
+    """(stage, chunk) of virtual stage ``v``.
+
+    Interleaved: stage = v mod p, chunk = v div p. zero_bubble_v: the second chunk runs back up the
+    pipeline (V shape), so chunk 1 of stage i holds virtual stage 2p−1−i (reference §2.7).
+    """
+    p = cfg.parallel.pp
+    chunk, offset = divmod(v, p)
+    if cfg.parallel.schedule == "zero_bubble_v" and chunk % 2 == 1:
+        return p - 1 - offset, chunk
+    return offset, chunk
+
+
+@dataclass(frozen=True)
+class StageLayout:
+    """Layers of one pipeline stage per chunk, and the extras it carries."""
+
+    stage: int
+    chunks: tuple[tuple[int, ...], ...]  # global layer indices (MTP: num_layers + j) per chunk
+    embedding_chunk: int | None  # chunk holding the embedding, or None
+    head_chunk: int | None  # chunk holding the output head (+MTP), or None
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        return tuple(i for chunk in self.chunks for i in chunk)
+
+    @property
+    def has_embedding(self) -> bool:
+        return self.embedding_chunk is not None
+
+    @property
+    def has_head(self) -> bool:
+        return self.head_chunk is not None
+
+
+def stage_layouts(cfg: EstimatorConfig) -> list[StageLayout]:
+    """The partition: embedding on the first virtual stage, output head and MTP layers on the last."""
+    p, vp = cfg.parallel.pp, cfg.parallel.vpp
+    counts = layers_per_virtual_stage(cfg)
+    chunks: list[list[list[int]]] = [[[] for _ in range(vp)] for _ in range(p)]
+    start = 0
+    for v, n in enumerate(counts):
+        stage, chunk = virtual_stage_position(cfg, v)
+        chunks[stage][chunk].extend(range(start, start + n))
+        start += n
+    first_stage, first_chunk = virtual_stage_position(cfg, 0)
+    last_stage, last_chunk = virtual_stage_position(cfg, len(counts) - 1)
+    mtp = range(cfg.model.num_layers, cfg.model.num_layers + cfg.model.mtp_layers)
+    chunks[last_stage][last_chunk].extend(mtp)
+    return [
+        StageLayout(
+            stage=s,
+            chunks=tuple(tuple(c) for c in chunks[s]),
+            embedding_chunk=first_chunk if s == first_stage else None,
+            head_chunk=last_chunk if s == last_stage else None,
+        )
+        for s in range(p)
+    ]

@@ -1,0 +1,55 @@
+"""The one error type of the estimator: a configuration that breaks a rule.
+
+``ConfigError`` names the field (dotted path), the rule that was broken, and where the value came
+from (file and line when it was read from YAML), plus a "did you mean" hint for unknown fields.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class ConfigError(ValueError):
+    """A configuration value that breaks a rule.
+
+    Attributes: ``field`` (dotted path such as ``parallel.tp``), ``rule`` (the rule in words),
+    ``file`` (source file or None), ``line`` (1-based line in that file or None), ``hint``.
+    """
+
+    def __init__(
+        self,
+        field: str,
+        rule: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.field = field
+        self.rule = rule
+        self.file = file
+        self.line = line
+        self.hint = hint
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = ""
+        if self.file:
+            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
+        text = f"{where}{self.field or '<config>'}: {self.rule}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+    def with_location(self, file: str | None, line: int | None) -> ConfigError:
+        """A copy of this error that names the file and line (keeps what is already known)."""
+        return ConfigError(
+            self.field, self.rule, file=self.file or file, line=self.line or line, hint=self.hint
+        )
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """``"did you mean 'x'?"`` for the closest candidate (difflib ratio ≥ 0.6), else None."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None

@@ -1,0 +1,206 @@
+"""Device presets as data: memory, peak throughput per dtype, and the network as ordered levels.
+
+Every number carries its provenance in ``provenance`` (datasheet, the reference tool, or an
+assumption). Bandwidths are **unidirectional per device** in GB/s (1e9 bytes/s); a level's
+``max_devices`` is the largest group that fits inside it (e.g. 8 GPUs of an NVLink node); the last
+level is unbounded (``max_devices: null``). ``efficiency`` is the achievable share of the link
+bandwidth and ``latency_us`` a per-step latency; both are modelling assumptions unless stated.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
+
+
+class NetworkLevel(BaseModel):
+    """One level of the network hierarchy (intra-node, then inter-node ...)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    max_devices: int | None = Field(default=None, ge=1, description="group size that fits; None = unbounded")
+    bandwidth_gb_s: float = Field(gt=0, description="unidirectional per-device bandwidth, GB/s (1e9 B/s)")
+    efficiency: float = Field(default=1.0, gt=0, le=1)
+    latency_us: float = Field(default=0.0, ge=0)
+
+
+class HardwareSpec(BaseModel):
+    """A device type and its network; ``devices`` (world size) is optional."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    hbm_gib: float = Field(gt=0)
+    peak_tflops: dict[Dtype, float]
+    devices_per_node: int = Field(ge=1)
+    levels: list[NetworkLevel] = Field(min_length=1)
+    devices: int | None = Field(default=None, ge=1)
+    provenance: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _levels_ordered(self) -> HardwareSpec:
+        bounds = [lv.max_devices for lv in self.levels]
+        if any(b is None for b in bounds[:-1]):
+            raise ValueError("levels: only the last level may be unbounded (max_devices: null)")
+        finite = [b for b in bounds if b is not None]
+        if finite != sorted(finite):
+            raise ValueError("levels: max_devices must grow from the first level to the last")
+        return self
+
+    @property
+    def hbm_mb(self) -> float:
+        """Device memory in MiB."""
+        return self.hbm_gib * 1024.0
+
+
+def _lv(name: str, max_devices: int | None, bw: float, eff: float, lat: float) -> dict[str, Any]:
+    return {"name": name, "max_devices": max_devices, "bandwidth_gb_s": bw, "efficiency": eff, "latency_us": lat}
+
+
+#: efficiency / latency defaults shared by presets: the reference tool's helper constants
+#: (reference §3.3: level efficiency 0.7 node / 0.9 cluster, latency 1e-5 / 2e-5 s).
+_REF_NET = "efficiency and latency: SAPP-ND comm_time helper constants (reference §3.3); assumption"
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "ascend-910b": {
+        "name": "ascend-910b",
+        "hbm_gib": 64.0,
+        "peak_tflops": {"bf16": 313.0, "fp16": 313.0, "fp32": 78.0},
+        "devices_per_node": 8,
+        "levels": [_lv("hccs", 8, 50.0, 0.7, 10.0), _lv("roce", None, 10.0, 0.9, 20.0)],
+        "provenance": {
+            "hbm_gib": "Atlas 800T A2 (910B) 64 GB HBM per NPU, vendor material",
+            "peak_tflops": "approximate vendor figure for 910B (fp16/bf16 ~313 TFLOPS); fp32 assumed 1/4",
+            "levels": "SAPP-ND A2 device: bounds [8, inf], bandwidth [50, 10] GB/s (reference §3.3)",
+            "network": _REF_NET,
+        },
+    },
+    "ascend-910c": {
+        "name": "ascend-910c",
+        "hbm_gib": 64.0,
+        "peak_tflops": {"bf16": 376.0, "fp16": 376.0, "fp32": 94.0},
+        "devices_per_node": 16,
+        "levels": [
+            _lv("hccs", 16, 200.0, 0.7, 10.0),
+            _lv("supernode", 24, 25.0, 0.9, 20.0),
+            _lv("roce", None, 10.0, 0.9, 20.0),
+        ],
+        "provenance": {
+            "hbm_gib": "A3 (910C) per die as a device: 64 GB (128 GB per two-die package); assumption",
+            "peak_tflops": "approximate per-die figure; assumption",
+            "levels": "SAPP-ND A3 device: bounds [16, 24, inf], bandwidth [200, 25, 10] GB/s (reference §3.3)",
+            "network": _REF_NET,
+        },
+    },
+    "a100-80g": {
+        "name": "a100-80g",
+        "hbm_gib": 80.0,
+        "peak_tflops": {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5},
+        "devices_per_node": 8,
+        "levels": [_lv("nvlink3", 8, 300.0, 0.7, 10.0), _lv("ib-hdr", None, 25.0, 0.9, 20.0)],
+        "provenance": {
+            "hbm_gib": "NVIDIA A100 80GB datasheet (81920 MiB)",
+            "peak_tflops": "NVIDIA A100 datasheet, dense (no sparsity); fp32 non-tensor-core",
+            "levels": "NVLink3 600 GB/s bidirectional = 300 GB/s per direction; HDR InfiniBand 200 Gb/s per GPU",
+            "network": _REF_NET,
+        },
+    },
+    "h100-80g": {
+        "name": "h100-80g",
+        "hbm_gib": 80.0,
+        "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "fp8": 1979.0},
+        "devices_per_node": 8,
+        "levels": [_lv("nvlink4", 8, 450.0, 0.7, 10.0), _lv("ib-ndr", None, 50.0, 0.9, 20.0)],
+        "provenance": {
+            "hbm_gib": "NVIDIA H100 SXM5 80GB datasheet",
+            "peak_tflops": "NVIDIA H100 SXM5 datasheet, dense (no sparsity)",
+            "levels": "NVLink4 900 GB/s bidirectional = 450 per direction; NDR InfiniBand 400 Gb/s per GPU",
+            "network": _REF_NET,
+        },
+    },
+    "h200": {
+        "name": "h200",
+        "hbm_gib": 140.0,
+        "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "fp8": 1979.0},
+        "devices_per_node": 8,
+        "levels": [_lv("nvlink4", 8, 450.0, 0.7, 10.0), _lv("ib-ndr", None, 50.0, 0.9, 20.0)],
+        "provenance": {
+            "hbm_gib": "NVIDIA H200 SXM 141 GB (decimal) datasheet; ~140 GiB usable, rounded",
+            "peak_tflops": "NVIDIA H200 SXM datasheet, dense (same tensor cores as H100)",
+            "levels": "NVLink4 900 GB/s bidirectional; NDR InfiniBand 400 Gb/s per GPU",
+            "network": _REF_NET,
+        },
+    },
+    "b200": {
+        "name": "b200",
+        "hbm_gib": 180.0,
+        "peak_tflops": {"bf16": 2250.0, "fp16": 2250.0, "fp32": 80.0, "fp8": 4500.0},
+        "devices_per_node": 8,
+        "levels": [_lv("nvlink5", 8, 900.0, 0.7, 10.0), _lv("ib-ndr", None, 50.0, 0.9, 20.0)],
+        "provenance": {
+            "hbm_gib": "DGX B200: 1,440 GB HBM3e for 8 GPUs = 180 GB per GPU (decimal); rounded",
+            "peak_tflops": "NVIDIA DGX B200 datasheet per GPU, dense (no sparsity); fp32 approximate",
+            "levels": "NVLink5 1.8 TB/s bidirectional = 900 GB/s per direction; 400 Gb/s InfiniBand per GPU",
+            "network": _REF_NET,
+        },
+    },
+}
+
+#: short names accepted for the presets
+ALIASES: dict[str, str] = {
+    "a2": "ascend-910b",
+    "910b": "ascend-910b",
+    "a3": "ascend-910c",
+    "910c": "ascend-910c",
+    "a100": "a100-80g",
+    "h100": "h100-80g",
+    "h200-141g": "h200",
+    "b200-180g": "b200",
+}
+
+
+def preset_names() -> list[str]:
+    """Names of the built-in presets."""
+    return sorted(PRESETS)
+
+
+def resolve_preset_name(name: str) -> str | None:
+    """Canonical preset name for ``name`` (case-insensitive, aliases allowed), or None."""
+    key = name.strip().lower()
+    if key in PRESETS:
+        return key
+    return ALIASES.get(key)
+
+
+def preset(name: str, **overrides: Any) -> HardwareSpec:
+    """A preset as ``HardwareSpec`` with optional field overrides (e.g. ``devices=32``)."""
+    canonical = resolve_preset_name(name)
+    if canonical is None:
+        raise KeyError(name)
+    data = dict(PRESETS[canonical])
+    data.update(overrides)
+    return HardwareSpec.model_validate(data)
+
+
+def expand_hardware(value: Any) -> Any:
+    """Turn the config's ``hardware`` value into a mapping for ``HardwareSpec``.
+
+    Accepts a preset name (``"h100-80g"``), a mapping with ``preset:`` plus overrides
+    (``{preset: ascend-910b, devices: 32}``), or a full inline mapping. Unknown preset names are
+    left as they are so validation reports them.
+    """
+    if isinstance(value, str):
+        canonical = resolve_preset_name(value)
+        return dict(PRESETS[canonical]) if canonical else value
+    if isinstance(value, dict) and "preset" in value:
+        canonical = resolve_preset_name(str(value["preset"]))
+        if canonical is None:
+            return value
+        merged = dict(PRESETS[canonical])
+        merged.update({k: v for k, v in value.items() if k != "preset"})
+        return merged
+    return value

@@ -1,0 +1,204 @@
+"""One place that turns a row of the published measurements into an estimator config dict.
+
+Rows of ``../shared/data/measured/memory_cases.csv`` and ``step_time_cases.csv`` share the
+configuration columns (see that folder's README). ``config_from_measured_row`` maps them to the
+schema of spec §3; bad values raise ``ConfigError`` naming the column. Cells the source left
+empty get a stated default recorded in ``model.assumed`` (column -> reason), never a silent guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from estimator.errors import ConfigError
+
+#: hardware text (lower-case substring) -> preset name, checked in order
+HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("h200", "h200"),
+    ("h100", "h100-80g"),
+    ("b200", "b200"),
+    ("a100", "a100-80g"),
+    ("910c", "ascend-910c"),
+    ("a3", "ascend-910c"),
+    ("910b", "ascend-910b"),
+    ("a2", "ascend-910b"),
+)
+
+#: source spelling of selective-recompute modules -> estimator module name
+RECOMPUTE_MODULE_ALIASES = {"core_attention": "core_attn"}
+
+#: defaults for cells a source left empty: column -> (value, reason)
+EMPTY_DEFAULTS: dict[str, tuple[Any, str]] = {
+    "activation": ("gelu", "not stated by the source; Megatron GPT default GeLU"),
+    "norm": ("layernorm", "not stated by the source; Megatron GPT default LayerNorm"),
+    "vocab_size": (50257, "not stated by the source; GPT-2 BPE vocabulary (Megatron GPT examples)"),
+    "tied_embeddings": (False, "not stated by the source; Megatron default unties only when asked, assume untied"),
+    "precision": ("bf16", "not stated by the source; assume bf16"),
+    "distributed_optimizer": (False, "not stated by the source; assume a replicated optimizer"),
+    "sequence_parallel": (False, "not stated by the source; assume off"),
+    "flash_attention": (True, "not stated by the source; assume flash attention"),
+}
+
+
+def _text(row: Mapping[str, str], column: str) -> str:
+    return (row.get(column) or "").strip()
+
+
+def _int(row: Mapping[str, str], column: str, *, required: bool = False) -> int | None:
+    raw = _text(row, column)
+    if not raw:
+        if required:
+            raise ConfigError(column, "required column is empty")
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(column, f"expected an integer, got {raw!r}") from None
+    if value != int(value) or value < 0:
+        raise ConfigError(column, f"expected a non-negative integer, got {raw!r}")
+    return int(value)
+
+
+def _bool(row: Mapping[str, str], column: str) -> bool | None:
+    raw = _text(row, column).lower()
+    if not raw:
+        return None
+    if raw in ("true", "yes", "1"):
+        return True
+    if raw in ("false", "no", "0"):
+        return False
+    raise ConfigError(column, f"expected true/false, got {raw!r}")
+
+
+def hardware_preset(text: str) -> str:
+    """Preset name for a hardware description such as ``"H100 (CI platform dgx_h100)"``."""
+    low = text.lower()
+    for pattern, name in HARDWARE_PATTERNS:
+        if pattern in low:
+            return name
+    raise ConfigError("hardware", f"no hardware preset matches {text!r}")
+
+
+def _default(column: str, assumed: dict[str, str]) -> Any:
+    value, reason = EMPTY_DEFAULTS[column]
+    assumed[column] = reason
+    return value
+
+
+def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
+    num_layers = _int(row, "num_layers", required=True)
+    arch = _text(row, "arch") or "dense"
+    num_experts = _int(row, "num_experts") or 0
+    if arch == "moe" and num_experts <= 1:
+        raise ConfigError("num_experts", "arch is 'moe' but num_experts ≤ 1")
+    attention = _text(row, "attention") or "mha"
+    if attention not in ("mha", "gqa", "mla"):
+        raise ConfigError("attention", f"unknown attention {attention!r}")
+    activation = _text(row, "activation") or _default("activation", assumed)
+    if activation not in ("swiglu", "gelu", "squared_relu"):
+        raise ConfigError("activation", f"activation {activation!r} is not modelled (swiglu, gelu, squared_relu)")
+    norm = _text(row, "norm") or _default("norm", assumed)
+    vocab = _int(row, "vocab_size") or _int(row, "padded_vocab_size") or _default("vocab_size", assumed)
+    tied = _bool(row, "tied_embeddings")
+    notes = _text(row, "notes").lower()
+    model: dict[str, Any] = {
+        "name": _text(row, "model_name") or "model",
+        "num_layers": num_layers,
+        "num_dense_layers": (_int(row, "num_dense_layers") or 0) if num_experts > 1 else 0,
+        "hidden_size": _int(row, "hidden_size", required=True),
+        "ffn_hidden_size": _int(row, "ffn_hidden_size"),
+        "num_attention_heads": _int(row, "num_attention_heads", required=True),
+        "num_kv_heads": _int(row, "num_kv_heads"),
+        "head_dim": _int(row, "head_dim"),
+        "attention": attention,
+        "num_experts": num_experts,
+        "moe_topk": _int(row, "moe_topk") or 1,
+        "num_shared_experts": _int(row, "num_shared_experts") or 0,
+        "moe_ffn_hidden_size": _int(row, "moe_ffn_hidden_size"),
+        "shared_expert_ffn_hidden_size": _int(row, "shared_expert_ffn_hidden_size"),
+        "mtp_layers": _int(row, "mtp_layers") or 0,
+        "vocab_size": vocab,
+        "padded_vocab_size": _int(row, "padded_vocab_size"),
+        "tied_embeddings": tied if tied is not None else _default("tied_embeddings", assumed),
+        "activation": activation,
+        "norm": norm,
+        "position_embedding": "learned" if "learned absolute position" in notes else "rope",
+    }
+    if attention == "mla":
+        for column in ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            model[column] = _int(row, column)
+    return model
+
+
+def _precision(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
+    text = _text(row, "precision").lower() or _default("precision", assumed)
+    precision: dict[str, Any] = {"compute": "fp16" if text.startswith("fp16") else "bf16"}
+    grads = _text(row, "grad_dtype").lower()
+    if grads:
+        if grads not in ("fp32", "bf16", "fp16"):
+            raise ConfigError("grad_dtype", f"unknown dtype {grads!r}")
+        precision["grads"] = grads
+    if "bf16 moments" in _text(row, "optimizer").lower():
+        precision["optimizer_states"] = "bf16"
+    return precision
+
+
+def _recompute(row: Mapping[str, str]) -> dict[str, Any]:
+    mode = _text(row, "recompute") or "none"
+    if mode not in ("none", "selective", "full"):
+        raise ConfigError("recompute", f"unknown recompute {mode!r} (none, selective, full)")
+    modules = [m.strip() for m in _text(row, "recompute_modules").split(",") if m.strip()]
+    return {"mode": mode, "modules": [RECOMPUTE_MODULE_ALIASES.get(m, m) for m in modules]}
+
+
+def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") -> dict[str, Any]:
+    """Config dict (spec §3) for one measured row; ``distributed_optimizer: fsdp`` selects ``fsdp2``.
+
+    Raises ``ConfigError`` whose ``field`` is the offending CSV column.
+    """
+    assumed: dict[str, str] = {}
+    model = _model(row, assumed)
+    dist = _text(row, "distributed_optimizer").lower()
+    if dist == "fsdp":
+        profile, dist_opt = "fsdp2", True
+    elif dist:
+        dist_opt = _bool(row, "distributed_optimizer")
+    else:
+        dist_opt = _default("distributed_optimizer", assumed)
+    sp = _bool(row, "sequence_parallel")
+    flash_text = _text(row, "flash_attention").lower()
+    flash = (not flash_text.startswith("no")) if flash_text else _default("flash_attention", assumed)
+    vpp = _int(row, "vpp") or 1
+    world = _int(row, "world_size", required=True)
+    train: dict[str, Any] = {
+        "seq_length": _int(row, "seq_length", required=True),
+        "micro_batch_size": _int(row, "micro_batch_size", required=True),
+        "flash_attention": flash,
+    }
+    if (m := _int(row, "num_micro_batches")) is not None:
+        train["num_micro_batches"] = m
+    elif (gbs := _int(row, "global_batch_size")) is not None:
+        train["global_batch_size"] = gbs
+    parallel: dict[str, Any] = {
+        "tp": _int(row, "tp", required=True),
+        "pp": _int(row, "pp", required=True),
+        "vpp": vpp,
+        "dp": _int(row, "dp", required=True),
+        "cp": _int(row, "cp") or 1,
+        "ep": _int(row, "ep") or 1,
+        "etp": _int(row, "etp"),
+        "sequence_parallel": sp if sp is not None else _default("sequence_parallel", assumed),
+        "schedule": "interleaved" if vpp > 1 else "1f1b",
+        "distributed_optimizer": dist_opt,
+    }
+    model["assumed"] = assumed
+    return {
+        "profile": profile,
+        "model": model,
+        "train": train,
+        "parallel": parallel,
+        "recompute": _recompute(row),
+        "precision": _precision(row, assumed),
+        "hardware": {"preset": hardware_preset(_text(row, "hardware")), "devices": world},
+    }

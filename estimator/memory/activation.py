@@ -1,0 +1,187 @@
+"""Activation memory per layer and micro-batch (bytes), generalised from Korthikanti et al. 2022.
+
+Korthikanti et al. 2022 (MLSys'23) Table 2: a GPT layer stores s·b·h·(34 + 5·a·s/h) bytes with
+16-bit activations and 1-byte dropout masks: attention 11·sbh + 5·a·s²·b, MLP 19·sbh (F = 4h),
+two LayerNorm inputs 4·sbh. With TP t the 24·sbh inside the attention and MLP blocks are /t; the
+other 10·sbh are /t only with sequence parallelism (SP). Generalised here to GQA (K, V with g
+heads), MLA (memory-accounting facts §4.3), SwiGLU, MoE (router, routed top-k tokens, shared
+experts), context parallelism (tokens /cp), flash attention (no s² scores; fp32 softmax stats
+kept) and recompute (none / selective modules / full = layer input only).
+
+Symbols: T = s·b/cp tokens on the rank, B = compute bytes, t = tp, r = tp with SP else 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from estimator.derive import layer_kind, mtp_is_moe, sequence_shard
+from estimator.profiles import profile_of, resolved_bytes
+
+if TYPE_CHECKING:
+    from estimator.config import EstimatorConfig, RecomputeMode
+
+#: bytes per element of a dropout mask (Korthikanti: "sbh" per mask)
+DROPOUT_MASK_BYTES = 1
+#: bytes per attention-score element without flash attention: softmax output 2 + dropout mask 1
+#: + dropout output 2 (Korthikanti's 5·a·s²·b)
+SCORE_BYTES = 5
+#: fp32 softmax statistics (log-sum-exp) kept by flash attention per head and token
+SOFTMAX_STATS_BYTES = 4
+#: router activations per token and expert: probabilities 2 B + int64 routing map 8 B (facts §4.3)
+ROUTER_BYTES_PER_EXPERT = 2 + 8
+#: default module recomputed by ``selective`` when ``recompute.modules`` is empty (Megatron default)
+DEFAULT_SELECTIVE = ("core_attn",)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    tokens: float  # T = s·b/cp
+    seq: int  # full s (keys seen by each query)
+    t: int
+    r: int
+    b_c: int
+
+
+def _shape(cfg: EstimatorConfig) -> _Shape:
+    tr, p = cfg.train, cfg.parallel
+    return _Shape(
+        tokens=tr.seq_length * tr.micro_batch_size / p.cp,
+        seq=tr.seq_length,
+        t=p.tp,
+        r=sequence_shard(cfg),
+        b_c=resolved_bytes(cfg).compute,
+    )
+
+
+def recomputed_modules(cfg: EstimatorConfig, mode: RecomputeMode) -> frozenset[str]:
+    """Modules whose activations are recomputed (not stored) under ``mode``."""
+    if mode != "selective":
+        return frozenset()
+    return frozenset(cfg.recompute.modules or DEFAULT_SELECTIVE)
+
+
+def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
+    """Attention block: norm input + norm output (/r), Q/K/V and out-proj input (/t), masks, scores.
+
+    MHA/GQA: Q T·a·d, K and V T·g·d, out-proj input T·a·d (all ·B/t). MLA: compressed q and kv
+    (and their norm outputs) ·B/r, up-projected q, k (a·(d_qk + d_rope)), v and attention output
+    (a·d_v) ·B/t. Flash: softmax stats T·a·4/t; otherwise scores 5·a·T·s/t (Korthikanti).
+    """
+    m, sh = cfg.model, _shape(cfg)
+    T, B, t, r = sh.tokens, sh.b_c, sh.t, sh.r
+    h, a = m.hidden_size, m.num_attention_heads
+    total = T * h * B / r  # norm input (residual stream)
+    if "layernorm" not in drop:
+        total += T * h * B / r  # norm output = QKV input
+    total += T * h * DROPOUT_MASK_BYTES / r  # attention-output dropout mask
+    if m.attention == "mla":
+        q_lora, kv_lora = m.q_lora_rank or 0, m.kv_lora_rank or 0
+        d_qk, d_rope, d_v = m.qk_head_dim or 0, m.qk_rope_head_dim or 0, m.v_head_dim or 0
+        total += T * (2 * q_lora + 2 * kv_lora + d_rope) * B / r  # down-proj outputs and their norms
+        if "mla_up_proj" not in drop:
+            total += T * a * (2 * (d_qk + d_rope) + d_v) * B / t  # q, k, v after up-projection
+        total += T * a * d_v * B / t  # attention output = out-proj input
+    else:
+        d, g = m.head_size, m.kv_heads
+        total += T * (a + 2 * g) * d * B / t  # q, k, v
+        total += T * a * d * B / t  # attention output = out-proj input
+    if cfg.train.flash_attention:
+        total += T * a * SOFTMAX_STATS_BYTES / t
+    elif "core_attn" not in drop:
+        total += SCORE_BYTES * a * T * sh.seq / t
+    return total
+
+
+def _mlp_intermediate(T: float, ffn: int, activation: str, b_c: int, drop_act: bool) -> float:
+    """fc1 output (2F for SwiGLU's gate and up, F otherwise) and activation output F, per token ·B."""
+    fc1 = (2 if activation == "swiglu" else 1) * ffn
+    return T * (fc1 + (0 if drop_act else ffn)) * b_c
+
+
+def mlp_block_bytes(cfg: EstimatorConfig, moe: bool, drop: frozenset[str]) -> float:
+    """MLP block: norm input/output and dropout mask (/r), then dense or MoE intermediates.
+
+    Dense: fc1 and activation outputs /t (F = 4h GeLU gives Korthikanti's 16·sbh/t).
+    MoE: router T·E·10/r; routed experts hold T·k tokens /t with permuted input h, fc1 2F_e or
+    F_e, activation F_e and un-permuted output h (reference §2.5: not /ep, tokens per rank are
+    unchanged on average); shared experts like a dense MLP of width F_s.
+    """
+    m, sh = cfg.model, _shape(cfg)
+    T, B, t, r = sh.tokens, sh.b_c, sh.t, sh.r
+    h = m.hidden_size
+    total = T * h * B / r + T * h * DROPOUT_MASK_BYTES / r  # norm input, dropout mask
+    if "layernorm" not in drop:
+        total += T * h * B / r  # norm output = MLP input
+    if not moe:
+        if "mlp" not in drop:
+            total += _mlp_intermediate(T, m.dense_ffn, m.activation, B, False) / t
+        return total
+    if "moe" in drop:
+        return total
+    total += T * m.num_experts * ROUTER_BYTES_PER_EXPERT / r
+    routed_tokens = T * m.moe_topk / t
+    total += routed_tokens * 2 * h * B  # permuted input and un-permuted output
+    total += _mlp_intermediate(routed_tokens, m.expert_ffn, m.activation, B, "moe_act" in drop)
+    if m.shared_ffn_total and "shared_experts" not in drop:
+        total += _mlp_intermediate(T, m.shared_ffn_total, m.activation, B, "moe_act" in drop) / t
+    return total
+
+
+def full_recompute_bytes(cfg: EstimatorConfig) -> float:
+    """A fully recomputed layer keeps only its input T·h·B (/t when the profile or SP shards it)."""
+    sh = _shape(cfg)
+    shard = sh.t if profile_of(cfg).full_recompute_input_tp_sharded else sh.r
+    return sh.tokens * cfg.model.hidden_size * sh.b_c / shard
+
+
+def layer_activation_bytes(cfg: EstimatorConfig, index: int, mode: RecomputeMode) -> float:
+    """Activation bytes of layer ``index`` for one micro-batch under recompute ``mode``.
+
+    MTP layers add the concatenated projection input T·2h·B/r.
+    """
+    if mode == "full":
+        return full_recompute_bytes(cfg)
+    drop = recomputed_modules(cfg, mode)
+    kind = layer_kind(cfg.model, index)
+    moe = kind == "moe" or (kind == "mtp" and mtp_is_moe(cfg.model))
+    total = attention_block_bytes(cfg, drop) + mlp_block_bytes(cfg, moe, drop)
+    if kind == "mtp":
+        sh = _shape(cfg)
+        total += sh.tokens * 2 * cfg.model.hidden_size * sh.b_c / sh.r
+    return total
+
+
+def embedding_activation_bytes(cfg: EstimatorConfig) -> float:
+    """Embedding output per micro-batch T·h·B/t (reference §2.5)."""
+    sh = _shape(cfg)
+    return sh.tokens * cfg.model.hidden_size * sh.b_c / sh.t
+
+
+#: reference byte width of the final-norm output (B_norm, reference §2.1)
+REFERENCE_NORM_BYTES = 4
+
+
+def head_input_bytes(cfg: EstimatorConfig) -> float:
+    """Final-norm output feeding the head, per micro-batch.
+
+    Vocab-parallel profiles: T·h·B/r. Reference (logits not TP-sharded): T·h·B_norm with
+    B_norm = 4 and no shard (reference §2.5, ``shard_output_activ = 1``).
+    """
+    sh = _shape(cfg)
+    if not profile_of(cfg).logits_tp_sharded:
+        return sh.tokens * cfg.model.hidden_size * REFERENCE_NORM_BYTES
+    return sh.tokens * cfg.model.hidden_size * sh.b_c / sh.r
+
+
+def logits_bytes(cfg: EstimatorConfig) -> float:
+    """Logits of one micro-batch T·V·B_logits, /t when vocab-parallel, once per loss (1 + MTP).
+
+    Reference (MindFormers): compute dtype, not TP-sharded (``shard_output_activ = 1``), the root
+    of the seed's P1 (~2084 MB at TP=1). Megatron: fp32 logits, vocab-parallel (facts §1.2).
+    """
+    prof, sh = profile_of(cfg), _shape(cfg)
+    shard = sh.t if prof.logits_tp_sharded else 1
+    losses = 1 + cfg.model.mtp_layers
+    return losses * sh.tokens * cfg.model.vocab * resolved_bytes(cfg).logits / shard

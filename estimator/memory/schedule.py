@@ -1,0 +1,69 @@
+"""In-flight micro-batches per pipeline schedule — the one home for μ.
+
+μ(stage, chunk) is the number of micro-batches whose forward activations a layer of that
+(stage, chunk) holds at the stage's memory peak (the end of the warm-up). Reference §2.7, with p
+stages, vp chunks per stage, m micro-batches and ``base = min(p, m)``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Schedule = Literal["1f1b", "interleaved", "zero_bubble_v", "gpipe"]
+
+
+def in_flight_1f1b(pp: int, m: int, stage: int) -> int:
+    """1F1B: μ = min(p, m) − stage (stage 0 holds p, the last stage 1); at least 1."""
+    return max(1, min(pp, m) - stage)
+
+
+def in_flight_interleaved(pp: int, vpp: int, m: int, stage: int, chunk: int) -> int:
+    """Interleaved 1F1B (reference §2.7, default "big memory" mode), per chunk.
+
+    base = min(p, m); extra = base − stage − 1; last = base − stage; if last < base then last += 1
+    and extra −= 1. Chunk 0 holds base + extra (one less on stage 0), middle chunks hold base, the
+    last chunk holds ``last``. Summed over chunks this equals Megatron's warm-up depth
+    (p − stage − 1)·2 + (vp − 1)·p plus the one in the steady state for every stage but the first.
+    """
+    base = min(pp, m)
+    extra = base - stage - 1
+    last = base - stage
+    if last < base:
+        last += 1
+        extra -= 1
+    if chunk == 0:
+        value = base + extra - (1 if stage == 0 else 0)
+    elif chunk == vpp - 1:
+        value = last
+    else:
+        value = base
+    return max(1, value)
+
+
+def in_flight_zero_bubble_v(pp: int, m: int, stage: int, chunk: int) -> int:
+    """Zero-bubble V (DualPipeV-like, 2 chunks): chunk 0 holds 2·min(p, m) − 1 − stage, chunk 1 holds stage."""
+    value = 2 * min(pp, m) - 1 - stage if chunk == 0 else stage
+    return max(1, value)
+
+
+def in_flight_gpipe(m: int) -> int:
+    """GPipe: all m forwards run before any backward, so every layer holds m micro-batches.
+
+    The reference uses μ = p here (reference §2.7); that undercounts whenever m > p, the OOM
+    direction, so ndval keeps the m of Huang et al. 2019 (GPipe §2.2: activations of all
+    micro-batches are stored unless re-materialised).
+    """
+    return max(1, m)
+
+
+def in_flight(schedule: Schedule, pp: int, vpp: int, m: int, stage: int, chunk: int = 0) -> int:
+    """μ for a layer of (stage, chunk) under ``schedule``."""
+    if schedule == "1f1b":
+        return in_flight_1f1b(pp, m, stage)
+    if schedule == "interleaved":
+        return in_flight_interleaved(pp, vpp, m, stage, chunk)
+    if schedule == "zero_bubble_v":
+        return in_flight_zero_bubble_v(pp, m, stage, chunk)
+    if schedule == "gpipe":
+        return in_flight_gpipe(m)
+    raise ValueError(f"unknown schedule {schedule!r}")

@@ -1,0 +1,215 @@
+"""Per-stage assembly: Static + Dynamic -> ``MemoryReport`` (spec §2, §6; reference §2.8).
+
+Stage total = params + optimizer_states + grads (static, summed over the stage's layers, the
+embedding on the first virtual stage and the head on the last) + activations (each layer × its
+in-flight micro-batches μ, embedding, head input and logits) + comm_buffers (reference §2.6,
+``sapp-nd`` only) + backward_overhead + safety_buffer + tp_shardable_overhead + other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from estimator.memory import activation as act
+from estimator.memory import buffers
+from estimator.memory.schedule import in_flight
+from estimator.memory.static import (
+    StaticBreakdown,
+    StaticBytes,
+    embedding_static,
+    head_static,
+    layer_static,
+)
+from estimator.params import layer_params
+from estimator.profiles import profile_of, resolved_bytes, tp_shardable_overhead_mb
+
+if TYPE_CHECKING:
+    from estimator.config import EstimatorConfig, RecomputeMode
+    from estimator.derive import StageLayout
+
+MIB = 1024 * 1024
+
+#: memory component names, in report order (spec §2)
+COMPONENTS = (
+    "params",
+    "optimizer_states",
+    "grads",
+    "activations",
+    "comm_buffers",
+    "backward_overhead",
+    "safety_buffer",
+    "tp_shardable_overhead",
+    "other",
+)
+
+#: FSDP2 keeps the unsharded weights of the layer being computed and of the one prefetched
+FSDP2_UNSHARDED_LAYERS = 2
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    """Memory of one pipeline stage; ``components`` in MiB sum to ``total_mb``."""
+
+    stage: int
+    components: dict[str, float]
+    layers: tuple[int, ...] = ()
+    in_flight: tuple[int, ...] = ()  # μ per chunk
+    recompute: str = "none"
+    static_detail: StaticBreakdown = field(default_factory=StaticBreakdown)
+
+    @property
+    def total_mb(self) -> float:
+        return float(sum(self.components.values()))
+
+    @property
+    def static_mb(self) -> float:
+        return sum(self.components[k] for k in ("params", "optimizer_states", "grads"))
+
+    @property
+    def dynamic_mb(self) -> float:
+        return self.total_mb - self.static_mb
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "total_mb": self.total_mb,
+            "components": dict(self.components),
+            "layers": list(self.layers),
+            "in_flight": list(self.in_flight),
+            "recompute": self.recompute,
+        }
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Per-stage memory and the peak (spec §2)."""
+
+    stages: tuple[StageMemory, ...]
+    profile: str
+    hbm_mb: float
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def peak_mb(self) -> float:
+        return max(s.total_mb for s in self.stages)
+
+    @property
+    def peak_stage(self) -> int:
+        peak = self.peak_mb
+        return next(s.stage for s in self.stages if s.total_mb == peak)
+
+    @property
+    def fits(self) -> bool:
+        """Peak at most the device memory."""
+        return self.peak_mb <= self.hbm_mb
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "peak_mb": self.peak_mb,
+            "peak_stage": self.peak_stage,
+            "hbm_mb": self.hbm_mb,
+            "fits": self.fits,
+            "stages": [s.to_dict() for s in self.stages],
+            "warnings": list(self.warnings),
+        }
+
+
+def _dynamic_layer_bytes(cfg: EstimatorConfig, index: int, mu: int, mode: RecomputeMode) -> float:
+    """Activation + comm buffer of one layer at μ in-flight micro-batches."""
+    return act.layer_activation_bytes(cfg, index, mode) * mu + buffers.layer_comm_bytes(cfg, index, mu, mode)
+
+
+def _head_dynamic_bytes(cfg: EstimatorConfig, mu: int) -> float:
+    """Head input × μ, logits × μ (reference) or once (one transient copy), and the head's comm buffer."""
+    logits_mu = mu if profile_of(cfg).logits_held_per_micro_batch else 1
+    return act.head_input_bytes(cfg) * mu + act.logits_bytes(cfg) * logits_mu + buffers.head_comm_bytes(cfg)
+
+
+def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode) -> float:
+    """One extra micro-batch of the stage's last node at the end of warm-up (reference §2.8).
+
+    The last node of the last chunk is evaluated at μ = 1 without recompute (a fully recomputed
+    layer re-materialises its activations); on the stage holding the head the last node is the
+    output layer, plus the last MTP layer when there is one.
+    """
+    last_chunk = next((c for c in reversed(layout.chunks) if c), ())
+    main_layers = [i for i in last_chunk if i < cfg.model.num_layers]
+    mtp_layers = [i for i in last_chunk if i >= cfg.model.num_layers]
+    if layout.has_head and layout.head_chunk == len(layout.chunks) - 1:
+        total = _head_dynamic_bytes(cfg, 1)
+        if mtp_layers:
+            total += _dynamic_layer_bytes(cfg, mtp_layers[-1], 1, "none")
+        return total
+    if main_layers:
+        return _dynamic_layer_bytes(cfg, main_layers[-1], 1, "none")
+    return 0.0
+
+
+def _fsdp2_unsharded_bytes(cfg: EstimatorConfig, layout: StageLayout) -> float:
+    """FSDP2 transient: unsharded compute-dtype weights of the largest layer, twice (current + prefetch)."""
+    if profile_of(cfg).sharding != "fsdp2" or not layout.layers:
+        return 0.0
+    p = cfg.parallel
+    biggest = 0.0
+    for i in layout.layers:
+        lp = layer_params(cfg.model, i)
+        biggest = max(biggest, lp.non_expert / p.tp + lp.routed / (p.ep * (p.etp or p.tp)) + lp.shared / p.tp)
+    return FSDP2_UNSHARDED_LAYERS * biggest * resolved_bytes(cfg).compute
+
+
+def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
+    """Assemble one stage (sizes in MiB)."""
+    p = cfg.parallel
+    mode = cfg.stage_recompute(layout.stage)
+    m_micro = cfg.num_micro_batches
+    static = StaticBreakdown()
+    activations = comm = 0.0
+    mus: list[int] = []
+    for chunk, layers in enumerate(layout.chunks):
+        mu = in_flight(p.schedule, p.pp, p.vpp, m_micro, layout.stage, chunk)
+        mus.append(mu)
+        for i in layers:
+            static = static + layer_static(cfg, i)
+            activations += act.layer_activation_bytes(cfg, i, mode) * mu
+            comm += buffers.layer_comm_bytes(cfg, i, mu, mode)
+        if layout.embedding_chunk == chunk:
+            activations += act.embedding_activation_bytes(cfg) * mu
+            comm += buffers.embedding_comm_bytes(cfg)
+        if layout.head_chunk == chunk:
+            logits_mu = mu if profile_of(cfg).logits_held_per_micro_batch else 1
+            activations += act.head_input_bytes(cfg) * mu + act.logits_bytes(cfg) * logits_mu
+            comm += buffers.head_comm_bytes(cfg)
+    extra = StaticBytes()
+    if layout.has_embedding:
+        extra = extra + embedding_static(cfg)
+    if layout.has_head:
+        extra = extra + head_static(cfg)
+    totals = static.total + extra
+    bwd = backward_overhead_bytes(cfg, layout, mode)
+    dynamic = activations + comm + bwd
+    safety = overhead = 0.0
+    if dynamic > 0:
+        opts = cfg.options
+        safety = opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1)
+        overhead = tp_shardable_overhead_mb(cfg) / p.tp
+    components = {
+        "params": totals.params / MIB,
+        "optimizer_states": totals.optimizer_states / MIB,
+        "grads": totals.grads / MIB,
+        "activations": activations / MIB,
+        "comm_buffers": comm / MIB,
+        "backward_overhead": bwd / MIB,
+        "safety_buffer": safety,
+        "tp_shardable_overhead": overhead,
+        "other": _fsdp2_unsharded_bytes(cfg, layout) / MIB,
+    }
+    return StageMemory(
+        stage=layout.stage,
+        components=components,
+        layers=layout.layers,
+        in_flight=tuple(mus),
+        recompute=mode,
+        static_detail=static,
+    )

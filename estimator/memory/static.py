@@ -1,0 +1,198 @@
+"""Static memory: parameters, optimizer states and gradients held by one rank, per layer.
+
+Three conventions (``Profile.sharding``):
+- ``sapp-nd`` (reference §2.3-§2.4): P = n·B_p/S_ne + (r/ep)·B_p/S_re + s·B_p/S_se; OS the same
+  shards with 2·B_os; Grad with B_g over the grad shards. S_re carries the seed's P2 switch.
+- ``megatron`` (facts §1.2, §4.1): held = TP-sharded/t + replicated (norms, router), experts
+  /(ep·etp); bf16 params (2 B) and fp32 main grads (4 B) unsharded; fp32 master params and Adam
+  states (12 B) over dp·cp with the distributed optimizer, experts over expert-DP.
+- ``fsdp2``: fp32 params, grads and Adam states all over dp·cp (experts over expert-DP).
+``optimizer_states`` includes the fp32 master copy where one exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from estimator.derive import (
+    expert_data_parallel,
+    layer_ep,
+    megatron_expert_tp,
+    shard_factors,
+)
+from estimator.params import (
+    LayerParams,
+    embedding_params,
+    head_params,
+    layer_params,
+    position_embedding_params,
+)
+from estimator.profiles import ADAM_STATES, ResolvedBytes, profile_of, resolved_bytes
+
+if TYPE_CHECKING:
+    from estimator.config import EstimatorConfig
+
+
+@dataclass(frozen=True)
+class StaticBytes:
+    """Bytes of params, optimizer states (incl. master params) and grads."""
+
+    params: float = 0.0
+    optimizer_states: float = 0.0
+    grads: float = 0.0
+
+    def __add__(self, other: StaticBytes) -> StaticBytes:
+        return StaticBytes(
+            self.params + other.params,
+            self.optimizer_states + other.optimizer_states,
+            self.grads + other.grads,
+        )
+
+    @property
+    def total(self) -> float:
+        return self.params + self.optimizer_states + self.grads
+
+
+@dataclass(frozen=True)
+class StaticBreakdown:
+    """Static bytes split as the reference does: non-expert, routed experts, shared experts."""
+
+    non_expert: StaticBytes = StaticBytes()
+    routed: StaticBytes = StaticBytes()
+    shared: StaticBytes = StaticBytes()
+
+    def __add__(self, other: StaticBreakdown) -> StaticBreakdown:
+        return StaticBreakdown(
+            self.non_expert + other.non_expert, self.routed + other.routed, self.shared + other.shared
+        )
+
+    @property
+    def total(self) -> StaticBytes:
+        return self.non_expert + self.routed + self.shared
+
+
+def _per_param(count: float, b: ResolvedBytes, os_shard: float, grad_shard: float, param_shard: float) -> StaticBytes:
+    """count params -> bytes: params count·B_p/param_shard, OS count·(master + 2·B_os)/os_shard, grads count·B_g/grad_shard."""
+    return StaticBytes(
+        params=count * b.params / param_shard,
+        optimizer_states=count * (b.master_params + ADAM_STATES * b.optimizer_state) / os_shard,
+        grads=count * b.grads / grad_shard,
+    )
+
+
+def sapp_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> StaticBreakdown:
+    """Reference static memory of one layer (reference §2.4, body.py stat_p/os/grad_layer)."""
+    f, b = shard_factors(cfg), resolved_bytes(cfg)
+    return StaticBreakdown(
+        non_expert=_per_param(lp.non_expert, b, f.p_os_non_exp_partial, f.grad_non_exp, f.p_os_non_exp_partial),
+        routed=_per_param(lp.routed / ep, b, f.p_os_exp, f.grad_exp, f.p_os_exp),
+        shared=_per_param(lp.shared, b, f.p_os_exp_partial, f.grad_exp_partial, f.p_os_exp_partial),
+    )
+
+
+def _dp_shard(cfg: EstimatorConfig) -> int:
+    """Optimizer-state shard degree of non-expert params: dp·cp with a sharded optimizer, else 1."""
+    p = cfg.parallel
+    return p.dp * p.cp if p.distributed_optimizer else 1
+
+
+def _edp_shard(cfg: EstimatorConfig) -> int:
+    return expert_data_parallel(cfg) if cfg.parallel.distributed_optimizer else 1
+
+
+def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> StaticBreakdown:
+    """Megatron-Core static memory of one layer: 2 + 4 B held, 12 B over DP (facts §1.2, §4.1)."""
+    b, t = resolved_bytes(cfg), cfg.parallel.tp
+    held_non_exp = (lp.non_expert - lp.norm) / t + lp.norm
+    etp = megatron_expert_tp(cfg)
+    return StaticBreakdown(
+        non_expert=_per_param(held_non_exp, b, _dp_shard(cfg), 1, 1),
+        routed=_per_param(lp.routed / (ep * etp), b, _edp_shard(cfg), 1, 1),
+        shared=_per_param(lp.shared / t, b, _dp_shard(cfg), 1, 1),
+    )
+
+
+def fsdp2_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> StaticBreakdown:
+    """FSDP2: params, grads and optimizer states all sharded (16 B / shard degree with fp32 Adam)."""
+    b, t = resolved_bytes(cfg), cfg.parallel.tp
+    d, e = cfg.parallel.dp * cfg.parallel.cp, expert_data_parallel(cfg)
+    held_non_exp = (lp.non_expert - lp.norm) / t + lp.norm
+    etp = megatron_expert_tp(cfg)
+    return StaticBreakdown(
+        non_expert=_per_param(held_non_exp, b, d, d, d),
+        routed=_per_param(lp.routed / (ep * etp), b, e, e, e),
+        shared=_per_param(lp.shared / t, b, d, d, d),
+    )
+
+
+_LAYER_STATIC = {"sapp-nd": sapp_layer_static, "megatron": megatron_layer_static, "fsdp2": fsdp2_layer_static}
+
+
+def layer_static(cfg: EstimatorConfig, index: int) -> StaticBreakdown:
+    """Static bytes of layer ``index`` on its rank under the config's profile."""
+    lp = layer_params(cfg.model, index)
+    return _LAYER_STATIC[profile_of(cfg).sharding](cfg, lp, layer_ep(cfg, index))
+
+
+def embedding_static(cfg: EstimatorConfig) -> StaticBytes:
+    """Embedding (first stage). Reference: h·v·{B_p, 2B_os, B_g}/(shard_embed·cp) with shard_embed = t·d.
+    Megatron: vocab-parallel V·h/t, learned positions replicated; FSDP2: all over dp·cp."""
+    m, p, b = cfg.model, cfg.parallel, resolved_bytes(cfg)
+    vocab = embedding_params(m)
+    pos = position_embedding_params(m, cfg.train.seq_length)
+    sharding = profile_of(cfg).sharding
+    if sharding == "sapp-nd":
+        s = shard_factors(cfg).embed * p.cp
+        return _per_param(vocab + pos, b, s, s, s)
+    held = vocab / p.tp + pos
+    if sharding == "megatron":
+        return _per_param(held, b, _dp_shard(cfg), 1, 1)
+    d = p.dp * p.cp
+    return _per_param(held, b, d, d, d)
+
+
+def head_static(cfg: EstimatorConfig) -> StaticBytes:
+    """Output head + final norm (last stage). Reference: (h·v)·B/S_ne_partial, grads /S_grad_ne."""
+    m, p, b = cfg.model, cfg.parallel, resolved_bytes(cfg)
+    count = head_params(m)
+    sharding = profile_of(cfg).sharding
+    if sharding == "sapp-nd":
+        f = shard_factors(cfg)
+        return _per_param(count, b, f.p_os_non_exp_partial, f.grad_non_exp, f.p_os_non_exp_partial)
+    held = count / p.tp
+    if sharding == "megatron":
+        return _per_param(held, b, _dp_shard(cfg), 1, 1)
+    d = p.dp * p.cp
+    return _per_param(held, b, d, d, d)
+
+
+@dataclass(frozen=True)
+class GradClipBuffer:
+    """The reference's gradient-clipping buffer split by parameter kind (bytes)."""
+
+    non_expert: float
+    routed: float
+    shared: float
+
+    @property
+    def total(self) -> float:
+        return self.non_expert + self.routed + self.shared
+
+
+def grad_clip_buffer(cfg: EstimatorConfig, index: int) -> GradClipBuffer:
+    """Reference grad-clip buffer of a full-recompute layer (reference §2.4, body.py:130; seed P2-04).
+
+    buffer = [n + (r/ep)·B_os/S_re + s·B_os/S_se]·B_os/S_ne_partial. The reference does not wire it
+    into the stage total by default, and neither does ndval; it is exposed so P2-04 can check that
+    its routed part follows ``expert_zero3_sharding`` like params/OS/grads.
+    """
+    lp = layer_params(cfg.model, index)
+    f, b = shard_factors(cfg), resolved_bytes(cfg)
+    outer = b.optimizer_state / f.p_os_non_exp_partial
+    ep = layer_ep(cfg, index)
+    return GradClipBuffer(
+        non_expert=lp.non_expert * outer,
+        routed=lp.routed / ep * b.optimizer_state / f.p_os_exp * outer,
+        shared=lp.shared * b.optimizer_state / f.p_os_exp_partial * outer,
+    )

@@ -1,0 +1,140 @@
+"""Parameter counts per layer kind (weights only; biases are ignored, < 0.1 % of a layer).
+
+Symbols: h hidden, a heads, g KV heads, d head dim, F dense FFN width, F_e routed-expert width,
+F_s total shared-expert width, E routed experts, V (padded) vocab. Matches Megatron's
+``theoretical_memory_usage`` (memory-accounting facts §1.2) and the reference's layer counts
+(reference §2.2) up to bias terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from estimator.derive import layer_kind, mtp_is_moe
+
+if TYPE_CHECKING:
+    from estimator.config import ModelConfig
+
+#: weight matrices of an MLP: SwiGLU has gate, up and down; GeLU / squared-ReLU have up and down
+MLP_MATRICES = {"swiglu": 3, "gelu": 2, "squared_relu": 2}
+#: parameters per norm per hidden unit: RMSNorm has a scale, LayerNorm a scale and a bias
+NORM_PARAMS_PER_UNIT = {"rmsnorm": 1, "layernorm": 2}
+#: norms in a transformer layer: before attention and before the MLP
+NORMS_PER_LAYER = 2
+
+
+def attention_params(model: ModelConfig) -> int:
+    """Attention weights of one layer.
+
+    MHA/GQA: Q h·a·d + K,V 2·h·g·d + O a·d·h. MLA (DeepSeek-V2/V3): q path h·q_lora + q_lora (norm)
+    + q_lora·a·(d_qk + d_rope) (or h·a·(d_qk + d_rope) without q compression); kv path
+    h·(kv_lora + d_rope) + kv_lora (norm) + kv_lora·a·(d_qk + d_v); O a·d_v·h.
+    """
+    h, a = model.hidden_size, model.num_attention_heads
+    if model.attention != "mla":
+        d, g = model.head_size, model.kv_heads
+        return h * a * d + 2 * h * g * d + a * d * h
+    assert model.kv_lora_rank and model.qk_head_dim and model.v_head_dim is not None
+    d_qk, d_rope, d_v = model.qk_head_dim, model.qk_rope_head_dim or 0, model.v_head_dim
+    q_lora, kv_lora = model.q_lora_rank, model.kv_lora_rank
+    q = h * q_lora + q_lora + q_lora * a * (d_qk + d_rope) if q_lora else h * a * (d_qk + d_rope)
+    kv = h * (kv_lora + d_rope) + kv_lora + kv_lora * a * (d_qk + d_v)
+    return q + kv + a * d_v * h
+
+
+def mlp_params(hidden: int, ffn: int, activation: str) -> int:
+    """One MLP: n_mat·h·F with n_mat = 3 for SwiGLU, 2 otherwise."""
+    return MLP_MATRICES[activation] * hidden * ffn
+
+
+def norm_params(model: ModelConfig) -> int:
+    """The layer's two norms: 2·h (RMSNorm) or 2·2h (LayerNorm)."""
+    return NORMS_PER_LAYER * NORM_PARAMS_PER_UNIT[model.norm] * model.hidden_size
+
+
+def router_params(model: ModelConfig) -> int:
+    """MoE router h·E."""
+    return model.hidden_size * model.num_experts
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    """Parameters of one layer split as the reference does: (non-expert, routed, shared).
+
+    ``non_expert`` = attention + norms + router + dense MLP; ``norm`` is the replicated part of
+    ``non_expert`` (norms and router: not TP-sharded in Megatron); ``routed`` counts all E experts
+    (divide by ep for one rank).
+    """
+
+    non_expert: int
+    routed: int
+    shared: int
+    norm: int
+
+    @property
+    def total(self) -> int:
+        return self.non_expert + self.routed + self.shared
+
+
+def _moe_block(model: ModelConfig) -> tuple[int, int, int]:
+    """(router, routed, shared) parameters of a MoE MLP block."""
+    routed = model.num_experts * mlp_params(model.hidden_size, model.expert_ffn, model.activation)
+    shared = mlp_params(model.hidden_size, model.shared_ffn_total, model.activation)
+    return router_params(model), routed, shared
+
+
+def layer_params(model: ModelConfig, index: int) -> LayerParams:
+    """Parameters of layer ``index`` (dense, MoE, or MTP = projection 2h·h + 2 norms + a layer)."""
+    kind = layer_kind(model, index)
+    attn, norms = attention_params(model), norm_params(model)
+    moe = kind == "moe" or (kind == "mtp" and mtp_is_moe(model))
+    if moe:
+        router, routed, shared = _moe_block(model)
+        body = LayerParams(attn + norms + router, routed, shared, norms + router)
+    else:
+        dense = mlp_params(model.hidden_size, model.dense_ffn, model.activation)
+        body = LayerParams(attn + norms + dense, 0, 0, norms)
+    if kind != "mtp":
+        return body
+    extra = mtp_extra_params(model)
+    mtp_norms = 2 * model.hidden_size  # the projection 2h·h is TP-sharded, its two norms are not
+    return LayerParams(body.non_expert + extra, body.routed, body.shared, body.norm + mtp_norms)
+
+
+def mtp_extra_params(model: ModelConfig) -> int:
+    """MTP module beyond its transformer layer: projection 2h·h and two RMSNorms of h (DeepSeek-V3)."""
+    h = model.hidden_size
+    return 2 * h * h + 2 * h
+
+
+def embedding_params(model: ModelConfig) -> int:
+    """Word embedding V·h, plus learned position embeddings s_max·h are added by the caller."""
+    return model.vocab * model.hidden_size
+
+
+def head_params(model: ModelConfig) -> int:
+    """Output head V·h (0 when tied to the embedding) plus the final norm."""
+    final_norm = NORM_PARAMS_PER_UNIT[model.norm] * model.hidden_size
+    return (0 if model.tied_embeddings else model.vocab * model.hidden_size) + final_norm
+
+
+def position_embedding_params(model: ModelConfig, seq_length: int) -> int:
+    """Learned absolute position embeddings s·h (Megatron GPT default); 0 with RoPE."""
+    return seq_length * model.hidden_size if model.position_embedding == "learned" else 0
+
+
+def total_params(model: ModelConfig, seq_length: int = 0) -> int:
+    """All parameters: layers + MTP + embedding (+ positions) + head."""
+    layers = sum(layer_params(model, i).total for i in range(model.num_layers + model.mtp_layers))
+    return layers + embedding_params(model) + position_embedding_params(model, seq_length) + head_params(model)
+
+
+def activated_params(model: ModelConfig) -> int:
+    """Parameters used per token: routed experts count top-k of E (no MTP, no embedding)."""
+    total = 0
+    for i in range(model.num_layers):
+        lp = layer_params(model, i)
+        routed = lp.routed * model.moe_topk // model.num_experts if lp.routed else 0
+        total += lp.non_expert + lp.shared + routed
+    return total

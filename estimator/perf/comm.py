@@ -1,0 +1,176 @@
+"""Communication per parallel dimension, as collectives with their buffer size in bytes.
+
+Each function returns the collectives one device takes part in (kind, buffer bytes, group size,
+how many times). :mod:`estimator.perf.network` prices them in seconds; :func:`wire_bytes` gives the
+bytes a device sends, the unit of the reference tool's ``score`` mode (seed P4: EP stays bytes there).
+
+Buffer size convention (NCCL's): all-reduce — the reduced tensor; all-gather — the gathered output;
+reduce-scatter — the input before scattering; all-to-all — what one device sends plus keeps;
+p2p — the message. Sources: reference design §3.2 and §8 (volumes per dimension), Megatron-LM
+sequence parallelism (Korthikanti et al. 2022, §4.2.2: 2 all-gathers + 2 reduce-scatters per layer
+in the forward pass), the seed P4 (EP: ``k·s·b/cp·(ep−1)/ep·h·B_c·2`` for dispatch + combine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective: ``count`` calls of ``kind`` over ``group_size`` devices on ``size_bytes`` buffers."""
+
+    kind: CollectiveKind
+    size_bytes: float
+    group_size: int
+    count: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.size_bytes < 0 or self.count < 0 or self.group_size < 1:
+            raise ValueError(f"invalid collective {self}")
+
+
+def wire_bytes(c: Collective) -> float:
+    """Bytes one device sends for ``c``: ring all-reduce ``2(n−1)/n·S``; all-gather, reduce-scatter and
+    all-to-all ``(n−1)/n·S``; p2p ``S`` (Patarasuk & Yuan 2009 for the ring bounds); times ``count``."""
+    n = c.group_size
+    if c.kind == "p2p":
+        return c.size_bytes * c.count
+    if n == 1:
+        return 0.0
+    factor = 2.0 * (n - 1) / n if c.kind == "all_reduce" else (n - 1) / n
+    return factor * c.size_bytes * c.count
+
+
+def tp_layer_collectives(
+    activation_bytes: float, tp: int, sequence_parallel: bool, blocks: int = 2
+) -> list[Collective]:
+    """Forward TP/SP collectives of one layer for one micro-batch; ``blocks`` TP-sharded blocks
+    (attention and MLP: 2; a MoE layer whose experts are not TP-sharded: 1).
+
+    Per block: without SP one all-reduce of the ``b·s·h·B_c`` activation; with SP one all-gather and
+    one reduce-scatter of it (same bytes, Korthikanti et al. §4.2.2). ``activation_bytes`` =
+    ``b·(s/cp)·h·B_c``. The backward pass repeats them (:data:`BACKWARD_COMM_FACTOR`).
+    """
+    if tp <= 1 or blocks <= 0:
+        return []
+    if sequence_parallel:
+        return [
+            Collective("all_gather", activation_bytes, tp, blocks),
+            Collective("reduce_scatter", activation_bytes, tp, blocks),
+        ]
+    return [Collective("all_reduce", activation_bytes, tp, blocks)]
+
+
+def ep_dispatch_tokens_balanced(tokens: float, topk: int) -> float:
+    """Token copies one device sends+keeps per dispatch with balanced routing: ``k·T``."""
+    return topk * tokens
+
+
+def ep_dispatch_tokens_imbalanced(
+    tokens: float, topk: int, tokens_per_expert: Sequence[float], ep: int
+) -> float:
+    """Token copies the busiest EP rank receives per dispatch, for a given expert load.
+
+    ``tokens_per_expert`` (any scale) is normalised to ``k·T·ep`` routed copies over the EP group;
+    the busiest rank (experts placed contiguously, ``E/ep`` per rank) receives
+    ``k·T·ep·max_rank_share`` — ``k·T`` when balanced (reference §2.6, imbalanced EP).
+    """
+    n = len(tokens_per_expert)
+    if ep < 1 or n % ep:
+        raise ValueError(f"tokens_per_expert has {n} experts, not divisible by ep={ep}")
+    total = float(sum(tokens_per_expert))
+    if total <= 0:
+        raise ValueError("tokens_per_expert sums to 0")
+    per_rank = n // ep
+    busiest = max(sum(tokens_per_expert[r * per_rank : (r + 1) * per_rank]) for r in range(ep))
+    return topk * tokens * ep * busiest / total
+
+
+def ep_layer_collectives(dispatch_tokens: float, hidden: int, bytes_compute: float, ep: int) -> list[Collective]:
+    """Forward EP all-to-alls of one MoE layer for one micro-batch: dispatch + combine.
+
+    Buffer per all-to-all ``k·T·h·B_c`` (``dispatch_tokens`` from the balanced/imbalanced helpers);
+    wire bytes ``(ep−1)/ep·k·T·h·B_c``, so one forward moves the seed's ``2·k·T·(ep−1)/ep·h·B_c``
+    (seed P4, comm.py:167-181). The backward repeats both with gradients.
+    """
+    if ep <= 1:
+        return []
+    return [Collective("all_to_all", dispatch_tokens * hidden * bytes_compute, ep, 2)]
+
+
+def dp_step_collectives(
+    params: float, bytes_grad: float, bytes_param: float, dp: int, distributed_optimizer: bool
+) -> list[Collective]:
+    """Data-parallel traffic of one optimizer step for ``params`` parameters held by this device.
+
+    Distributed optimizer (ZeRO-1/2): reduce-scatter of the gradients (``B_g`` bytes each) and an
+    all-gather of the updated parameters (``B_p``); otherwise one all-reduce of the gradients
+    (reference §8 item 2; Rajbhandari et al. 2020 for ZeRO's equal volume).
+    """
+    if dp <= 1 or params <= 0:
+        return []
+    if distributed_optimizer:
+        return [
+            Collective("reduce_scatter", params * bytes_grad, dp),
+            Collective("all_gather", params * bytes_param, dp),
+        ]
+    return [Collective("all_reduce", params * bytes_grad, dp)]
+
+
+def cp_ring_layer_collectives(tokens_local: float, kv_dim: float, bytes_compute: float, cp: int) -> list[Collective]:
+    """Forward ring attention (context parallelism) of one layer for one micro-batch.
+
+    Each of ``cp−1`` steps passes the local K and V block, ``2·(s/cp)·b·kv_dim·B_c`` bytes, to the next
+    rank (reference §3.2 CP detail); the backward passes K, V and their gradients (2× forward).
+    ``tokens_local`` = ``b·s/cp``, ``kv_dim`` = ``n_kv·d_h`` per TP rank.
+    """
+    if cp <= 1:
+        return []
+    block = 2.0 * tokens_local * kv_dim * bytes_compute
+    return [Collective("p2p", block, cp, cp - 1)]
+
+
+def cp_ulysses_layer_collectives(
+    tokens_local: float, num_heads: int, head_dim: int, bytes_compute: float, cp: int
+) -> list[Collective]:
+    """Forward Ulysses (all-to-all) context parallelism of one layer: Q, K, V in and the output back,
+    each an all-to-all of ``b·(s/cp)·a·d_h·B_c`` (reference §3.2); the backward repeats them."""
+    if cp <= 1:
+        return []
+    buf = tokens_local * num_heads * head_dim * bytes_compute
+    return [Collective("all_to_all", buf, cp, 4)]
+
+
+#: backward-pass comm relative to the forward pass, per dimension: TP/SP and EP run the conjugate
+#: collectives once; ring CP passes K/V and their gradients (reference §3.2)
+BACKWARD_COMM_FACTOR = {"tp": 1.0, "ep": 1.0, "cp": 2.0}
+
+
+def scaled(cs: list[Collective], factor: float) -> list[Collective]:
+    """``cs`` with every count multiplied by ``factor`` (forward → forward + backward + recompute)."""
+    return [Collective(c.kind, c.size_bytes, c.group_size, c.count * factor) for c in cs]
+
+
+def pp_p2p_collectives(activation_bytes: float, num_transfers: float) -> list[Collective]:
+    """Pipeline p2p: ``num_transfers`` sends of the boundary activation (or its gradient),
+    ``b·(s/cp)·h·B_c`` bytes each, divided by ``tp`` under sequence parallelism (reference §8)."""
+    if num_transfers <= 0:
+        return []
+    return [Collective("p2p", activation_bytes, 2, num_transfers)]
+
+
+def p2p_transfers_on_critical_path(pp: int, num_micro_batches: int, vpp: int = 1) -> float:
+    """Serial p2p transfers on the critical path of one step: ``2·(m·v + p − 2)`` for ``p > 1``.
+
+    Each micro-batch crosses the straggler's boundary once forward and once backward (``2·m·v``
+    with ``v`` chunks); fill and drain add ``2·(p − 2)`` hops beyond the first. 0 when ``p = 1``.
+    Replaces the reference's fitted ``MANUAL_P2P_RATIO = 0.002`` (reference §3.4) by transfer counts.
+    """
+    if pp <= 1:
+        return 0.0
+    return 2.0 * (num_micro_batches * vpp + pp - 2)

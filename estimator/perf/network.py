@@ -1,0 +1,159 @@
+"""Hierarchical network model: collective buffers in bytes -> seconds.
+
+A machine is a list of levels, innermost first (e.g. NVLink inside a node of 8, then the
+inter-node fabric). Level ``L`` has a domain of ``max_devices`` devices (cumulative: a node holds
+8, the cluster holds all), a per-device unidirectional bandwidth in GB/s (1e9 bytes/s), an
+efficiency (achieved / nominal) and a per-message latency.
+
+Which levels a group spans follows from its size and placement: the group's members are
+``stride`` device ids apart (``stride`` = product of the degrees placed inside it, Megatron's
+order tp → cp → ep/dp → pp), so ``min(n, max(1, domain_L // stride))`` members share one level-L
+domain. Times use the standard bandwidth-optimal ring bounds applied level by level (hierarchical
+reduce-scatter / all-reduce / all-gather: Patarasuk & Yuan 2009; Thakur et al. 2005) — reference
+design §3.3, "newer variant": ``time = Σ_L [2(n_L−1)/n_L · S_L/(bw_L·eff_L) + 2(n_L−1)·lat_L]``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from estimator.perf.comm import Collective
+
+BYTES_PER_GB = 1e9
+SECONDS_PER_US = 1e-6
+
+
+class LevelLike(Protocol):
+    """Anything with the four fields of a network level (``estimator.hardware`` levels qualify)."""
+
+    @property
+    def bandwidth_gb_s(self) -> float: ...
+    @property
+    def efficiency(self) -> float: ...
+    @property
+    def latency_us(self) -> float: ...
+    @property
+    def max_devices(self) -> float | int | None: ...
+
+
+@dataclass(frozen=True)
+class Level:
+    """One network level: domain size, per-device bandwidth (GB/s), efficiency (0-1], latency (µs)."""
+
+    max_devices: float | None
+    bandwidth_gb_s: float
+    efficiency: float = 1.0
+    latency_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        if (self.max_devices is not None and self.max_devices < 1) or self.bandwidth_gb_s <= 0 or not 0 < self.efficiency <= 1 or self.latency_us < 0:
+            raise ValueError(f"invalid network level {self}")
+
+
+def effective_bytes_per_s(level: LevelLike) -> float:
+    """Achieved bandwidth of a level in bytes/s: ``bandwidth_gb_s · 1e9 · efficiency``."""
+    return level.bandwidth_gb_s * BYTES_PER_GB * level.efficiency
+
+
+def members_per_domain(group_size: int, stride: int, levels: Sequence[LevelLike]) -> list[int]:
+    """Group members inside one domain of each level: ``min(n, max(1, domain_L // stride))``.
+
+    The last entry is always ``n`` (the outermost level holds the whole group, whatever its size).
+    """
+    if group_size < 1 or stride < 1:
+        raise ValueError(f"group_size={group_size}, stride={stride}: both must be >= 1")
+    out = []
+    for i, lvl in enumerate(levels):
+        if i == len(levels) - 1 or lvl.max_devices is None or math.isinf(lvl.max_devices):
+            out.append(group_size)
+        else:
+            out.append(min(group_size, max(1, int(lvl.max_devices) // stride)))
+    return out
+
+
+def level_fanout(group_size: int, stride: int, levels: Sequence[LevelLike]) -> list[float]:
+    """``n_L`` = members per level-L domain / members per level-(L−1) domain (product = ``n``)."""
+    members = members_per_domain(group_size, stride, levels)
+    prev = 1
+    out = []
+    for m in members:
+        out.append(m / prev)
+        prev = m
+    return out
+
+
+def ring_time_s(
+    kind: str, size_bytes: float, group_size: int, stride: int, levels: Sequence[LevelLike]
+) -> float:
+    """Hierarchical ring all-reduce / all-gather / reduce-scatter of a ``size_bytes`` buffer.
+
+    Level ``L`` works on ``S_L = S/Π_{l<L} n_l`` (the shard left after the inner levels) with the
+    ring bound ``k·(n_L−1)/n_L·S_L/bw_L + k·(n_L−1)·lat_L``; ``k`` = 2 for all-reduce (reduce-scatter
+    then all-gather), 1 for all-gather and reduce-scatter.
+    """
+    if group_size <= 1:
+        return 0.0
+    k = 2.0 if kind == "all_reduce" else 1.0
+    shard = size_bytes
+    total = 0.0
+    for n_l, lvl in zip(level_fanout(group_size, stride, levels), levels, strict=True):
+        if n_l > 1:
+            total += k * (n_l - 1) / n_l * shard / effective_bytes_per_s(lvl)
+            total += k * (n_l - 1) * lvl.latency_us * SECONDS_PER_US
+        shard /= n_l
+    return total
+
+
+def all_to_all_time_s(size_bytes: float, group_size: int, stride: int, levels: Sequence[LevelLike]) -> float:
+    """All-to-all where each device holds ``S`` bytes split evenly over the ``n`` members.
+
+    The ``S/n`` chunks for peers first reachable at level L (``members_L − members_{L−1}`` of them,
+    minus itself at level 0) go over that level: ``Σ_L chunks_L·(S/n)/bw_L + chunks_L·lat_L``.
+    Levels are summed (serial), the conservative bound when the inner and outer links are not driven
+    concurrently.
+    """
+    if group_size <= 1:
+        return 0.0
+    chunk = size_bytes / group_size
+    prev = 1
+    total = 0.0
+    for m, lvl in zip(members_per_domain(group_size, stride, levels), levels, strict=True):
+        peers = m - prev
+        if peers > 0:
+            total += peers * chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * SECONDS_PER_US
+        prev = m
+    return total
+
+
+def p2p_time_s(size_bytes: float, stride: int, levels: Sequence[LevelLike]) -> float:
+    """One send of ``S`` bytes to a peer ``stride`` ids away, over the innermost level holding both:
+    ``S/bw_L + lat_L``."""
+    members = members_per_domain(2, stride, levels)
+    lvl = levels[next(i for i, m in enumerate(members) if m >= 2)]
+    return size_bytes / effective_bytes_per_s(lvl) + lvl.latency_us * SECONDS_PER_US
+
+
+def collective_time_s(c: Collective, stride: int, levels: Sequence[LevelLike]) -> float:
+    """Seconds for ``c.count`` calls of collective ``c`` placed with ``stride`` (see module doc)."""
+    if c.count == 0:
+        return 0.0
+    if c.kind == "p2p":
+        return c.count * p2p_time_s(c.size_bytes, stride, levels)
+    if c.kind == "all_to_all":
+        return c.count * all_to_all_time_s(c.size_bytes, c.group_size, stride, levels)
+    return c.count * ring_time_s(c.kind, c.size_bytes, c.group_size, stride, levels)
+
+
+def collectives_time_s(cs: Sequence[Collective], stride: int, levels: Sequence[LevelLike]) -> float:
+    """Sum of :func:`collective_time_s` over ``cs`` (they run one after another)."""
+    return sum(collective_time_s(c, stride, levels) for c in cs)
+
+
+def exposed_s(time_s: float, overlap: float) -> float:
+    """Time left on the critical path when a share ``overlap`` ∈ [0, 1] hides behind compute."""
+    if not 0.0 <= overlap <= 1.0:
+        raise ValueError(f"overlap {overlap} outside [0, 1]")
+    return time_s * (1.0 - overlap)

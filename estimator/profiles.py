@@ -1,0 +1,151 @@
+"""Framework profiles (spec §4): byte widths and sharding conventions, resolved per config.
+
+- ``sapp-nd``: the reference tool (reference §2.1-§2.4): fp32 params (B_p = 4), Adam 2×4 bytes,
+  grads 4 bytes only when pp > 1 (``B_g = 4 if p > 1 else 0``), the sharding factors of
+  reference §2.3, logits in compute precision and not TP-sharded (MindFormers
+  ``shard_output_activ = 1``), per-layer comm buffers, TP-shardable overhead 2676 MiB (seed P1).
+- ``megatron``: Megatron-Core (memory-accounting facts §1.2, §4.1): bf16 params 2 B + fp32 main
+  grads 4 B (unsharded) + fp32 master params and Adam states 12 B sharded over DP·CP with the
+  distributed optimizer (experts over expert-DP); vocab-parallel fp32 logits on the last stage;
+  no separate comm buffers (dispatch/gather outputs are activations).
+- ``fsdp2`` (torchtitan-like): fp32 params, grads and Adam states all sharded over dp·cp
+  (16 B / shard degree) plus the transient unsharded bf16 weights of the layers in flight.
+
+Users override byte widths with ``precision``; everything else follows the profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from estimator.config import EstimatorConfig
+
+#: bytes per element of each dtype name
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+#: Adam keeps two states (first and second moment) per parameter
+ADAM_STATES = 2
+
+#: seed P1: mean TP=1 under-estimate of the reference on the scaled-down DeepSeek-V3 (MiB)
+SAPP_ND_TP_SHARDABLE_OVERHEAD_MB = 2676.0
+
+Sharding = Literal["sapp-nd", "megatron", "fsdp2"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Conventions of one framework (defaults before ``precision`` overrides)."""
+
+    name: str
+    sharding: Sharding
+    params_dtype: str
+    master_params_dtype: str | None  # fp32 master copy kept beside low-precision params
+    grads_dtype: str
+    optimizer_states_dtype: str
+    grads_only_with_pp: bool  # reference: B_g = 4 if p > 1 else 0
+    logits_tp_sharded: bool
+    logits_dtype: str | None  # None = compute dtype
+    logits_held_per_micro_batch: bool  # reference: output activation × μ; Megatron: one transient copy
+    full_recompute_input_tp_sharded: bool  # True: /tp always; False: /tp only with sequence parallelism
+    comm_buffers: bool  # reference §2.6 per-layer comm buffers
+    tp_shardable_overhead_mb: float
+
+
+PROFILES: dict[str, Profile] = {
+    "sapp-nd": Profile(
+        name="sapp-nd",
+        sharding="sapp-nd",
+        params_dtype="fp32",
+        master_params_dtype=None,
+        grads_dtype="fp32",
+        optimizer_states_dtype="fp32",
+        grads_only_with_pp=True,
+        logits_tp_sharded=False,
+        logits_dtype=None,
+        logits_held_per_micro_batch=True,
+        full_recompute_input_tp_sharded=True,
+        comm_buffers=True,
+        tp_shardable_overhead_mb=SAPP_ND_TP_SHARDABLE_OVERHEAD_MB,
+    ),
+    "megatron": Profile(
+        name="megatron",
+        sharding="megatron",
+        params_dtype="bf16",
+        master_params_dtype="fp32",
+        grads_dtype="fp32",
+        optimizer_states_dtype="fp32",
+        grads_only_with_pp=False,
+        logits_tp_sharded=True,
+        logits_dtype="fp32",
+        logits_held_per_micro_batch=False,
+        full_recompute_input_tp_sharded=False,
+        comm_buffers=False,
+        tp_shardable_overhead_mb=0.0,
+    ),
+    "fsdp2": Profile(
+        name="fsdp2",
+        sharding="fsdp2",
+        params_dtype="fp32",
+        master_params_dtype=None,
+        grads_dtype="fp32",
+        optimizer_states_dtype="fp32",
+        grads_only_with_pp=False,
+        logits_tp_sharded=True,
+        logits_dtype="fp32",
+        logits_held_per_micro_batch=False,
+        full_recompute_input_tp_sharded=False,
+        comm_buffers=False,
+        tp_shardable_overhead_mb=0.0,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ResolvedBytes:
+    """Byte widths for one config: the profile with ``precision`` overrides and the pp rule applied."""
+
+    params: int
+    master_params: int
+    grads: int
+    optimizer_state: int  # per state; Adam keeps ADAM_STATES of them
+    compute: int
+    logits: int
+
+
+def profile_of(cfg: EstimatorConfig) -> Profile:
+    """The ``Profile`` named by ``cfg.profile``."""
+    return PROFILES[cfg.profile]
+
+
+def resolved_bytes(cfg: EstimatorConfig) -> ResolvedBytes:
+    """Byte widths of ``cfg``: precision overrides win over the profile's defaults.
+
+    Under ``sapp-nd`` the gradient buffer is 0 bytes without pipeline parallelism (reference
+    §2.1: ``B_g = 4 if p > 1 else 0``).
+    """
+    prof = profile_of(cfg)
+    prec = cfg.precision
+    params = DTYPE_BYTES[prec.params or prof.params_dtype]
+    master = DTYPE_BYTES[prof.master_params_dtype] if prof.master_params_dtype else 0
+    if master and master <= params:  # params already at master precision: no separate copy
+        master = 0
+    grads = DTYPE_BYTES[prec.grads or prof.grads_dtype]
+    if prof.grads_only_with_pp and cfg.parallel.pp == 1:
+        grads = 0
+    compute = DTYPE_BYTES[prec.compute]
+    return ResolvedBytes(
+        params=params,
+        master_params=master,
+        grads=grads,
+        optimizer_state=DTYPE_BYTES[prec.optimizer_states or prof.optimizer_states_dtype],
+        compute=compute,
+        logits=DTYPE_BYTES[prof.logits_dtype] if prof.logits_dtype else compute,
+    )
+
+
+def tp_shardable_overhead_mb(cfg: EstimatorConfig) -> float:
+    """``options.tp_shardable_overhead_mb``, or the profile default when unset (spec §5)."""
+    value = cfg.options.tp_shardable_overhead_mb
+    return profile_of(cfg).tp_shardable_overhead_mb if value is None else value

@@ -1,0 +1,30 @@
+"""Atomic file writes: write to a temporary file in the target folder, then ``os.replace``.
+
+Goldens and reports are read by people and by CI while runs happen; a reader never sees a
+half-written file, and two xdist workers never write one path (each item owns its files).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (parents created); returns ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically; returns ``path``."""
+    return write_bytes(path, text.encode("utf-8"))

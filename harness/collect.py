@@ -1,0 +1,251 @@
+"""Collection: ``CaseFile`` (a ``*.case.yaml``) -> ``CaseItem`` per case point; broken cases -> collection errors.
+
+Item lifecycle: ``setup`` checks the kind can run here and runs it (an exception there is an
+*error*: broken input, not a failed criterion); ``runtest`` evaluates every assertion (soft),
+checks the golden file, applies the waiver, records one builtin-only payload in
+``user_properties`` for the controller, and fails with a criteria table pointing at the YAML.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tabulate import tabulate
+
+from harness import golden
+from harness.assertions import AssertionUsageError, EvalContext
+from harness.cases import LoadedCase, Point, load_case_file
+from harness.kinds import KINDS, KindError, RunContext
+from harness.results import AssertionResult, RunResult, to_builtin
+from harness.yamlsrc import CaseError
+
+PAYLOAD_KEY = "ndval.record"
+RECORD_VERSION = 1
+
+
+class CaseFailure(Exception):
+    """One or more unwaived criteria failed (carries the results for ``repr_failure``)."""
+
+    def __init__(self, results: list[AssertionResult], header: str) -> None:
+        super().__init__(header)
+        self.results = results
+        self.header = header
+
+
+class CaseBroken(Exception):
+    """The case could not be evaluated (kind unavailable, kind error, assertion misuse)."""
+
+
+class BrokenCase(pytest.Collector):
+    """Stands for a case that failed validation: collecting it raises the ``CaseError``."""
+
+    def __init__(self, *, error: CaseError, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.error = error
+
+    def collect(self):
+        raise self.CollectError(self.error.render())
+
+
+class CaseFile(pytest.File):
+    """A case file; file-level problems (invalid YAML, schema of the file) are collection errors."""
+
+    def collect(self):
+        try:
+            loaded = load_case_file(self.path, self.config.stash[CASES_ROOT_KEY](self.path))
+        except CaseError as exc:
+            raise self.CollectError(exc.render()) from None
+        by_id = {lc.case.id: lc for lc in loaded.cases}
+        order = [lc.case.id for lc in loaded.cases] + [cid for cid, _ in loaded.errors]
+        errors = dict(loaded.errors)
+        for cid in order:
+            if cid in errors:
+                yield BrokenCase.from_parent(self, name=cid, error=errors[cid])
+                continue
+            lc = by_id[cid]
+            for point in lc.points:
+                name = f"{cid}[{point.id}]" if point.id else cid
+                yield CaseItem.from_parent(self, name=name, loaded=lc, point=point, file_sha256=loaded.sha256)
+
+
+class CaseItem(pytest.Item):
+    """One case at one matrix point."""
+
+    def __init__(self, *, loaded: LoadedCase, point: Point, file_sha256: str, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.loaded, self.point, self.file_sha256 = loaded, point, file_sha256
+        self.funcargs: dict[str, Any] = {}
+        self.result: RunResult | None = None
+        self._t0 = 0.0
+        case = loaded.case
+        for tag in case.tags:
+            self.add_marker(pytest.mark.ndval_tag(tag))
+        self.add_marker(pytest.mark.ndval_kind(case.kind))
+
+    # -- pytest interface ----------------------------------------------------------------------
+    def reportinfo(self):
+        return self.path, self.loaded.line - 1, f"case {self.name} ({self.loaded.case.kind})"
+
+    def setup(self) -> None:
+        self._t0 = time.perf_counter()
+        self._record(status="error", message="setup did not finish")
+        if self.point.unavailable:
+            self._record(status="skipped", message=self.point.unavailable)
+            pytest.skip(self.point.unavailable)
+        kind = KINDS[self.loaded.case.kind]
+        reason = kind.requires()
+        if reason:
+            self._record(status="error", message=f"kind {kind.name} cannot run here: {reason}")
+            raise CaseBroken(f"kind {kind.name} cannot run here: {reason}")
+        ctx = RunContext(case_id=self.loaded.case.id, params=self.point.params, rows=self.point.rows,
+                         point=self.point.overrides, case_file=self.path,
+                         cases_root=self.config.stash[CASES_ROOT_KEY](self.path))
+        try:
+            self.result = kind.run(ctx)
+        except KindError as exc:
+            self._record(status="error", message=f"{kind.name}: {exc}")
+            raise CaseBroken(f"{kind.name}: {exc}") from None
+        except Exception as exc:
+            self._record(status="error", message=f"{kind.name} raised {type(exc).__name__}: {exc}")
+            raise
+
+    def runtest(self) -> None:
+        assert self.result is not None
+        case = self.loaded.case
+        opts = self.config.stash[OPTIONS_KEY]
+        ctx = EvalContext(golden_check=self._golden_check)
+        results: list[AssertionResult] = []
+        broken: list[str] = []
+        for spec in self.loaded.expect:
+            try:
+                res = spec.evaluate(self.result, ctx)
+            except AssertionUsageError as exc:
+                broken.append(f"{spec.id}: {exc}")
+                res = spec.make(spec.id or spec.type, target="-", observed=None, expected="-", margin=None,
+                                passed=False, message=f"cannot evaluate: {exc}", evaluable=False)
+            res.severity = res.severity or case.severity
+            results.append(res)
+        waiver = self.effective_waiver()
+        if waiver and not opts["strict_waivers"]:
+            for res in results:
+                if not res.passed and res.evaluable and (waiver.assertions is None or res.id in waiver.assertions):
+                    res.waived = True
+        failed = [r for r in results if not r.passed and not r.waived]
+        waived = [r for r in results if r.waived]
+        stale = bool(waiver) and not any(not r.passed for r in results)
+        notes = []
+        if stale:
+            notes.append(f"waiver ({waiver.issue}) no longer needed: every criterion passes")
+        if broken:
+            status = "error"
+        elif failed:
+            status = "failed"
+        elif waived:
+            status = "waived"
+        else:
+            status = "passed"
+        if stale and opts["strict_waivers"]:
+            status = "failed"
+        self._record(status=status, results=results, message="; ".join(broken + notes))
+        self._allure(results, status)
+        header = f"case {self.nodeid} — {case.title}\n{self.path}:{self.loaded.line}"
+        if broken:
+            raise CaseBroken(header + "\n" + "\n".join(broken) + "\n" + self._table(results))
+        if failed or (stale and opts["strict_waivers"]):
+            raise CaseFailure(results, header + ("\nstale waiver under --strict-waivers" if stale and not failed else ""))
+        if waived:
+            pytest.xfail(f"waived until {waiver.expires} ({waiver.issue})")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, CaseFailure):
+            return excinfo.value.header + "\n" + self._table(excinfo.value.results)
+        if isinstance(excinfo.value, CaseBroken):
+            return f"BROKEN {self.nodeid} ({self.path}:{self.loaded.line}): {excinfo.value}"
+        return super().repr_failure(excinfo, style=style)
+
+    def _repr_failure_py(self, excinfo, style=None):
+        if isinstance(excinfo.value, CaseBroken):  # setup errors: the reason, not a traceback
+            return f"BROKEN {self.nodeid} ({self.path}:{self.loaded.line}): {excinfo.value}"
+        return super()._repr_failure_py(excinfo, style=style)
+
+    def effective_waiver(self) -> Any:
+        """The case waiver if it covers this point (``waiver.points``), else None."""
+        waiver = self.loaded.case.waiver
+        if waiver and waiver.points is not None and self.point.id not in waiver.points:
+            return None
+        return waiver
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _table(self, results: list[AssertionResult]) -> str:
+        lines = dict(zip([s.id for s in self.loaded.expect], self.loaded.expect_lines, strict=False))
+        rows = []
+        for r in results:
+            margin = "" if r.margin is None else f"{r.margin:+.4g}"
+            observed = f"{r.observed:.4g}" if isinstance(r.observed, float) else str(r.observed)[:40]
+            rows.append([r.status.upper(), r.id, r.criterion or "", r.target[:48], observed, r.expected, margin,
+                         f"line {lines.get(r.id, '?')}"])
+        table = tabulate(rows, headers=["status", "assertion", "criterion", "target", "observed", "expected", "margin", "yaml"])
+        details = "\n".join(f"  {r.id}: {r.message}" for r in results if not r.passed)
+        return table + ("\n" + details if details else "")
+
+    def _golden_check(self, result: RunResult, spec: Any) -> AssertionResult:
+        opts = self.config.stash[OPTIONS_KEY]
+        root = self.config.stash[CASES_ROOT_KEY](self.path)
+        path = golden.golden_path(opts["golden_root"](root), root, self.path, self.loaded.case.id, self.point.id)
+        review = opts["reports_dir"] / "golden" / path.parent.relative_to(opts["golden_root"](root))
+        outcome = golden.check(self.loaded.case.id, result.golden, path, review, opts["golden_mode"], spec.rel, spec.abs)
+        self._golden = outcome
+        return spec.make(spec.id or "golden", target=f"golden {path.name}", observed=outcome.status,
+                         expected="match", margin=None, passed=outcome.passed, message=outcome.message(),
+                         rows=outcome.mismatches, stats={"path": str(path), "status": outcome.status,
+                                                          "artifacts": [str(p) for p in outcome.artifacts]})
+
+    def _record(self, status: str, results: list[AssertionResult] | None = None, message: str = "") -> None:
+        case, point = self.loaded.case, self.point
+        golden_out = getattr(self, "_golden", None)
+        record = {
+            "version": RECORD_VERSION, "nodeid": self.nodeid, "case_id": case.id, "point": point.id,
+            "file": str(self.path), "line": self.loaded.line, "kind": case.kind, "title": case.title,
+            "severity": case.severity, "owner": case.owner, "tags": case.tags, "source": case.source,
+            "story": case.story, "links": case.links, "status": status, "message": message,
+            "criteria": sorted({s.criterion for s in self.loaded.expect if s.criterion}),
+            "overrides": point.overrides, "file_sha256": self.file_sha256, "data": self.loaded.data_provenance,
+            "waiver": w.model_dump(mode="json") if (w := self.effective_waiver()) else None,
+            "assertions": [r.to_dict() for r in results or []],
+            "table": (self.result.table[:500] if self.result else []),
+            "notes": self.result.notes if self.result else [],
+            "golden": ({"path": str(golden_out.path), "status": golden_out.status,
+                        "artifacts": [str(p) for p in golden_out.artifacts]} if golden_out else None),
+            "duration_s": round(time.perf_counter() - self._t0, 4),
+        }
+        text = json.dumps(to_builtin(record), sort_keys=True, default=str)
+        self.user_properties[:] = [p for p in self.user_properties if p[0] != PAYLOAD_KEY]
+        self.user_properties.append((PAYLOAD_KEY, text))
+
+    def _allure(self, results: list[AssertionResult], status: str) -> None:
+        if not self.config.stash[OPTIONS_KEY]["allure"]:
+            return
+        from harness import allure as allure_support
+
+        allure_support.decorate_item(self, results, status)
+
+
+def record_of(user_properties: list[tuple[str, Any]]) -> dict[str, Any] | None:
+    """The payload recorded by a ``CaseItem`` (None for other items)."""
+    for key, value in user_properties:
+        if key == PAYLOAD_KEY:
+            return json.loads(value)
+    return None
+
+
+CASES_ROOT_KEY = pytest.StashKey[Any]()
+OPTIONS_KEY = pytest.StashKey[dict[str, Any]]()
+
+
+def golden_root_for(cases_root: Path) -> Path:
+    """``golden/`` beside the ``validation_cases/`` folder."""
+    return cases_root.parent / "golden"

@@ -1,0 +1,82 @@
+"""``ndval validate``: run every case (pytest -n auto), write all reports, print where they are and the verdict.
+
+Exit status is the gate's: 0 pass, 1 gate failed, 2 broken input (see ``harness.gate``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from harness import gate, paths
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cases", action="append", default=[], metavar="GLOB", help="only case files matching GLOB")
+    parser.add_argument("-n", "--workers", default="auto", help="pytest-xdist workers (default auto; 0 = no xdist)")
+    parser.add_argument("-k", dest="keyword", default=None, help="pytest -k expression over case ids")
+    parser.add_argument("--update-golden", action="store_true", help="rewrite missing/mismatching goldens, still fail")
+    parser.add_argument("--regen-all-golden", action="store_true", help="rewrite every selected golden and pass")
+    parser.add_argument("--baseline", default=None, metavar="SUMMARY.json", help="previous summary for the regression rule")
+    parser.add_argument("--strict-waivers", action="store_true", help="waivers excuse nothing; stale waivers fail")
+    parser.add_argument("--reports", default=None, metavar="DIR", help="reports folder (default reports/)")
+    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments after --")
+
+
+def pytest_command(args: argparse.Namespace, reports: Path) -> list[str]:
+    """The pytest command line ``validate`` runs (also shown in the sign-off report)."""
+    cmd = [sys.executable, "-m", "pytest", str(paths.cases_dir()), "-q", "-p", "no:cacheprovider",
+           f"--junitxml={reports / 'junit.xml'}", f"--alluredir={reports / 'allure-results'}",
+           f"--signoff={reports / 'signoff.md'}", f"--ndval-reports={reports}", "-o", "junit_suite_name=ndval"]
+    if str(args.workers) not in ("0", "no"):
+        cmd += ["-n", str(args.workers)]
+    else:
+        cmd += ["-p", "no:xdist"]
+    for glob in args.cases:
+        cmd += ["--cases", glob]
+    if args.keyword:
+        cmd += ["-k", args.keyword]
+    for flag in ("update_golden", "regen_all_golden", "strict_waivers"):
+        if getattr(args, flag):
+            cmd.append("--" + flag.replace("_", "-"))
+    if args.baseline:
+        cmd += ["--baseline", str(Path(args.baseline).resolve())]
+    extra = [a for a in args.pytest_args if a != "--"]
+    return cmd + extra
+
+
+def clean(reports: Path) -> None:
+    """Remove the previous run's outputs (the CLI cleans, not --clean-alluredir, which races under xdist)."""
+    shutil.rmtree(reports / "allure-results", ignore_errors=True)
+    shutil.rmtree(reports / "golden", ignore_errors=True)
+    shutil.rmtree(reports / "signoff_plots", ignore_errors=True)
+    for name in ("summary.json", "junit.xml", "signoff.md", "signoff.html"):
+        (reports / name).unlink(missing_ok=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    reports = Path(args.reports).resolve() if args.reports else paths.reports_dir()
+    reports.mkdir(parents=True, exist_ok=True)
+    clean(reports)
+    cmd = pytest_command(args, reports)
+    print("running:", " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, cwd=paths.REPO_ROOT, check=False)
+    summary_path = reports / "summary.json"
+    if not summary_path.is_file():
+        print(f"ndval validate: no summary written (pytest exit {proc.returncode}); broken input", file=sys.stderr)
+        return gate.EXIT_BROKEN_INPUT
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    print("\nreports:")
+    for name in ("summary.json", "junit.xml", "allure-results", "signoff.md", "signoff.html"):
+        p = reports / name
+        print(f"  {p}{'' if p.exists() else '  (missing)'}")
+    print("  render the Allure HTML with: make report")
+    crit = ", ".join(f"{c['id']}={c['status']}" for c in summary["criteria"])
+    print(f"seed criteria: {crit}")
+    g = summary["gate"]
+    print(f"gate verdict: {g['verdict']} (exit {g['exit_code']})")
+    return int(g["exit_code"])

@@ -1,0 +1,299 @@
+"""Estimator kinds: ``estimator.memory``, ``estimator.perf``, ``estimator.invariance``, ``estimator.ablation``.
+
+Each drives the public estimator API (spec §2 of estimator.md): ``load_config``,
+``estimate_memory``, ``estimate_perf``, ``presets``; measured rows become configs through
+``estimator.measured.config_from_measured_row`` (the one mapping). The estimator is imported
+lazily: when it is missing, ``requires`` says so and the case is reported broken while every
+other case still runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import math
+from typing import Any, Literal
+
+from pydantic import Field
+
+from harness.kinds import KindError, KindParams, RunContext, register_kind
+from harness.results import RunResult
+
+MIB_PER_GIB = 1024.0
+MS_PER_S = 1000.0
+REAL_PARTS = ("COMP", "DP_WAIT", "MP_WAIT", "EP_WAIT", "CP_WAIT", "PP_WAIT", "TOTAL")
+STATIC = ("params", "optimizer_states", "grads")
+
+
+def _estimator(*attrs: str) -> Any:
+    try:
+        mod = importlib.import_module("estimator")
+    except ImportError as exc:
+        raise KindError(f"the estimator package is not importable: {exc}") from None
+    missing = [a for a in attrs if not hasattr(mod, a)]
+    if missing:
+        raise KindError(f"the estimator API lacks {', '.join(missing)} (spec §2)")
+    return mod
+
+
+def _requires(*attrs: str):
+    def check() -> str | None:
+        try:
+            _estimator(*attrs)
+        except KindError as exc:
+            return str(exc)
+        return None
+
+    return check
+
+
+class EstimatorParams(KindParams):
+    """How each row becomes an estimator config: base ``config`` (+ ``set`` and ``row_overrides``) or ``from_measured``."""
+
+    config: dict[str, Any] | None = Field(None, description="estimator config (spec §3); model: {ref: models/x.yaml}")
+    from_measured: bool = Field(False, description="each data row is a row of the shared measured CSVs")
+    profile: str = Field("megatron", description="framework profile for from_measured rows")
+    preset: Literal["legacy", "fixed", "none"] = Field("none", description="estimator.presets merged into options")
+    options: dict[str, Any] = Field(default_factory=dict, description="options merged after the preset")
+    set: dict[str, Any] = Field(default_factory=dict, description="dotted overrides, e.g. parallel.expert_zero3_sharding")
+    row_overrides: dict[str, str] = Field(default_factory=dict, description="{dotted.config.path: data column}")
+    label: str = Field("config", description="data column naming each row")
+    measured: str | None = Field(None, description="data column with the measurement (copied as measured_<unit>)")
+    measured_scale: float = Field(1.0, gt=0, description="multiplier to the kind's unit (GiB->MiB: 1024)")
+
+
+def _row_label(params: EstimatorParams, row: dict[str, Any], i: int) -> str:
+    for key in (params.label, "case_id", "config", "id"):
+        if row.get(key) not in (None, ""):
+            return str(row[key])
+    return f"row{i}"
+
+
+def build_config(params: EstimatorParams, row: dict[str, Any], ctx: RunContext, extra_options: dict[str, Any] | None = None) -> Any:
+    """The validated ``EstimatorConfig`` of one row (ConfigError -> KindError naming the row)."""
+    est = _estimator("load_config", "presets", "ConfigError")
+    if params.from_measured:
+        from estimator.measured import config_from_measured_row
+
+        try:
+            base = config_from_measured_row({k: "" if v is None else str(v) for k, v in row.items()}, profile=params.profile)
+        except est.ConfigError as exc:
+            raise KindError(f"measured row {row.get('case_id')}: column {exc.field}: {exc.rule}") from None
+    elif params.config is not None:
+        base = copy.deepcopy(params.config)
+    else:
+        raise KindError("give params.config or params.from_measured: true")
+    options = dict(base.get("options") or {})
+    if params.preset != "none":
+        options |= est.presets.PRESETS[params.preset]()
+    options |= params.options | (extra_options or {})
+    base["options"] = options
+    overrides = dict(params.set)
+    for path, col in params.row_overrides.items():
+        if col not in row:
+            raise KindError(f"row_overrides: column {col!r} not in the data (have {sorted(row)})")
+        overrides[path] = row[col]
+    try:
+        return est.load_config(base, overrides or None, base_dir=ctx.cases_root)
+    except est.ConfigError as exc:
+        raise KindError(f"config of row {_row_label(params, row, 0)!r}: {exc}") from None
+
+
+def _measured_value(params: EstimatorParams, row: dict[str, Any]) -> float | None:
+    if not params.measured:
+        return None
+    raw = row.get(params.measured)
+    if raw in (None, ""):
+        return None
+    return float(raw) * params.measured_scale
+
+
+# -- memory ---------------------------------------------------------------------------------------
+
+def stage_for_rank(report: Any, measured_rank: str) -> Any:
+    """The stage a measurement refers to: ``per_stage:i`` -> stage i, ``last_rank`` -> last stage,
+    ``max_over_ranks`` / ``max_over_reported_ranks`` / unstated -> the peak stage (measured README)."""
+    rank = (measured_rank or "").strip()
+    if rank.startswith("per_stage:"):
+        i = int(rank.split(":", 1)[1])
+        if i >= len(report.stages):
+            raise KindError(f"measured_rank {rank!r} but the estimate has {len(report.stages)} stage(s)")
+        return report.stages[i]
+    if rank == "last_rank":
+        return report.stages[-1]
+    return report.stages[report.peak_stage]
+
+
+def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str) -> tuple[float, str]:
+    """(estimate MiB, what it is) for a measurement of ``measured_kind`` at ``measured_rank``.
+
+    Like for like (measured README): ``max_allocated`` -> stage total (the estimator models
+    allocated bytes); ``max_reserved`` -> the same total: the caching allocator's reserve is not
+    modelled, so reserved rows are expected to sit above the estimate; ``allocated_steady``
+    (after the optimizer step) and ``params_optimizer`` -> params + optimizer states + grads;
+    ``activations`` -> the activations component.
+    """
+    stage = stage_for_rank(report, measured_rank)
+    kind = (measured_kind or "max_allocated").strip()
+    comp = stage.components
+    if kind in ("max_allocated", "max_reserved"):
+        return stage.total_mb, f"stage {stage.stage} total"
+    if kind in ("allocated_steady", "params_optimizer"):
+        return sum(comp[k] for k in STATIC), f"stage {stage.stage} params+optimizer_states+grads"
+    if kind == "activations":
+        return comp["activations"], f"stage {stage.stage} activations"
+    raise KindError(f"unknown measured_kind {kind!r}")
+
+
+def _routed_static_mb(stage: Any) -> dict[str, float]:
+    detail = getattr(stage, "static_detail", None)
+    routed = getattr(detail, "routed", None)
+    if routed is None:
+        return {}
+    mib = 1024.0 * 1024.0
+    return {"routed_params_mb": routed.params / mib, "routed_optimizer_states_mb": routed.optimizer_states / mib,
+            "routed_grads_mb": routed.grads / mib}
+
+
+class MemoryParams(EstimatorParams):
+    stage_columns: bool = Field(True, description="add stage<i>_mb columns")
+
+
+@register_kind("estimator.memory", params=MemoryParams, requires=_requires("load_config", "estimate_memory", "presets"))
+def run_memory(ctx: RunContext) -> RunResult:
+    """Estimator memory model on N configs: estimate_mb per row beside the measurement (MiB)."""
+    params: MemoryParams = ctx.params
+    est = _estimator("estimate_memory")
+    rows = ctx.rows or [{}]
+    table, golden, notes = [], {}, []
+    for i, row in enumerate(rows):
+        cfg = build_config(params, row, ctx)
+        report = est.estimate_memory(cfg)
+        label = _row_label(params, row, i)
+        notes += [f"{label}: {w}" for w in report.warnings]
+        out: dict[str, Any] = {"config": label}
+        out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
+        if params.from_measured:
+            value, what = estimate_for_measurement(report, row.get("measured_kind", ""), row.get("measured_rank", ""))
+            out["estimate_mb"], out["estimate_of"] = value, what
+            out["measured_mb"] = float(row["measured_gib"]) * MIB_PER_GIB
+        else:
+            out["estimate_mb"], out["estimate_of"] = report.peak_mb, "peak over stages"
+            measured = _measured_value(params, row)
+            if measured is not None:
+                out["measured_mb"] = measured
+        for key in ("recorded_mb", "reference_estimate_mb"):
+            if key in row and row[key] not in (None, ""):
+                out[key] = float(row[key])
+        out["peak_mb"], out["peak_stage"] = report.peak_mb, report.peak_stage
+        if params.stage_columns:
+            for s in report.stages:
+                out[f"stage{s.stage}_mb"] = s.total_mb
+        routed = [_routed_static_mb(s) for s in report.stages]
+        for key in (routed[0] if routed else {}):
+            out[key] = max(r[key] for r in routed)
+        table.append(out)
+        golden[label] = {k: v for k, v in report.to_dict().items() if k != "warnings"}
+    return RunResult(table=table, golden=golden, notes=notes)
+
+
+# -- perf -----------------------------------------------------------------------------------------
+
+@register_kind("estimator.perf", params=EstimatorParams, requires=_requires("load_config", "estimate_perf", "presets"))
+def run_perf(ctx: RunContext) -> RunResult:
+    """Estimator step-time model on N configs: RealParts (s) per row, TOTAL in ms beside measured step ms."""
+    params: EstimatorParams = ctx.params
+    est = _estimator("estimate_perf")
+    rows = ctx.rows or [{}]
+    table, golden = [], {}
+    for i, row in enumerate(rows):
+        cfg = build_config(params, row, ctx)
+        report = est.estimate_perf(cfg)
+        label = _row_label(params, row, i)
+        out: dict[str, Any] = {"config": label}
+        out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "source_id") if k in row}
+        for part in REAL_PARTS:
+            out[f"{part}_s"] = float(report.real_parts[part])
+        out["total_ms"] = out["TOTAL_s"] * MS_PER_S
+        out["straggler_stage"] = report.straggler_stage
+        if params.from_measured and row.get("measured_step_ms") not in (None, ""):
+            out["measured_step_ms"] = float(row["measured_step_ms"])
+        measured = _measured_value(params, row)
+        if measured is not None:
+            out["measured"] = measured
+        table.append(out)
+        golden[label] = {"real_parts": dict(report.real_parts), "perf_parts": dict(report.perf_parts),
+                         "stage_times_s": list(report.stage_times_s), "straggler_stage": report.straggler_stage,
+                         "unit": report.unit}
+    finite = [r for r in table if math.isfinite(r["total_ms"])]
+    return RunResult(table=table, golden=golden, values={"n_finite": len(finite)})
+
+
+# -- invariance -----------------------------------------------------------------------------------
+
+class Variant(KindParams):
+    preset: Literal["legacy", "fixed", "none"] = "none"
+    options: dict[str, Any] = Field(default_factory=dict)
+    set: dict[str, Any] = Field(default_factory=dict)
+
+
+class InvarianceParams(EstimatorParams):
+    a: Variant = Field(description="first variant (column a)")
+    b: Variant = Field(description="second variant (column b)")
+    compare: list[Literal["memory", "perf"]] = Field(default_factory=lambda: ["memory", "perf"])
+
+
+def _flatten_results(est: Any, cfg: Any, compare: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if "memory" in compare:
+        for s in est.estimate_memory(cfg).stages:
+            for name, value in s.components.items():
+                out[f"stage{s.stage}.{name}_mb"] = float(value)
+    if "perf" in compare:
+        rep = est.estimate_perf(cfg)
+        out |= {f"perf.{k}": float(v) for k, v in rep.real_parts.items()}
+        out |= {f"perf.{k}": float(v) for k, v in rep.perf_parts.items()}
+    return out
+
+
+@register_kind("estimator.invariance", params=InvarianceParams,
+               requires=_requires("load_config", "estimate_memory", "estimate_perf", "presets"))
+def run_invariance(ctx: RunContext) -> RunResult:
+    """The estimator twice (variants a and b); one row per memory component / time part with columns a, b."""
+    params: InvarianceParams = ctx.params
+    est = _estimator("estimate_memory", "estimate_perf")
+    table: list[dict[str, Any]] = []
+    for i, row in enumerate(ctx.rows or [{}]):
+        values = []
+        for v in (params.a, params.b):
+            variant = params.model_copy(update={"preset": v.preset, "options": params.options | v.options,
+                                                "set": params.set | v.set})
+            values.append(_flatten_results(est, build_config(variant, row, ctx), params.compare))
+        label = _row_label(params, row, i)
+        for key in sorted(set(values[0]) | set(values[1])):
+            table.append({"config": label, "item": key, "a": values[0].get(key, math.nan), "b": values[1].get(key, math.nan)})
+    return RunResult(table=table, golden=None)
+
+
+# -- ablation -------------------------------------------------------------------------------------
+
+class AblationParams(EstimatorParams):
+    experiments: list[str] = Field(default_factory=lambda: ["EXP-1", "EXP-2", "EXP-3", "EXP-4"])
+
+
+@register_kind("estimator.ablation", params=AblationParams, requires=_requires("load_config", "estimate_perf"))
+def run_ablation(ctx: RunContext) -> RunResult:
+    """The seed's ablations EXP-1..EXP-4 (estimator.ablation): one row per experiment × config."""
+    try:
+        ablation = importlib.import_module("estimator.ablation")
+    except ImportError as exc:
+        raise KindError(f"estimator.ablation is not importable: {exc}") from None
+    params: AblationParams = ctx.params
+    configs = {_row_label(params, r, i): build_config(params, r, ctx) for i, r in enumerate(ctx.rows or [{}])}
+    runner = getattr(ablation, "run_experiments", None) or getattr(ablation, "run_all", None)
+    if runner is None:
+        raise KindError("estimator.ablation has no run_experiments/run_all entry point")
+    result = runner(configs, experiments=params.experiments)
+    rows = result.rows() if hasattr(result, "rows") else list(result)
+    table = [dict(r) for r in rows]
+    return RunResult(table=table, golden={"rows": table})

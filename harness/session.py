@@ -1,0 +1,140 @@
+"""Controller-side aggregation: merge item records, write summary/sign-off/Allure extras, set the exit status.
+
+Registered only on the controller (never on xdist workers), like pytest's junitxml reporter.
+Inert when the run collected no case: nothing is written, the exit status is untouched.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import atomic, golden
+from harness.cases import iter_case_files, load_case_file
+from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, record_of
+from harness.summary import build_summary
+from harness.yamlsrc import CaseError
+
+
+class NdvalSession:
+    """Collects records and collection errors of case items; finishes the run (summary, gate, reports)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.records: dict[str, dict[str, Any]] = {}
+        self.collection_errors: dict[str, str] = {}
+        self.cases_roots: set[Path] = set()
+        self.started = time.time()
+        self.summary: dict[str, Any] | None = None
+
+    @staticmethod
+    def _is_case_node(nodeid: str) -> bool:
+        return ".case.yaml" in nodeid or nodeid.endswith(".case.yaml")
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed and self._is_case_node(report.nodeid):
+            self.collection_errors[report.nodeid] = str(report.longrepr)
+            self.cases_roots.add(self.config.stash[CASES_ROOT_KEY](Path(self.config.rootpath, report.nodeid.split("::")[0])))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        rec = record_of(report.user_properties)
+        if rec is None:
+            return
+        report.user_properties = [p for p in report.user_properties if p[0] != "ndval.record"]
+        report.user_properties.append(("ndval.status", rec["status"]))
+        if report.when == "teardown" and report.nodeid in self.records:
+            return
+        if report.when == "setup":
+            if report.passed:
+                return  # the call report follows
+            if report.skipped:
+                rec["status"] = "skipped"
+            else:
+                rec["status"] = "error"
+                rec["message"] = rec.get("message") or str(report.longrepr)[-2000:]
+        node = getattr(report, "node", None)
+        rec["worker"] = getattr(getattr(node, "gateway", None), "id", None)
+        self.records[report.nodeid] = rec
+        self.cases_roots.add(self.config.stash[CASES_ROOT_KEY](Path(rec["file"])))
+
+    def _expected_goldens(self) -> set[Path]:
+        opts = self.config.stash[OPTIONS_KEY]
+        out: set[Path] = set()
+        for root in self.cases_roots:
+            for path in iter_case_files(root):
+                try:
+                    loaded = load_case_file(path, root)
+                except CaseError:
+                    continue
+                for lc in loaded.cases:
+                    if any(s.type == "golden_match" for s in lc.expect):
+                        for pt in lc.points:
+                            out.add(golden.golden_path(opts["golden_root"](root), root, path, lc.case.id, pt.id))
+        return out
+
+    def _unused_goldens(self) -> list[str]:
+        opts = self.config.stash[OPTIONS_KEY]
+        roots = {opts["golden_root"](r) for r in self.cases_roots}
+        expected = self._expected_goldens()
+        return [str(p) for r in sorted(roots) for p in golden.unused_goldens(r, expected)]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.records and not self.collection_errors:
+            return
+        opts = self.config.stash[OPTIONS_KEY]
+        baseline = None
+        if opts["baseline"]:
+            baseline = json.loads(Path(opts["baseline"]).read_text(encoding="utf-8"))
+        run = {"started": dt.datetime.fromtimestamp(self.started, dt.UTC).isoformat(timespec="seconds"),
+               "duration_s": round(time.time() - self.started, 3), "argv": list(self.config.invocation_params.args),
+               "workers": getattr(self.config.option, "numprocesses", None),
+               "golden_mode": opts["golden_mode"], "strict_waivers": opts["strict_waivers"],
+               "selection": {"keyword": self.config.option.keyword or None, "cases": opts["cases_globs"] or None}}
+        self.summary = build_summary(self.records, self.collection_errors, repo=Path(self.config.rootpath),
+                                     baseline=baseline, unused_goldens=self._unused_goldens(), run=run)
+        reports = opts["reports_dir"]
+        atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))
+        alluredir = opts["allure"]
+        if alluredir:
+            from harness import allure as allure_support
+
+            allure_support.write_run_files(Path(alluredir), self.summary)
+        if opts["signoff"]:
+            from harness import signoff
+
+            signoff.write(self.summary, Path(opts["signoff"]), reports)
+        session.exitstatus = self.summary["gate"]["exit_code"]
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+        if not self.summary:
+            return
+        s, tr = self.summary, terminalreporter
+        tr.section("ndval gate")
+        c = s["counts"]
+        tr.write_line(f"cases: {c['items']} items — {c['passed']} passed, {c['failed']} failed, {c['waived']} waived, "
+                      f"{c['error']} broken, {c['skipped']} skipped; {c['collection_errors']} collection error(s)")
+        for r in s["gate"]["rules"]:
+            tr.write_line(f"  [{r['status'].upper():4}] {r['rule']}: {r['actual']} (threshold {r['threshold']})")
+        for g in s["golden"]["unused"][:20]:
+            tr.write_line(f"  unused golden (not deleted): {g}")
+        tr.write_line(f"summary: {self.config.stash[OPTIONS_KEY]['reports_dir'] / 'summary.json'}")
+        tr.write_line(f"gate verdict: {s['gate']['verdict']} (exit {s['gate']['exit_code']})",
+                      bold=True, red=s["gate"]["exit_code"] != 0, green=s["gate"]["exit_code"] == 0)
+
+
+def matches_globs(path: Path, globs: list[str], rootpath: Path) -> bool:
+    """``path`` matches one of ``globs`` (absolute, relative to the rootdir, or by file name)."""
+    forms = {path.as_posix(), path.name}
+    try:
+        forms.add(path.resolve().relative_to(rootpath.resolve()).as_posix())
+    except ValueError:
+        pass
+    return any(fnmatch.fnmatch(f, g) for f in forms for g in globs)

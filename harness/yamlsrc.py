@@ -1,0 +1,154 @@
+"""YAML loading that remembers where every value came from (file and 1-based line).
+
+A case error must name the file, the line and the field, so the loader composes the YAML node
+tree itself (PyYAML safe loader) and records ``path tuple -> (file, line)`` for every value.
+``{ref: models/x.yaml, ...}`` mappings are replaced by the referenced file (confined to the cases
+tree); other keys beside ``ref`` override the referenced values (deep merge).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Loc = tuple[Any, ...]
+
+
+class CaseError(Exception):
+    """A problem with a case file: names the file, the line, the field and the rule."""
+
+    def __init__(self, file: Path | str, line: int | None, field_path: str, rule: str) -> None:
+        self.file = str(file)
+        self.line = line
+        self.field = field_path
+        self.rule = rule
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: field '{self.field}': {self.rule}"
+
+
+@dataclass
+class Located:
+    """Plain YAML data plus the source position of every value, keyed by its path tuple."""
+
+    data: Any
+    lines: dict[Loc, tuple[str, int]] = field(default_factory=dict)
+    files: set[str] = field(default_factory=set)
+
+    def where(self, loc: Loc) -> tuple[str, int | None]:
+        """(file, line) of the value at ``loc`` or of its nearest ancestor that has one."""
+        for n in range(len(loc), -1, -1):
+            hit = self.lines.get(tuple(loc[:n]))
+            if hit:
+                return hit
+        return (next(iter(sorted(self.files)), "?"), None)
+
+
+def format_loc(loc: Loc) -> str:
+    """``('cases', 0, 'expect', 2, 'lo')`` -> ``cases[0].expect[2].lo``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "<root>"
+
+
+def confine(path: Path, root: Path, file: str, line: int | None, field_path: str) -> Path:
+    """Resolve ``path`` and require it inside ``root`` (no ``..`` escapes, no absolute paths out)."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise CaseError(file, line, field_path, f"path {str(path)!r} is outside the cases tree {root}")
+    return resolved
+
+
+class _Builder:
+    def __init__(self, cases_root: Path) -> None:
+        self.cases_root = cases_root
+        self.located = Located(data=None)
+        self._scalar = yaml.SafeLoader("")
+
+    def load(self, path: Path, loc: Loc = (), stack: tuple[str, ...] = ()) -> Any:
+        file = str(path)
+        self.located.files.add(file)
+        try:
+            text = path.read_text(encoding="utf-8")
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + 1 if mark else None
+            raise CaseError(file, line, format_loc(loc), f"invalid YAML: {exc.problem or exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CaseError(file, None, format_loc(loc), f"cannot read: {exc}") from None
+        if node is None:
+            return None
+        return self._build(node, loc, file, (*stack, str(path.resolve())))
+
+    def _build(self, node: yaml.Node, loc: Loc, file: str, stack: tuple[str, ...]) -> Any:
+        line = node.start_mark.line + 1
+        self.located.lines[loc] = (file, line)
+        if isinstance(node, yaml.MappingNode):
+            out: dict[Any, Any] = {}
+            for k_node, v_node in node.value:
+                key = self._scalar.construct_object(k_node, deep=True)
+                if key == "<<":
+                    raise CaseError(file, k_node.start_mark.line + 1, format_loc(loc), "YAML merge keys are not supported; use ref:")
+                if key in out:
+                    raise CaseError(file, k_node.start_mark.line + 1, format_loc((*loc, key)), "duplicate key")
+                out[key] = self._build(v_node, (*loc, key), file, stack)
+            if "ref" in out:
+                return self._resolve_ref(out, loc, file, line, stack)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self._build(v, (*loc, i), file, stack) for i, v in enumerate(node.value)]
+        return self._scalar.construct_object(node, deep=True)
+
+    def _resolve_ref(self, mapping: dict, loc: Loc, file: str, line: int, stack: tuple[str, ...]) -> Any:
+        ref = mapping.pop("ref")
+        field_path = format_loc((*loc, "ref"))
+        if not isinstance(ref, str):
+            raise CaseError(file, line, field_path, "ref must be a path relative to validation_cases/")
+        target = confine(self.cases_root / ref, self.cases_root, file, line, field_path)
+        if not target.is_file():
+            raise CaseError(file, line, field_path, f"referenced file {ref!r} not found under {self.cases_root}")
+        if str(target) in stack:
+            raise CaseError(file, line, field_path, f"circular ref to {ref!r}")
+        overrides = mapping
+        saved = {k: v for k, v in self.located.lines.items() if k[: len(loc)] == loc and len(k) > len(loc)}
+        base = self.load(target, loc, stack)
+        if loc and isinstance(base, dict) and list(base) == [loc[-1]]:
+            base = base[loc[-1]]  # a file wrapping its content in the referencing key (model: {...})
+        if overrides:
+            if not isinstance(base, dict):
+                raise CaseError(file, line, field_path, "keys beside ref: need the referenced file to be a mapping")
+            base = deep_merge(base, overrides)
+            self.located.lines.update(saved)
+        return base
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    """Return ``base`` updated by ``over``; nested mappings merge, everything else replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_located(path: Path, cases_root: Path) -> Located:
+    """Load ``path`` with every ``ref:`` resolved against ``cases_root``; positions kept.
+
+    A referenced file whose only top-level key equals the referencing key is unwrapped, so
+    ``model: {ref: models/x.yaml}`` works with a file that starts with ``model:``.
+    """
+    builder = _Builder(cases_root)
+    builder.located.data = builder.load(path)
+    return builder.located

@@ -1,0 +1,97 @@
+"""``analyzer.compare`` wired to real analyses (real samples via the conftest fixtures; skip when absent)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+import analyzer
+import analyzer.compare as cmp
+from analyzer.analysis import analyze
+from analyzer.dataset import load_dataset
+from analyzer.recommend import TEMPLATES
+
+
+@functools.lru_cache(maxsize=8)
+def _side(path: str) -> tuple:
+    ds = load_dataset(path)
+    return ds, analyze(ds)
+
+
+def _pair(profile_path, before: str, after: str) -> cmp.Comparison:
+    return cmp.compare(_side(str(profile_path(before))), _side(str(profile_path(after))))
+
+
+def test_every_recommendation_template_has_targets_in_the_metric_table_or_is_not_judgeable():
+    for rid in TEMPLATES:
+        targets = cmp.targets_for(cmp.RecommendationRef(rid))
+        if rid.startswith(cmp.NOT_JUDGEABLE_PREFIXES):
+            assert targets == (), rid
+        else:
+            assert targets, f"{rid} has no target metric"
+            assert set(targets) <= set(cmp.METRICS_BY_ID), rid
+
+
+def test_package_level_compare_is_callable_after_the_submodule_import(profile_path):
+    b, a = _side(str(profile_path("ascend/msinsight-level1/rank0_ascend_pt"))), _side(
+        str(profile_path("ascend/msinsight-level1/rank1_ascend_pt")))
+    assert analyzer.compare(b, a).comparable is True
+
+
+def test_same_run_two_ranks_is_comparable(profile_path):
+    result = _pair(profile_path, "ascend/msinsight-level1/rank0_ascend_pt", "ascend/msinsight-level1/rank1_ascend_pt")
+    assert result.comparable is True
+    assert result.comparability["blocking"] == []
+    assert "rank" in result.comparability["flags"]
+    # profiler_info_0.json / profiler_info_1.json are the same artefact
+    assert "profiler_info.json" in result.sides["before"]["files"]
+    # real numbers are carried: README Level1 rank0 Computing 8873.756 µs
+    assert result.metric("compute_us")["before"] == pytest.approx(8873.756, abs=1e-3)
+    assert result.operators["saved"] or result.operators["added"]
+    for rec in result.recommendations:
+        assert rec["threshold_pct"] >= cmp.VERDICT_FLOOR_PCT
+        assert rec["verdict"] in cmp.VERDICTS
+
+
+def test_level0_vs_level1_is_not_comparable_with_the_file_list(profile_path):
+    result = _pair(profile_path, "ascend/msinsight-level0/rank0_ascend_pt", "ascend/msinsight-level1/rank0_ascend_pt")
+    assert result.comparable is False
+    assert result.comparability["blocking"] == ["file_set"]
+    reason = next(r for r in result.comparability["reasons"] if r.startswith("file_set"))
+    for name in ("communication.json", "api_statistic.csv", "op_statistic.csv"):
+        assert name in reason
+    assert "NOT COMPARABLE" in result.headline["sentence"]
+
+
+def test_unrelated_captures_list_every_blocking_reason(profile_path):
+    result = _pair(profile_path, "ascend/msprof-analyze-single-card/trace_view.json",
+                   "ascend/msinsight-level0/rank0_ascend_pt")
+    assert result.comparable is False
+    assert "file_set" in result.comparability["blocking"]
+    assert any("only after: " in r and "kernel_details.csv" in r for r in result.comparability["reasons"])
+    # (the Kineto pair and the Ascend-vs-Kineto pair are covered end to end in test_compare_cli.py)
+
+
+def test_threshold_mismatch_between_analyses_is_warned(profile_path):
+    path = str(profile_path("ascend/msinsight-level1/rank0_ascend_pt"))
+    ds, base = _side(path)
+    other = analyze(ds, thresholds={"triggerScore": 50})
+    result = cmp.compare((ds, base), (ds, other))
+    assert any("different thresholds" in w and "triggerScore" in w for w in result.warnings)
+
+
+def test_analysis_without_dataset_still_compares_with_a_warning(profile_path):
+    _, a = _side(str(profile_path("ascend/msinsight-level1/rank0_ascend_pt")))
+    result = cmp.compare(a, a)
+    assert result.comparable is True
+    assert result.operators == {"saved": [], "added": []}
+    assert any("without its dataset" in w for w in result.warnings)
+
+
+def test_paths_are_accepted(profile_path):
+    result = cmp.compare(Path(profile_path("ascend/msinsight-level1/rank0_ascend_pt")),
+                         str(profile_path("ascend/msinsight-level1/rank0_ascend_pt")))
+    assert result.comparability["level"] == "comparable"
+    assert all(r["status"] in ("unchanged", "background", "not_available") for r in result.metrics)

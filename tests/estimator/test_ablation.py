@@ -1,0 +1,65 @@
+"""The ablation module and ``ndval ablate`` (seed EXP-1..EXP-4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from estimator import ablation, cli_ablate
+from estimator.errors import ConfigError
+from estimator.seed import seed_run
+from harness.cli import main
+
+
+def test_direction() -> None:
+    assert ablation.direction(1.0, 2.0) == "up"
+    assert ablation.direction(2.0, 1.0) == "down"
+    assert ablation.direction(1.0, 1.0 + 1e-15) == "same"
+
+
+def test_parse_experiments() -> None:
+    assert cli_ablate.parse_experiments("1..4") == [1, 2, 3, 4]
+    assert cli_ablate.parse_experiments("3,1") == [1, 3]
+    with pytest.raises(ConfigError, match="--exp"):
+        cli_ablate.parse_experiments("5")
+
+
+def test_sweep_is_cartesian_and_validated() -> None:
+    base = seed_run("A")
+    points = cli_ablate.sweep_configs(base, ["parallel.ep=2,4,8", "options.ep_comm_overlap=0,0.5"])
+    assert len(points) == 6
+    assert points[1][0] == "ep=2, ep_comm_overlap=0.5"
+    assert base["parallel"]["ep"] == 2  # the caller's dict is not modified
+    with pytest.raises(ConfigError, match=r"parallel\.ep"):
+        cli_ablate.sweep_configs(base, ["parallel.ep=3"])
+
+
+def test_with_options_does_not_mutate() -> None:
+    cfg = seed_run("A", options={"ep_comm_overlap": 0.5})
+    out = ablation.with_options(cfg, {"ep_comm_overlap": 0.1})
+    assert cfg["options"]["ep_comm_overlap"] == 0.5 and out["options"]["ep_comm_overlap"] == 0.1
+
+
+def test_cli_ablate_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run.yaml"
+    run.write_text(yaml.safe_dump(seed_run("B")), encoding="utf-8")
+    assert main(["ablate", str(run), "--exp", "1..4", "--sweep", "parallel.ep=2,4,8"]) == 0
+    out = capsys.readouterr().out
+    for header in ("EXP-1", "EXP-2", "EXP-3", "EXP-4"):
+        assert header in out
+    assert "ep=8" in out and "direction" in out and "straggler stage" in out
+
+
+def test_cli_ablate_seed_configs_exp1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ablate", "--seed-configs", "--exp", "1", "--preset", "legacy"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" up ") >= 6
+
+
+def test_cli_ablate_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run.yaml"
+    run.write_text(yaml.safe_dump(seed_run("B")), encoding="utf-8")
+    assert main(["ablate", str(run), "--sweep", "parallel.ep=3"]) == 2
+    assert "parallel.ep" in capsys.readouterr().err

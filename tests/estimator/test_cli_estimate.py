@@ -1,0 +1,64 @@
+"""``ndval estimate``: tables, JSON, overrides, presets, and ConfigError without a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from estimator import cli_estimate
+
+EXAMPLES = Path(cli_estimate.__file__).parent / "examples"
+
+
+def _run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    cli_estimate.add_arguments(parser)
+    return cli_estimate.run(parser.parse_args(argv))
+
+
+def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run([str(EXAMPLES / "deepseek-v3-mini-A.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "tp_shardable_overhead" in out and "peak" in out and "on stage 1" in out
+
+
+def test_json_with_overrides_and_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [str(EXAMPLES / "deepseek-v3-mini-A.yaml"), "--json", "--preset", "legacy",
+            "--set", "parallel.ep=4"]
+    assert _run(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    stages = doc["memory"]["stages"]
+    assert [s["components"]["tp_shardable_overhead"] for s in stages] == [0.0, 0.0]  # legacy: no overhead
+    assert doc["memory"]["peak_mb"] == max(s["total_mb"] for s in stages)
+
+
+def test_config_error_exit_2_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [str(EXAMPLES / "deepseek-v3-mini-A.yaml"), "--set", "parallel.tp=3"]
+    assert _run(argv) == cli_estimate.EXIT_CONFIG_ERROR
+    err = capsys.readouterr().err
+    assert "parallel.tp" in err and "must divide model.num_attention_heads" in err
+    assert "Traceback" not in err and err.count("\n") == 1
+
+
+def test_unknown_field_via_subprocess_no_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((EXAMPLES / "llama3-8b-h100.yaml").read_text().replace("micro_batch_size", "micro_bach_size"))
+    code = (
+        "import argparse, sys; from estimator import cli_estimate; p = argparse.ArgumentParser(); "
+        "cli_estimate.add_arguments(p); sys.exit(cli_estimate.run(p.parse_args(sys.argv[1:])))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(bad)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert "train.micro_bach_size: unknown field (did you mean 'micro_batch_size'?)" in proc.stderr
+    assert f"{bad}:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_bundled_examples_run(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run([str(EXAMPLES / name), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["memory"]["peak_mb"] > 0

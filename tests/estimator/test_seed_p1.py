@@ -1,0 +1,118 @@
+"""Seed P1 tests P1-01..P1-07: safety buffer scaled /tp and the TP-shardable overhead term.
+
+Configs: the seed's A (TP=1, EP=2, DP=16) and D (TP=2, EP=4, DP=8) with the bundled assumed
+scaled-down DeepSeek-V3 (``estimator.seed``), profile ``sapp-nd``. The seed's arithmetic is
+asserted exactly: effective buffer = safety_buffer_mb/t, effective overhead = overhead_mb/t,
+added to every stage whose dynamic memory is > 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import estimator
+from estimator.seed import seed_run
+
+
+def _mem(label: str, **options: Any) -> estimator.MemoryReport:
+    return estimator.estimate_memory(estimator.load_config(seed_run(label, options=options)))
+
+
+def _stages(report: estimator.MemoryReport, name: str) -> list[float]:
+    return [s.components[name] for s in report.stages]
+
+
+def test_P1_01_default_safety_buffer_tp1_unchanged() -> None:
+    scaled = _mem("A", safety_buffer_mb=1024, tp_scaled_buffers=True, tp_shardable_overhead_mb=0)
+    flat = _mem("A", safety_buffer_mb=1024, tp_scaled_buffers=False, tp_shardable_overhead_mb=0)
+    assert _stages(scaled, "safety_buffer") == [1024.0, 1024.0]
+    assert [s.dynamic_mb for s in scaled.stages] == [s.dynamic_mb for s in flat.stages]  # as before the change
+    assert scaled.to_dict() == flat.to_dict()
+
+
+def test_P1_02_tp2_safety_buffer_512() -> None:
+    scaled = _mem("D", safety_buffer_mb=1024, tp_shardable_overhead_mb=0)
+    flat = _mem("D", safety_buffer_mb=1024, tp_scaled_buffers=False, tp_shardable_overhead_mb=0)
+    assert _stages(scaled, "safety_buffer") == [512.0, 512.0]
+    for s, f in zip(scaled.stages, flat.stages, strict=True):
+        assert f.dynamic_mb - s.dynamic_mb == pytest.approx(512.0, abs=1e-9)
+
+
+def test_P1_03_overhead_2676_tp1() -> None:
+    with_ov = _mem("A", tp_shardable_overhead_mb=2676)
+    without = _mem("A", tp_shardable_overhead_mb=0)
+    assert _stages(with_ov, "tp_shardable_overhead") == [2676.0, 2676.0]
+    assert with_ov.peak_mb - without.peak_mb == pytest.approx(2676.0, abs=1e-9)
+
+
+def test_P1_04_overhead_tp2_is_1338() -> None:
+    with_ov = _mem("D", tp_shardable_overhead_mb=2676)
+    without = _mem("D", tp_shardable_overhead_mb=0)
+    assert _stages(with_ov, "tp_shardable_overhead") == [1338.0, 1338.0]
+    assert with_ov.peak_mb - without.peak_mb == pytest.approx(1338.0, abs=1e-9)
+
+
+def test_P1_05_no_extra_terms() -> None:
+    for label in ("A", "D"):
+        report = _mem(label, safety_buffer_mb=0, tp_shardable_overhead_mb=0)
+        for s in report.stages:
+            c = s.components
+            assert c["safety_buffer"] == 0 and c["tp_shardable_overhead"] == 0
+            assert s.dynamic_mb == pytest.approx(
+                c["activations"] + c["comm_buffers"] + c["backward_overhead"] + c["other"]
+            )
+
+
+def test_P1_06_safety_3072_tp1() -> None:
+    big = _mem("A", safety_buffer_mb=3072, tp_shardable_overhead_mb=0)
+    default = _mem("A", safety_buffer_mb=1024, tp_shardable_overhead_mb=0)
+    assert _stages(big, "safety_buffer") == [3072.0, 3072.0]
+    assert big.peak_mb - default.peak_mb == pytest.approx(2048.0, abs=1e-9)
+
+
+def test_P1_07_both_terms_add_5748_tp1() -> None:
+    both = _mem("A", safety_buffer_mb=3072, tp_shardable_overhead_mb=2676)
+    none = _mem("A", safety_buffer_mb=0, tp_shardable_overhead_mb=0)
+    for b, n in zip(both.stages, none.stages, strict=True):
+        assert b.total_mb - n.total_mb == pytest.approx(3072 + 2676, abs=1e-9)
+
+
+def test_P1_profile_default_overhead() -> None:
+    """Spec §5: tp_shardable_overhead_mb defaults to 2676 under sapp-nd, 0 otherwise."""
+    assert _stages(_mem("A"), "tp_shardable_overhead") == [2676.0, 2676.0]
+    meg = estimator.estimate_memory(estimator.load_config(seed_run("A", profile="megatron")))
+    assert _stages(meg, "tp_shardable_overhead") == [0.0, 0.0]
+
+
+# ---- integration on the seed's measured peaks (INT-01, INT-04) ------------------------------
+# Both fail on the data with the assumed model dimensions: kept visible as strict xfails (they
+# turn into errors the day they pass, so the finding is revisited), never tuned away. Numbers:
+# docs/estimator-accuracy.md.
+
+BAND = (0.85, 1.10)
+
+
+def _ratios(options: dict[str, Any], zero3: bool) -> dict[str, float]:
+    from estimator.seed import SEED_CONFIGS
+
+    out = {}
+    for label, seed in SEED_CONFIGS.items():
+        run = seed_run(label, options=options)
+        run["parallel"]["expert_zero3_sharding"] = zero3
+        out[label] = estimator.estimate_memory(estimator.load_config(run)).peak_mb / seed.measured_peak_mb
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason="finding: fixed() over-estimates A-F with the assumed dims (1.20-1.46)")
+def test_INT_01_fixed_peak_ratios_in_band() -> None:
+    ratios = _ratios(estimator.presets.fixed(), zero3=False)  # P1 + P2 fixes (DeepSeek: no expert ZeRO-3)
+    assert all(BAND[0] <= r <= BAND[1] for r in ratios.values()), ratios
+
+
+@pytest.mark.xfail(strict=True, reason="finding: 3072 + 2676 MiB over-estimates every config (seed risk P1)")
+def test_INT_04_both_p1_terms_not_over_estimating() -> None:
+    options = {**estimator.presets.fixed(), "safety_buffer_mb": 3072, "tp_shardable_overhead_mb": 2676}
+    ratios = _ratios(options, zero3=True)
+    assert all(BAND[0] <= r <= BAND[1] for r in ratios.values()), ratios

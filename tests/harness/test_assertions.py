@@ -1,0 +1,102 @@
+"""Unit tests of the assertion registry on synthetic run results."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.assertions import REGISTRY, AssertionUsageError, EvalContext
+from harness.results import RunResult
+
+CTX = EvalContext()
+
+
+def check(spec: dict, table: list[dict] | None = None, values: dict | None = None):
+    model = REGISTRY[spec["type"]].model_validate({"id": spec["type"], **spec})
+    return model.evaluate(RunResult(table=table or [], values=values or {}), CTX)
+
+
+def test_every_spec_type_is_registered() -> None:
+    expected = {"ratio_within", "rel_error_le", "abs_error_le", "pearson_r_gt", "spearman_rho_gt", "magnitude_within",
+                "share_le", "monotonic", "invariant", "verdict_equals", "bottleneck_is", "score_between", "golden_match",
+                "mape_le"}
+    assert expected <= set(REGISTRY)
+
+
+def test_ratio_within_reports_rows_margin_and_mostly() -> None:
+    table = [{"config": "A", "e": 8255, "m": 10941}, {"config": "D", "e": 6174, "m": 5850}]
+    res = check({"type": "ratio_within", "estimate": "e", "measured": "m", "lo": 0.85, "hi": 1.10}, table)
+    assert not res.passed
+    assert res.stats["n_passed"] == 1
+    assert res.margin == pytest.approx(8255 / 10941 - 0.85)  # A is 0.0955 below the band
+    assert [r["row"] for r in res.rows if not r["passed"]] == ["A"]
+    res = check({"type": "ratio_within", "estimate": "e", "measured": "m", "lo": 0.85, "hi": 1.10, "mostly": 0.5}, table)
+    assert res.passed
+
+
+def test_where_filter_and_missing_column_are_usage_errors() -> None:
+    table = [{"tp": 1, "e": 1.0, "m": 1.0}]
+    assert check({"type": "ratio_within", "estimate": "e", "measured": "m", "lo": 0.9, "hi": 1.1, "where": {"tp": 1}}, table).passed
+    with pytest.raises(AssertionUsageError, match="no result rows match"):
+        check({"type": "ratio_within", "estimate": "e", "measured": "m", "lo": 0.9, "hi": 1.1, "where": {"tp": 2}}, table)
+    with pytest.raises(AssertionUsageError, match="column 'x'"):
+        check({"type": "ratio_within", "estimate": "x", "measured": "m", "lo": 0.9, "hi": 1.1}, table)
+
+
+def test_pearson_constant_input_fails_clearly() -> None:
+    table = [{"x": 1.0, "y": v} for v in (1.0, 2.0, 3.0, 4.0)]
+    res = check({"type": "pearson_r_gt", "x": "x", "y": "y", "min": 0.5}, table)
+    assert not res.passed and "constant input" in res.message
+
+
+def test_pearson_computed_with_ci_and_recorded_fact_with_p_value() -> None:
+    table = [{"x": float(i), "y": 2.0 * i + (i % 2)} for i in range(8)]
+    res = check({"type": "pearson_r_gt", "x": "x", "y": "y", "min": 0.5}, table)
+    assert res.passed and res.stats["n"] == 8 and res.stats["ci95"][0] < res.observed < res.stats["ci95"][1]
+    rec = check({"type": "pearson_r_gt", "recorded": "r", "n": 6, "min": 0.5, "where": {"c": "PP_WAIT"}},
+                [{"c": "PP_WAIT", "r": -0.197}, {"c": "COMP", "r": 0.999}])
+    assert not rec.passed and rec.observed == pytest.approx(-0.197)
+    # t = r·sqrt((n-2)/(1-r²)) = -0.197·sqrt(4/0.961) = -0.402 → two-sided p ≈ 0.708 with 4 dof
+    assert rec.stats["p_value"] == pytest.approx(0.708, abs=0.01)
+
+
+def test_spearman_and_mape() -> None:
+    table = [{"e": 1.0, "m": 1.1}, {"e": 2.0, "m": 1.9}, {"e": 3.0, "m": 3.3}, {"e": 4.0, "m": 4.0}]
+    assert check({"type": "spearman_rho_gt", "x": "e", "y": "m", "min": 0.9}, table).observed == pytest.approx(1.0)
+    res = check({"type": "mape_le", "estimate": "e", "measured": "m", "max": 0.05}, table)
+    # |1-1.1|/1.1 + |2-1.9|/1.9 + |3-3.3|/3.3 + 0 = 0.0909 + 0.0526 + 0.0909 → mean 0.0586
+    assert res.observed == pytest.approx((0.1 / 1.1 + 0.1 / 1.9 + 0.3 / 3.3) / 4) and not res.passed
+
+
+def test_monotonic_with_inverse_scaling() -> None:
+    table = [{"ep": ep, "tp": 1, "y": 304.0 * 2 / ep} for ep in (2, 4, 8)]
+    spec = {"type": "monotonic", "x": "ep", "y": "y", "direction": "decreasing", "exponent": -1, "group_by": ["tp"]}
+    assert check(spec, table).passed
+    table[2]["y"] = 100.0  # still decreasing but not 1/EP
+    res = check(spec, table)
+    assert not res.passed and res.rows[0]["monotonic"] and res.rows[0]["scaling_deviation"] > 0.1
+
+
+def test_share_le_magnitude_invariant_and_values() -> None:
+    parts = [{"c": 1.0, "ep": 9.5, "t": 10.5}]
+    assert not check({"type": "share_le", "parts": ["c", "ep"], "total": "t", "max": 0.9}, parts).passed
+    assert check({"type": "magnitude_within", "estimate": "e", "measured": "m", "factor": 10}, [{"e": 0.5, "m": 4.0}]).passed
+    assert not check({"type": "magnitude_within", "estimate": "e", "measured": "m"}, [{"e": 1e7, "m": 1.0}]).passed
+    assert check({"type": "invariant", "a": "a", "b": "b"}, [{"a": 1.0, "b": 1.0}]).passed
+    assert not check({"type": "invariant", "a": "a", "b": "b"}, [{"a": 1.0, "b": 1.0 + 1e-12}]).passed
+    assert check({"type": "verdict_equals", "field": "v", "expected": "ok"}, values={"v": "ok"}).passed
+    assert not check({"type": "bottleneck_is", "expected": "compute"}, values={"bottleneck": "memory"}).passed
+    assert check({"type": "score_between", "field": "s", "lo": 0, "hi": 1}, values={"s": 0.3}).passed
+
+
+@settings(max_examples=60, deadline=None)
+@given(est=st.floats(1, 1e6), meas=st.floats(1, 1e6), lo=st.floats(0.1, 1.0), width=st.floats(0, 1))
+def test_ratio_within_agrees_with_arithmetic(est: float, meas: float, lo: float, width: float) -> None:
+    hi = lo + width
+    res = check({"type": "ratio_within", "estimate": "e", "measured": "m", "lo": lo, "hi": hi}, [{"e": est, "m": meas}])
+    ratio = est / meas
+    assert res.passed == (lo <= ratio <= hi)
+    assert math.isclose(res.margin, min(ratio - lo, hi - ratio), rel_tol=1e-9, abs_tol=1e-12)

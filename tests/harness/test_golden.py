@@ -1,0 +1,81 @@
+"""The golden lifecycle end to end (pytester, synthetic cases), modelled on pytest-regressions' workflow test."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import golden
+from harness.gate import EXIT_GATE_FAILED, EXIT_PASS
+
+from .conftest import synthetic_case
+
+GOLDEN_A = "golden/recorded/g/synthetic-a.yaml"
+GOLDEN_B = "golden/recorded/g/synthetic-b.yaml"
+
+
+def two_cases(value_a: int = 95) -> str:
+    a = synthetic_case("synthetic-a", extra="golden: true\n").replace("estimate_mb: 95", f"estimate_mb: {value_a}")
+    b = synthetic_case("synthetic-b", extra="golden: true\n")
+    return "schema_version: 1\ncases:\n" + "".join(
+        "  - " + "\n    ".join(text.rstrip("\n").splitlines()) + "\n" for text in (a, b))
+
+
+def test_golden_lifecycle(pytester: pytest.Pytester, cases, summary) -> None:
+    root = pytester.path
+    cases("recorded/g.case.yaml", two_cases())
+    # 1. missing golden => fail, nothing written under golden/, obtained payload for review under reports/
+    r = pytester.runpytest("validation_cases")
+    r.assert_outcomes(failed=2)
+    assert not (root / "golden").exists()
+    assert (root / "reports/golden/recorded/g/synthetic-a.yaml.obtained").is_file()
+    assert {d["status"] for d in summary()["golden"]["drift"]} == {"missing"}
+    # 2. --regen-all-golden writes every selected golden and passes
+    assert pytester.runpytest("validation_cases", "--regen-all-golden").ret == EXIT_PASS
+    text_a = (root / GOLDEN_A).read_text()
+    assert "format_version: 1" in text_a and "case: synthetic-a" in text_a
+    assert pytester.runpytest("validation_cases").ret == EXIT_PASS
+    # 3. a changed value => mismatch: .obtained + unified and HTML diff under reports/, fail, golden untouched
+    cases("recorded/g.case.yaml", two_cases(value_a=96))
+    r = pytester.runpytest("validation_cases")
+    assert r.ret == EXIT_GATE_FAILED
+    r.assert_outcomes(passed=1, failed=1)
+    r.stdout.fnmatch_lines(["*golden*synthetic-a.yaml: 1 field(s) differ*"])
+    review = root / "reports/golden/recorded/g"
+    diff = (review / "synthetic-a.yaml.diff").read_text()
+    assert "-    estimate_mb: 95" in diff and "+    estimate_mb: 96" in diff
+    assert "<table" in (review / "synthetic-a.diff.html").read_text()
+    assert (root / GOLDEN_A).read_text() == text_a
+    # 4. --update-golden rewrites only the mismatching golden and still fails
+    mtime_b = (root / GOLDEN_B).stat().st_mtime_ns
+    r = pytester.runpytest("validation_cases", "--update-golden")
+    assert r.ret == EXIT_GATE_FAILED
+    assert "estimate_mb: 96" in (root / GOLDEN_A).read_text()
+    assert (root / GOLDEN_B).stat().st_mtime_ns == mtime_b
+    assert pytester.runpytest("validation_cases").ret == EXIT_PASS
+    # 5. goldens of unselected cases are never touched; unused goldens are listed, not deleted
+    orphan = root / "golden/recorded/g/retired-case.yaml"
+    orphan.write_text("format_version: 1\ncase: retired-case\ndata: {}\n")
+    cases("recorded/g.case.yaml", two_cases(value_a=97))
+    r = pytester.runpytest("validation_cases", "-k", "synthetic-b", "--regen-all-golden")
+    assert r.ret == EXIT_PASS
+    assert "estimate_mb: 96" in (root / GOLDEN_A).read_text()
+    assert summary()["golden"]["unused"] == [str(orphan)]
+    r.stdout.fnmatch_lines(["*unused golden (not deleted)*retired-case.yaml*"])
+    assert orphan.exists()
+
+
+def test_compare_tolerances_are_per_field() -> None:
+    # floats: |o - e| <= max(rel·|e|, abs); integers, strings and booleans exact
+    assert golden.compare({"x": 1.0 + 1e-9}, {"x": 1.0}, rel=1e-6, abs_tol=0) == []
+    assert golden.compare({"x": 1.1}, {"x": 1.0}, rel=1e-6, abs_tol=0)[0]["field"] == "x"
+    assert golden.compare({"n": 3}, {"n": 4}, rel=1.0, abs_tol=1.0)[0]["diff"] == "differs"
+    assert golden.compare({"s": "a", "l": [1, 2]}, {"s": "a", "l": [1]}, 0, 0)[0]["diff"] == "length"
+    assert golden.compare({"a": 1}, {"b": 1}, 0, 0) == [
+        {"field": "a", "obtained": 1, "expected": "<absent>", "diff": "added"},
+        {"field": "b", "obtained": "<absent>", "expected": 1, "diff": "removed"}]
+
+
+def test_dump_is_deterministic_and_rounded() -> None:
+    a = golden.dump("c", {"b": 1 / 3, "a": [1, 2.0]})
+    assert a == golden.dump("c", {"a": [1, 2.0], "b": 1 / 3})
+    assert "b: 0.3333333333\n" in a

@@ -1,0 +1,185 @@
+"""pytester tests of the plugin: collection, outcomes, waivers, broken cases, xdist, gate codes, Allure.
+
+All cases are synthetic (``recorded.results`` over made-up numbers).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.gate import EXIT_BROKEN_INPUT, EXIT_GATE_FAILED, EXIT_PASS
+from harness.summary import comparable
+
+from .conftest import synthetic_case
+
+
+def test_plugin_is_inert_for_ordinary_tests(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_plain(): assert True")
+    (pytester.path / "other.case.yaml").write_text("not: [valid", encoding="utf-8")  # outside validation_cases/
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    assert not (pytester.path / "reports").exists()
+
+
+def test_pass_and_fail_items_with_table_pointing_at_yaml(pytester, cases, summary) -> None:
+    cases("recorded/ok.case.yaml", synthetic_case("synthetic-ok"))
+    cases("recorded/bad.case.yaml", synthetic_case("synthetic-bad", lo=0.99, hi=1.01))
+    result = pytester.runpytest("validation_cases")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*validation_cases/recorded/bad.case.yaml:1*", "*FAILED*band*P1*ratio*line 12*",
+                                 "*gate verdict: FAIL (exit 1)*"])
+    assert result.ret == EXIT_GATE_FAILED
+    s = summary()
+    assert s["counts"]["passed"] == 1 and s["counts"]["failed"] == 1
+    bad = next(c for c in s["cases"] if c["case_id"] == "synthetic-bad")
+    assert bad["assertions"][0]["rows"][0]["value"] == pytest.approx(0.95)
+
+
+def test_matrix_points_have_stable_ids(pytester, cases) -> None:
+    cases("recorded/m.case.yaml", synthetic_case("synthetic-matrix", extra="matrix:\n  what_if.tp_shardable_overhead_mb: [0, 1]\n"
+                                                  "params: {what_if: {safety_buffer_mb: 0, legacy_safety_buffer_mb: 0}}\n"))
+    result = pytester.runpytest("validation_cases", "--collect-only", "-q")
+    out = result.stdout.str()
+    assert "m.case.yaml::synthetic-matrix[tp_shardable_overhead_mb0]" in out
+    assert "m.case.yaml::synthetic-matrix[tp_shardable_overhead_mb1]" in out
+
+
+def test_waiver_reports_waived_and_gate_passes(pytester, cases, summary) -> None:
+    waiver = ("waiver: {reason: synthetic known failure for the test, owner: qa, expires: 2099-01-01, "
+              "issue: https://example.invalid/issues/1}\n")
+    cases("recorded/w.case.yaml", synthetic_case("synthetic-waived", lo=0.99, hi=1.01, extra=waiver))
+    result = pytester.runpytest("validation_cases")
+    result.assert_outcomes(xfailed=1)
+    assert result.ret == EXIT_PASS
+    s = summary()
+    assert s["cases"][0]["status"] == "waived" and s["waivers"][0]["issue"].endswith("/1")
+    assert next(c for c in s["criteria"] if c["id"] == "P1")["status"] == "waived"
+    # --strict-waivers: the waiver excuses nothing
+    assert pytester.runpytest("validation_cases", "--strict-waivers").ret == EXIT_GATE_FAILED
+
+
+BAD_CASES = {
+    "invalid_yaml.case.yaml": ("id: x\ntitle: [unclosed\n", "invalid YAML", None),
+    "unknown_field.case.yaml": (synthetic_case("unknown-field") + "colour: blue\n", "'colour': unknown field", None),
+    "wrong_type.case.yaml": (synthetic_case("wrong-type").replace("lo: 0.85", "lo: low"), "expect[0].lo", 12),
+    "missing_data.case.yaml": (synthetic_case("missing-data").replace("  inline:\n", "  file: nothere.csv\n")
+                               .replace("      - {config: s1, tp: 1, estimate_mb: 95, measured_mb: 100}\n", "")
+                               .replace("      - {config: s2, tp: 2, estimate_mb: 52, measured_mb: 50}\n", ""),
+                               "data.file': data file 'nothere.csv' not found", 8),
+    "outside.case.yaml": (synthetic_case("outside").replace("  inline:\n", "  file: ../../secret.csv\n")
+                          .replace("      - {config: s1, tp: 1, estimate_mb: 95, measured_mb: 100}\n", "")
+                          .replace("      - {config: s2, tp: 2, estimate_mb: 52, measured_mb: 50}\n", ""),
+                          "outside the cases tree", 8),
+    "expired.case.yaml": (synthetic_case("expired", extra="waiver: {reason: an old synthetic waiver, owner: qa, "
+                                         "expires: 2020-01-01, issue: X-1}\n"), "waiver expired on 2020-01-01", 13),
+}
+
+
+def test_bad_cases_are_collection_errors_and_others_still_run(pytester, cases, summary) -> None:
+    (pytester.path / "secret.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    for name, (text, _, _) in BAD_CASES.items():
+        cases(f"broken/{name}", text)
+    cases("recorded/ok.case.yaml", synthetic_case("synthetic-ok"))
+    result = pytester.runpytest("validation_cases")
+    result.assert_outcomes(passed=1, errors=len(BAD_CASES))
+    assert result.ret == EXIT_BROKEN_INPUT
+    s = summary()
+    assert s["counts"]["collection_errors"] == len(BAD_CASES) and s["counts"]["passed"] == 1
+    errors = {e["file"].rsplit("/", 1)[-1]: e for e in s["collection_errors"]}
+    for name, (_, needle, line) in BAD_CASES.items():
+        err = errors[name]
+        rendered = f"{err['file']}:{err['line']}: field '{err['field']}': {err['message']}"
+        assert needle in rendered, rendered
+        assert err["line"] is not None, rendered
+        if line is not None:
+            assert err["line"] == line, rendered
+    expired_rule = next(r for r in s["gate"]["rules"] if r["rule"] == "no expired waiver")
+    assert expired_rule["status"] == "fail"
+
+
+def test_expired_waiver_alone_is_a_gate_failure_not_broken_input(pytester, cases) -> None:
+    cases("recorded/e.case.yaml", synthetic_case("expired", extra="waiver: {reason: an old synthetic waiver, owner: qa, "
+                                                 "expires: 2020-01-01, issue: X-1}\n"))
+    cases("recorded/ok.case.yaml", synthetic_case("synthetic-ok"))
+    assert pytester.runpytest("validation_cases").ret == EXIT_GATE_FAILED
+
+
+def test_unavailable_kind_is_broken_not_a_crash(pytester, cases, summary) -> None:
+    pytester.makeconftest("""
+        from harness.kinds import KindParams, register_kind
+
+        @register_kind("synthetic.unavailable", params=KindParams, requires=lambda: "synthetic tool not installed")
+        def run(ctx):
+            raise AssertionError("never called")
+    """)
+    cases("x/u.case.yaml", synthetic_case("needs-tool").replace("kind: recorded.results", "kind: synthetic.unavailable")
+          .replace("data:\n  inline:\n", "data:\n  inline:\n"))
+    cases("x/ok.case.yaml", synthetic_case("synthetic-ok"))
+    result = pytester.runpytest("validation_cases")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*BROKEN*needs-tool*synthetic tool not installed*"])
+    assert result.ret == EXIT_BROKEN_INPUT
+    assert next(c for c in summary()["cases"] if c["case_id"] == "needs-tool")["status"] == "error"
+
+
+def test_xdist_and_serial_give_the_same_summary(pytester, cases) -> None:
+    for i in range(4):
+        cases(f"recorded/c{i}.case.yaml", synthetic_case(f"synthetic-{i}", lo=0.85 if i % 2 else 0.99, hi=1.1))
+    cases("broken/b.case.yaml", "id: [\n")
+    r1 = pytester.runpytest("validation_cases", "-p", "no:xdist")
+    s1 = json.loads((pytester.path / "reports" / "summary.json").read_text())
+    r2 = pytester.runpytest_subprocess("validation_cases", "-n", "2")
+    s2 = json.loads((pytester.path / "reports" / "summary.json").read_text())
+    assert r1.ret == r2.ret == EXIT_BROKEN_INPUT
+    assert s2["run"]["workers"] == 2
+    assert comparable(s1) == comparable(s2)
+    assert {c["worker"] for c in s2["cases"]} <= {"gw0", "gw1"}
+
+
+def test_cases_glob_selects_files(pytester, cases) -> None:
+    cases("recorded/a.case.yaml", synthetic_case("synthetic-a"))
+    cases("recorded/b.case.yaml", synthetic_case("synthetic-b"))
+    result = pytester.runpytest("validation_cases", "--cases", "*/a.case.yaml")
+    result.assert_outcomes(passed=1)
+
+
+def test_allure_results_carry_labels_parameters_and_attachments(pytester, cases) -> None:
+    text = synthetic_case("synthetic-allure", lo=0.99, hi=1.01,
+                          extra="tags: [synthetic]\nmatrix:\n  - {id: p1, what_if.tp_shardable_overhead_mb: 0}\n"
+                                "params: {what_if: {safety_buffer_mb: 0, legacy_safety_buffer_mb: 0}}\n")
+    cases("recorded/al.case.yaml", text)
+    result = pytester.runpytest("validation_cases", "--alluredir", "allure")
+    result.assert_outcomes(failed=1)
+    out = pytester.path / "allure"
+    res = json.loads(next(out.glob("*-result.json")).read_text())
+    labels = {(lab["name"], lab["value"]) for lab in res["labels"]}
+    assert {("epic", "recorded"), ("feature", "recorded.results"), ("story", "al"), ("severity", "critical"),
+            ("owner", "harness-tests"), ("tag", "synthetic"), ("tag", "P1"), ("suite", "al")} <= labels
+    params = {p["name"]: p for p in res["parameters"]}
+    assert params["what_if.tp_shardable_overhead_mb"]["value"] == "0" and params["point"]["value"] == "'p1'"
+    kinds = {a["type"] for a in res["attachments"]}
+    assert {"application/yaml", "text/csv", "application/json", "image/png"} <= kinds
+    png = next(a for a in res["attachments"] if a["type"] == "image/png")
+    assert (out / png["source"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "gate.verdict=FAIL" in (out / "environment.properties").read_text()
+    assert any(c["name"].startswith("Estimate out of band") for c in json.loads((out / "categories.json").read_text()))
+
+
+def test_signoff_and_baseline_regression(pytester, cases, summary) -> None:
+    cases("recorded/r.case.yaml", synthetic_case("synthetic-reg"))
+    assert pytester.runpytest("validation_cases", "--signoff", "reports/signoff.md").ret == EXIT_PASS
+    baseline = pytester.path / "baseline.json"
+    baseline.write_text((pytester.path / "reports" / "summary.json").read_text())
+    md = (pytester.path / "reports" / "signoff.md").read_text()
+    assert "| P1 |" in md and "PASS" in md and "| INT-03 |" in md and "NOT EVALUABLE" in md
+    html = (pytester.path / "reports" / "signoff.html").read_text()
+    assert "data:image/png;base64," in html
+    cases("recorded/r.case.yaml", synthetic_case("synthetic-reg", lo=0.99, hi=1.01))
+    assert pytester.runpytest("validation_cases", "--baseline", str(baseline)).ret == EXIT_GATE_FAILED
+    s = summary()
+    assert s["regressions"] == [{"nodeid": "validation_cases/recorded/r.case.yaml::synthetic-reg", "assertion": "band",
+                                 "was": "passed", "now": "failed", "observed_before": "0.95..1.04",
+                                 "observed_now": "0.95..1.04"}]
+    assert next(c for c in s["criteria"] if c["id"] == "NO-REGRESSION")["status"] == "fail"
