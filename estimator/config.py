@@ -95,10 +95,12 @@ class ModelConfig(_Strict):
 
     @property
     def kv_heads(self) -> int:
+        """KV heads g (= query heads for MHA)."""
         return self.num_kv_heads or self.num_attention_heads
 
     @property
     def head_size(self) -> int:
+        """Per-head dim d (default h/a)."""
         return self.head_dim or self.hidden_size // self.num_attention_heads
 
     @property
@@ -108,14 +110,17 @@ class ModelConfig(_Strict):
 
     @property
     def dense_ffn(self) -> int:
+        """Dense MLP width F (default 4h)."""
         return self.ffn_hidden_size or 4 * self.hidden_size
 
     @property
     def expert_ffn(self) -> int:
+        """Routed-expert width F_e (default F)."""
         return self.moe_ffn_hidden_size or self.dense_ffn
 
     @property
     def shared_ffn_total(self) -> int:
+        """Total shared-expert width F_s (0 without shared experts)."""
         if self.num_shared_experts == 0:
             return 0
         return self.shared_expert_ffn_hidden_size or self.num_shared_experts * self.expert_ffn
@@ -396,7 +401,13 @@ def load_config(
         err = _to_config_error(exc, file, lines)
     if ref is not None and err.field.startswith("model.") and err.field.split(".")[1] in ref.keys:
         err = ConfigError(err.field, err.rule, file=ref.file, line=_line_for(err.field, ref.lines), hint=err.hint)
+    if overrides and err.field in _override_keys(overrides):
+        err = ConfigError(err.field, err.rule, file=err.file, hint="value set by an override")
     raise err
+
+
+def _override_keys(overrides: Mapping[str, Any] | list[str]) -> set[str]:
+    return {parse_override(o)[0] for o in overrides} if isinstance(overrides, list) else set(overrides)
 
 
 def _to_config_error(exc: ValidationError, file: str | None, lines: dict[str, int]) -> ConfigError:

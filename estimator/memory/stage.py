@@ -132,7 +132,8 @@ def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: Rec
 
     The last node of the last chunk is evaluated at μ = 1 without recompute (a fully recomputed
     layer re-materialises its activations); on the stage holding the head the last node is the
-    output layer, plus the last MTP layer when there is one.
+    output layer, plus the last MTP layer when there is one. ``zero_bubble_v`` uses the same rule;
+    the reference's two-chunk maximum for it is not modelled.
     """
     last_chunk = next((c for c in reversed(layout.chunks) if c), ())
     main_layers = [i for i in last_chunk if i < cfg.model.num_layers]

@@ -197,7 +197,8 @@ def _context(cfg: EstimatorConfig) -> _Ctx:
     degrees = derive.expert_degrees(p.dp, p.tp, p.cp, p.ep, p.etp)
     peak = cfg.hardware.peak_tflops.get(cfg.precision.compute)
     if peak is None:
-        raise ValueError(f"hardware {cfg.hardware.name!r} has no peak_tflops for precision.compute")
+        raise ConfigError("precision.compute", f"hardware {cfg.hardware.name!r} has no peak_tflops for "
+                          f"{cfg.precision.compute!r}")
     ffn = m.expert_ffn if m.is_moe else m.dense_ffn
     load = _tokens_per_expert(cfg)
     return _Ctx(
@@ -254,8 +255,17 @@ def _compute_value(ctx: _Ctx, flops: float) -> float:
     return flops * ctx.b_param if ctx.score else flops / ctx.peak_flops
 
 
-def _layer_cost(cfg: EstimatorConfig, ctx: _Ctx, index: int, stage: int) -> dict[str, float]:
-    """Per-device FLOPs and per-dimension collectives of one transformer (or MTP) layer."""
+@dataclass(frozen=True)
+class _LayerFlops:
+    """Forward FLOPs of one layer on one device, its recompute share, and whether it is MoE."""
+
+    forward: float
+    recompute_fraction: float
+    moe: bool
+
+
+def _layer_cost(cfg: EstimatorConfig, ctx: _Ctx, index: int, stage: int) -> _LayerFlops:
+    """Per-device forward FLOPs (``/(tp·cp)``) of one transformer (or MTP) layer."""
     m = cfg.model
     moe = _is_moe_layer(m, index)
     attn = _attention_flops(m, ctx.tokens, ctx.seq)
@@ -264,8 +274,7 @@ def _layer_cost(cfg: EstimatorConfig, ctx: _Ctx, index: int, stage: int) -> dict
         attn = (attn[0] + compute.matmul_flops(ctx.tokens, 2 * m.hidden_size, m.hidden_size), attn[1])
         mlp += compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab)
     fwd = (attn[0] + attn[1] + mlp) / (ctx.tp * ctx.cp)
-    rec = _recompute_fraction(cfg, stage, attn, mlp)
-    return {"fw": fwd, "rec": rec, "moe": float(moe)}
+    return _LayerFlops(fwd, _recompute_fraction(cfg, stage, attn, mlp), moe)
 
 
 def _stage_cost(cfg: EstimatorConfig, ctx: _Ctx, layout: derive.StageLayout) -> StageCost:
@@ -287,14 +296,14 @@ def _stage_cost(cfg: EstimatorConfig, ctx: _Ctx, layout: derive.StageLayout) -> 
     full = 1.0 if cfg.stage_recompute(layout.stage) == "full" else 0.0
     for index, n in _layer_groups(cfg, layout.layers):
         lc = _layer_cost(cfg, ctx, index, layout.stage)
-        f, b, r = compute.pass_flops(lc["fw"] * n, lc["rec"])
+        f, b, r = compute.pass_flops(lc.forward * n, lc.recompute_fraction)
         fw, bw, rec = fw + f, bw + b, rec + r
-        blocks = 1 if (lc["moe"] and ctx.t_exp == 1) else 2
+        blocks = 1 if (lc.moe and ctx.t_exp == 1) else 2
         tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), (2.0 + full) * n)
         cp_ring = comm.cp_ring_layer_collectives(local_tokens, kv_dim, ctx.b_compute, ctx.cp)
         cp_cs += comm.scaled(cp_ring, (3.0 + full) * n)
         layer_ep = derive.layer_ep(cfg, index)
-        if lc["moe"] and layer_ep > 1:
+        if lc.moe and layer_ep > 1:
             stage_ep = max(stage_ep, layer_ep)
             ep_a2a = comm.ep_layer_collectives(dispatch, m.hidden_size, ctx.b_compute, layer_ep)
             ep_cs += comm.scaled(ep_a2a, (2.0 + full) * n)

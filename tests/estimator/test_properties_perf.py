@@ -108,3 +108,19 @@ def test_total_never_falls_when_bandwidth_reduced(cfg: dict[str, Any], factor: f
     base = estimator.estimate_perf(c).total
     slow = estimator.estimate_perf(estimator.load_config({**cfg, "hardware": _slower(cfg["hardware"], factor)}))
     assert slow.total >= base * (1 - 1e-12)
+
+
+@SETTINGS
+@given(configs())
+def test_exp1_bubble_never_shrinks_when_ep_comm_added_1f1b_p2(cfg: dict[str, Any]) -> None:
+    # seed §2.3 derivation (P3-E1): 1F1B, p = 2, no per-step tail (DP hack), no overlap
+    cfg = {**cfg, "parallel": {**cfg["parallel"], "pp": 2, "vpp": 1, "schedule": "1f1b"},
+           "model": {**cfg["model"], "num_layers": 4, "num_dense_layers": min(cfg["model"].get("num_dense_layers", 0), 3)},
+           "options": {**cfg["options"], "ep_bubble_overlap_ratio": 0.0, "dp_comm_zero_hack": True}}
+    with_ep = _load(cfg)
+    if with_ep is None:
+        return
+    without = estimator.load_config({**cfg, "options": {**cfg["options"], "part_coefficients": {"EP_COMM": 0.0}}})
+    before = estimator.estimate_perf(without).perf_parts["BUBBLE"]
+    after = estimator.estimate_perf(with_ep).perf_parts["BUBBLE"]
+    assert after >= before * (1 - 1e-12)
