@@ -67,6 +67,14 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
     return tuple(types)
 
 
+def short_name(name: str, width: int = 60) -> str:
+    """Kernel names run to hundreds of characters; keep the head and the tail so names stay distinct."""
+    if len(name) <= width:
+        return name
+    tail = width // 3
+    return name[: width - tail - 1] + "…" + name[-tail:]
+
+
 def summary_text(comparison: Any, top: int = 8) -> str:
     """Console summary: headline, comparability + reasons, headline metrics, top changed operators."""
     from tabulate import tabulate
@@ -83,7 +91,7 @@ def summary_text(comparison: Any, top: int = 8) -> str:
         ops = d["operators"][key][:top]
         lines += ["", f"{title}:"]
         if ops:
-            lines.append(tabulate([[o["name"][:60], o["before_total_us"], o["after_total_us"], o["delta_us"],
+            lines.append(tabulate([[short_name(o["name"]), o["before_total_us"], o["after_total_us"], o["delta_us"],
                                     o["before_mean_us"], o["after_mean_us"]] for o in ops],
                                   headers=["operator", "before µs", "after µs", "delta µs", "before mean µs",
                                            "after mean µs"]))

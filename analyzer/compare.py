@@ -8,8 +8,8 @@ compares numbers. It is built in two layers:
    (seed §7.2), the comparability checks (seed §7.3 plus the spec's hardware / world size / rank
    flags), and the operator / category rankings (seed §7.4). They take a :class:`SideSummary`, a
    plain record that any analysis can be reduced to.
-2. **Wiring** — :func:`side_from_analysis` reduces an ``analyzer.analysis.Analysis`` (or its
-   ``to_dict()`` payload) to a :class:`SideSummary`; :func:`compare` builds the :class:`Comparison`
+2. **Wiring** — :func:`side_from_analysis` reduces an ``analyzer.analysis.Analysis`` (with its
+   ``Dataset`` when given) to a :class:`SideSummary`; :func:`compare` builds the :class:`Comparison`
    with the output sections *sides, headline, metrics, categories, operators, bottleneck,
    recommendations, comparability, warnings*; :func:`render_markdown` / :func:`render_html` render it.
 """
@@ -313,12 +313,10 @@ def share_reversal_warnings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     reader is told to judge by the absolute µs values.
     """
     by_id = {r["id"]: r for r in rows}
-    wall = by_id.get("avg_step_us") or by_id.get("window_us")
-    if wall is None or wall.get("status") != "improved":
-        # try the window when the per-step wall is not available
-        wall = by_id.get("window_us")
-        if wall is None or wall.get("status") != "improved":
-            return []
+    wall = next((by_id[k] for k in ("avg_step_us", "window_us") if by_id.get(k, {}).get("status") == "improved"),
+                None)
+    if wall is None:
+        return []
     out = []
     for row in rows:
         spec = METRICS_BY_ID.get(row["id"])
@@ -439,8 +437,8 @@ def _rel_diff_pct(a: float, b: float) -> float:
 
 
 def check_step_count(before: int | None, after: int | None) -> Check:
-    """Seed §7.3: step counts differing by > 15 % ⇒ not comparable (window and share metrics lose
-    comparability even though per-step metrics are normalised)."""
+    """Seed §7.3: step counts differing by > 15 % (of the larger side) ⇒ not comparable (window and
+    share metrics lose comparability even though per-step metrics are normalised)."""
     if before is None or after is None:
         return Check("step_count", False, True, "step count unknown on a side; not checked", before, after)
     diff = _rel_diff_pct(before, after)
