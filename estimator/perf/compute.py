@@ -80,6 +80,16 @@ def mla_projection_flops(
     return q + kv + out
 
 
+def mla_up_projection_flops(
+    tokens: float, num_heads: int, q_lora_rank: int | None, kv_lora_rank: int, qk_head_dim: int,
+    qk_rope_head_dim: int, v_head_dim: int,
+) -> float:
+    """The MLA up-projections Megatron's ``mla_up_proj`` selective recompute re-runs: q up
+    ``r_q→a·(d_nope+d_rope)`` (only with q compression) and kv up ``r_kv→a·(d_nope+d_v)``."""
+    q_up = matmul_flops(tokens, q_lora_rank, num_heads * (qk_head_dim + qk_rope_head_dim)) if q_lora_rank else 0.0
+    return q_up + matmul_flops(tokens, kv_lora_rank, num_heads * (qk_head_dim + v_head_dim))
+
+
 def mlp_flops(tokens: float, hidden: int, ffn_hidden: int, activation: str) -> float:
     """Dense MLP: ``n_mm·2·T·h·f`` with ``n_mm`` = 3 (SwiGLU) or 2 (GeLU); ``16·T·h²`` for GeLU, f=4h."""
     if activation not in MLP_MATMULS:

@@ -145,17 +145,38 @@ def _is_moe_layer(model: ModelConfig, index: int) -> bool:
     return kind == "moe" or (kind == "mtp" and derive.mtp_is_moe(model))
 
 
-def _recompute_fraction(cfg: EstimatorConfig, stage: int, attn: tuple[float, float], mlp: float) -> float:
-    """Share of a layer's forward re-run in the backward (full: 1; selective: listed modules)."""
+def _selective_share_flops(model: ModelConfig, tokens: float, modules: set[str], core: float, mlp: float,
+                           moe: bool) -> float:
+    """Forward FLOPs of one layer that selective recompute re-runs (Megatron module names).
+
+    ``core_attn``: scores and weighted sum; ``mla_up_proj``: the MLA up-projections; ``mlp``: a dense
+    layer's MLP; ``moe``: a MoE layer's whole MLP block; ``shared_experts``: its shared experts.
+    ``layernorm`` and ``moe_act`` are element-wise (no matmul FLOPs).
+    """
+    share = core if "core_attn" in modules else 0.0
+    if "mla_up_proj" in modules and model.attention == "mla":
+        assert model.kv_lora_rank and model.qk_head_dim and model.v_head_dim
+        share += compute.mla_up_projection_flops(
+            tokens, model.num_attention_heads, model.q_lora_rank, model.kv_lora_rank, model.qk_head_dim,
+            model.qk_rope_head_dim or 0, model.v_head_dim,
+        )
+    if ("mlp" in modules and not moe) or ("moe" in modules and moe):
+        share += mlp
+    elif "shared_experts" in modules and moe and model.shared_ffn_total:
+        share += compute.mlp_flops(tokens, model.hidden_size, model.shared_ffn_total, model.activation)
+    return share
+
+
+def _recompute_fraction(cfg: EstimatorConfig, stage: int, tokens: float, attn: tuple[float, float], mlp: float,
+                        moe: bool) -> float:
+    """Share of a layer's forward re-run in the backward (full: 1; selective: the listed modules,
+    default ``core_attn`` as Megatron's ``--recompute-granularity selective``)."""
     mode = cfg.stage_recompute(stage)
-    total = attn[0] + attn[1] + mlp
     if mode != "selective":
         return compute.recompute_forward_fraction(mode, 0.0)
     modules = set(cfg.recompute.modules) or {"core_attn"}
-    share = attn[1] if "core_attn" in modules else 0.0
-    if modules & {"mlp", "moe"}:
-        share += mlp
-    return compute.recompute_forward_fraction("selective", share / total)
+    share = _selective_share_flops(cfg.model, tokens, modules, attn[1], mlp, moe)
+    return compute.recompute_forward_fraction("selective", share / (attn[0] + attn[1] + mlp))
 
 
 # --------------------------------------------------------------------------------------------
@@ -274,7 +295,7 @@ def _layer_cost(cfg: EstimatorConfig, ctx: _Ctx, index: int, stage: int) -> _Lay
         attn = (attn[0] + compute.matmul_flops(ctx.tokens, 2 * m.hidden_size, m.hidden_size), attn[1])
         mlp += compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab)
     fwd = (attn[0] + attn[1] + mlp) / (ctx.tp * ctx.cp)
-    return _LayerFlops(fwd, _recompute_fraction(cfg, stage, attn, mlp), moe)
+    return _LayerFlops(fwd, _recompute_fraction(cfg, stage, ctx.tokens, attn, mlp, moe), moe)
 
 
 def _stage_cost(cfg: EstimatorConfig, ctx: _Ctx, layout: derive.StageLayout) -> StageCost:

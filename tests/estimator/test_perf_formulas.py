@@ -266,3 +266,9 @@ def test_dp_tail_adds_to_total() -> None:
 def test_bubble_fraction_seed_formula() -> None:
     assert pipeline.bubble_fraction_1f1b(2, 8) == pytest.approx(1 / 9)
     assert math.isclose(pipeline.bubble_fraction_1f1b(1, 8), 0.0)
+
+
+def test_mla_up_projection_toy() -> None:
+    # T=1, a=2, r_q=2, r_kv=3, d_nope=2, d_rope=1, d_v=2: q up 2·2·(2·3)=24, kv up 2·3·(2·4)=48
+    assert compute.mla_up_projection_flops(1, 2, 2, 3, 2, 1, 2) == 72
+    assert compute.mla_up_projection_flops(1, 2, None, 3, 2, 1, 2) == 48

@@ -130,3 +130,18 @@ def test_ep_token_distribution_skews_compute_and_comm() -> None:
     assert s0.fw_flops > s1.fw_flops
     with pytest.raises(estimator.ConfigError, match="ep_tokens_per_expert"):
         estimator.estimate_perf(estimator.load_config({**cfg, "options": {"ep_tokens_per_expert": [1.0] * 31}}))
+
+
+def test_selective_modules_order() -> None:
+    from estimator.seed import seed_run
+
+    def rec(modules: list[str]) -> float:
+        cfg = seed_run("A")
+        cfg["recompute"] = {"mode": "selective", "modules": modules}
+        return estimator.estimate_perf(estimator.load_config(cfg)).perf_parts["RECOMPUTE"]
+
+    core, up = rec(["core_attn"]), rec(["mla_up_proj"])
+    assert 0 < core < rec(["core_attn", "mla_up_proj"]) and up > 0
+    assert rec(["core_attn", "mla_up_proj"]) == pytest.approx(core + up)
+    assert rec(["layernorm", "moe_act"]) == 0.0
+    assert rec(["moe"]) > rec(["shared_experts"]) > 0
