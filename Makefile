@@ -21,8 +21,9 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -n auto tests
 
+# extra arguments: make validate VALIDATE_ARGS="--cases 'recorded/*' --baseline old/summary.json"
 validate: $(STAMP)
-	$(BIN)/ndval validate
+	$(BIN)/ndval validate $(VALIDATE_ARGS)
 
 report: $(STAMP)
 	$(BIN)/ndval report

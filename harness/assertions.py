@@ -488,6 +488,31 @@ class VerdictEquals(AssertionSpec):
 
 
 @register_assertion
+class ColumnIn(AssertionSpec):
+    """Every selected row has ``column`` in ``allowed`` (e.g. EXP-1: BUBBLE direction in {up, same})."""
+
+    type: Literal["column_in"]
+    column: str
+    allowed: list[str | int | float | bool] = Field(min_length=1)
+    label: str | None = None
+
+    def evaluate(self, result: RunResult, ctx: EvalContext) -> AssertionResult:
+        rows = self.rows(result)
+        if any(self.column not in r for r in rows):
+            raise AssertionUsageError(f"column {self.column!r} not in the result table (have {sorted(rows[0])})")
+        evidence = [{"row": _label(r, self.label, i), self.column: r[self.column], "passed": r[self.column] in self.allowed}
+                    for i, r in enumerate(rows)]
+        bad = [f"{e['row']}={e[self.column]}" for e in evidence if not e["passed"]]
+        counts: dict[str, int] = {}
+        for e in evidence:
+            counts[str(e[self.column])] = counts.get(str(e[self.column]), 0) + 1
+        return self.make(self.id or self.type, target=self.column, observed=counts, expected=f"in {self.allowed}",
+                         margin=None, passed=not bad, rows=evidence,
+                         message=(f"all {len(rows)} rows in {self.allowed}" if not bad else f"outside {self.allowed}: {', '.join(bad[:10])}")
+                                 + f"; counts {counts}")
+
+
+@register_assertion
 class BottleneckIs(AssertionSpec):
     """The reported bottleneck kind (``values[field]``, default ``bottleneck``) is ``expected``."""
 

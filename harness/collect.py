@@ -209,7 +209,7 @@ class CaseItem(pytest.Item):
         golden_out = getattr(self, "_golden", None)
         record = {
             "version": RECORD_VERSION, "nodeid": self.nodeid, "case_id": case.id, "point": point.id,
-            "file": str(self.path), "line": self.loaded.line, "kind": case.kind, "title": case.title,
+            "file": _display_path(self.path, self.config.rootpath), "line": self.loaded.line, "kind": case.kind, "title": case.title,
             "severity": case.severity, "owner": case.owner, "tags": case.tags, "source": case.source,
             "story": case.story, "links": case.links, "status": status, "message": message,
             "criteria": sorted({s.criterion for s in self.loaded.expect if s.criterion}),
@@ -232,6 +232,14 @@ class CaseItem(pytest.Item):
         from harness import allure as allure_support
 
         allure_support.decorate_item(self, results, status)
+
+
+def _display_path(path: Path, root: Path) -> str:
+    """``path`` relative to the rootdir when inside it (stable across checkouts), else absolute."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def record_of(user_properties: list[tuple[str, Any]]) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ Inert when the run collected no case: nothing is written, the exit status is unt
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fnmatch
 import json
@@ -131,10 +132,11 @@ class NdvalSession:
 
 
 def matches_globs(path: Path, globs: list[str], rootpath: Path) -> bool:
-    """``path`` matches one of ``globs`` (absolute, relative to the rootdir, or by file name)."""
+    """``path`` matches one of ``globs``: absolute, relative to the rootdir or to the cases root, or by name."""
+    from harness.cases import find_cases_root
+
     forms = {path.as_posix(), path.name}
-    try:
-        forms.add(path.resolve().relative_to(rootpath.resolve()).as_posix())
-    except ValueError:
-        pass
+    for base in (rootpath, find_cases_root(path)):
+        with contextlib.suppress(ValueError):
+            forms.add(path.resolve().relative_to(base.resolve()).as_posix())
     return any(fnmatch.fnmatch(f, g) for f in forms for g in globs)

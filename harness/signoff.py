@@ -67,15 +67,25 @@ def _correlations(summary: dict[str, Any]) -> list[list[Any]]:
 
 
 def _plots(summary: dict[str, Any]) -> list[Image]:
-    out = []
+    """One estimate-vs-measured plot per (case, ratio_within assertion), rows of all its points merged."""
+    groups: dict[tuple[str, str, str], dict[str, Any]] = {}
     for c in summary["cases"]:
         for a in c["assertions"]:
-            if a["type"] == "ratio_within" and a.get("rows") and len(out) < MAX_PLOTS:
-                name = f"{c['case_id']}{'-' + c['point'] if c['point'] else ''}-{a['id']}"
-                png = estimate_vs_measured_png(a["rows"], f"{name}: {a['target']}", band_of(a))
-                if png:
-                    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
-                    out.append(Image(f"{name} — {a['target']} ({a['message']})", png, f"{safe}.png"))
+            if a["type"] == "ratio_within" and a.get("rows"):
+                g = groups.setdefault((c["file"], c["case_id"], a["id"]), {"a": a, "rows": [], "n_pass": 0, "n": 0})
+                g["rows"] += a["rows"]
+                g["n"] += len(a["rows"])
+                g["n_pass"] += sum(1 for r in a["rows"] if r.get("passed"))
+    out = []
+    for (_, case_id, aid), g in sorted(groups.items()):
+        if len(out) >= MAX_PLOTS:
+            break
+        a = g["a"]
+        png = estimate_vs_measured_png(g["rows"], f"{case_id} / {aid}: {a['target']}", band_of(a))
+        if png:
+            safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in f"{case_id}-{aid}")
+            out.append(Image(f"{case_id} / {aid} — {a['target']}: {g['n_pass']}/{g['n']} rows within {a['expected']}",
+                             png, f"{safe}.png"))
     return out
 
 

@@ -60,12 +60,12 @@ def parse_collection_error(nodeid: str, text: str) -> dict[str, Any]:
 
 
 def _ratio_stats(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per criterion/assertion type over all cases: signed error distribution of row-wise checks."""
+    """Per criterion (else case id) and check type: distribution of the row values (ratios, signed errors)."""
     groups: dict[tuple[str, str], list[float]] = {}
     for rec in cases:
         for a in rec.get("assertions", []):
             if a["type"] in ("ratio_within", "rel_error_le"):
-                key = (a.get("criterion") or rec["kind"], a["type"])
+                key = (a.get("criterion") or rec["case_id"], a["type"])
                 for row in a.get("rows", []):
                     if row.get("value") is not None:
                         groups.setdefault(key, []).append(float(row["value"]))

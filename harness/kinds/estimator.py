@@ -277,23 +277,51 @@ def run_invariance(ctx: RunContext) -> RunResult:
 
 # -- ablation -------------------------------------------------------------------------------------
 
+class Exp3(KindParams):
+    config: str = Field(description="label of the data row whose EP stays fixed")
+    dps: list[int] = Field(min_length=2, description="DP degrees to step through (world size follows)")
+
+
 class AblationParams(EstimatorParams):
-    experiments: list[str] = Field(default_factory=lambda: ["EXP-1", "EXP-2", "EXP-3", "EXP-4"])
+    base: Literal["legacy_seconds", "legacy", "fixed"] = Field(
+        "legacy_seconds", description="options the experiments start from (estimator.ablation.legacy_seconds: "
+                                      "the reference before the fixes with EP priced in seconds)")
+    experiments: list[Literal["EXP-1", "EXP-2", "EXP-3", "EXP-4"]] = Field(
+        default_factory=lambda: ["EXP-1", "EXP-2", "EXP-3", "EXP-4"])
+    exp3: Exp3 | None = None
+
+
+def _ablation_rows(name: str, rows: list[Any]) -> list[dict[str, Any]]:
+    keys = ["config", "ep", "tp", "dp", "metric", "before", "after", "direction", "straggler_before", "straggler_after"]
+    return [{"experiment": name, **dict(zip(keys, r.as_list(), strict=True))} for r in rows]
 
 
 @register_kind("estimator.ablation", params=AblationParams, requires=_requires("load_config", "estimate_perf"))
 def run_ablation(ctx: RunContext) -> RunResult:
-    """The seed's ablations EXP-1..EXP-4 (estimator.ablation): one row per experiment × config."""
+    """The seed's ablations EXP-1..EXP-4 (estimator.ablation): a direction table, one row per experiment × config."""
     try:
         ablation = importlib.import_module("estimator.ablation")
     except ImportError as exc:
         raise KindError(f"estimator.ablation is not importable: {exc}") from None
+    est = _estimator("presets")
     params: AblationParams = ctx.params
-    configs = {_row_label(params, r, i): build_config(params, r, ctx) for i, r in enumerate(ctx.rows or [{}])}
-    runner = getattr(ablation, "run_experiments", None) or getattr(ablation, "run_all", None)
-    if runner is None:
-        raise KindError("estimator.ablation has no run_experiments/run_all entry point")
-    result = runner(configs, experiments=params.experiments)
-    rows = result.rows() if hasattr(result, "rows") else list(result)
-    table = [dict(r) for r in rows]
+    labeled = [(_row_label(params, r, i), build_config(params, r, ctx).model_dump(mode="python"))
+               for i, r in enumerate(ctx.rows or [{}])]
+    base = ablation.legacy_seconds() if params.base == "legacy_seconds" else est.presets.PRESETS[params.base]()
+    table: list[dict[str, Any]] = []
+    if "EXP-1" in params.experiments:
+        table += _ablation_rows("EXP-1", ablation.exp1_ep_comm_removed(labeled, base))
+    if "EXP-2" in params.experiments:
+        table += _ablation_rows("EXP-2", ablation.exp2_dp_hack_removed(labeled, base))
+    if "EXP-3" in params.experiments:
+        if params.exp3 is None:
+            raise KindError("EXP-3 needs params.exp3: {config: <label>, dps: [...]}")
+        cfg = dict(labeled).get(params.exp3.config)
+        if cfg is None:
+            raise KindError(f"exp3.config {params.exp3.config!r} is not a data row label")
+        table += _ablation_rows("EXP-3", ablation.exp3_dp_varied(cfg, params.exp3.dps, base))
+    if "EXP-4" in params.experiments:
+        for label, ep, tp, dp, straggler, times in ablation.exp4_straggler(labeled, base):
+            table.append({"experiment": "EXP-4", "config": label, "ep": ep, "tp": tp, "dp": dp,
+                          "metric": "straggler stage", "straggler_before": straggler, "stage_times": times})
     return RunResult(table=table, golden={"rows": table})

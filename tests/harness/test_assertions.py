@@ -100,3 +100,10 @@ def test_ratio_within_agrees_with_arithmetic(est: float, meas: float, lo: float,
     ratio = est / meas
     assert res.passed == (lo <= ratio <= hi)
     assert math.isclose(res.margin, min(ratio - lo, hi - ratio), rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_column_in_checks_categories_per_row() -> None:
+    table = [{"experiment": "EXP-1", "config": c, "direction": d} for c, d in (("A", "up"), ("B", "same"), ("C", "down"))]
+    res = check({"type": "column_in", "column": "direction", "allowed": ["up", "same"]}, table)
+    assert not res.passed and "C=down" in res.message and res.observed == {"up": 1, "same": 1, "down": 1}
+    assert check({"type": "column_in", "column": "direction", "allowed": ["up", "same"], "where": {"config": ["A", "B"]}}, table).passed
