@@ -1,0 +1,41 @@
+"""Run every benchmark script in ``benchmarks/`` one after the other (``make bench``).
+
+Each script prints its own ratios (configurations/s, events/s, peak RSS, accuracy figures); this
+runner only sequences them, each in a fresh interpreter so that one script's peak RSS does not
+leak into the next, and exits non-zero when any of them fails.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+#: script -> extra arguments (kept small so `make bench` finishes in a few minutes on 2 cores)
+SCRIPTS: dict[str, list[str]] = {
+    "bench_estimator.py": ["--seconds", "3"],
+    "bench_analyzer.py": ["--copies", "50"],
+    "vtrain_accuracy.py": [],
+}
+
+
+def main() -> int:
+    failed: list[str] = []
+    for script, args in SCRIPTS.items():
+        print(f"\n=== {script} {' '.join(args)}", flush=True)
+        start_s = time.perf_counter()
+        rc = subprocess.call([sys.executable, str(HERE / script), *args])
+        print(f"=== {script}: exit {rc} after {time.perf_counter() - start_s:.1f} s", flush=True)
+        if rc != 0:
+            failed.append(script)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
