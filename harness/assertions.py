@@ -282,25 +282,45 @@ def _r_pvalue(r: float, n: int) -> float | None:
 
 
 class _CorrelationGt(AssertionSpec):
-    """Correlation greater than ``min``: computed from columns ``x``/``y`` or ``recorded`` (a fact) with ``n``."""
+    """Correlation greater than ``min``: from columns ``x``/``y`` (pooled, or summarised over ``group_by``
+    groups) or ``recorded`` (a fact) with ``n``."""
 
     x: str | None = None
     y: str | None = None
     recorded: str | None = Field(None, description="column holding a recorded coefficient (one row selected)")
     n: int | None = Field(None, ge=2, description="sample size behind a recorded coefficient")
     min: float = Field(ge=-1, le=1)
-    min_n: int = Field(3, ge=2)
+    min_n: int = Field(3, ge=2, description="fewest finite pairs (per group with group_by: smaller groups are left out)")
+    inclusive: bool = Field(False, description="rule is r >= min (an issue's '≥') instead of r > min")
+    group_by: list[str] = Field(default_factory=list, description="coefficient within each group of equal values of "
+                                                                   "these columns, summarised by statistic")
+    statistic: Literal["median", "mean", "min"] = Field("median", description="summary of the per-group coefficients "
+                                                                              "compared with min (with group_by)")
 
     method: ClassVar[str] = ""
 
     def _compute(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
         raise NotImplementedError  # pragma: no cover
 
+    def _meets(self, r: float) -> bool:
+        return r >= self.min if self.inclusive else r > self.min
+
+    def _expected(self) -> str:
+        rule = f"{'>=' if self.inclusive else '>'} {self.min:g}"
+        return f"{self.statistic} over groups {rule}" if self.group_by else rule
+
+    def _pairs(self, rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+        x, y = _col(rows, self.x), _col(rows, self.y)
+        keep = ~(np.isnan(x) | np.isnan(y))
+        return x[keep], y[keep]
+
     def evaluate(self, result: RunResult, ctx: EvalContext) -> AssertionResult:
         rows = self.rows(result)
         name = self.id or self.type
-        expected = f"> {self.min:g}"
+        expected = self._expected()
         if self.recorded:
+            if self.group_by:
+                raise AssertionUsageError("group_by needs x and y columns, not recorded:")
             if len(rows) != 1:
                 raise AssertionUsageError(f"recorded: needs exactly one row (where= selected {len(rows)})")
             r = float(_col(rows, self.recorded)[0])
@@ -311,9 +331,10 @@ class _CorrelationGt(AssertionSpec):
         else:
             if not (self.x and self.y):
                 raise AssertionUsageError("give x and y columns, or recorded: with n")
-            x, y = _col(rows, self.x), _col(rows, self.y)
-            keep = ~(np.isnan(x) | np.isnan(y))
-            x, y, n = x[keep], y[keep], int(keep.sum())
+            if self.group_by:
+                return self._evaluate_grouped(rows, name, expected)
+            x, y = self._pairs(rows)
+            n = len(x)
             target = f"{self.method}({self.x}, {self.y})"
             if n < self.min_n:
                 return self.make(name, target=target, observed=None, expected=expected, margin=None,
@@ -330,8 +351,57 @@ class _CorrelationGt(AssertionSpec):
         ci_txt = f", 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
         p_txt = f", p={p:.3g}" if p is not None else ""
         return self.make(name, target=target, observed=r, expected=expected, margin=r - self.min,
-                         passed=r > self.min, stats=stats,
+                         passed=self._meets(r), stats=stats,
                          message=f"{self.method} = {r:.3f} (n={n}{p_txt}{ci_txt}); rule {expected}")
+
+    def _evaluate_grouped(self, rows: list[dict[str, Any]], name: str, expected: str) -> AssertionResult:
+        """The coefficient within each ``group_by`` group, summarised by ``statistic`` (median by default).
+
+        A group with fewer than ``min_n`` finite pairs, or constant in x or y (the coefficient is
+        undefined), is left out and counted — the rule of ``estimator.calibrate.accuracy``.
+        """
+        missing = [g for g in self.group_by if any(g not in r for r in rows)]
+        if missing:
+            raise AssertionUsageError(f"group_by: column(s) {missing} not in the result table (have {sorted(rows[0])})")
+        groups: dict[tuple, list[dict[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault(tuple(row[g] for g in self.group_by), []).append(row)
+        target = f"{self.method}({self.x}, {self.y}) within groups of {', '.join(self.group_by)}"
+        coeffs, evidence, n_pairs = [], [], 0
+        for key, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+            x, y = self._pairs(members)
+            label = "/".join(map(str, key))
+            n_pairs += len(x)
+            if len(x) < self.min_n:
+                evidence.append({"group": label, "n": len(x), "r": None, "used": False,
+                                 "passed": None, "note": f"left out: fewer than {self.min_n} finite pairs"})
+                continue
+            if np.ptp(x) == 0 or np.ptp(y) == 0:
+                evidence.append({"group": label, "n": len(x), "r": None, "used": False, "passed": None,
+                                 "note": f"left out: constant {self.x if np.ptp(x) == 0 else self.y}"})
+                continue
+            r, p, _ = self._compute(x, y)
+            coeffs.append(r)
+            evidence.append({"group": label, "n": len(x), "r": r, "p_value": p, "used": True,
+                             "passed": self._meets(r)})
+        left_out = len(groups) - len(coeffs)
+        stats: dict[str, Any] = {"n": n_pairs, "group_by": list(self.group_by), "statistic": self.statistic,
+                                 "n_groups": len(coeffs), "n_groups_left_out": left_out}
+        if not coeffs:
+            return self.make(name, target=target, observed=None, expected=expected, margin=None, passed=False,
+                             stats=stats, rows=evidence,
+                             message=f"no group of {self.group_by} has {self.min_n}+ finite, non-constant pairs "
+                                     f"({len(groups)} group(s))")
+        value = {"median": statistics.median, "mean": statistics.fmean, "min": min}[self.statistic](coeffs)
+        stats |= {"r": value, "median": statistics.median(coeffs), "mean": statistics.fmean(coeffs),
+                  "min": min(coeffs), "max": max(coeffs),
+                  "share_groups_meeting_rule": sum(map(self._meets, coeffs)) / len(coeffs)}
+        return self.make(name, target=target, observed=value, expected=expected, margin=value - self.min,
+                         passed=self._meets(value), stats=stats, rows=evidence,
+                         message=f"{self.statistic} {self.method} within {len(coeffs)} groups = {value:.3f} "
+                                 f"(per group {stats['min']:.3f}..{stats['max']:.3f}; "
+                                 f"{stats['share_groups_meeting_rule']:.0%} of groups meet {self.min:g}; "
+                                 f"{left_out} group(s) left out); rule {expected}")
 
 
 @register_assertion
@@ -351,7 +421,10 @@ class PearsonRGt(_CorrelationGt):
 
 @register_assertion
 class SpearmanRhoGt(_CorrelationGt):
-    """Spearman ρ > min (scipy.stats.spearmanr; CI by Fisher z with the Bonett–Wright 1.03 factor)."""
+    """Spearman ρ > min, pooled or summarised within ``group_by`` groups (scipy spearmanr).
+
+    CI of the pooled ρ by Fisher z with the Bonett–Wright 1.03 factor.
+    """
 
     type: Literal["spearman_rho_gt"]
     method: ClassVar[str] = "Spearman rho"

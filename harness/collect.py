@@ -106,6 +106,9 @@ class CaseItem(pytest.Item):
                          cases_root=self.config.stash[CASES_ROOT_KEY](self.path))
         try:
             self.result = kind.run(ctx)
+        except pytest.skip.Exception as exc:  # the kind skipped (e.g. its data is absent): keep the reason
+            self._record(status="skipped", message=str(exc.msg or "skipped by the kind"))
+            raise
         except KindError as exc:
             self._record(status="error", message=f"{kind.name}: {exc}")
             raise CaseBroken(f"{kind.name}: {exc}") from None
@@ -218,6 +221,7 @@ class CaseItem(pytest.Item):
             "assertions": [r.to_dict() for r in results or []],
             "table": (self.result.table[:500] if self.result else []),
             "notes": self.result.notes if self.result else [],
+            "values": (self.result.values if self.result else {}),
             "golden": ({"path": str(golden_out.path), "status": golden_out.status,
                         "artifacts": [str(p) for p in golden_out.artifacts]} if golden_out else None),
             "duration_s": round(time.perf_counter() - self._t0, 4),

@@ -56,6 +56,8 @@ class NdvalSession:
             if report.passed:
                 return  # the call report follows
             if report.skipped:
+                if rec["status"] != "skipped":  # skipped outside the item's own bookkeeping: pytest's reason
+                    rec["message"] = _skip_reason(report)
                 rec["status"] = "skipped"
             else:
                 rec["status"] = "error"
@@ -129,6 +131,14 @@ class NdvalSession:
         tr.write_line(f"summary: {self.config.stash[OPTIONS_KEY]['reports_dir'] / 'summary.json'}")
         tr.write_line(f"gate verdict: {s['gate']['verdict']} (exit {s['gate']['exit_code']})",
                       bold=True, red=s["gate"]["exit_code"] != 0, green=s["gate"]["exit_code"] == 0)
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    """The reason of a skipped report (``longrepr`` is ``(file, line, "Skipped: reason")`` for skips)."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr or "skipped")
 
 
 def matches_globs(path: Path, globs: list[str], rootpath: Path) -> bool:

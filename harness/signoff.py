@@ -1,10 +1,11 @@
 """Release sign-off report (spec §6): Markdown + self-contained HTML rendered from ``summary.json``.
 
-One document model (sections of paragraphs, tables and images) renders to both formats; the HTML
-embeds the plots as base64 PNG so it travels as one file. Sections: identity and provenance,
-environment, scope, gate table, seed acceptance criteria, statistics, plots, results, regressions,
-golden drift, waivers and known issues, broken input, artifacts with checksums, reproduction,
-approval.
+One document model (sections of paragraphs, tables, images and collapsed ``<details>``) renders to
+both formats; the HTML embeds the plots as base64 PNG so it travels as one file. Sections: identity
+and provenance, environment, scope, gate table, seed acceptance criteria, statistics, calibration
+steps (fitted value, fit and held-out figures), plots, results by case (every assertion with target,
+observed, expected, margin and status; per-row evidence collapsed), regressions, golden drift,
+waivers and known issues, broken input, artifacts with checksums, reproduction, approval.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from harness import atomic
 from harness.plots import band_of, estimate_vs_measured_png
 
 MAX_PLOTS = 24
+#: characters of an observed value / message shown in the results table (the summary has the rest)
+MAX_CELL = 80
+MAX_MESSAGE = 220
+#: evidence columns shown first (what the row is) and last (its verdict); the rest alphabetically
+_EVIDENCE_FIRST = ("row", "group", "part", "field", "n", "estimate", "measured", "value", "r")
+_EVIDENCE_LAST = ("used", "passed", "note")
 
 
 @dataclass
@@ -36,9 +43,17 @@ class Image:
 
 
 @dataclass
+class Details:
+    """A collapsed block (HTML ``<details>``; the same tag in Markdown): long per-row evidence."""
+
+    summary: str
+    blocks: list[str | Table] = field(default_factory=list)
+
+
+@dataclass
 class Section:
     title: str
-    blocks: list[str | Table | Image] = field(default_factory=list)
+    blocks: list[str | Table | Image | Details] = field(default_factory=list)
 
 
 def _fmt(v: Any) -> str:
@@ -87,6 +102,85 @@ def _plots(summary: dict[str, Any]) -> list[Image]:
             out.append(Image(f"{case_id} / {aid} — {a['target']}: {g['n_pass']}/{g['n']} rows within {a['expected']}",
                              png, f"{safe}.png"))
     return out
+
+
+def _short(v: Any, limit: int = MAX_CELL) -> str:
+    text = _fmt(v)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _margin(v: Any) -> str:
+    return f"{v:+.4g}" if isinstance(v, int | float) and not isinstance(v, bool) else "—"
+
+
+def _assertion_status(a: dict[str, Any]) -> str:
+    if not a.get("evaluable", True):
+        return "NOT EVALUABLE"
+    return "PASS" if a["passed"] else ("WAIVED" if a.get("waived") else "FAIL")
+
+
+def _case_name(c: dict[str, Any]) -> str:
+    return c["nodeid"].split("::", 1)[-1]
+
+
+def _results_by_case(summary: dict[str, Any]) -> list[str | Table | Details]:
+    """Every assertion of every case with its numbers; per-row evidence collapsed below."""
+    rows: list[list[Any]] = []
+    evidence: list[Details] = []
+    for c in summary["cases"]:
+        name = _case_name(c)
+        if not c["assertions"]:
+            rows.append([name, c["kind"], c["status"].upper(), "—", "—", "—", "—", "—", "—", "—",
+                         _short(c.get("message") or "", MAX_MESSAGE)])
+            continue
+        for a in c["assertions"]:
+            rows.append([name, c["kind"], c["status"].upper(), a["id"], a.get("criterion") or "", _short(a["target"]),
+                         _short(a.get("observed")), a["expected"], _margin(a.get("margin")), _assertion_status(a),
+                         _short(a.get("message") or "", MAX_MESSAGE)])
+            if len(a.get("rows") or []) > 1:
+                evidence.append(_evidence(name, a))
+    intro = ("One row per assertion: target, observed value, expected band or rule, margin (distance to the "
+             "rule's edge; negative = outside) and status. Per-row evidence (rows, groups, golden fields) is "
+             "collapsed below each table; the full tables are in summary.json and the Allure attachments.")
+    table = Table(["case", "kind", "case status", "assertion", "criterion", "target", "observed", "expected",
+                   "margin", "status", "detail"], rows)
+    return [intro, table, *evidence]
+
+
+def _evidence(case: str, a: dict[str, Any]) -> Details:
+    """The evidence rows of one assertion as a collapsed table (naming columns first, verdict columns last)."""
+    keys = {k for r in a["rows"] for k in r}
+    first = [k for k in _EVIDENCE_FIRST if k in keys]
+    last = [k for k in _EVIDENCE_LAST if k in keys]
+    cols = first + sorted(keys - set(first) - set(last)) + last
+    body = [[_short(r.get(k)) for k in cols] for r in a["rows"]]
+    n_pass = sum(1 for r in a["rows"] if r.get("passed") is True)
+    return Details(f"{case} / {a['id']}: {len(a['rows'])} evidence rows ({n_pass} meeting the rule), "
+                   f"{_assertion_status(a)}", [Table(cols, body)])
+
+
+def _calibration(summary: dict[str, Any]) -> list[str | Table]:
+    """Declared calibration steps: the fitted knob (fit half) and the figures on both halves."""
+    steps = [(c, c["values"]["calibration"]) for c in summary["cases"] if (c.get("values") or {}).get("calibration")]
+    if not steps:
+        return ["No case declares a calibration step (params.calibrate)."]
+    head = Table(["case", "fitted", "value", "fit rows", "held-out rows", "LOO MAPE % (fit half)", "method"],
+                 [[_case_name(c), k["fitted"], f"{k['value']:.4f}", k["rows_fit"], k["rows_holdout"],
+                   _fmt(k.get("loo_mape_pct_fit_half")), k["method"]] for c, k in steps])
+    halves = []
+    for c, k in steps:
+        for label, key in (("fit half (fitted on)", "fit"), ("held-out half (judged)", "holdout"),
+                           ("held-out half at peak (efficiency 1.0)", "holdout_at_peak")):
+            acc = k.get(key) or {}
+            halves.append([_case_name(c), label, acc.get("n"), _fmt(acc.get("spearman_pooled")),
+                           f"{_fmt(acc.get('spearman_group_median'))} ({acc.get('groups')} groups)",
+                           _fmt(acc.get("mape_pct")), _fmt(acc.get("median_ratio"))])
+    by = "; ".join(f"{_case_name(c)}: groups by {', '.join(k.get('group_by') or []) or '—'}" for c, k in steps)
+    return ["At most one global knob is fitted, on the fit half only (estimator.calibrate); the case's "
+            "assertions judge the held-out half. Figures below are estimator.calibrate's own report.",
+            head, f"Within-group Spearman: groups with 3+ rows ({by}).",
+            Table(["case", "half", "n", "Spearman pooled", "median Spearman within groups", "MAPE %",
+                   "median est/meas"], halves)]
 
 
 def _artifacts(reports: Path) -> list[list[Any]]:
@@ -140,33 +234,31 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
         Table(["criterion / kind", "check", "n", "min", "median", "max", "mean"], stats),
         "Correlations and MAPE (with n, 95 % CI, p-value):",
         Table(["case", "assertion", "criterion", "target", "observed", "n", "95% CI", "p", "rule", "status"], _correlations(summary))]))
-    secs.append(Section("7. Plots (estimate vs measured)", list(_plots(summary))))
-    secs.append(Section("8. Results by case", [Table(["case", "kind", "severity", "status", "failing / waived assertions", "message"],
-                        [[c["nodeid"].split("::", 1)[-1], c["kind"], c["severity"], c["status"].upper(),
-                          ", ".join(a["id"] for a in c["assertions"] if not a["passed"]), (c.get("message") or "")[:200]]
-                         for c in summary["cases"]])]))
+    secs.append(Section("7. Calibration steps (fitted on one half, judged on the other)", list(_calibration(summary))))
+    secs.append(Section("8. Plots (estimate vs measured)", list(_plots(summary))))
+    secs.append(Section("9. Results by case", list(_results_by_case(summary))))
     reg = summary.get("regressions")
-    secs.append(Section("9. Regressions against the baseline", [
+    secs.append(Section("10. Regressions against the baseline", [
         "No baseline summary was given (--baseline); regressions not evaluated." if reg is None else
         (Table(["case", "assertion", "was", "now"], [[r["nodeid"], r["assertion"], r["was"], r["now"]] for r in reg]) if reg
          else "None: everything that passed in the baseline still passes.")]))
     drift = summary["golden"]["drift"]
-    secs.append(Section("10. Golden drift", [
+    secs.append(Section("11. Golden drift", [
         Table(["case", "status", "golden", "review files"], [[d["nodeid"], d["status"], d["path"], ", ".join(d["artifacts"])] for d in drift])
         if drift else "No golden drift.",
         ("Unused golden files (listed, never deleted): " + ", ".join(summary["golden"]["unused"])) if summary["golden"]["unused"]
         else "No unused golden files."]))
-    secs.append(Section("11. Waivers and known issues", [Table(["case", "status", "reason", "owner", "expires", "issue"],
+    secs.append(Section("12. Waivers and known issues", [Table(["case", "status", "reason", "owner", "expires", "issue"],
                         [[w["nodeid"], w["status"], w["reason"], w["owner"], w["expires"], w["issue"]] for w in summary["waivers"]])]))
     errs = summary["collection_errors"] + [{"nodeid": c["nodeid"], "file": c["file"], "line": c["line"], "field": "-",
                                             "message": c["message"]} for c in summary["cases"] if c["status"] == "error"]
-    secs.append(Section("12. Broken input", [Table(["node", "file:line", "field", "message"],
+    secs.append(Section("13. Broken input", [Table(["node", "file:line", "field", "message"],
                         [[e["nodeid"], f"{e['file']}:{e['line']}", e.get("field"), (e["message"] or "")[:300]] for e in errs])
                         if errs else "None."]))
-    secs.append(Section("13. Artifacts", [Table(["artifact", "bytes", "sha256"], _artifacts(reports))]))
-    secs.append(Section("14. How to reproduce", [f"git checkout {sha} && make validate   "
+    secs.append(Section("14. Artifacts", [Table(["artifact", "bytes", "sha256"], _artifacts(reports))]))
+    secs.append(Section("15. How to reproduce", [f"git checkout {sha} && make validate   "
                         "(equivalently: .venv/bin/ndval validate; reports under reports/)"]))
-    secs.append(Section("15. Approval", [Table(["role", "name", "decision (approve / reject)", "date", "signature"],
+    secs.append(Section("16. Approval", [Table(["role", "name", "decision (approve / reject)", "date", "signature"],
                         [["validation lead", "", "", "", ""], ["estimator owner", "", "", "", ""], ["release manager", "", "", "", ""]])]))
     return title, secs
 
@@ -175,30 +267,62 @@ def _md_cell(v: Any) -> str:
     return _fmt(v).replace("|", "\\|").replace("\n", " ")
 
 
+def _md_blocks(blocks: list[Any], image_dir: str) -> list[str]:
+    out: list[str] = []
+    for b in blocks:
+        if isinstance(b, Table):
+            if not b.rows:
+                out += ["(none)", ""]
+                continue
+            out.append("| " + " | ".join(b.headers) + " |")
+            out.append("|" + "---|" * len(b.headers))
+            out += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in b.rows]
+            out.append("")
+        elif isinstance(b, Image):
+            out += [f"![{b.title}]({image_dir}/{b.filename})", ""]
+        elif isinstance(b, Details):  # GitHub-flavoured Markdown renders the HTML tag, blank lines around the table
+            out += ["<details>", f"<summary>{html.escape(b.summary)}</summary>", "", *_md_blocks(b.blocks, image_dir),
+                    "</details>", ""]
+        else:
+            out += [b, ""]
+    return out
+
+
 def render_markdown(title: str, sections: list[Section], image_dir: str) -> str:
     out = [f"# {title}", ""]
     for sec in sections:
         out += [f"## {sec.title}", ""]
-        for b in sec.blocks:
-            if isinstance(b, Table):
-                if not b.rows:
-                    out += ["(none)", ""]
-                    continue
-                out.append("| " + " | ".join(b.headers) + " |")
-                out.append("|" + "---|" * len(b.headers))
-                out += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in b.rows]
-                out.append("")
-            elif isinstance(b, Image):
-                out += [f"![{b.title}]({image_dir}/{b.filename})", ""]
-            else:
-                out += [b, ""]
+        out += _md_blocks(sec.blocks, image_dir)
     return "\n".join(out)
 
 
 _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse;margin:.5em 0 1.2em}"
         "td,th{border:1px solid #ccc;padding:3px 6px;font-size:12px;vertical-align:top;text-align:left}th{background:#f2f2f2}"
         ".PASS{background:#dff5df}.FAIL{background:#fbdada}.WAIVED{background:#fff1c6}.NOT.EVALUABLE,.BROKEN{background:#e8e8f8}"
-        "figure{display:inline-block;margin:6px;max-width:520px}figcaption{font-size:11px}")
+        "figure{display:inline-block;margin:6px;max-width:520px}figcaption{font-size:11px}"
+        "details{margin:2px 0}summary{cursor:pointer;font-size:12px}")
+
+
+def _html_blocks(blocks: list[Any]) -> list[str]:
+    parts: list[str] = []
+    for b in blocks:
+        if isinstance(b, Table):
+            if not b.rows:
+                parts.append("<p>(none)</p>")
+                continue
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in b.headers)
+            body = "".join("<tr>" + "".join(f"<td class='{html.escape(_fmt(v))}'>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
+                           for row in b.rows)
+            parts.append(f"<table><tr>{head}</tr>{body}</table>")
+        elif isinstance(b, Image):
+            data = base64.b64encode(b.png).decode("ascii")
+            parts.append(f"<figure><img alt='{html.escape(b.title)}' src='data:image/png;base64,{data}'>"
+                         f"<figcaption>{html.escape(b.title)}</figcaption></figure>")
+        elif isinstance(b, Details):
+            parts.append(f"<details><summary>{html.escape(b.summary)}</summary>{''.join(_html_blocks(b.blocks))}</details>")
+        else:
+            parts.append(f"<p>{html.escape(b)}</p>")
+    return parts
 
 
 def render_html(title: str, sections: list[Section]) -> str:
@@ -206,21 +330,7 @@ def render_html(title: str, sections: list[Section]) -> str:
              f"<h1>{html.escape(title)}</h1>"]
     for sec in sections:
         parts.append(f"<h2>{html.escape(sec.title)}</h2>")
-        for b in sec.blocks:
-            if isinstance(b, Table):
-                if not b.rows:
-                    parts.append("<p>(none)</p>")
-                    continue
-                head = "".join(f"<th>{html.escape(h)}</th>" for h in b.headers)
-                body = "".join("<tr>" + "".join(f"<td class='{html.escape(_fmt(v))}'>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
-                               for row in b.rows)
-                parts.append(f"<table><tr>{head}</tr>{body}</table>")
-            elif isinstance(b, Image):
-                data = base64.b64encode(b.png).decode("ascii")
-                parts.append(f"<figure><img alt='{html.escape(b.title)}' src='data:image/png;base64,{data}'>"
-                             f"<figcaption>{html.escape(b.title)}</figcaption></figure>")
-            else:
-                parts.append(f"<p>{html.escape(b)}</p>")
+        parts += _html_blocks(sec.blocks)
     parts.append("</body></html>")
     return "\n".join(parts)
 

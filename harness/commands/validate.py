@@ -6,10 +6,12 @@ Exit status is the gate's: 0 pass, 1 gate failed, 2 broken input (see ``harness.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness import gate, paths
@@ -58,9 +60,39 @@ def clean(reports: Path) -> None:
         (reports / name).unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def reports_lock(reports: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``reports/.validate.lock`` for the whole run.
+
+    Two runs writing the same reports folder would delete each other's outputs (``clean``) and
+    one would end with "no summary written"; the second run waits for the first instead.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no locking
+        yield
+        return
+    with (reports / ".validate.lock").open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"ndval validate: another run is writing {reports}; waiting for it (use --reports DIR to run "
+                  "side by side)", file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def run(args: argparse.Namespace) -> int:
     reports = Path(args.reports).resolve() if args.reports else paths.reports_dir()
     reports.mkdir(parents=True, exist_ok=True)
+    with reports_lock(reports):
+        return _run_locked(args, reports)
+
+
+def _run_locked(args: argparse.Namespace, reports: Path) -> int:
     clean(reports)
     cmd = pytest_command(args, reports)
     print("running:", " ".join(cmd), flush=True)

@@ -107,3 +107,42 @@ def test_column_in_checks_categories_per_row() -> None:
     res = check({"type": "column_in", "column": "direction", "allowed": ["up", "same"]}, table)
     assert not res.passed and "C=down" in res.message and res.observed == {"up": 1, "same": 1, "down": 1}
     assert check({"type": "column_in", "column": "direction", "allowed": ["up", "same"], "where": {"config": ["A", "B"]}}, table).passed
+
+
+def _grouped_table() -> list[dict]:
+    """Synthetic: group g1 ranks perfectly (rho 1), g2 backwards (rho -1), g3 half (rho 0.5),
+    g4 has two rows (left out), g5 is constant in the estimate (left out)."""
+    rows = []
+    for g, est, meas in (("g1", [1, 2, 3], [10, 20, 30]), ("g2", [1, 2, 3], [30, 20, 10]),
+                         ("g3", [1, 2, 3], [20, 10, 30]), ("g4", [1, 2], [1, 2]), ("g5", [5, 5, 5], [1, 2, 3])):
+        rows += [{"config": f"{g}-{i}", "model": g, "gpus": 8, "e": e, "m": m}
+                 for i, (e, m) in enumerate(zip(est, meas, strict=True))]
+    return rows
+
+
+def test_grouped_spearman_median_per_group_and_left_out_groups() -> None:
+    spec = {"type": "spearman_rho_gt", "x": "e", "y": "m", "min": 0.5, "group_by": ["model", "gpus"]}
+    res = check(spec, _grouped_table())
+    assert res.observed == pytest.approx(0.5)  # median of 1, -1, 0.5
+    assert not res.passed  # 0.5 > 0.5 is false ...
+    assert check({**spec, "inclusive": True}, _grouped_table()).passed  # ... 0.5 >= 0.5 holds
+    assert res.expected == "median over groups > 0.5"
+    assert res.stats["n_groups"] == 3 and res.stats["n_groups_left_out"] == 2
+    by_group = {r["group"]: r for r in res.rows}
+    assert by_group["g1/8"]["r"] == pytest.approx(1.0) and by_group["g2/8"]["r"] == pytest.approx(-1.0)
+    assert not by_group["g4/8"]["used"] and "fewer than 3" in by_group["g4/8"]["note"]
+    assert "constant e" in by_group["g5/8"]["note"]
+    assert "3 groups = 0.500" in res.message and "2 group(s) left out" in res.message
+    assert check({**spec, "statistic": "min", "min": -1, "inclusive": True}, _grouped_table()).observed == pytest.approx(-1)
+    # the pooled coefficient over the same rows is a different number (groups are what a search ranks)
+    pooled = check({k: v for k, v in spec.items() if k != "group_by"}, _grouped_table())
+    assert pooled.stats["n"] == 14 and pooled.observed != pytest.approx(res.observed)
+
+
+def test_grouped_spearman_usage_errors_and_no_usable_group() -> None:
+    with pytest.raises(AssertionUsageError, match="group_by: column"):
+        check({"type": "spearman_rho_gt", "x": "e", "y": "m", "min": 0.5, "group_by": ["nope"]}, _grouped_table())
+    with pytest.raises(AssertionUsageError, match="group_by needs x and y"):
+        check({"type": "spearman_rho_gt", "recorded": "r", "n": 6, "min": 0.5, "group_by": ["model"]}, [{"r": 0.9, "model": "a"}])
+    res = check({"type": "spearman_rho_gt", "x": "e", "y": "m", "min": 0.5, "group_by": ["config"]}, _grouped_table())
+    assert not res.passed and res.observed is None and "no group" in res.message

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from harness import cli, paths
@@ -71,17 +72,27 @@ def test_add_case_names_a_missing_or_misspelt_column(tmp_path: Path, capsys) -> 
 
 
 def test_schema_validates_every_bundled_case(capsys) -> None:
-    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is needed to check the exported schema")
+    # jsonschema is a dev extra (jsonschema>=4): a missing one is an error here, not a skip
     assert cli.main(["schema"]) == EXIT_PASS
     schema = json.loads(capsys.readouterr().out)
     assert schema == json.loads(json.dumps(case_json_schema(), default=str))
     validator = jsonschema.Draft202012Validator(schema)
     files = iter_case_files(paths.cases_dir())
     assert files, "no bundled cases"
+    n_cases = 0
     for f in files:
         data = json.loads(json.dumps(load_located(f, paths.cases_dir()).data, default=str))
         errors = sorted(validator.iter_errors(data), key=str)
         assert not errors, f"{f}: {errors[0].message}"
+        n_cases += len(data["cases"]) if "cases" in data else 1
+    assert n_cases >= len(files)
+    # the declared calibration step is part of the schema: a misspelt knob is rejected
+    vtrain = json.loads(json.dumps(load_located(paths.cases_dir() / "estimator" / "measured_step_time.case.yaml",
+                                                paths.cases_dir()).data, default=str))
+    case = next(c for c in vtrain["cases"] if c["id"] == "step-vtrain")
+    assert case["params"]["calibrate"]["fit"] == "compute_efficiency"
+    case["params"]["calibrate"]["fit"] = "efficiency"
+    assert list(validator.iter_errors(vtrain))
     bad = {"id": "x", "title": "t", "kind": "recorded.results", "owner": "o", "severity": "fatal", "source": "s",
            "expect": [{"type": "ratio_within", "estimate": "e", "measured": "m", "lo": 1, "hi": 2}]}
     assert list(validator.iter_errors(bad))
@@ -133,3 +144,15 @@ def test_report_renders_allure_html(pytester: pytest.Pytester, cases, monkeypatc
     assert cli.main(["report"]) == EXIT_PASS, capsys.readouterr().out
     index = (pytester.path / "reports" / "allure-report" / "index.html").read_text(encoding="utf-8")
     assert "<html" in index.lower() and "allure" in index.lower()
+
+
+def test_validate_holds_a_lock_on_its_reports_folder(tmp_path: Path) -> None:
+    import fcntl
+
+    from harness.commands.validate import reports_lock
+
+    # a second run on the same folder would wait here
+    with reports_lock(tmp_path), (tmp_path / ".validate.lock").open("a+") as other, pytest.raises(BlockingIOError):
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with (tmp_path / ".validate.lock").open("a+") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released after the run

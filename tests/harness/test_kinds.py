@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import csv
 import importlib
 from types import SimpleNamespace
 
 import pytest
 
-from harness.kinds import KINDS, KindError, load_kinds
+from estimator import calibrate
+from harness.kinds import KINDS, KindError, RunContext, load_kinds
 from harness.kinds import estimator as est_kind
 from harness.kinds.recorded import p1_what_if_mb
 
@@ -53,3 +55,39 @@ def test_missing_estimator_makes_the_kind_unavailable_with_a_reason(monkeypatch)
     reason = KINDS["estimator.memory"].requires()
     assert reason and "estimator package is not importable" in reason
     assert KINDS["recorded.results"].requires() is None
+
+
+def test_perf_calibration_step_fits_on_one_half_and_applies_the_value(measured_dir) -> None:
+    """Real vTrain rows (first 48 of step_time_cases.csv): the kind calls estimator.calibrate, applies the
+    fitted efficiency to every row through estimate_perf, and marks the halves by split_half."""
+    with (measured_dir / "step_time_cases.csv").open(newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["source_id"] == "vtrain_single"][:48]
+    groups = ["model_name", "world_size", "global_batch_size"]
+    params = est_kind.PerfParams(from_measured=True, profile="megatron", preset="fixed", label="case_id",
+                                 keep_columns=groups,
+                                 calibrate={"fit": "compute_efficiency", "group_by": groups, "loo_subsample": 2})
+    res = est_kind.run_perf(RunContext(case_id="t", params=params, rows=rows))
+    cal = res.values["calibration"]
+    eff = res.values["compute_efficiency"]
+    assert eff == cal["value"] and calibrate.EFF_MIN <= eff <= calibrate.EFF_MAX
+    halves = [calibrate.split_half(r["case_id"]) for r in rows]
+    assert [t["half"] for t in res.table] == halves
+    assert cal["rows_fit"] == halves.count("fit") and cal["rows_holdout"] == halves.count("holdout")
+    # the same fit, called directly, gives the same value (one implementation)
+    ctx = RunContext(case_id="t", params=params, rows=rows)
+    estimate = calibrate.efficiency_estimator([est_kind.build_config(params, r, ctx) for r in rows])
+    measured_s = [float(r["measured_step_ms"]) / 1e3 for r in rows]
+    direct = calibrate.calibrate_efficiency(estimate, [r["case_id"] for r in rows], measured_s,
+                                            ["|".join(r[g] for g in groups) for r in rows], 2)
+    assert direct.efficiency == pytest.approx(eff) and cal["holdout"] == pytest.approx(direct.holdout.as_dict(), nan_ok=True)
+    for i, t in enumerate(res.table):  # estimate_perf at the fitted value == calibrate's scaled schedule
+        assert t["total_ms"] == pytest.approx(estimate(i, eff) * 1e3, rel=1e-9)
+        assert t["total_at_peak_ms"] == pytest.approx(estimate(i, 1.0) * 1e3, rel=1e-9)
+        assert t["model_name"] == rows[i]["model_name"]
+    assert "fit half" in res.notes[0]
+
+
+def test_calibration_needs_its_columns() -> None:
+    params = est_kind.PerfParams(from_measured=True, calibrate={"fit": "compute_efficiency", "id_column": "run"})
+    with pytest.raises(KindError, match=r"calibrate: column\(s\) \['run'\] not in the data"):
+        est_kind.run_perf(RunContext(case_id="t", params=params, rows=[{"case_id": "a"}]))

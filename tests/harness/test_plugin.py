@@ -183,3 +183,58 @@ def test_signoff_and_baseline_regression(pytester, cases, summary) -> None:
                                  "was": "passed", "now": "failed", "observed_before": "0.95..1.04",
                                  "observed_now": "0.95..1.04"}]
     assert next(c for c in s["criteria"] if c["id"] == "NO-REGRESSION")["status"] == "fail"
+
+
+def test_skip_inside_a_kind_is_recorded_with_its_reason(pytester, cases, summary, monkeypatch) -> None:
+    # the real analyzer kind, its profiles folder pointed at a missing one: pytest.skip inside the kind
+    missing = pytester.path / "no-such-profiles"
+    monkeypatch.setenv("NDVAL_PROFILES_DIR", str(missing))
+    cases("analyzer/a.case.yaml", """\
+        id: synthetic-absent-profile
+        title: synthetic analyzer case whose profiles folder is absent
+        kind: analyzer.analysis
+        owner: harness-tests
+        severity: major
+        source: synthetic (no data is read)
+        params: {profile: kineto/anything.json.gz}
+        expect:
+          - {type: bottleneck_is, expected: communication}
+        """)
+    cases("recorded/ok.case.yaml", synthetic_case("synthetic-ok"))
+    result = pytester.runpytest("validation_cases", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*data not available: profiles folder*no-such-profiles*"])
+    s = summary()
+    rec = next(c for c in s["cases"] if c["case_id"] == "synthetic-absent-profile")
+    assert rec["status"] == "skipped"
+    assert rec["message"].startswith("data not available: profiles folder") and str(missing) in rec["message"]
+    assert "setup did not finish" not in rec["message"]
+    assert s["counts"]["skipped"] == 1 and s["counts"]["error"] == 0
+    assert result.ret == s["gate"]["exit_code"] == EXIT_PASS
+
+
+def test_signoff_results_by_case_show_every_assertions_numbers(pytester, cases, summary) -> None:
+    from harness import signoff
+
+    cases("recorded/n.case.yaml", synthetic_case("synthetic-numbers", lo=0.97, hi=1.10))  # s1 (0.95) outside
+    assert pytester.runpytest("validation_cases", "--signoff", "reports/signoff.md").ret == EXIT_GATE_FAILED
+    md = (pytester.path / "reports" / "signoff.md").read_text()
+    results = md.split("## 9. Results by case", 1)[1].split("## 10.", 1)[0]
+    # target, observed, expected band, margin (0.95 - 0.97) and status, not only the failing id
+    assert ("| synthetic-numbers | recorded.results | FAILED | band | P1 | ratio: estimate_mb vs measured_mb | "
+            "0.95..1.04 | [0.97, 1.1] | -0.02 | FAIL |") in results
+    assert "<details>\n<summary>synthetic-numbers / band: 2 evidence rows (1 meeting the rule), FAIL</summary>" in results
+    assert "| row | estimate | measured | value | passed |" in results
+    html = (pytester.path / "reports" / "signoff.html").read_text()
+    assert "<details><summary>synthetic-numbers / band" in html
+    # a declared calibration step shows its fitted value and both halves (synthetic figures)
+    s = summary()
+    half = {"n": 4, "spearman_pooled": 0.8, "spearman_group_median": 0.5, "groups": 2, "mape_pct": 12.0, "median_ratio": 0.9}
+    s["cases"][0]["values"] = {"calibration": {
+        "fitted": "compute_efficiency", "value": 0.4321, "rows_fit": 4, "rows_holdout": 4, "loo_mape_pct_fit_half": 13.0,
+        "method": "synthetic", "group_by": ["model"], "fit": half, "holdout": {**half, "mape_pct": 21.0},
+        "holdout_at_peak": half}}
+    _, sections = signoff.build(s, pytester.path / "reports")
+    md = signoff.render_markdown("t", sections, "img")
+    assert "| synthetic-numbers | compute_efficiency | 0.4321 | 4 | 4 | 13 | synthetic |" in md
+    assert "| synthetic-numbers | held-out half (judged) | 4 | 0.8 | 0.5 (2 groups) | 21 | 0.9 |" in md
