@@ -4,7 +4,8 @@ Reads ``step_time_cases.csv`` rows with ``source_id == vtrain_single`` (in place
 ``harness.paths.measured_dir()``), builds each config with ``estimator.measured``, fits ONE global
 compute efficiency on the hash-selected ``fit`` half (``estimator.calibrate.split_half``) and prints
 Spearman (pooled and median within groups of model, GPU count and global batch) and MAPE on the
-held-out half, plus leave-one-out MAPE on the fit half. Usage::
+held-out half, plus leave-one-out MAPE on the fit half, and how many rows the host kernel-launch
+bound (``options.host_launch_overhead``, on by default) changes at the fitted efficiency. Usage::
 
     .venv/bin/python benchmarks/vtrain_accuracy.py [--json]
 """
@@ -49,15 +50,27 @@ def evaluate(rows: list[dict[str, str]], loo_subsample: int = 20) -> calibrate.C
     )
 
 
+def host_bound_rows(rows: list[dict[str, str]], efficiency: float) -> int:
+    """Rows whose TOTAL at ``efficiency`` changes when the host launch bound is switched off."""
+    cfgs = [load_config(config_from_measured_row(r)) for r in rows]
+    off = [c.model_copy(update={"options": c.options.model_copy(update={"host_launch_overhead": False})})
+           for c in cfgs]
+    with_host, without = calibrate.efficiency_estimator(cfgs), calibrate.efficiency_estimator(off)
+    return sum(1 for i in range(len(cfgs)) if with_host(i, efficiency) != without(i, efficiency))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    cal = evaluate(load_rows())
+    rows = load_rows()
+    cal = evaluate(rows)
+    bound = host_bound_rows(rows, cal.efficiency)
     doc = {
         "rows_fit": cal.fit_rows, "rows_holdout": cal.holdout_rows, "compute_efficiency": cal.efficiency,
         "fit": cal.fit.as_dict(), "holdout": cal.holdout.as_dict(),
         "holdout_uncalibrated_eff_1.0": cal.uncalibrated_holdout.as_dict(), "loo_mape_pct_fit_half": cal.loo_mape_pct,
+        "rows_changed_by_host_launch_bound": bound,
     }
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -69,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{acc.groups} groups {acc.spearman_group_median:.3f}, MAPE {acc.mape_pct:.1f} %, "
               f"median est/meas {acc.median_ratio:.3f}")
     print(f"leave-one-out MAPE on the fit half: {cal.loo_mape_pct:.1f} %")
+    print(f"rows whose TOTAL the host kernel-launch bound changes at the fitted efficiency: {bound} of {len(rows)}")
     return 0
 
 

@@ -10,7 +10,8 @@ Options (spec §5): ``ep_bubble_overlap_ratio`` (P3: EP comm hides in the bubble
 ep > 1), ``ep_comm_overlap`` and ``convert_ep_comm_to_time`` (P4: EP in seconds, or left in bytes
 like the reference), ``dp_comm_zero_hack`` / ``tp_comm_half_hack`` (the reference's test hacks),
 ``perf_mode`` (``score``: compute in FLOP·B_p and comm in bytes·comm_w, the reference's relative
-units), ``compute_efficiency``, per-dimension overlaps, ``part_coefficients``.
+units), ``compute_efficiency``, per-dimension overlaps, ``part_coefficients``,
+``host_launch_overhead`` (each pass takes ``max(device, host launch time)``, :class:`StageCost`).
 
 Placement (which network levels a group spans) follows Megatron's default rank order
 tp → cp → dp (experts: etp → ep → edp) → pp: a group's stride is the product of the degrees
@@ -25,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from estimator import derive, params
 from estimator.errors import ConfigError
-from estimator.perf import comm, compute, network, pipeline
-from estimator.profiles import DTYPE_BYTES, profile_of
+from estimator.perf import comm, compute, kernels, network, pipeline
+from estimator.profiles import DTYPE_BYTES, host_launch_cost_s, profile_of
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, ModelConfig
@@ -47,6 +48,20 @@ class StageCost:
 
     ``ep`` is the largest EP degree among the stage's layers (1 for an all-dense stage); the
     ``*_flops`` and ``*_bytes`` fields are per device and micro-batch (DP: per step) for reports.
+
+    Host launch bound (``options.host_launch_overhead``): ``host_fw/bw/rec`` are the seconds the
+    host needs to launch the pass's kernels (:mod:`estimator.perf.kernels` count × the profile's
+    per-launch cost, :func:`estimator.profiles.host_launch_cost_s`). Host dispatch and device
+    execution run asynchronously, so a pass takes ``max(device, host)``: the device waits for
+    launches when the host is slower, the host never waits for the device (no sync inside a
+    pass). The excess ``max(0, host − device)`` of each pass is the *exposed host time*; it is
+    folded into that pass's compute part (FW_COMPUTE / BW_COMPUTE / RECOMPUTE, hence COMP) because
+    the spec's part lists (§2, §7) have no host part and the device is idle between kernels of that
+    pass, i.e. the time is spent "computing" at the launch rate. ``device`` of a pass is its compute
+    plus its comm (TP/EP: forward 1, backward 1, recompute 1 with full recompute; CP ring: 1, 2, 1 —
+    the pass factors of :func:`_stage_cost`). All host fields are 0 in ``score`` mode, under
+    ``legacy()`` and for profiles without a sourced per-launch cost; then every value equals the
+    model without the term exactly.
     """
 
     stage: int
@@ -63,16 +78,66 @@ class StageCost:
     ep_bytes: float = 0.0
     cp_bytes: float = 0.0
     dp_bytes: float = 0.0
+    host_fw: float = 0.0
+    host_bw: float = 0.0
+    host_rec: float = 0.0
+    full_recompute: bool = False
+    kernels_fw: float = 0.0
+    kernels_bw: float = 0.0
+    kernels_rec: float = 0.0
+
+    def pass_comm(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
+        """(forward, backward, recompute) share of the stage's TP + EP + CP comm per micro-batch
+        (EP scaled by ``ep_scale``): TP/EP ``1 : 1 : f`` over ``2 + f``, CP ``1 : 2 : f`` over ``3 + f``,
+        ``f`` = 1 with full recompute (the pass factors of :func:`_stage_cost`)."""
+        f = 1.0 if self.full_recompute else 0.0
+        two = self.mp_comm + self.ep_comm * ep_scale
+        fw = two / (2.0 + f) + self.cp_comm / (3.0 + f)
+        rec = f * fw
+        return fw, two + self.cp_comm - fw - rec, rec
+
+    def exposed_host(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
+        """Exposed host time per pass ``max(0, host_p − (compute_p + comm_p))`` (forward, backward,
+        recompute); all 0 without a host term."""
+        if not (self.host_fw or self.host_bw or self.host_rec):
+            return 0.0, 0.0, 0.0
+        c_fw, c_bw, c_rec = self.pass_comm(ep_scale)
+        return (max(0.0, self.host_fw - self.fw_compute - c_fw), max(0.0, self.host_bw - self.bw_compute - c_bw),
+                max(0.0, self.host_rec - self.recompute - c_rec))
 
     @property
     def per_micro_batch(self) -> float:
-        """``s_i``: everything the stage does for one micro-batch."""
-        return self.fw_compute + self.bw_compute + self.recompute + self.mp_comm + self.ep_comm + self.cp_comm
+        """``s_i``: everything the stage does for one micro-batch, ``Σ_pass max(device_p, host_p)``."""
+        device = self.fw_compute + self.bw_compute + self.recompute + self.mp_comm + self.ep_comm + self.cp_comm
+        return device + sum(self.exposed_host())
+
+    def per_micro_batch_ep_hidden(self, ratio: float) -> float:
+        """``s_i`` when ``ratio`` of the EP comm is hidden in the bubble (seed P3): the hidden comm
+        leaves the device time, the host launch bound stays: ``Σ_pass max(device_p − ratio·ep_p, host_p)``."""
+        device = (self.fw_compute + self.bw_compute + self.recompute + self.mp_comm + self.ep_comm * (1.0 - ratio)
+                  + self.cp_comm)
+        return device + sum(self.exposed_host(1.0 - ratio))
+
+    @property
+    def fw_time(self) -> float:
+        """Forward compute plus its exposed host time (the FW_COMPUTE part per micro-batch)."""
+        return self.fw_compute + self.exposed_host()[0]
+
+    @property
+    def bw_time(self) -> float:
+        """Backward compute plus its exposed host time (BW_COMPUTE per micro-batch)."""
+        return self.bw_compute + self.exposed_host()[1]
+
+    @property
+    def rec_time(self) -> float:
+        """Recompute plus its exposed host time (RECOMPUTE per micro-batch)."""
+        return self.recompute + self.exposed_host()[2]
 
     def part(self, name: str) -> float:
-        """Per-micro-batch value of a PerfParts name (DP_COMM: per step)."""
+        """Per-micro-batch value of a PerfParts name (DP_COMM: per step); compute parts include the
+        pass's exposed host time."""
         return {
-            "FW_COMPUTE": self.fw_compute, "BW_COMPUTE": self.bw_compute, "RECOMPUTE": self.recompute,
+            "FW_COMPUTE": self.fw_time, "BW_COMPUTE": self.bw_time, "RECOMPUTE": self.rec_time,
             "MP_COMM": self.mp_comm, "EP_COMM": self.ep_comm, "CP_COMM": self.cp_comm, "DP_COMM": self.dp_comm,
         }[name]
 
@@ -206,6 +271,7 @@ class _Ctx:
     comm_weight: float
     tokens_per_expert: tuple[float, ...] | None  # given routing load, None = balanced
     expert_imbalance: float  # busiest EP rank's load / mean (1.0 balanced)
+    host_launch_s: float = 0.0  # host seconds per kernel launch (0: no host term)
 
 
 def reference_comm_weight(hidden: int, ffn: int, seq: int) -> float:
@@ -238,7 +304,19 @@ def _context(cfg: EstimatorConfig) -> _Ctx:
         comm_weight=reference_comm_weight(m.hidden_size, ffn, cfg.train.seq_length),
         tokens_per_expert=load,
         expert_imbalance=compute.ep_rank_load_imbalance(load, p.ep) if load else 1.0,
+        host_launch_s=host_launch_s(cfg),
     )
+
+
+def host_launch_s(cfg: EstimatorConfig) -> float:
+    """Host seconds per kernel launch used by the model: the profile's sourced value
+    (:func:`estimator.profiles.host_launch_cost_s`) when ``options.host_launch_overhead`` is on and
+    the mode is ``time``; 0 otherwise (``score`` mode has no seconds to bound: FLOP·B_p and
+    bytes·comm_w are the reference's relative units, which never had a host term)."""
+    o = cfg.options
+    if not o.host_launch_overhead or o.perf_mode == "score":
+        return 0.0
+    return host_launch_cost_s(cfg)
 
 
 def _tokens_per_expert(cfg: EstimatorConfig) -> tuple[float, ...] | None:
@@ -314,12 +392,16 @@ def _stage_cost(cfg: EstimatorConfig, ctx: _Ctx, layout: derive.StageLayout) -> 
         dispatch = comm.ep_dispatch_tokens_imbalanced(sent, m.moe_topk, ctx.tokens_per_expert, ctx.ep)
     kv_dim = _kv_dim(m) / ctx.tp
     stage_ep = 1
-    full = 1.0 if cfg.stage_recompute(layout.stage) == "full" else 0.0
+    mode = cfg.stage_recompute(layout.stage)
+    full = 1.0 if mode == "full" else 0.0
+    launches = kernels.PassKernels(0.0, 0.0, 0.0)
     for index, n in _layer_groups(cfg, layout.layers):
         lc = _layer_cost(cfg, ctx, index, layout.stage)
         f, b, r = compute.pass_flops(lc.forward * n, lc.recompute_fraction)
         fw, bw, rec = fw + f, bw + b, rec + r
         blocks = 1 if (lc.moe and ctx.t_exp == 1) else 2
+        if ctx.host_launch_s:
+            launches += _layer_kernels(cfg, ctx, index, lc.moe, blocks, mode).scaled(n)
         tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), (2.0 + full) * n)
         cp_ring = comm.cp_ring_layer_collectives(local_tokens, kv_dim, ctx.b_compute, ctx.cp)
         cp_cs += comm.scaled(cp_ring, (3.0 + full) * n)
@@ -331,6 +413,11 @@ def _stage_cost(cfg: EstimatorConfig, ctx: _Ctx, layout: derive.StageLayout) -> 
     if layout.has_head:
         head = compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab) / (ctx.tp * ctx.cp)
         fw, bw = fw + head, bw + compute.BACKWARD_TO_FORWARD_RATIO * head
+    if ctx.host_launch_s:
+        if layout.has_embedding:
+            launches += kernels.embedding_pass_kernels(m.position_embedding == "learned")
+        if layout.has_head:
+            launches += kernels.head_pass_kernels(ctx.tp)
     dp_cs, dp_stride_exp, dp_cs_exp = _dp_collectives(cfg, ctx, layout)
     values = {
         "tp": _comm_value(cfg, ctx, tp_cs, 1, "tp"),
@@ -350,7 +437,27 @@ def _stage_cost(cfg: EstimatorConfig, ctx: _Ctx, layout: derive.StageLayout) -> 
         ep_bytes=sum(comm.wire_bytes(c) for c in ep_cs),
         cp_bytes=sum(comm.wire_bytes(c) for c in cp_cs),
         dp_bytes=sum(comm.wire_bytes(c) for c in dp_cs + dp_cs_exp),
+        host_fw=launches.forward * ctx.host_launch_s,
+        host_bw=launches.backward * ctx.host_launch_s,
+        host_rec=launches.recompute * ctx.host_launch_s,
+        full_recompute=bool(full),
+        kernels_fw=launches.forward, kernels_bw=launches.backward, kernels_rec=launches.recompute,
     )
+
+
+def _layer_kernels(cfg: EstimatorConfig, ctx: _Ctx, index: int, moe: bool, tp_blocks: int,
+                   mode: str) -> kernels.PassKernels:
+    """Kernels one rank launches for layer ``index`` per micro-batch (:mod:`estimator.perf.kernels`);
+    an MTP layer adds its projection and second head."""
+    layer_ep = derive.layer_ep(cfg, index)
+    shape = kernels.layer_shape(
+        cfg.model, moe=moe, layer_ep=layer_ep, tp=ctx.tp, sequence_parallel=ctx.sp, tp_blocks=tp_blocks,
+        cp=ctx.cp, flash_attention=cfg.train.flash_attention,
+    )
+    out = kernels.layer_pass_kernels(shape, mode, frozenset(cfg.recompute.modules))
+    if derive.layer_kind(cfg.model, index) == "mtp":
+        out += kernels.mtp_extra_pass_kernels(ctx.tp)
+    return out
 
 
 def _layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
@@ -443,11 +550,22 @@ def schedule_time(schedule: str, stages: list[StageCost], m: int, vpp: int, hidd
         return pipeline.interleaved_time(eff, m, vpp)
     if schedule == "zero_bubble_v":
         comm_s = [s.mp_comm + s.ep_comm + s.cp_comm - h for s, h in zip(stages, hidden, strict=True)]
-        fwd = [s.fw_compute + c / 2 for s, c in zip(stages, comm_s, strict=True)]
-        b_in = [s.bw_compute / 2 + s.recompute + c / 2 for s, c in zip(stages, comm_s, strict=True)]
-        b_w = [s.bw_compute / 2 for s in stages]
+        fwd = [s.fw_time + c / 2 for s, c in zip(stages, comm_s, strict=True)]
+        b_in = [s.bw_time / 2 + s.rec_time + c / 2 for s, c in zip(stages, comm_s, strict=True)]
+        b_w = [s.bw_time / 2 for s in stages]
         return pipeline.zero_bubble_v_time(fwd, b_in, b_w, m)
     return pipeline.one_f_one_b_time(eff, m)
+
+
+def _hidden_ep(s: StageCost, ratio: float) -> float:
+    """EP time stage ``s`` hides in the bubble (seed P3): ``ratio·ep_comm`` on stages with ep > 1
+    (:func:`pipeline.ep_overlapped_stage_time`); with a host launch bound only the part the pass
+    time really loses, ``s_i − Σ_pass max(device_p − ratio·ep_p, host_p)`` (a host-bound pass keeps
+    its length, so ``s_i − hidden`` never falls as EP comm grows)."""
+    plain = s.per_micro_batch - pipeline.ep_overlapped_stage_time(s.per_micro_batch, s.ep_comm, ratio, s.ep)
+    if s.ep <= 1 or not (s.host_fw or s.host_bw or s.host_rec):
+        return plain
+    return s.per_micro_batch - s.per_micro_batch_ep_hidden(ratio)
 
 
 def assemble(
@@ -461,8 +579,7 @@ def assemble(
     PP_COMM``; ``TOTAL`` = sum of RealParts.
     """
     m = num_micro_batches
-    hidden = [s.per_micro_batch - pipeline.ep_overlapped_stage_time(s.per_micro_batch, s.ep_comm, ratio, s.ep)
-              for s in stages]
+    hidden = [_hidden_ep(s, ratio) for s in stages]
     st = pipeline.step_time(
         lambda h: schedule_time(schedule, stages, m, vpp, h), hidden, [s.per_micro_batch for s in stages], m,
         [s.dp_comm for s in stages],

@@ -3,7 +3,9 @@
 All parts ≥ 0 and add up to TOTAL; PP_WAIT = 0 when pp = 1; EP_WAIT = 0 for a dense model;
 DP_WAIT = 0 when no data-parallel group exists (dp = cp = 1 and expert-DP = 1; with dp = 1 the
 expert gradients can still need a reduction over expert-DP = tp/ep, which is real traffic);
-TOTAL never falls when only the network bandwidth is reduced.
+TOTAL never falls when only the network bandwidth is reduced. Default options include the host
+kernel-launch bound (``host_launch_overhead``; megatron/fsdp2 profiles), which binds on about a third
+of these small synthetic configs, so every property is also checked with host-bound passes.
 """
 
 from __future__ import annotations

@@ -1,0 +1,231 @@
+"""Device kernels one rank launches per layer and micro-batch, per pass (forward, backward, recompute).
+
+The host (CPU) issues every kernel of an eager PyTorch run one by one; the device runs them
+asynchronously. When kernels are short (small micro-batches, small hidden sizes, large TP) the host
+is the slower side and the pass takes at least ``kernels × per-launch host cost``
+(:mod:`estimator.perf.parts` uses that bound; the per-launch cost is profile data with its source in
+:mod:`estimator.profiles`).
+
+Counting (Megatron-LM ``ParallelTransformerLayer`` / ``TransformerLayer`` in eager mode, one rank;
+every rank of a TP/CP/EP group launches the same kernels, so the count does not shrink with
+parallelism — only ``E/ep`` local experts do). Each op has a forward and a backward kernel count:
+
+* ``GEMM`` (linear, ``baddbmm``/``bmm``): 1 forward; 2 backward (input gradient + weight gradient,
+  the same split that makes backward FLOPs 2× forward).
+* ``NORM`` (fused LayerNorm/RMSNorm): 1 forward; 2 backward (input gradient; gamma/beta gradient).
+* ``POINTWISE`` (fused bias-activation, bias-dropout-add, softmax, dropout, RoPE, permute copy,
+  routing top-k): 1 forward; 1 backward.
+* ``COLLECTIVE`` (NCCL all-reduce / all-gather / reduce-scatter / all-to-all / p2p): 1 forward;
+  1 backward (the conjugate collective).
+* ``FLASH`` (FlashAttention-2 fused core attention): 1 forward; 2 backward (the ``dO·O`` row-sum
+  pre-processing kernel and the main backward kernel).
+* ``CROSS_ENTROPY`` (Megatron vocab-parallel cross entropy: max, subtract, exp, sum, target gather,
+  log-loss): 6 forward; 2 backward (softmax minus one-hot, scale).
+
+Per layer (forward ops):
+
+* attention block: input norm; QKV GEMM (MHA/GQA: one fused GEMM; MLA: q down + q norm + q up, or
+  one q GEMM without q compression, and kv down + kv norm + kv up); RoPE on q and k (2 pointwise,
+  when ``position_embedding: rope`` or MLA); core attention (flash: 1 FLASH; unfused: ``baddbmm``
+  QKᵀ + fused scale-mask-softmax + dropout + ``bmm`` PV + the permute copy = 2 GEMM + 3 pointwise);
+  output GEMM; bias-dropout-add residual.
+* dense MLP block: norm, fc1 GEMM (SwiGLU: gate and up fused), activation, fc2 GEMM, residual.
+* MoE block: norm, router GEMM, softmax + top-k (2 pointwise), token permute and unpermute (2),
+  per LOCAL expert (``E/ep``, Megatron's ``SequentialMLP``) fc1 + activation + fc2, shared experts
+  (one fused MLP: 2 GEMM + 1 pointwise), residual; EP > 1 adds dispatch and combine all-to-alls.
+* TP collectives per TP-sharded block: 1 all-reduce, or all-gather + reduce-scatter with sequence
+  parallelism (the same blocks :func:`estimator.perf.comm.tp_layer_collectives` prices).
+* CP ring (``cp > 1``): core attention runs once per KV block (``cp`` times), with ``2·(cp−1)`` p2p
+  send/recv kernels and ``cp−1`` output-merge pointwise kernels.
+
+Stage extras per micro-batch: embedding (lookup, + learned position lookup and add, + dropout) on
+the first stage; final norm, logits GEMM and cross entropy on the last (TP > 1: 3 all-reduces in
+the vocab-parallel cross entropy). Recompute: ``full`` re-runs the layer's forward kernels;
+``selective`` re-runs the forward kernels of the listed modules (``core_attn`` default). Per-step
+work (optimizer, DP collectives) and Python work between kernels are not counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from estimator.config import ModelConfig
+
+#: (forward kernels, backward kernels) per op kind — see the module docstring for the reasoning
+OP_KERNELS: dict[str, tuple[int, int]] = {
+    "GEMM": (1, 2),
+    "NORM": (1, 2),
+    "POINTWISE": (1, 1),
+    "COLLECTIVE": (1, 1),
+    "FLASH": (1, 2),
+    "CROSS_ENTROPY": (6, 2),
+}
+
+
+@dataclass(frozen=True)
+class PassKernels:
+    """Kernels one rank launches for one micro-batch, per pass."""
+
+    forward: float
+    backward: float
+    recompute: float
+
+    def __add__(self, other: PassKernels) -> PassKernels:
+        return PassKernels(self.forward + other.forward, self.backward + other.backward,
+                           self.recompute + other.recompute)
+
+    def scaled(self, n: float) -> PassKernels:
+        return PassKernels(self.forward * n, self.backward * n, self.recompute * n)
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """What the kernel count of one layer depends on (from the config and the parallel layout)."""
+
+    attention: str  # mha | gqa | mla
+    q_compressed: bool  # MLA with q_lora_rank
+    rope: bool
+    flash_attention: bool
+    moe: bool
+    local_experts: int  # E/ep on this rank (MoE layers)
+    shared_experts: bool
+    layer_ep: int
+    tp: int
+    sequence_parallel: bool
+    tp_blocks: int  # TP-sharded blocks (2; 1 for a MoE layer whose experts are not TP-sharded)
+    cp: int
+
+
+def forward_kernels(ops: Counter[str]) -> float:
+    """Forward kernels of a bag of ops: ``Σ n_op · fw_op`` (:data:`OP_KERNELS`)."""
+    return float(sum(n * OP_KERNELS[op][0] for op, n in ops.items()))
+
+
+def backward_kernels(ops: Counter[str]) -> float:
+    """Backward kernels of a bag of ops: ``Σ n_op · bw_op`` (:data:`OP_KERNELS`)."""
+    return float(sum(n * OP_KERNELS[op][1] for op, n in ops.items()))
+
+
+def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
+    """Forward ops of one layer on one rank, by Megatron recompute-module name.
+
+    Keys: ``layernorm`` (both norms), ``attn_proj`` (QKV/MLA projections + RoPE + output GEMM),
+    ``mla_up_proj`` (the MLA up-projections, a subset counted inside ``attn_proj`` too),
+    ``core_attn``, ``mlp`` / ``moe`` (the MLP block of a dense / MoE layer), ``shared_experts``
+    (inside ``moe``), ``moe_act`` (the local experts' activations, inside ``moe``), ``residual``,
+    ``tp_comm``, ``cp_comm``. ``mla_up_proj``, ``shared_experts`` and ``moe_act`` are views for
+    selective recompute and are not added again by :func:`layer_pass_kernels`.
+    """
+    m: dict[str, Counter[str]] = {}
+    m["layernorm"] = Counter({"NORM": 2})
+    proj: Counter[str] = Counter()
+    if shape.attention == "mla":
+        proj["GEMM"] += 2 if shape.q_compressed else 1  # q down + q up, or one q GEMM
+        proj["NORM"] += 1 if shape.q_compressed else 0  # q_a_layernorm
+        proj["GEMM"] += 2  # kv down (+ rope key) and kv up
+        proj["NORM"] += 1  # kv_a_layernorm
+        m["mla_up_proj"] = Counter({"GEMM": 2 if shape.q_compressed else 1})
+    else:
+        proj["GEMM"] += 1  # fused QKV
+    if shape.rope or shape.attention == "mla":
+        proj["POINTWISE"] += 2  # RoPE on q and k
+    proj["GEMM"] += 1  # output projection
+    m["attn_proj"] = proj
+    blocks = shape.cp if shape.cp > 1 else 1
+    core = Counter({"FLASH": 1}) if shape.flash_attention else Counter({"GEMM": 2, "POINTWISE": 3})
+    m["core_attn"] = Counter({k: v * blocks for k, v in core.items()})
+    if shape.moe:
+        per_expert = Counter({"GEMM": 2, "POINTWISE": 1})
+        moe = Counter({"GEMM": 1, "POINTWISE": 4})  # router; softmax, top-k, permute, unpermute
+        moe.update({k: v * shape.local_experts for k, v in per_expert.items()})
+        if shape.shared_experts:
+            moe.update(per_expert)
+            m["shared_experts"] = Counter(per_expert)
+        if shape.layer_ep > 1:
+            moe["COLLECTIVE"] += 2  # dispatch + combine all-to-all
+        m["moe"] = moe
+        m["moe_act"] = Counter({"POINTWISE": shape.local_experts})
+    else:
+        m["mlp"] = Counter({"GEMM": 2, "POINTWISE": 1})
+    m["residual"] = Counter({"POINTWISE": 2})
+    if shape.tp > 1:
+        per_block = 2 if shape.sequence_parallel else 1
+        m["tp_comm"] = Counter({"COLLECTIVE": per_block * shape.tp_blocks})
+    if shape.cp > 1:
+        m["cp_comm"] = Counter({"COLLECTIVE": 2 * (shape.cp - 1), "POINTWISE": shape.cp - 1})
+    return m
+
+
+#: modules whose ops are already inside another module (views for selective recompute)
+_VIEW_MODULES = ("mla_up_proj", "shared_experts", "moe_act")
+
+
+def layer_pass_kernels(shape: LayerShape, recompute: str, modules: frozenset[str] = frozenset()) -> PassKernels:
+    """Kernels of one layer for one micro-batch: forward, backward and recompute passes.
+
+    Forward = Σ forward kernels of the layer's ops; backward = Σ backward kernels
+    (:data:`OP_KERNELS`); recompute: ``full`` = forward, ``selective`` = forward kernels of
+    ``modules`` (default ``{core_attn}``), ``none`` = 0.
+    """
+    mods = layer_modules(shape)
+    ops: Counter[str] = Counter()
+    for name, c in mods.items():
+        if name not in _VIEW_MODULES:
+            ops.update(c)
+    fw = forward_kernels(ops)
+    if recompute == "full":
+        rec = fw
+    elif recompute == "selective":
+        chosen = set(modules or {"core_attn"})
+        if "moe" in chosen:  # the MoE block already holds its shared experts and activations
+            chosen -= {"shared_experts", "moe_act"}
+        rec = sum(forward_kernels(mods[name]) for name in chosen if name in mods)
+    elif recompute == "none":
+        rec = 0.0
+    else:
+        raise ValueError(f"recompute mode {recompute!r}: expected none, selective or full")
+    return PassKernels(fw, backward_kernels(ops), float(rec))
+
+
+def embedding_pass_kernels(learned_position: bool) -> PassKernels:
+    """First stage, per micro-batch: word lookup (+ position lookup and add) + dropout (pointwise)."""
+    ops = Counter({"POINTWISE": 2 + (2 if learned_position else 0)})
+    return PassKernels(forward_kernels(ops), backward_kernels(ops), 0.0)
+
+
+def head_pass_kernels(tp: int) -> PassKernels:
+    """Last stage, per micro-batch: final norm, logits GEMM, vocab-parallel cross entropy
+    (+ 3 all-reduces when ``tp > 1``)."""
+    ops = Counter({"NORM": 1, "GEMM": 1, "CROSS_ENTROPY": 1})
+    if tp > 1:
+        ops["COLLECTIVE"] += 3
+    return PassKernels(forward_kernels(ops), backward_kernels(ops), 0.0)
+
+
+def mtp_extra_pass_kernels(tp: int) -> PassKernels:
+    """DeepSeek MTP module beyond its transformer layer: 2 norms, concat, projection GEMM and a
+    second head (:func:`head_pass_kernels`)."""
+    ops = Counter({"NORM": 2, "POINTWISE": 1, "GEMM": 1})
+    return PassKernels(forward_kernels(ops), backward_kernels(ops), 0.0) + head_pass_kernels(tp)
+
+
+def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequence_parallel: bool,
+                tp_blocks: int, cp: int, flash_attention: bool) -> LayerShape:
+    """The :class:`LayerShape` of a layer of ``model`` under the given layout."""
+    return LayerShape(
+        attention=model.attention,
+        q_compressed=bool(model.q_lora_rank),
+        rope=model.position_embedding == "rope",
+        flash_attention=flash_attention,
+        moe=moe,
+        local_experts=max(1, model.num_experts // max(1, layer_ep)) if moe else 0,
+        shared_experts=moe and model.shared_ffn_total > 0,
+        layer_ep=layer_ep,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        tp_blocks=tp_blocks,
+        cp=cp,
+    )
