@@ -87,6 +87,11 @@ class ModelConfig(_Strict):
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     position_embedding: Literal["rope", "learned"] = "rope"
     assumed: dict[str, str] = Field(default_factory=dict, description="field -> why the value is assumed")
+    source_facts: dict[str, str] = Field(
+        default_factory=dict,
+        description="config path -> citation, for values taken from a source's published configuration "
+        "(estimator.measured.SOURCE_FACTS) rather than from a data cell",
+    )
 
     @property
     def is_moe(self) -> bool:
@@ -150,6 +155,13 @@ class TrainConfig(_Strict):
     num_micro_batches: int | None = Field(default=None, ge=1)
     global_batch_size: int | None = Field(default=None, ge=1)
     flash_attention: bool = True
+    #: attention-probability dropout rate; None = not stated: keep Korthikanti's dropout mask and
+    #: dropout output per score (Korthikanti et al. 2022 Table 2). 0 = no dropout: ``torch`` dropout
+    #: with p = 0 returns its input, so no mask and no second copy are kept.
+    attention_dropout: float | None = Field(default=None, ge=0, lt=1)
+    #: hidden (residual) dropout rate; None = not stated: keep Korthikanti's 1-byte masks (attention
+    #: output and MLP output); 0 = no dropout, no masks.
+    hidden_dropout: float | None = Field(default=None, ge=0, lt=1)
 
 
 class ParallelConfig(_Strict):
@@ -169,6 +181,9 @@ class ParallelConfig(_Strict):
     optimizer_shard_size: int | None = Field(default=None, ge=1)
     grad_sharding: bool = False
     expert_zero3_sharding: bool = True
+    #: Megatron ``--overlap-moe-expert-parallel-comm``: the interleaved schedule runs one extra
+    #: warm-up forward (``get_pp_rank_microbatches``), so one more micro-batch is in flight
+    overlap_moe_expert_parallel_comm: bool = False
 
     @property
     def world_size(self) -> int:
@@ -203,6 +218,9 @@ class PrecisionConfig(_Strict):
     compute: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
     grads: Literal["fp32", "bf16", "fp16"] | None = None
     optimizer_states: Literal["fp32", "bf16", "fp16"] | None = None
+    #: linear layers run in FP8 through Transformer Engine (Megatron ``--fp8-format``); the
+    #: ``megatron`` profile then counts TE's cached FP8 weight copies (``memory.static``)
+    fp8_linear: bool = False
 
 
 class OptionsConfig(_Strict):
@@ -225,6 +243,10 @@ class OptionsConfig(_Strict):
     perf_mode: Literal["time", "score"] = "time"
     compute_efficiency: float = Field(
         default=1.0, gt=0, le=1, description="achieved share of peak FLOP/s; 1.0 = raw peak (uncalibrated)"
+    )
+    host_launch_overhead: bool = Field(
+        default=True,
+        description="stage pass time ≥ host kernel-launch time (kernels × profile per-launch cost); off in legacy()",
     )
     dp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of DP comm hidden by compute")
     tp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of TP comm hidden by compute")

@@ -4,6 +4,9 @@ Rows of ``../shared/data/measured/memory_cases.csv`` and ``step_time_cases.csv``
 configuration columns (see that folder's README). ``config_from_measured_row`` maps them to the
 schema of spec §3; bad values raise ``ConfigError`` naming the column. Cells the source left
 empty get a stated default recorded in ``model.assumed`` (column -> reason), never a silent guess.
+What a source itself publishes about its runs beyond the CSV columns (e.g. a paper's formula
+that counts attention scores, a CI config's dropout flags) lives in ``SOURCE_FACTS`` with its
+citation, is applied to that source's rows only, and is recorded in ``model.source_facts``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,77 @@ EMPTY_DEFAULTS: dict[str, tuple[Any, str]] = {
     "sequence_parallel": (False, "not stated by the source; assume off"),
     "flash_attention": (True, "not stated by the source; assume flash attention"),
 }
+
+
+#: CI model configs these facts were read from (NVIDIA/Megatron-LM, tests/functional_tests/test_cases/),
+#: at the commit named per test (stored versions; the CSV's d98e8a64dd was not re-read, and the CSV
+#: notes record the model configs' last change as ab16414a20 for all three)
+_MCORE_MOE_CONFIG = "NVIDIA/Megatron-LM@{} tests/functional_tests/test_cases/moe/{}/model_config.yaml"
+_KORTHIKANTI_SCORES = (
+    "Korthikanti et al. 2022 (arXiv 2205.05198) §4.1 / Table 2 count the attention scores explicitly: "
+    "per layer s·b·h·(34 + 5·a·s/h) without recompute (softmax output, dropout mask, dropout output "
+    "per score); Megatron-LM of 2022 had no flash attention, so the CSV's empty flash_attention cell "
+    "means unfused attention for this source"
+)
+
+
+def _mcore_moe_facts(test: str, commit: str, layout: list[int] | None = None) -> dict[str, tuple[Any, str]]:
+    """Facts of one Megatron-LM CI MoE proxy test read from its ``model_config.yaml``."""
+    src = _MCORE_MOE_CONFIG.format(commit, test)
+    facts: dict[str, tuple[Any, str]] = {
+        "train.attention_dropout": (0.0, f"{src}: --attention-dropout 0.0"),
+        "train.hidden_dropout": (0.0, f"{src}: --hidden-dropout 0.0"),
+    }
+    if layout is not None:
+        facts["parallel.overlap_moe_expert_parallel_comm"] = (True, f"{src}: --overlap-moe-expert-parallel-comm")
+        facts["parallel.layers_per_stage"] = (
+            layout,
+            f"{src}: --pipeline-model-parallel-layout 'Et*3|(tt|)*6tmL' = 8 virtual stages of "
+            "3, 2, 2, 2, 2, 2, 2, 1 decoder layers (E embedding, m MTP, L loss on the last)",
+        )
+    return facts
+
+
+#: published facts about a source's runs that its CSV cells leave empty or cannot express:
+#: (source_id, model_name or None for every row of the source) -> {config path: (value, citation)}.
+#: A CSV cell that states the value wins over a fact (facts fill empty cells only).
+SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
+    ("korthikanti2022_fig1", None): {"train.flash_attention": (False, _KORTHIKANTI_SCORES)},
+    ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed"): _mcore_moe_facts(
+        "gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed", "2afeef845d"
+    ),
+    ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8"): _mcore_moe_facts(
+        "gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8", "16d85528bc"
+    ),
+    ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental"): _mcore_moe_facts(
+        "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental", "18e953661e", layout=[3, 2, 2, 2, 2, 2, 2, 1]
+    ),
+}
+
+
+def source_facts(row: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+    """Facts of ``SOURCE_FACTS`` that apply to ``row`` (source-wide first, then per model)."""
+    source, model = _text(row, "source_id"), _text(row, "model_name")
+    return {**SOURCE_FACTS.get((source, None), {}), **SOURCE_FACTS.get((source, model), {})}
+
+
+#: config path -> CSV column whose non-empty cell wins over a source fact
+_FACT_COLUMNS = {"train.flash_attention": "flash_attention"}
+
+
+def _apply_facts(row: Mapping[str, str], config: dict[str, Any]) -> None:
+    """Set each applicable source fact in ``config`` and cite it in ``model.source_facts``."""
+    cited: dict[str, str] = {}
+    for path, (value, citation) in source_facts(row).items():
+        column = _FACT_COLUMNS.get(path, "")
+        if column and _text(row, column):
+            continue
+        section, key = path.split(".", 1)
+        config[section][key] = value
+        if column:
+            config["model"]["assumed"].pop(column, None)
+        cited[path] = citation
+    config["model"]["source_facts"] = cited
 
 
 def _text(row: Mapping[str, str], column: str) -> str:
@@ -134,6 +208,8 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
 def _precision(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
     text = _text(row, "precision").lower() or _default("precision", assumed)
     precision: dict[str, Any] = {"compute": "fp16" if text.startswith("fp16") else "bf16"}
+    if "fp8" in text:  # e.g. "bf16+fp8 (--fp8-format hybrid, --fp8-recipe tensorwise)"
+        precision["fp8_linear"] = True
     grads = _text(row, "grad_dtype").lower()
     if grads:
         if grads not in ("fp32", "bf16", "fp16"):
@@ -193,7 +269,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
         "distributed_optimizer": dist_opt,
     }
     model["assumed"] = assumed
-    return {
+    config = {
         "profile": profile,
         "model": model,
         "train": train,
@@ -202,3 +278,5 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
         "precision": _precision(row, assumed),
         "hardware": {"preset": hardware_preset(_text(row, "hardware")), "devices": world},
     }
+    _apply_facts(row, config)
+    return config

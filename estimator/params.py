@@ -43,6 +43,22 @@ def attention_params(model: ModelConfig) -> int:
     return q + kv + a * d_v * h
 
 
+def mla_replicated_params(model: ModelConfig) -> int:
+    """MLA weights every TP rank holds whole: the down-projections and their norms.
+
+    Megatron-Core ``MLASelfAttention`` builds ``linear_q_down_proj`` (h·q_lora) and
+    ``linear_kv_down_proj`` (h·(kv_lora + d_rope)) as ``TELinear`` with ``parallel_mode=
+    'duplicated'`` (megatron/core/transformer/multi_latent_attention.py), and the q/kv norms
+    (q_lora, kv_lora) are replicated like every norm. Only the up-projections and the output
+    projection are TP-sharded. 0 for MHA/GQA.
+    """
+    if model.attention != "mla":
+        return 0
+    h, q_lora, kv_lora = model.hidden_size, model.q_lora_rank or 0, model.kv_lora_rank or 0
+    q = h * q_lora + q_lora if q_lora else 0  # without q compression linear_q_proj is column-parallel
+    return q + h * (kv_lora + (model.qk_rope_head_dim or 0)) + kv_lora
+
+
 def mlp_params(hidden: int, ffn: int, activation: str) -> int:
     """One MLP: n_mat·h·F with n_mat = 3 for SwiGLU, 2 otherwise."""
     return MLP_MATRICES[activation] * hidden * ffn
@@ -63,14 +79,21 @@ class LayerParams:
     """Parameters of one layer split as the reference does: (non-expert, routed, shared).
 
     ``non_expert`` = attention + norms + router + dense MLP; ``norm`` is the replicated part of
-    ``non_expert`` (norms and router: not TP-sharded in Megatron); ``routed`` counts all E experts
-    (divide by ep for one rank).
+    ``non_expert`` made of norms and the router (not TP-sharded in Megatron); ``mla_replicated``
+    the MLA down-projections Megatron duplicates on every TP rank (``mla_replicated_params``);
+    ``routed`` counts all E experts (divide by ep for one rank).
     """
 
     non_expert: int
     routed: int
     shared: int
     norm: int
+    mla_replicated: int = 0
+
+    @property
+    def replicated(self) -> int:
+        """Non-expert parameters every TP rank holds whole: norms, router, MLA down-projections."""
+        return self.norm + self.mla_replicated
 
     @property
     def total(self) -> int:
@@ -87,19 +110,19 @@ def _moe_block(model: ModelConfig) -> tuple[int, int, int]:
 def layer_params(model: ModelConfig, index: int) -> LayerParams:
     """Parameters of layer ``index`` (dense, MoE, or MTP = projection 2h·h + 2 norms + a layer)."""
     kind = layer_kind(model, index)
-    attn, norms = attention_params(model), norm_params(model)
+    attn, norms, mla = attention_params(model), norm_params(model), mla_replicated_params(model)
     moe = kind == "moe" or (kind == "mtp" and mtp_is_moe(model))
     if moe:
         router, routed, shared = _moe_block(model)
-        body = LayerParams(attn + norms + router, routed, shared, norms + router)
+        body = LayerParams(attn + norms + router, routed, shared, norms + router, mla)
     else:
         dense = mlp_params(model.hidden_size, model.dense_ffn, model.activation)
-        body = LayerParams(attn + norms + dense, 0, 0, norms)
+        body = LayerParams(attn + norms + dense, 0, 0, norms, mla)
     if kind != "mtp":
         return body
     extra = mtp_extra_params(model)
     mtp_norms = 2 * model.hidden_size  # the projection 2h·h is TP-sharded, its two norms are not
-    return LayerParams(body.non_expert + extra, body.routed, body.shared, body.norm + mtp_norms)
+    return LayerParams(body.non_expert + extra, body.routed, body.shared, body.norm + mtp_norms, mla)
 
 
 def mtp_extra_params(model: ModelConfig) -> int:

@@ -7,7 +7,8 @@
 - ``megatron``: Megatron-Core (memory-accounting facts §1.2, §4.1): bf16 params 2 B + fp32 main
   grads 4 B (unsharded) + fp32 master params and Adam states 12 B sharded over DP·CP with the
   distributed optimizer (experts over expert-DP); vocab-parallel fp32 logits on the last stage;
-  no separate comm buffers (dispatch/gather outputs are activations).
+  no separate comm buffers (dispatch/gather outputs are activations); the MTP stage holds its own
+  word embedding (``mtp_stage_holds_embedding``).
 - ``fsdp2`` (torchtitan-like): fp32 params, grads and Adam states all sharded over dp·cp
   (16 B / shard degree) plus the transient unsharded bf16 weights of the layers in flight.
 
@@ -51,6 +52,12 @@ class Profile:
     full_recompute_input_tp_sharded: bool  # True: /tp always; False: /tp only with sequence parallelism
     comm_buffers: bool  # reference §2.6 per-layer comm buffers
     tp_shardable_overhead_mb: float
+    #: the stage running the MTP layers also holds a word embedding (Megatron-Core ``GPTModel``:
+    #: ``if self.pre_process or self.mtp_process: self.embedding = LanguageModelEmbedding(...)``)
+    mtp_stage_holds_embedding: bool = False
+    #: interleaved 1F1B μ per chunk: the reference's rule (reference §2.7) or Megatron-Core's
+    #: forward order (``estimator.memory.schedule.in_flight_megatron_interleaved``)
+    interleaved_order: Literal["reference", "megatron"] = "reference"
 
 
 PROFILES: dict[str, Profile] = {
@@ -83,6 +90,8 @@ PROFILES: dict[str, Profile] = {
         full_recompute_input_tp_sharded=False,
         comm_buffers=False,
         tp_shardable_overhead_mb=0.0,
+        mtp_stage_holds_embedding=True,
+        interleaved_order="megatron",
     ),
     "fsdp2": Profile(
         name="fsdp2",
@@ -149,3 +158,44 @@ def tp_shardable_overhead_mb(cfg: EstimatorConfig) -> float:
     """``options.tp_shardable_overhead_mb``, or the profile default when unset (spec §5)."""
     value = cfg.options.tp_shardable_overhead_mb
     return profile_of(cfg).tp_shardable_overhead_mb if value is None else value
+
+
+# --------------------------------------------------------------------------------------------
+# host (CPU) cost of launching one device kernel (step-time model, estimator.perf.kernels)
+
+
+@dataclass(frozen=True)
+class HostLaunchCost:
+    """CPU time the framework spends per device kernel it launches (µs), with its provenance."""
+
+    per_launch_us: float
+    source: str
+
+
+#: CPU-side CUDA launch time of one kernel, eager PyTorch. Value chosen from the source before any
+#: comparison with measured step times: the LOWER end of the published "usual" range, because the
+#: step-time model uses it as a lower bound on host time (the Python/ATen dispatch on top of the
+#: launch, ~2 µs per op per pytorch/pytorch#41383, is deliberately not added).
+EAGER_PYTORCH_CUDA_LAUNCH = HostLaunchCost(
+    per_launch_us=5.0,
+    source=(
+        "Meta HolisticTraceAnalysis docs, 'CUDA Kernel Launch Statistics' "
+        "(github.com/facebookresearch/HolisticTraceAnalysis, docs/source/features/cuda_kernel_launch_stats.rst): "
+        "'Usually, the launch time on the CPU side is between 5-20 microseconds' (the cudaLaunchKernel runtime "
+        "event of a PyTorch trace); lower end taken"
+    ),
+)
+
+#: per profile; None = no sourced value (sapp-nd models MindFormers on Ascend, whose graph-mode
+#: kernel issue is not the eager CUDA path above): the host term is then absent (0)
+HOST_LAUNCH_COST: dict[str, HostLaunchCost | None] = {
+    "sapp-nd": None,
+    "megatron": EAGER_PYTORCH_CUDA_LAUNCH,
+    "fsdp2": EAGER_PYTORCH_CUDA_LAUNCH,
+}
+
+
+def host_launch_cost_s(cfg: EstimatorConfig) -> float:
+    """Host seconds per launched kernel for ``cfg``'s profile (0.0 without a sourced value)."""
+    cost = HOST_LAUNCH_COST.get(cfg.profile)
+    return 0.0 if cost is None else cost.per_launch_us * 1e-6

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
 #: bytes per element of a dropout mask (Korthikanti: "sbh" per mask)
 DROPOUT_MASK_BYTES = 1
-#: bytes per attention-score element without flash attention: softmax output 2 + dropout mask 1
-#: + dropout output 2 (Korthikanti's 5·a·s²·b)
+#: bytes per attention-score element without flash attention at 16-bit compute: softmax output 2 +
+#: dropout mask 1 + dropout output 2 (Korthikanti's 5·a·s²·b); see ``score_bytes_per_element``
 SCORE_BYTES = 5
 #: fp32 softmax statistics (log-sum-exp) kept by flash attention per head and token
 SOFTMAX_STATS_BYTES = 4
@@ -62,12 +62,39 @@ def recomputed_modules(cfg: EstimatorConfig, mode: RecomputeMode) -> frozenset[s
     return frozenset(cfg.recompute.modules or DEFAULT_SELECTIVE)
 
 
+def hidden_dropout_mask_bytes(cfg: EstimatorConfig) -> int:
+    """Bytes per element of a hidden-dropout mask: 1 (Korthikanti), 0 when ``hidden_dropout`` is 0.
+
+    ``torch.nn.functional.dropout`` with p = 0 returns its input (ATen ``dropout``: ``if p == 0 ||
+    !train ... return input``), so no mask is saved for backward. None (not stated) keeps the mask.
+    """
+    return 0 if cfg.train.hidden_dropout == 0 else DROPOUT_MASK_BYTES
+
+
+def score_bytes_per_element(cfg: EstimatorConfig) -> int:
+    """Bytes kept per attention score by unfused (non-flash) core attention, per micro-batch.
+
+    Korthikanti et al. 2022 §4.1: softmax output (B), dropout mask (1 B) and dropout output (B)
+    = 5 at B = 2. The QKᵀ product itself is not kept: the batched matmul's backward needs only Q
+    and K, and the softmax backward needs only its output (Megatron/TE ``FusedScaleMaskSoftmax``
+    saves ``softmax_results``). With ``attention_dropout == 0`` dropout returns its input, so the
+    mask and the second copy disappear and the context matmul saves the softmax output itself:
+    B bytes per score (e.g. Megatron-LM CI MoE tests, ``--attention-dropout 0.0``).
+    """
+    b_c = resolved_bytes(cfg).compute
+    if cfg.train.attention_dropout == 0:
+        return b_c
+    return b_c + DROPOUT_MASK_BYTES + b_c
+
+
 def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     """Attention block: norm input + norm output (/r), Q/K/V and out-proj input (/t), masks, scores.
 
     MHA/GQA: Q T·a·d, K and V T·g·d, out-proj input T·a·d (all ·B/t). MLA: compressed q and kv
     (and their norm outputs) ·B/r, up-projected q, k (a·(d_qk + d_rope)), v and attention output
-    (a·d_v) ·B/t. Flash: softmax stats T·a·4/t; otherwise scores 5·a·T·s/t (Korthikanti).
+    (a·d_v) ·B/t. Flash: softmax stats T·a·4/t; otherwise scores
+    ``score_bytes_per_element``·a·T·s/t (Korthikanti: 5). The output dropout mask follows
+    ``hidden_dropout_mask_bytes``.
     """
     m, sh = cfg.model, _shape(cfg)
     T, B, t, r = sh.tokens, sh.b_c, sh.t, sh.r
@@ -75,7 +102,7 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     total = T * h * B / r  # norm input (residual stream)
     if "layernorm" not in drop:
         total += T * h * B / r  # norm output = QKV input
-    total += T * h * DROPOUT_MASK_BYTES / r  # attention-output dropout mask
+    total += T * h * hidden_dropout_mask_bytes(cfg) / r  # attention-output dropout mask
     if m.attention == "mla":
         q_lora, kv_lora = m.q_lora_rank or 0, m.kv_lora_rank or 0
         d_qk, d_rope, d_v = m.qk_head_dim or 0, m.qk_rope_head_dim or 0, m.v_head_dim or 0
@@ -90,7 +117,7 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     if cfg.train.flash_attention:
         total += T * a * SOFTMAX_STATS_BYTES / t
     elif "core_attn" not in drop:
-        total += SCORE_BYTES * a * T * sh.seq / t
+        total += score_bytes_per_element(cfg) * a * T * sh.seq / t
     return total
 
 
@@ -111,7 +138,7 @@ def mlp_block_bytes(cfg: EstimatorConfig, moe: bool, drop: frozenset[str]) -> fl
     m, sh = cfg.model, _shape(cfg)
     T, B, t, r = sh.tokens, sh.b_c, sh.t, sh.r
     h = m.hidden_size
-    total = T * h * B / r + T * h * DROPOUT_MASK_BYTES / r  # norm input, dropout mask
+    total = T * h * B / r + T * h * hidden_dropout_mask_bytes(cfg) / r  # norm input, dropout mask
     if "layernorm" not in drop:
         total += T * h * B / r  # norm output = MLP input
     if not moe:

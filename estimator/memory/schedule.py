@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Literal
 
 Schedule = Literal["1f1b", "interleaved", "zero_bubble_v", "gpipe"]
+#: how interleaved 1F1B spreads μ over a stage's chunks: the reference's rule or Megatron's order
+InterleavedOrder = Literal["reference", "megatron"]
 
 
 def in_flight_1f1b(pp: int, m: int, stage: int) -> int:
@@ -40,6 +42,47 @@ def in_flight_interleaved(pp: int, vpp: int, m: int, stage: int, chunk: int) -> 
     return max(1, value)
 
 
+def megatron_interleaved_warmup(pp: int, vpp: int, m: int, stage: int, extra: int = 0) -> int:
+    """Warm-up forwards of rank ``stage`` in Megatron-Core's interleaved 1F1B.
+
+    ``get_pp_rank_microbatches`` (megatron/core/pipeline_parallel/schedules.py):
+    (p − stage − 1)·2 + (vp − 1)·g with the micro-batch group size g = p
+    (``microbatch_group_size_per_vp_stage`` default), + 1 with
+    ``--overlap-moe-expert-parallel-comm`` (``extra``), capped at all m·vp forwards.
+    """
+    return min((pp - stage - 1) * 2 + (vpp - 1) * pp + extra, m * vpp)
+
+
+def megatron_forward_chunks(pp: int, vpp: int, m: int) -> list[int]:
+    """Model chunk of each of a rank's m·vp forwards, in order (``get_schedule_table``, g = p).
+
+    Micro-batches go in groups of g: every chunk runs the group's micro-batches before the
+    next chunk; the last group takes the remaining micro-batches.
+    """
+    chunks: list[int] = []
+    for start in range(0, m, pp):
+        group = min(pp, m - start)
+        for chunk in range(vpp):
+            chunks.extend([chunk] * group)
+    return chunks
+
+
+def in_flight_megatron_interleaved(pp: int, vpp: int, m: int, stage: int, chunk: int, extra: int = 0) -> int:
+    """Interleaved 1F1B, per chunk, in Megatron-Core's forward order (at least 1).
+
+    The stage's peak is when its first backward starts: after the W warm-up forwards and the
+    first steady-state forward (W + 1 forwards, all m·vp when W = m·vp), none of them released
+    yet. μ(chunk) counts those forwards that ran ``chunk`` (``megatron_forward_chunks``).
+    Summed over chunks this is the reference rule's total on every stage but the first (which
+    the reference gives one less), but the reference puts the extra micro-batch on the last
+    chunk, while on the last stage Megatron runs the last chunk's forward and then at once its
+    backward, so that chunk holds 1 and the others p each. This matters when chunks differ in
+    size (MTP layers on the last chunk, an explicit ``layers_per_stage`` layout).
+    """
+    n = min(megatron_interleaved_warmup(pp, vpp, m, stage, extra) + 1, m * vpp)
+    return max(1, megatron_forward_chunks(pp, vpp, m)[:n].count(chunk))
+
+
 def in_flight_zero_bubble_v(pp: int, m: int, stage: int, chunk: int) -> int:
     """Zero-bubble V (DualPipeV-like, 2 chunks): chunk 0 holds 2·min(p, m) − 1 − stage, chunk 1 holds stage."""
     value = 2 * min(pp, m) - 1 - stage if chunk == 0 else stage
@@ -56,11 +99,26 @@ def in_flight_gpipe(m: int) -> int:
     return max(1, m)
 
 
-def in_flight(schedule: Schedule, pp: int, vpp: int, m: int, stage: int, chunk: int = 0) -> int:
-    """μ for a layer of (stage, chunk) under ``schedule``."""
+def in_flight(
+    schedule: Schedule,
+    pp: int,
+    vpp: int,
+    m: int,
+    stage: int,
+    chunk: int = 0,
+    order: InterleavedOrder = "reference",
+    extra_warmup: int = 0,
+) -> int:
+    """μ for a layer of (stage, chunk) under ``schedule``.
+
+    ``order`` picks the interleaved rule; ``extra_warmup`` adds Megatron's extra warm-up forward
+    (``--overlap-moe-expert-parallel-comm``) to the Megatron order.
+    """
     if schedule == "1f1b":
         return in_flight_1f1b(pp, m, stage)
     if schedule == "interleaved":
+        if order == "megatron":
+            return in_flight_megatron_interleaved(pp, vpp, m, stage, chunk, extra_warmup)
         return in_flight_interleaved(pp, vpp, m, stage, chunk)
     if schedule == "zero_bubble_v":
         return in_flight_zero_bubble_v(pp, m, stage, chunk)

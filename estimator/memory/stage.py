@@ -1,7 +1,8 @@
 """Per-stage assembly: Static + Dynamic -> ``MemoryReport`` (spec §2, §6; reference §2.8).
 
 Stage total = params + optimizer_states + grads (static, summed over the stage's layers, the
-embedding on the first virtual stage and the head on the last) + activations (each layer × its
+embedding on the first virtual stage, the head on the last, and under ``megatron`` a second
+embedding on the MTP stage: ``mtp_embedding_on_stage``) + activations (each layer × its
 in-flight micro-batches μ, embedding, head input and logits) + comm_buffers (reference §2.6,
 ``sapp-nd`` only) + backward_overhead + safety_buffer + tp_shardable_overhead + other.
 """
@@ -160,6 +161,21 @@ def _fsdp2_unsharded_bytes(cfg: EstimatorConfig, layout: StageLayout) -> float:
     return FSDP2_UNSHARDED_LAYERS * biggest * resolved_bytes(cfg).compute
 
 
+def mtp_embedding_on_stage(cfg: EstimatorConfig, layout: StageLayout) -> bool:
+    """True when the stage runs the MTP layers, is not the first stage, and the profile's framework
+    gives the MTP stage its own word embedding (Megatron-Core ``GPTModel`` builds
+    ``self.embedding`` when ``pre_process or mtp_process``; the MTP module embeds the shifted
+    input ids). Its params/grads/optimizer states and one embedding output per in-flight
+    micro-batch are then counted on that stage too.
+    """
+    return (
+        layout.has_head
+        and not layout.has_embedding
+        and cfg.model.mtp_layers > 0
+        and profile_of(cfg).mtp_stage_holds_embedding
+    )
+
+
 def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
     """Assemble one stage (sizes in MiB)."""
     p = cfg.parallel
@@ -169,7 +185,10 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
     activations = comm = 0.0
     mus: list[int] = []
     for chunk, layers in enumerate(layout.chunks):
-        mu = in_flight(p.schedule, p.pp, p.vpp, m_micro, layout.stage, chunk)
+        mu = in_flight(
+            p.schedule, p.pp, p.vpp, m_micro, layout.stage, chunk,
+            order=profile_of(cfg).interleaved_order, extra_warmup=int(p.overlap_moe_expert_parallel_comm),
+        )
         mus.append(mu)
         for i in layers:
             static = static + layer_static(cfg, i)
@@ -182,8 +201,10 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
             logits_mu = mu if profile_of(cfg).logits_held_per_micro_batch else 1
             activations += act.head_input_bytes(cfg) * mu + act.logits_bytes(cfg) * logits_mu
             comm += buffers.head_comm_bytes(cfg)
+            if mtp_embedding_on_stage(cfg, layout):
+                activations += act.embedding_activation_bytes(cfg) * mu
     extra = StaticBytes()
-    if layout.has_embedding:
+    if layout.has_embedding or mtp_embedding_on_stage(cfg, layout):
         extra = extra + embedding_static(cfg)
     if layout.has_head:
         extra = extra + head_static(cfg)

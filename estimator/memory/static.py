@@ -3,11 +3,14 @@
 Three conventions (``Profile.sharding``):
 - ``sapp-nd`` (reference §2.3-§2.4): P = n·B_p/S_ne + (r/ep)·B_p/S_re + s·B_p/S_se; OS the same
   shards with 2·B_os; Grad with B_g over the grad shards. S_re carries the seed's P2 switch.
-- ``megatron`` (facts §1.2, §4.1): held = TP-sharded/t + replicated (norms, router), experts
+- ``megatron`` (facts §1.2, §4.1): held = TP-sharded/t + replicated (norms, router, MLA
+  down-projections: ``params.mla_replicated_params``), experts
   /(ep·etp); bf16 params (2 B) and fp32 main grads (4 B) unsharded; fp32 master params and Adam
   states (12 B) over dp·cp with the distributed optimizer, experts over expert-DP.
 - ``fsdp2``: fp32 params, grads and Adam states all over dp·cp (experts over expert-DP).
-``optimizer_states`` includes the fp32 master copy where one exists.
+``optimizer_states`` includes the fp32 master copy where one exists. With
+``precision.fp8_linear`` the ``megatron`` profile adds Transformer Engine's cached FP8 weight
+copies to ``params`` (``FP8_WEIGHT_CACHE_BYTES`` per linear weight held).
 """
 
 from __future__ import annotations
@@ -32,6 +35,17 @@ from estimator.profiles import ADAM_STATES, ResolvedBytes, profile_of, resolved_
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
+
+
+#: FP8 copies Transformer Engine keeps per linear weight element with FP8 on: the row-wise
+#: quantized weight (1 B) and its column-wise (transposed) copy (1 B) for the backward GEMMs on
+#: Hopper (TE docs, "Performance considerations: handling transposes"). Megatron-Core's TE
+#: wrappers (TELinear, TELayerNormColumnParallelLinear, TEGroupedLinear) pass
+#: ``is_first_microbatch`` so TE casts each weight once per step and keeps the copies in the
+#: module ("caching of the FP8 versions of the weights", TE ``Linear.forward``): they stay
+#: allocated after the optimizer step. Megatron's output layer (ColumnParallelLinear), the
+#: embedding, the router and norms are not TE FP8 linears.
+FP8_WEIGHT_CACHE_BYTES = 1 + 1
 
 
 @dataclass(frozen=True)
@@ -101,15 +115,27 @@ def _edp_shard(cfg: EstimatorConfig) -> int:
     return expert_data_parallel(cfg) if cfg.parallel.distributed_optimizer else 1
 
 
+def fp8_weight_cache(cfg: EstimatorConfig, linear_weights: float) -> StaticBytes:
+    """TE's cached FP8 weight copies for ``linear_weights`` held elements (0 without FP8)."""
+    if not cfg.precision.fp8_linear:
+        return StaticBytes()
+    return StaticBytes(params=linear_weights * FP8_WEIGHT_CACHE_BYTES)
+
+
 def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> StaticBreakdown:
-    """Megatron-Core static memory of one layer: 2 + 4 B held, 12 B over DP (facts §1.2, §4.1)."""
+    """Megatron-Core static memory of one layer: 2 + 4 B held, 12 B over DP (facts §1.2, §4.1).
+
+    With FP8 linears, + ``FP8_WEIGHT_CACHE_BYTES`` per held linear weight (all but norms and router).
+    """
     b, t = resolved_bytes(cfg), cfg.parallel.tp
-    held_non_exp = (lp.non_expert - lp.norm) / t + lp.norm
+    held_non_exp = (lp.non_expert - lp.replicated) / t + lp.replicated
+    linear_non_exp = (lp.non_expert - lp.replicated) / t + lp.mla_replicated
     etp = megatron_expert_tp(cfg)
+    routed, shared = lp.routed / (ep * etp), lp.shared / t
     return StaticBreakdown(
-        non_expert=_per_param(held_non_exp, b, _dp_shard(cfg), 1, 1),
-        routed=_per_param(lp.routed / (ep * etp), b, _edp_shard(cfg), 1, 1),
-        shared=_per_param(lp.shared / t, b, _dp_shard(cfg), 1, 1),
+        non_expert=_per_param(held_non_exp, b, _dp_shard(cfg), 1, 1) + fp8_weight_cache(cfg, linear_non_exp),
+        routed=_per_param(routed, b, _edp_shard(cfg), 1, 1) + fp8_weight_cache(cfg, routed),
+        shared=_per_param(shared, b, _dp_shard(cfg), 1, 1) + fp8_weight_cache(cfg, shared),
     )
 
 
@@ -117,7 +143,7 @@ def fsdp2_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Static
     """FSDP2: params, grads and optimizer states all sharded (16 B / shard degree with fp32 Adam)."""
     b, t = resolved_bytes(cfg), cfg.parallel.tp
     d, e = cfg.parallel.dp * cfg.parallel.cp, expert_data_parallel(cfg)
-    held_non_exp = (lp.non_expert - lp.norm) / t + lp.norm
+    held_non_exp = (lp.non_expert - lp.replicated) / t + lp.replicated
     etp = megatron_expert_tp(cfg)
     return StaticBreakdown(
         non_expert=_per_param(held_non_exp, b, d, d, d),
