@@ -95,6 +95,14 @@ class LayerParams:
         """Non-expert parameters every TP rank holds whole: norms, router, MLA down-projections."""
         return self.norm + self.mla_replicated
 
+    def held_non_expert(self, tp: int) -> float:
+        """Non-expert parameters one TP rank holds: ``(non_expert − replicated)/tp + replicated``.
+
+        Megatron-Core splits every linear over TP but keeps norms, the router and the MLA
+        down-projections whole on each rank (facts §1.2); the one place for that rule.
+        """
+        return (self.non_expert - self.replicated) / tp + self.replicated
+
     @property
     def total(self) -> int:
         return self.non_expert + self.routed + self.shared

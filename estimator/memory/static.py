@@ -128,7 +128,7 @@ def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Sta
     With FP8 linears, + ``FP8_WEIGHT_CACHE_BYTES`` per held linear weight (all but norms and router).
     """
     b, t = resolved_bytes(cfg), cfg.parallel.tp
-    held_non_exp = (lp.non_expert - lp.replicated) / t + lp.replicated
+    held_non_exp = lp.held_non_expert(t)
     linear_non_exp = (lp.non_expert - lp.replicated) / t + lp.mla_replicated
     etp = megatron_expert_tp(cfg)
     routed, shared = lp.routed / (ep * etp), lp.shared / t
@@ -143,7 +143,7 @@ def fsdp2_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Static
     """FSDP2: params, grads and optimizer states all sharded (16 B / shard degree with fp32 Adam)."""
     b, t = resolved_bytes(cfg), cfg.parallel.tp
     d, e = cfg.parallel.dp * cfg.parallel.cp, expert_data_parallel(cfg)
-    held_non_exp = (lp.non_expert - lp.replicated) / t + lp.replicated
+    held_non_exp = lp.held_non_expert(t)
     etp = megatron_expert_tp(cfg)
     return StaticBreakdown(
         non_expert=_per_param(held_non_exp, b, d, d, d),

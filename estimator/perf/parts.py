@@ -481,15 +481,15 @@ def _dp_collectives(
 ) -> tuple[list[comm.Collective], int, list[comm.Collective]]:
     """DP collectives of one step for the stage's parameters held by one device.
 
-    Non-expert (attention, norms, dense MLP, shared experts, embedding, head): ``/tp`` (norms
-    replicated), reduced over the ``dp·cp`` group (stride tp). Routed experts: ``routed/(ep·t_exp)``
-    over the expert-data-parallel group ``dp·tp·cp/(t_exp·ep)`` (stride ``t_exp·ep``).
+    Non-expert (attention, norms, dense MLP, shared experts, embedding, head): ``/tp`` except the
+    parts every TP rank holds whole (``LayerParams.held_non_expert``), reduced over the ``dp·cp``
+    group (stride tp). Routed experts: ``routed/(ep·t_exp)`` over the expert-data-parallel group ``dp·tp·cp/(t_exp·ep)`` (stride ``t_exp·ep``).
     """
     m, p = cfg.model, cfg.parallel
     dense = routed = 0.0
     for index, n in _layer_groups(cfg, layout.layers):
         lp = params.layer_params(m, index)
-        dense += n * ((lp.non_expert - lp.norm + lp.shared) / ctx.tp + lp.norm)
+        dense += n * (lp.held_non_expert(ctx.tp) + lp.shared / ctx.tp)
         routed += n * lp.routed / (derive.layer_ep(cfg, index) * ctx.t_exp) if lp.routed else 0.0
     if layout.has_embedding:
         dense += (params.embedding_params(m) + params.position_embedding_params(m, ctx.seq)) / ctx.tp
