@@ -16,7 +16,8 @@ def estimate_vs_measured_png(rows: list[dict[str, Any]], title: str, band: tuple
     pts = [(float(r["measured"]), float(r["estimate"]), str(r.get("row", "")), bool(r.get("passed")))
            for r in rows if r.get("measured") is not None and r.get("estimate") is not None
            and math.isfinite(float(r["measured"])) and math.isfinite(float(r["estimate"]))]
-    if not pts:
+    top = max(max(p[0] for p in pts), max(p[1] for p in pts)) * 1.08 if pts else 0.0
+    if top <= 0:  # nothing to draw on a 0..0 square (e.g. every value is 0)
         return None
     import matplotlib
 
@@ -24,7 +25,6 @@ def estimate_vs_measured_png(rows: list[dict[str, Any]], title: str, band: tuple
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 4.2), dpi=90)
-    top = max(max(p[0] for p in pts), max(p[1] for p in pts)) * 1.08
     ax.plot([0, top], [0, top], color="grey", lw=1, label="estimate = measured")
     if band:
         ax.fill_between([0, top], [0, band[0] * top], [0, band[1] * top], color="tab:green", alpha=0.12,
