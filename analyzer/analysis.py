@@ -9,6 +9,7 @@ field names, stable keys).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,8 @@ class RankAnalysis:
     warnings: tuple[str, ...]
     meta: dict[str, Any]
     capture_sync_counts: dict[str, int]
+    #: events left out of the table: ``{"count", "reason", "by_category"}`` (bad ts/dur, event budget).
+    dropped_events: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def overall(self) -> ScopeResult:
@@ -93,6 +96,7 @@ class RankAnalysis:
             "scopes": {k: v.to_dict() for k, v in self.scopes.items()},
             "recommendations": [r.to_dict() for r in self.recommendations],
             "warnings": list(self.warnings),
+            "dropped_events": dict(self.dropped_events),
         }
 
 
@@ -186,6 +190,14 @@ def _records(frame: pd.DataFrame) -> tuple[dict[str, float], ...]:  # step stays
 def _step_breakdown(rank: RankData, fmt: str) -> tuple[tuple[dict[str, float], ...], str]:
     if rank.events.empty:
         return (), "no trace"
+    st = rank.tables.get("step_trace_time")
+    if not rank.device_complete and rank.dropped_events[0] and st is not None and "Step" in st.columns \
+            and _csv_overlap(st) is not None:  # the event budget thinned device events: use torch_npu's table
+        rows = st[["Step", *ev.OVERLAP_NAMES]].copy()
+        rows["Step"] = pd.to_numeric(rows["Step"], errors="coerce")
+        rows = rows.dropna(subset=["Step"]).rename(columns={"Step": "step"})
+        rows[list(ev.OVERLAP_NAMES)] = rows[list(ev.OVERLAP_NAMES)].apply(pd.to_numeric, errors="coerce").fillna(0.0)
+        return _records(rows), f"step_trace_time.csv (totals source: {rank.totals_source})"
     if fmt == "ascend":
         ov = breakdown.ascend_overlap_totals(rank.events)
         if not ov.empty:
@@ -211,14 +223,14 @@ def _scope_input(name: str, windows: tuple[tuple[float, float], ...], rank: Rank
     overlap = _overlap_sums(rank.events, windows)
     overlap_source = "torch_npu Overlap Analysis events (= step_trace_time.csv columns), analyzer.breakdown"
     st = rank.tables.get("step_trace_time")
-    if name == OVERALL and st is not None and (rank.events.empty or rank.totals_source != "trace"):
+    if name == OVERALL and st is not None and (rank.events.empty or not rank.device_complete):
         overlap = _csv_overlap(st)
         overlap_source = f"step_trace_time.csv (the trace is {'missing' if rank.events.empty else rank.totals_source})"
     return ScopeInput(
         name=name, windows=windows, step_count=len(steps), step_source=plan.step_source, kernel_details=kd,
         kernel_reason=kreason, overlap=overlap, overlap_source=overlap_source,
         gap_floor_us=th.v("idleGapFloorUs"), step_durs_us=tuple(s.dur_us for s in steps),
-        trace_truncated=rank.totals_source != "trace" and not rank.events.empty,
+        trace_truncated=not rank.device_complete and not rank.events.empty,
     )
 
 
@@ -280,12 +292,26 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
         phase = dominant if name == OVERALL else name
         scopes[name] = _analyze_scope(name, phase, windows, rank, plan, th, comm_ok, fmt)
     graph = graph_mode_signal(rank.events, th.v("graphKernelsPerLaunch")) if not rank.events.empty else (False, "")
+    host_thinned = sorted(set(getattr(rank.dropped_events, "by_category", {})) & {ev.HOST_OP, ev.DISPATCH, ev.SYNC})
+    graph_note = []
+    if graph[0] and host_thinned:  # kernels per launch is meaningless once the budget thinned the launches
+        graph = (False, "")
+        graph_note = [f"rank {rank.rank}: graph-mode detection skipped: the event budget thinned the host "
+                      f"{', '.join(host_thinned)} events it counts"]
     sb, sb_src = _step_breakdown(rank, fmt)
-    warnings = _boundary_warnings(plan, scopes, rank, graph)
+    warnings = _boundary_warnings(plan, scopes, rank, graph) + graph_note
     meta = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
     return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
-                        capture_sync_counts(rank.events))
+                        capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events))
+
+
+def _dropped_dict(dropped: Any) -> dict[str, Any]:
+    """``RankData.dropped_events`` as plain data (a ``DroppedEvents`` or a bare ``(count, reason)``)."""
+    if hasattr(dropped, "to_dict"):
+        return dict(dropped.to_dict())
+    count, reason = dropped
+    return {"count": int(count), "reason": str(reason), "by_category": {}}
 
 
 def capture_sync_counts(events: pd.DataFrame) -> dict[str, int]:

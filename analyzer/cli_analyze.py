@@ -1,4 +1,5 @@
-"""``ndval analyze PATH [--json OUT] [--markdown OUT] [--html OUT] [--thresholds FILE] [--phase prefill|decode]``.
+"""``ndval analyze PATH [--json OUT] [--markdown OUT] [--html OUT] [--thresholds FILE] [--phase prefill|decode]
+[--max-events N]``.
 
 Prints the verdict per rank and scope (with the top evidence), the cluster summary and the warnings; writes
 the reports on request. Exit codes: 0 analysis produced (also when no bottleneck is found — that is a
@@ -25,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thresholds", type=Path, metavar="FILE", help="YAML threshold overrides")
     parser.add_argument("--phase", choices=("prefill", "decode"), default=None,
                         help="read the whole window as this phase (separately captured prefill/decode)")
+    parser.add_argument("--max-events", type=int, default=None, metavar="N",
+                        help="event budget per rank: keep at most N trace events (step markers and device events "
+                        "first, host detail thinned evenly); what was dropped and the totals source are reported")
 
 
 def _summary(analysis: object) -> str:
@@ -65,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         thresholds = resolve(args.thresholds)
         if not args.path.exists():
             raise IngestError(args.path, "<path>", "does not exist")
-        analysis = analyze(load_dataset(args.path), thresholds=thresholds, phase_override=args.phase)
+        analysis = analyze(load_dataset(args.path, max_events=getattr(args, "max_events", None)),
+                           thresholds=thresholds, phase_override=args.phase)
     except (IngestError, ThresholdError) as exc:
         print(f"ndval analyze: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -25,7 +25,7 @@ from analyzer.ingest import ascend, kineto
 from analyzer.ingest import events as ev
 from analyzer.ingest.columns import TABLE_FILES, read_csv_table
 from analyzer.ingest.errors import IngestError
-from analyzer.ingest.stream import sniff_layout
+from analyzer.ingest.stream import RawTrace, estimate_complete_events, sniff_layout
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 #: what each missing Ascend file disables (for the warning text).
@@ -40,6 +40,58 @@ DISABLES: dict[str, str] = {
 }
 
 
+#: a trace larger than this (bytes on disk) read without an event budget gets a memory warning.
+LARGE_TRACE_BYTES = 2 * 2**30
+#: peak resident bytes per complete event of a parse + analysis, for that warning's estimate: measured
+#: by ``benchmarks/bench_analyzer.py`` (x200 real Level1 trace, 877k rows: see its report); rounded up.
+PEAK_BYTES_PER_EVENT = 400
+
+#: ``totals_source`` values (besides the truncation ones): all events kept; host events thinned by
+#: the event budget (device timeline complete); device events thinned too.
+TOTALS_TRACE = "trace"
+TOTALS_HOST_SAMPLED = "trace (event budget: host events sampled; device totals complete)"
+TOTALS_DEVICE_SAMPLED_CSV = ("csv (event budget: device events sampled; step time totals from "
+                             "step_trace_time.csv)")
+TOTALS_DEVICE_SAMPLED = ("trace (event budget: device events sampled and no step_trace_time.csv: device "
+                         "totals under-counted)")
+#: indicators computed from host events, which a budget thins (their values come from a sample).
+HOST_SAMPLED_INDICATORS: tuple[str, ...] = (
+    "host_busy_pct", "host_exclusive_us", "host_exclusive_pct", "host_exclusive_per_step_us",
+    "dispatch_op_count", "dispatch_ops_per_step", "host_dispatch_us", "sync_op_count", "sync_ops_per_step",
+    "capture_sync_counts",
+)
+
+
+class DroppedEvents(tuple):
+    """``(count, reason)`` of the complete events left out of the event table (a 2-tuple, so
+    ``n, why = rank.dropped_events`` works), plus ``by_category``: count per event-table category
+    (``unparsed`` for events with a bad ts/dur, which never got one). ``to_dict()`` for JSON."""
+
+    by_category: dict[str, int]
+
+    def __new__(cls, count: int = 0, reason: str = "", by_category: dict[str, int] | None = None) -> DroppedEvents:
+        self = super().__new__(cls, (int(count), str(reason)))
+        self.by_category = dict(by_category or {})
+        return self
+
+    def __getnewargs__(self) -> tuple[int, str]:  # pickle / copy
+        return (self[0], self[1])
+
+    @property
+    def count(self) -> int:
+        """Events dropped."""
+        return int(self[0])
+
+    @property
+    def reason(self) -> str:
+        """Why (bad ts/dur, event budget ...)."""
+        return str(self[1])
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"count", "reason", "by_category"}`` (stable keys)."""
+        return {"count": self.count, "reason": self.reason, "by_category": dict(sorted(self.by_category.items()))}
+
+
 @dataclass
 class RankData:
     """Everything read for one rank.
@@ -50,8 +102,9 @@ class RankData:
     ``Start Time(us)`` made relative to ``base_ts_us``). ``communication``: parsed
     ``communication.json`` or None — **times in ms** as in the file. ``meta``: ``profiler_info``,
     ``profiler_metadata``, ``device_id`` (Ascend) / ``distributedInfo``, ``deviceProperties``
-    (Kineto), plus ``level`` when known. ``dropped_events``: ``(count, reason)``.
-    ``totals_source``: where time totals come from (``trace`` / ``csv`` / ``trace (truncated)``).
+    (Kineto), plus ``level`` when known. ``dropped_events``: :class:`DroppedEvents`
+    ``(count, reason)`` with ``.by_category``. ``totals_source``: where time totals come from
+    (``trace`` / ``csv`` / ``trace (truncated)`` / the ``TOTALS_*`` event-budget values).
     """
 
     rank: int
@@ -64,7 +117,12 @@ class RankData:
     files: dict[str, Path] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     totals_source: str = "trace"
-    dropped_events: tuple[int, str] = (0, "")
+    dropped_events: DroppedEvents = field(default_factory=DroppedEvents)
+
+    @property
+    def device_complete(self) -> bool:
+        """Every device event of the capture is in ``events`` (no truncation, no device sampling)."""
+        return self.totals_source in (TOTALS_TRACE, TOTALS_HOST_SAMPLED)
 
 
 @dataclass
@@ -111,8 +169,11 @@ def _rank_hint(p: Path) -> int | None:
 
 # ------------------------------------------------------------------------------------- readers
 def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None = None,
-                     strict: bool = False) -> RankData:
-    """Read one Ascend rank (``*_ascend_pt``, ``ASCEND_PROFILER_OUTPUT`` or ``trace_view.json``)."""
+                     strict: bool = False, max_events: int | None = None,
+                     large_trace_bytes: int = LARGE_TRACE_BYTES) -> RankData:
+    """Read one Ascend rank (``*_ascend_pt``, ``ASCEND_PROFILER_OUTPUT`` or ``trace_view.json``).
+
+    ``max_events``: event budget for ``trace_view.json`` (see :func:`load_dataset`)."""
     if path.is_file():
         out_dir, rank_dir, trace = path.parent, path.parent, path
     else:
@@ -125,20 +186,23 @@ def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None 
     info_rank = ascend.rank_from_info(meta.get("profiler_info", {}))
     rank = rank if rank is not None else (info_rank if info_rank is not None else _rank_hint(rank_dir))
     rank = ev.UNKNOWN_RANK if rank is None else rank
-    events, base, dropped, totals = ev.empty_events(), 0, (0, ""), "csv"
+    events, base, dropped, totals = ev.empty_events(), 0, DroppedEvents(), "csv"
     if trace.is_file():
         files["trace_view.json"] = trace
-        events, raw = ascend.read_trace_view(trace, rank, progress=progress)
-        base, totals = raw.base_ts_us, "trace"
+        warnings.extend(_size_warning(trace, max_events, large_trace_bytes))
+        events, raw = ascend.read_trace_view(trace, rank, progress=progress, max_events=max_events)
+        base, totals = raw.base_ts_us, TOTALS_TRACE
         warnings.extend(raw.warnings)
         if raw.n_dropped_bad:
             warnings.append(f"{trace}: dropped {raw.n_dropped_bad} events with a bad ts/dur (NaN, negative, non-numeric)")
         if raw.truncated:
-            dropped, totals = (0, "trace truncated: events after the damage are unknown"), "trace (truncated)"
+            dropped, totals = DroppedEvents(0, "trace truncated: events after the damage are unknown"), "trace (truncated)"
             if (out_dir / "step_trace_time.csv").is_file():
                 totals = "csv (trace truncated: step totals from step_trace_time.csv)"
         elif raw.n_dropped_bad:
-            dropped = (raw.n_dropped_bad, "bad ts/dur")
+            dropped = DroppedEvents(raw.n_dropped_bad, "bad ts/dur", {"unparsed": raw.n_dropped_bad})
+        dropped, totals = _apply_budget(raw, dropped, totals, (out_dir / "step_trace_time.csv").is_file(),
+                                        (out_dir / "api_statistic.csv").is_file(), warnings)
         dev = ascend.device_id(raw)
         if dev is not None:
             meta["device_id"] = dev
@@ -200,47 +264,115 @@ def _ascend_tables(out_dir: Path, base: int | None, files: dict[str, Path], warn
     return tables
 
 
-def load_kineto_rank(path: Path, rank: int | None = None, progress: bool | None = None) -> RankData:
-    """Read one Kineto trace file."""
-    events, raw, meta = kineto.read_kineto_trace(path, rank=rank, progress=progress)
-    warnings = list(raw.warnings)
+def load_kineto_rank(path: Path, rank: int | None = None, progress: bool | None = None,
+                     max_events: int | None = None, large_trace_bytes: int = LARGE_TRACE_BYTES) -> RankData:
+    """Read one Kineto trace file (``max_events``: event budget, see :func:`load_dataset`)."""
+    size_warnings = _size_warning(path, max_events, large_trace_bytes)
+    events, raw, meta = kineto.read_kineto_trace(path, rank=rank, progress=progress, max_events=max_events)
+    warnings = size_warnings + list(raw.warnings)
     r = int(events["rank"].iloc[0]) if len(events) else (rank if rank is not None else ev.UNKNOWN_RANK)
     if kineto.rank_of(meta) is None and rank is None:
         warnings.append(f"{path}: distributedInfo.rank absent — rank unknown (-1)")
-    dropped = (raw.n_dropped_bad, "bad ts/dur") if raw.n_dropped_bad else (0, "")
+    dropped = (DroppedEvents(raw.n_dropped_bad, "bad ts/dur", {"unparsed": raw.n_dropped_bad}) if raw.n_dropped_bad
+               else DroppedEvents())
+    totals = "trace (truncated)" if raw.truncated else TOTALS_TRACE
+    dropped, totals = _apply_budget(raw, dropped, totals, False, False, warnings)
     return RankData(rank=r, path=path, events=events, base_ts_us=raw.base_ts_us, meta=meta,
-                    files={"trace": path}, warnings=warnings,
-                    totals_source="trace (truncated)" if raw.truncated else "trace", dropped_events=dropped)
+                    files={"trace": path}, warnings=warnings, totals_source=totals, dropped_events=dropped)
+
+
+# ----------------------------------------------------------------------------------- event budget
+def estimated_peak_bytes(n_events: int) -> int:
+    """Peak memory of reading + analysing ``n_events`` complete events: ``n × PEAK_BYTES_PER_EVENT``
+    (a measured constant, see its comment)."""
+    return int(n_events) * PEAK_BYTES_PER_EVENT
+
+
+def _size_warning(trace: Path, max_events: int | None, large_trace_bytes: int) -> list[str]:
+    """A warning with the estimated memory when a big trace is read without an event budget."""
+    size = trace.stat().st_size
+    if max_events is not None or size <= large_trace_bytes:
+        return []
+    n = estimate_complete_events(trace)
+    return [f"{trace}: {size / 2**30:.1f} GiB trace read without an event budget: ~{n:,} complete events "
+            f"(estimated from the first 8 MiB), ~{estimated_peak_bytes(n) / 2**30:.1f} GiB of memory estimated "
+            f"({PEAK_BYTES_PER_EVENT} B/event measured); pass max_events (ndval analyze --max-events N) to bound it"]
+
+
+def _apply_budget(raw: RawTrace, dropped: DroppedEvents, totals: str, has_step_csv: bool, has_api_csv: bool,
+                  warnings: list[str]) -> tuple[DroppedEvents, str]:
+    """Fold what the event budget dropped into ``dropped`` / ``totals`` and warn (see ``stream.Thinning``)."""
+    th = raw.thinning
+    if th is None or not th.n_dropped:
+        return dropped, totals
+    n_budget = th.n_dropped
+    by_cat = dict(dropped.by_category)
+    for k, v in raw.dropped_by_category.items():
+        by_cat[k] = by_cat.get(k, 0) + v
+    thinned = th.summary(ev.TIER_NAMES)
+    n_seen = raw.n_complete
+    reason = (f"event budget max_events={th.max_events:,}: kept {n_seen - n_budget:,} of {n_seen:,} complete events; "
+              + ", ".join(thinned) + " (thinned evenly in time, lower tiers dropped first)")
+    reason = f"{dropped.reason}; {reason}" if dropped.count or dropped.reason else reason
+    device_dropped = any(th.kept.get(t, 0) < th.seen.get(t, 0) for t in (ev.TIER_STEP, ev.TIER_DEVICE))
+    if totals == TOTALS_TRACE:
+        if device_dropped:
+            totals = TOTALS_DEVICE_SAMPLED_CSV if has_step_csv else TOTALS_DEVICE_SAMPLED
+        else:
+            totals = TOTALS_HOST_SAMPLED
+    per_cat = ", ".join(f"{k} {v:,}" for k, v in sorted(raw.dropped_by_category.items()))
+    text = (f"{raw.path}: event budget: dropped {n_budget:,} of {n_seen:,} complete events ({per_cat}); "
+            f"{', '.join(thinned)}. Totals source: '{totals}'. Host-side indicators "
+            f"({', '.join(HOST_SAMPLED_INDICATORS)}) come from the kept sample and are under-counted")
+    if has_api_csv:
+        text += "; api_statistic.csv holds the complete CANN API call counts"
+    if device_dropped:
+        text += ("; device events were thinned too: the step time breakdown comes from step_trace_time.csv"
+                 if has_step_csv else "; device events were thinned too: device time totals are under-counted")
+    if n_seen - n_budget > th.max_events:
+        text += f"; the budget is below the {n_seen - n_budget:,} step markers kept, which are never dropped"
+    warnings.append(text)
+    return DroppedEvents(dropped.count + n_budget, reason, by_cat), totals
 
 
 def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = False,
-                 ranks: list[int] | None = None) -> Dataset:
+                 ranks: list[int] | None = None, max_events: int | None = None,
+                 large_trace_bytes: int = LARGE_TRACE_BYTES) -> Dataset:
     """Read a profile (see module docstring for accepted layouts).
 
     ``progress``: force the progress bar on/off (default: only for big files on a terminal).
     ``strict``: raise :class:`IngestError` on a bad CSV instead of warning and skipping it.
     ``ranks``: read only these ranks of a multi-rank parent.
+    ``max_events``: event budget **per rank** (complete trace events kept in the table; default no
+    budget). Beyond it, step markers and device events are kept first and host-side detail is
+    thinned evenly over the trace (``stream.Thinning``); ``dropped_events`` counts what was dropped
+    per category, ``totals_source`` says where totals then come from, and a warning says it.
+    ``large_trace_bytes``: without a budget, a trace file larger than this gets a warning with the
+    estimated memory (default :data:`LARGE_TRACE_BYTES`).
     """
+    if max_events is not None and (not isinstance(max_events, int) or max_events < 0):
+        raise ValueError(f"max_events must be a non-negative integer or None, got {max_events!r}")
     p = Path(path)
     if not p.exists():
         raise IngestError(p, "<path>", "does not exist")
+    opts: dict[str, Any] = {"progress": progress, "max_events": max_events, "large_trace_bytes": large_trace_bytes}
     if p.is_file():
         if p.name == "trace_view.json" or (p.suffix == ".json" and sniff_layout(p) == "array"):
-            rd = [load_ascend_rank(p, progress=progress, strict=strict)]
+            rd = [load_ascend_rank(p, strict=strict, **opts)]
             return _finish(p, "ascend", rd)
         if _is_kineto_file(p):
-            return _finish(p, "kineto", [load_kineto_rank(p, progress=progress)])
+            return _finish(p, "kineto", [load_kineto_rank(p, **opts)])
         raise IngestError(p, "<file>", "not a profile: expected trace_view.json, *.json or *.json.gz")
     if _ascend_output_dir(p) is not None:
-        return _finish(p, "ascend", [load_ascend_rank(p, progress=progress, strict=strict)])
+        return _finish(p, "ascend", [load_ascend_rank(p, strict=strict, **opts)])
     rank_dirs = _rank_dirs(p)
     if rank_dirs:
-        rds = [load_ascend_rank(d, progress=progress, strict=strict) for d in rank_dirs
+        rds = [load_ascend_rank(d, strict=strict, **opts) for d in rank_dirs
                if ranks is None or _rank_hint(d) in ranks or _rank_hint(d) is None]
         return _finish(p, "ascend", [r for r in rds if ranks is None or r.rank in ranks])
     traces = sorted(f for f in p.iterdir() if _is_kineto_file(f))
     if traces:
-        rds = [load_kineto_rank(f, progress=progress) for f in traces]
+        rds = [load_kineto_rank(f, **opts) for f in traces]
         return _finish(p, "kineto", [r for r in rds if ranks is None or r.rank in ranks])
     raise IngestError(
         p, "<folder>",

@@ -22,7 +22,7 @@ import pandas as pd
 
 from analyzer.ingest import events as ev
 from analyzer.ingest.errors import IngestError
-from analyzer.ingest.stream import RawTrace, raw_frame, read_trace
+from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame
 
 #: host-process names; every other process is on the device.
 HOST_PROCESSES: frozenset[str] = frozenset({"Python", "Python GC", "CANN"})
@@ -66,8 +66,9 @@ _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 
 
 def classify(frame: pd.DataFrame, raw: RawTrace) -> pd.DataFrame:
-    """Add the event-table columns ``category``, ``side``, ``sub``, ``stream`` to the raw columns
-    (in place: the frame is the reader's own, and a copy costs ~100 bytes per event)."""
+    """Add the event-table columns ``category``, ``side``, ``sub``, ``stream`` to a frame with the
+    raw columns ``name``, ``cat``, ``pid``, ``tid``, ``task_type``, ``aux`` (in place). The readers
+    pass the signature table (one row per distinct combination), not one row per event."""
     pname = _lookup(frame["pid"], raw.process_names)
     labels = _lookup(frame["pid"], raw.process_labels)
     is_host = pname.isin(HOST_PROCESSES) | labels.eq("CPU")
@@ -151,40 +152,57 @@ def assign_steps(table: pd.DataFrame) -> pd.DataFrame:
 
     This is how torch_npu attributes events to steps for ``step_trace_time.csv`` (profiling-formats
     §1.7: Σ dur of events whose ts falls inside the step). Steps do not overlap; events outside
-    every step keep ``-1``. The column is set in place.
+    every step keep ``-1``. The column is set in place (array form: :func:`events.steps_by_time`).
     """
     steps = table[table["category"] == ev.STEP]
-    step_no = steps["name"].str.extract(_STEP_RE.pattern)[0].astype("int64").to_numpy()
-    starts = steps["ts_us"].to_numpy()
-    ends = starts + steps["dur_us"].to_numpy()
-    order = np.argsort(starts)
-    starts, ends, step_no = starts[order], ends[order], step_no[order]
-    result = np.full(len(table), ev.UNKNOWN_STEP, dtype=np.int64)
-    if starts.size:
-        ts = table["ts_us"].to_numpy()
-        idx = np.searchsorted(starts, ts, side="right") - 1
-        ok = idx >= 0
-        ok[ok] = ts[ok] < ends[idx[ok]]
-        result[ok] = step_no[idx[ok]]
-    table["step"] = result
+    step_no = steps["name"].astype(str).str.extract(_STEP_RE.pattern)[0].astype("int64").to_numpy()
+    table["step"] = ev.steps_by_time(table["ts_us"].to_numpy(dtype=np.float64), steps["ts_us"].to_numpy(dtype=np.float64),
+                                     steps["dur_us"].to_numpy(dtype=np.float64), step_no)
     return table
 
 
-def read_trace_view(path: Path, rank: int, progress: bool | None = None) -> tuple[pd.DataFrame, RawTrace]:
-    """Parse one ``trace_view.json`` into the event table (and the raw trace's metadata)."""
-    raw = read_trace(path, progress=progress)
+def row_steps(sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """Step per event (see :func:`assign_steps`) from the classified signature table and the arrays."""
+    is_step = (sigs["category"] == ev.STEP).to_numpy(dtype=bool)
+    step_of_sig = ev.step_numbers(sigs["name"].to_numpy(dtype=object), is_step)
+    sig, ts = arrays["sig"], arrays["ts_us"]
+    rows = np.flatnonzero(step_of_sig[sig] >= 0) if len(sig) else np.empty(0, dtype=np.int64)
+    return ev.steps_by_time(ts, ts[rows], arrays["dur_us"][rows], step_of_sig[sig[rows]])
+
+
+def classify_signatures(raw: RawTrace) -> pd.DataFrame:
+    """The signature table of ``raw`` with the event-table classification columns."""
+    return classify(signature_frame(raw), raw)
+
+
+def budget_tiers(raw: RawTrace) -> np.ndarray:
+    """Budget tier per signature (``events.tiers``) with the metadata read so far."""
+    sigs = classify_signatures(raw)
+    return ev.tiers(sigs["category"].to_numpy(dtype=object), sigs["side"].to_numpy(dtype=object))
+
+
+def read_trace_view(path: Path, rank: int, progress: bool | None = None,
+                    max_events: int | None = None) -> tuple[pd.DataFrame, RawTrace]:
+    """Parse one ``trace_view.json`` into the event table (and the raw trace's metadata).
+
+    ``max_events``: event budget (see ``stream.Thinning``); ``raw.thinning`` then says what was dropped.
+    """
+    thinning = Thinning(max_events, budget_tiers) if max_events is not None else None
+    raw = read_trace(path, progress=progress, thinning=thinning)
     if raw.layout != "array":
         raise IngestError(
             path, "<top level>",
             "an Ascend trace_view.json is a JSON array of events (got an object; Kineto traces go "
             "through the Kineto reader)",
         )
-    frame = raw_frame(raw)
-    if frame.empty and not raw.truncated:
+    if raw.n_complete == 0 and not raw.truncated:
         raise IngestError(path, "ph", "no complete ('X') events: not a profiler trace")
-    frame["rank"] = rank
-    table = assign_steps(classify(frame, raw))
-    return ev.conform(table), raw
+    sigs = classify_signatures(raw)
+    if thinning is not None:
+        raw.dropped_by_category = ev.dropped_by_category(sigs, thinning.dropped_by_sig)
+    arrays = event_arrays(raw)
+    arrays["step"] = row_steps(sigs, arrays)
+    return ev.build_table(sigs, arrays, rank), raw
 
 
 def device_id(raw: RawTrace) -> int | None:

@@ -11,23 +11,29 @@ Columns (units in the table below; all times are µs):
 column        dtype     meaning
 ============  ========  ==================================================================================
 ``name``      str       event name as written (kernel name, ``aten::mm``, ``ProfilerStep#50``...)
-``category``  str       one of :data:`CATEGORIES` (see below)
-``side``      str       ``device`` (NPU/GPU timeline) or ``host`` (CPU timeline)
+``category``  category  one of :data:`CATEGORIES` (see below)
+``side``      category  ``device`` (NPU/GPU timeline) or ``host`` (CPU timeline)
 ``ts_us``     float64   start, µs, **relative to** ``RankData.base_ts_us`` (exact: see below)
 ``dur_us``    float64   duration, µs (>= 0; negative or NaN durations are dropped with a warning)
 ``pid``       int64     process id as in the trace (Ascend: per-process-name pseudo pid; Kineto: device)
 ``tid``       int64     thread id / stream id as in the trace
-``stream``    str       device: stream label (``Stream 3``, ``Group 0 Communication``, ``Plane 2``,
+``stream``    category  device: stream label (``Stream 3``, ``Group 0 Communication``, ``Plane 2``,
                         Kineto ``stream 7``); host: thread label (``Thread 3096504``)
 ``rank``      int64     global rank of the capture (``-1`` when unknown)
 ``step``      int64     ``N`` of the ``ProfilerStep#N`` the event belongs to, ``-1`` when unknown
                         (host events: by start time inside the step span; device events: by the step of
                         the launching host event when a correlation is known, else by start time)
-``sub``       str       sub-kind, see :data:`SUB_KINDS`; ``""`` when none
+``sub``       category  sub-kind, see :data:`SUB_KINDS`; ``""`` when none
 ``corr``      int64     correlation / connection id linking host launch and device task (``-1`` none)
 ``bytes``     float64   bytes moved (memcpy size, collective message size ``count × sizeof(dtype)``);
                         NaN when the trace does not say
 ============  ========  ==================================================================================
+
+Memory: the readers build the table from typed arrays and write the low-cardinality string columns
+(:data:`CATEGORICAL`) as pandas categoricals (1–2 bytes per row); ``name`` stays a ``str`` column of
+shared string objects (8 bytes per row) because ``value_counts`` on a categorical lists every
+category, zero counts included, and the analyses count names that way. Tables built elsewhere (tests,
+synthetic fixtures) may use plain strings everywhere: consumers compare values, never dtypes.
 
 Exact timestamps: Ascend ``trace_view.json`` writes ``ts`` as a **string** of absolute epoch µs with
 three decimals (``"1736408883704643.212"``); a float64 keeps only ~0.2 µs there. Readers subtract an
@@ -88,6 +94,8 @@ SCHEMA: dict[str, str] = {
     "bytes": "float64",
 }
 COLUMNS: tuple[str, ...] = tuple(SCHEMA)
+#: string columns the readers store as pandas categoricals (few distinct values, many rows).
+CATEGORICAL: tuple[str, ...] = ("category", "side", "stream", "sub")
 
 #: unit of each numeric column (units in names are the rule; these two are fixed by the schema).
 UNITS: dict[str, str] = {"ts_us": "us", "dur_us": "us", "bytes": "bytes"}
@@ -165,7 +173,7 @@ def conform(df: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise KeyError(f"event table lacks columns {missing}")
-    out = df[list(COLUMNS)]
+    out = df if tuple(df.columns) == COLUMNS else df[list(COLUMNS)]
     casts = {c: d for c, d in SCHEMA.items() if d != "object" and str(out[c].dtype) != d}
     return out.astype(casts) if casts else out
 
@@ -219,3 +227,113 @@ def per_value(values: pd.Series, fn: Callable[[str], Any], dtype: Any = object) 
     codes, uniq = pd.factorize(values, use_na_sentinel=False)
     results = np.array([fn(str(u)) for u in uniq], dtype=dtype)
     return results[codes] if len(values) else np.empty(0, dtype=dtype)
+
+
+# ------------------------------------------------------------------------ columnar table building
+#: budget tiers (lower = kept first; see ``analyzer.ingest.stream.Thinning``): step markers are never
+#: dropped; every device row (the device timeline the time totals come from); host sync ops and
+#: annotations (sync counts, phase scopes); dispatch; host operators; other host detail.
+TIER_STEP, TIER_DEVICE, TIER_HOST_SYNC, TIER_DISPATCH, TIER_HOST_OP, TIER_HOST_OTHER = range(6)
+TIER_NAMES: dict[int, str] = {
+    TIER_STEP: "step markers", TIER_DEVICE: "device events", TIER_HOST_SYNC: "host sync ops and annotations",
+    TIER_DISPATCH: "host dispatch", TIER_HOST_OP: "host operators", TIER_HOST_OTHER: "other host detail",
+}
+
+
+def tiers(category: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """Budget tier per row from ``category`` and ``side`` (see :data:`TIER_NAMES`)."""
+    category = np.asarray(category, dtype=object)
+    device = np.asarray(side, dtype=object) == SIDE_DEVICE
+    out = np.full(len(category), TIER_HOST_OTHER, dtype=np.int64)
+    out[category == HOST_OP] = TIER_HOST_OP
+    out[category == DISPATCH] = TIER_DISPATCH
+    out[(category == SYNC) | (category == ANNOTATION)] = TIER_HOST_SYNC
+    out[device] = TIER_DEVICE
+    out[category == STEP] = TIER_STEP
+    return out
+
+
+def dropped_by_category(sigs: pd.DataFrame, dropped_by_sig: np.ndarray) -> dict[str, int]:
+    """Σ dropped events per ``category`` of their signature (classified signature table)."""
+    if not len(dropped_by_sig) or not dropped_by_sig.any():
+        return {}
+    counts = pd.Series(dropped_by_sig[:len(sigs)], index=sigs["category"].to_numpy(dtype=object)).groupby(level=0).sum()
+    return {str(k): int(v) for k, v in counts.items() if v > 0}
+
+
+def _small_codes(codes: np.ndarray, n_categories: int) -> np.ndarray:
+    if n_categories < 2**7:
+        return codes.astype(np.int8)
+    if n_categories < 2**15:
+        return codes.astype(np.int16)
+    return codes.astype(np.int32)
+
+
+def categorical(per_sig: np.ndarray, sig: np.ndarray) -> pd.Categorical:
+    """Broadcast one value per signature to the rows (``sig`` = signature id per row) as a
+    categorical: sorted categories, int8/int16 codes (no string object per row)."""
+    codes, uniq = pd.factorize(pd.Series(per_sig, dtype=object), sort=True)
+    codes = _small_codes(codes, len(uniq))
+    return pd.Categorical.from_codes(codes[sig], categories=pd.Index(uniq, dtype=object))
+
+
+def steps_by_time(ts_us: np.ndarray, step_ts_us: np.ndarray, step_dur_us: np.ndarray,
+                  step_no: np.ndarray) -> np.ndarray:
+    """``N`` of the ``ProfilerStep#N`` span ``[ts, ts + dur)`` containing each start, ``-1`` outside.
+
+    torch_npu attributes events to steps this way for ``step_trace_time.csv`` (profiling-formats
+    §1.7); steps do not overlap.
+    """
+    result = np.full(len(ts_us), UNKNOWN_STEP, dtype=np.int64)
+    if not len(step_ts_us):
+        return result
+    order = np.argsort(step_ts_us, kind="stable")
+    starts, ends, nos = step_ts_us[order], step_ts_us[order] + step_dur_us[order], step_no[order]
+    idx = np.searchsorted(starts, ts_us, side="right") - 1
+    ok = idx >= 0
+    ok[ok] = ts_us[ok] < ends[idx[ok]]
+    result[ok] = nos[idx[ok]]
+    return result
+
+
+_STEP_NAME_RE = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def step_numbers(names: np.ndarray, is_step: np.ndarray) -> np.ndarray:
+    """``N`` of ``ProfilerStep#N`` per signature where ``is_step``, else ``-1``."""
+    out = np.full(len(names), UNKNOWN_STEP, dtype=np.int64)
+    for i in np.flatnonzero(np.asarray(is_step, dtype=bool)):
+        m = _STEP_NAME_RE.match(str(names[i]))
+        if m:
+            out[i] = int(m.group(1))
+    return out
+
+
+def build_table(sigs: pd.DataFrame, arrays: dict[str, np.ndarray], rank: int) -> pd.DataFrame:
+    """The event table from a classified signature table and the per-event arrays.
+
+    ``sigs``: one row per signature with ``name``, ``pid``, ``tid``, ``category``, ``side``,
+    ``stream``, ``sub``; ``arrays``: ``sig`` (row -> signature), ``ts_us``, ``dur_us``, ``corr``,
+    ``bytes`` and ``step``. Strings become categoricals (:data:`CATEGORICAL`) or, for ``name``, a
+    column of the signature table's shared string objects; no per-row Python object is created.
+    """
+    sig = arrays["sig"]
+    n = len(sig)
+    names, name_codes = np.unique(sigs["name"].to_numpy(dtype=object).astype(str), return_inverse=True)
+    name_col = np.asarray(names, dtype=object)[name_codes.astype(np.int32)[sig]] if n else np.empty(0, dtype=object)
+    cols: dict[str, Any] = {
+        "name": pd.array(name_col, dtype="str"),
+        "category": categorical(sigs["category"].to_numpy(dtype=object), sig),
+        "side": categorical(sigs["side"].to_numpy(dtype=object), sig),
+        "ts_us": arrays["ts_us"],
+        "dur_us": arrays["dur_us"],
+        "pid": sigs["pid"].to_numpy(dtype=np.int64)[sig],
+        "tid": sigs["tid"].to_numpy(dtype=np.int64)[sig],
+        "stream": categorical(sigs["stream"].to_numpy(dtype=object), sig),
+        "rank": np.full(n, rank, dtype=np.int64),
+        "step": arrays["step"],
+        "sub": categorical(sigs["sub"].to_numpy(dtype=object), sig),
+        "corr": arrays["corr"],
+        "bytes": arrays["bytes"],
+    }
+    return pd.DataFrame(cols, copy=False)

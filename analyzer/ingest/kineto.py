@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from analyzer.ingest import events as ev
-from analyzer.ingest.ascend import assign_steps
+from analyzer.ingest.ascend import row_steps
 from analyzer.ingest.errors import IngestError
-from analyzer.ingest.stream import RawTrace, open_stream, raw_frame, read_trace
+from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, open_stream, read_trace, signature_frame
 
 COMM_KERNEL_RE = re.compile(r"^nccl|.*ncclKernel|^hccl", re.IGNORECASE)
 DEVICE_CATS: frozenset[str] = frozenset({
@@ -56,7 +56,9 @@ def _copy_kind(name: str) -> str:
 
 
 def classify(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add ``category``, ``side``, ``sub``, ``stream`` to the raw columns, in place (see module docstring)."""
+    """Add ``category``, ``side``, ``sub``, ``stream`` to the raw columns, in place (see module docstring).
+
+    The reader passes the signature table (one row per distinct pid/tid/name/cat/args), not the events."""
     name, cat = frame["name"], frame["cat"]
     n = len(frame)
     category = np.full(n, ev.OTHER, dtype=object)
@@ -100,14 +102,35 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
 
 def steps_by_launch(table: pd.DataFrame) -> pd.DataFrame:
     """Device events take the step of their launching host event (same ``corr``) when known (in place)."""
-    host = table[(table["side"] == ev.SIDE_HOST) & (table["corr"] >= 0)]
-    launch_step = pd.Series(host["step"].to_numpy(), index=host["corr"].to_numpy())
-    launch_step = launch_step[~launch_step.index.duplicated(keep="first")]
-    device = (table["side"] == ev.SIDE_DEVICE) & (table["corr"] >= 0)
-    mapped = table.loc[device, "corr"].map(launch_step)
-    known = mapped.notna()
-    table.loc[mapped.index[known], "step"] = mapped[known].astype("int64")
+    table["step"] = launch_steps((table["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool),
+                                 table["corr"].to_numpy(dtype=np.int64), table["step"].to_numpy(dtype=np.int64).copy())
     return table
+
+
+def launch_steps(device: np.ndarray, corr: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """``step`` with every device row that has a correlation id set to the step of the first host
+    row with that id (arrays; ``step`` is modified and returned)."""
+    host = ~device & (corr >= 0)
+    uniq, first = np.unique(corr[host], return_index=True)
+    if not uniq.size:
+        return step
+    launch_step = step[host][first]
+    dev_rows = np.flatnonzero(device & (corr >= 0))
+    pos = np.minimum(np.searchsorted(uniq, corr[dev_rows]), uniq.size - 1)
+    found = uniq[pos] == corr[dev_rows]
+    step[dev_rows[found]] = launch_step[pos[found]]
+    return step
+
+
+def classify_signatures(raw: RawTrace) -> pd.DataFrame:
+    """The signature table of ``raw`` with the event-table classification columns."""
+    return classify(signature_frame(raw))
+
+
+def budget_tiers(raw: RawTrace) -> np.ndarray:
+    """Budget tier per signature (``events.tiers``)."""
+    sigs = classify_signatures(raw)
+    return ev.tiers(sigs["category"].to_numpy(dtype=object), sigs["side"].to_numpy(dtype=object))
 
 
 def read_meta(path: Path) -> dict[str, Any]:
@@ -143,18 +166,25 @@ def rank_of(meta: dict[str, Any]) -> int | None:
 
 
 def read_kineto_trace(path: Path, rank: int | None = None, progress: bool | None = None,
-                      ) -> tuple[pd.DataFrame, RawTrace, dict[str, Any]]:
-    """Parse one Kineto trace into (event table, raw trace, top-level metadata)."""
-    raw = read_trace(path, progress=progress)
+                      max_events: int | None = None) -> tuple[pd.DataFrame, RawTrace, dict[str, Any]]:
+    """Parse one Kineto trace into (event table, raw trace, top-level metadata).
+
+    ``max_events``: event budget (see ``stream.Thinning``); ``raw.thinning`` then says what was dropped.
+    """
+    thinning = Thinning(max_events, budget_tiers) if max_events is not None else None
+    raw = read_trace(path, progress=progress, thinning=thinning)
     if raw.layout != "object":
         raise IngestError(path, "<top level>", "a Kineto trace is an object with 'traceEvents'")
-    frame = raw_frame(raw)
-    if frame.empty and not raw.truncated:
+    if raw.n_complete == 0 and not raw.truncated:
         raise IngestError(path, "traceEvents", "no complete ('X') events: not a Kineto profiler trace")
     meta = read_meta(path)
     found = rank_of(meta)
     if rank is None:
         rank = found if found is not None else ev.UNKNOWN_RANK
-    frame["rank"] = rank
-    table = steps_by_launch(assign_steps(classify(frame)))
-    return ev.conform(table), raw, meta
+    sigs = classify_signatures(raw)
+    if thinning is not None:
+        raw.dropped_by_category = ev.dropped_by_category(sigs, thinning.dropped_by_sig)
+    arrays = event_arrays(raw)
+    device_sig = (sigs["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool)
+    arrays["step"] = launch_steps(device_sig[arrays["sig"]], arrays["corr"], row_steps(sigs, arrays))
+    return ev.build_table(sigs, arrays, rank), raw, meta
