@@ -79,6 +79,9 @@ class RankAnalysis:
     capture_sync_counts: dict[str, int]
     #: events left out of the table: ``{"count", "reason", "by_category"}`` (bad ts/dur, event budget).
     dropped_events: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: Kineto only: comm–compute overlap (%) over Holistic Trace Analysis' default window
+    #: (``breakdown.hta_window``: the last ProfilerStep dropped), for comparison with HTA; None otherwise.
+    hta_window_overlap_pct: float | None = None
 
     @property
     def overall(self) -> ScopeResult:
@@ -97,6 +100,7 @@ class RankAnalysis:
             "recommendations": [r.to_dict() for r in self.recommendations],
             "warnings": list(self.warnings),
             "dropped_events": dict(self.dropped_events),
+            "hta_window_overlap_pct": self.hta_window_overlap_pct,
         }
 
 
@@ -129,7 +133,8 @@ class Analysis:
             "schema_version": SCHEMA_VERSION, "path": self.path, "source_format": self.source_format,
             "phase_override": self.phase_override, "thresholds_origin": self.thresholds.origin,
             "verdict": {"rank": self.primary.rank, "kind": v.kind, "label": v.label, "score": v.score,
-                        "subtype": v.subtype, "summary": v.summary},
+                        "subtype": v.subtype, "summary": v.summary,
+                        "secondary": list(v.secondary), "selection": v.selection},
             "ranks": [r.to_dict() for r in self.ranks],
             "cluster": None if self.cluster is None else self.cluster.to_dict(),
             "warnings": list(self.warnings),
@@ -303,7 +308,15 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
     meta = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
     return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
-                        capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events))
+                        capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt))
+
+
+def _hta_overlap(rank: RankData, fmt: str) -> float | None:
+    """Comm–compute overlap over HTA's default window (Kineto traces with communication only)."""
+    if fmt != "kineto" or rank.events.empty:
+        return None
+    pct = breakdown.comm_compute_overlap(breakdown.hta_window(rank.events))
+    return round(pct, 4) if np.isfinite(pct) else None
 
 
 def _dropped_dict(dropped: Any) -> dict[str, Any]:
@@ -317,7 +330,7 @@ def _dropped_dict(dropped: Any) -> dict[str, Any]:
 def capture_sync_counts(events: pd.DataFrame) -> dict[str, int]:
     """Host sync-like ops by name over the whole capture (not only the analysed steps)."""
     sync = events[(events["side"] == ev.SIDE_HOST) & (events["category"] == ev.SYNC)]
-    return {str(k): int(v) for k, v in sync["name"].value_counts().items()}
+    return ev.name_counts(sync)
 
 
 def _cluster_row(ra: RankAnalysis) -> dict[str, float | None]:

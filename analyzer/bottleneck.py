@@ -100,6 +100,7 @@ class Verdict:
     secondary: tuple[str, ...]
     excluded: dict[str, str] = field(default_factory=dict)
     summary: str = ""
+    selection: str = ""
 
     @property
     def label(self) -> str:
@@ -115,7 +116,7 @@ class Verdict:
         return {
             "kind": self.kind, "label": self.label, "score": self.score, "subtype": self.subtype,
             "secondary": list(self.secondary), "excluded": dict(self.excluded), "summary": self.summary,
-            "candidates": [c.to_dict() for c in self.candidates],
+            "selection": self.selection, "candidates": [c.to_dict() for c in self.candidates],
         }
 
 
@@ -314,6 +315,23 @@ def locate(ind: IndicatorSet, th: Thresholds, *, comm_applicable: bool = True,
         return Verdict(NONE, best.score, None, tuple(cands), (), excluded, summary)
     triggered.sort(key=lambda c: (-(attributed_share_pct(c.kind, ind) or -1.0), -c.score))
     top = triggered[0]
-    summary = f"{LABELS[top.kind]} (score {top.score:.1f}{', ' + top.subtype if top.subtype else ''}): {top.summary}"
+    selection = selection_text(triggered, ind)
+    summary = (f"{LABELS[top.kind]} (score {top.score:.1f}{', ' + top.subtype if top.subtype else ''}): {top.summary}"
+               + (f". {selection}" if len(triggered) > 1 else ""))
     return Verdict(top.kind, top.score, top.subtype, tuple(cands), tuple(c.kind for c in triggered[1:]),
-                   excluded, summary)
+                   excluded, summary, selection)
+
+
+def selection_text(triggered: list[Candidate], ind: IndicatorSet) -> str:
+    """Why the first of ``triggered`` (already ordered) is the verdict, quoting each candidate's time share."""
+    if len(triggered) == 1:
+        return f"{triggered[0].kind} is the only candidate reaching triggerScore"
+
+    def share(c: Candidate) -> str:
+        pct = attributed_share_pct(c.kind, ind)
+        shown = "unavailable" if pct is None else f"{pct:.2f} %"
+        return f"{c.kind} {SHARE_INDICATOR[c.kind]} = {shown} (score {c.score:.1f})"
+
+    return ("several candidates triggered; the verdict is the one holding the largest share of wall time "
+            "(ndval rule, the seed is silent; ties: score): " + " > ".join(share(c) for c in triggered)
+            + "; the others are listed as secondary")

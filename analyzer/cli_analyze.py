@@ -41,6 +41,8 @@ def _summary(analysis: object) -> str:
         for name, sc in r["scopes"].items():
             v = sc["verdict"]
             lines.append(f"  [{name}] {v['label']} — score {v['score']:.1f}" + (f" ({v['subtype']})" if v["subtype"] else ""))
+            if v["secondary"]:
+                lines.append(f"      also triggered: {', '.join(v['secondary'])} — {v['selection']}")
             top = next((c for c in v["candidates"] if c["kind"] == v["kind"]), None)
             for e in (top or {"evidence": []})["evidence"]:
                 if e["passed"]:

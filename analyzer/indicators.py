@@ -112,15 +112,8 @@ def _per(total: float | None, steps: int) -> float | None:
 
 
 def in_windows_mask(t_us: np.ndarray, windows: Sequence[Window]) -> np.ndarray:
-    """For each time, whether it lies in one of ``windows`` (merged, half-open), via ``searchsorted``."""
-    w = _windows(windows)
-    t = np.asarray(t_us, dtype="float64")
-    if w.count == 0:
-        return np.zeros(t.size, dtype=bool)
-    idx = np.searchsorted(w.start_us, t, side="right") - 1
-    ok = idx >= 0
-    ok[ok] = t[ok] < w.end_us[idx[ok]]
-    return ok
+    """For each time, whether it lies in one of ``windows`` (merged, half-open): ``timeline.membership``."""
+    return timeline.membership(t_us, _windows(windows))
 
 
 def _in_windows(df: pd.DataFrame, windows: Sequence[Window]) -> pd.DataFrame:
@@ -318,10 +311,18 @@ def _copy_indicators(b: _Builder, scoped: pd.DataFrame, copies: pd.DataFrame, wi
     copy_us = (_clip_union(copies, win)).length_us if len(copies) else 0.0
     b.add("copy_device_us", copy_us, "us", "device copies", "∪ device memcpy", src, "time")
     b.add("copy_pct", _pct(copy_us, wall), "%", "device copy share of wall", "device copies / wall", src, "time")
+    undirected_us = float(copies.loc[copies["sub"] == ev.SUB_HOST_DEVICE, "dur_us"].sum())
     for sub, key, label in ((ev.SUB_D2H, "d2h_per_step_us", "D2H per step"), (ev.SUB_H2D, "h2d_per_step_us", "H2D per step"),
                             (ev.SUB_HOST_DEVICE, "host_device_copy_per_step_us", "H2D-or-D2H (direction unrecorded) per step")):
         tot = float(copies.loc[copies["sub"] == sub, "dur_us"].sum())
-        b.add(key, _per(tot, steps), "us", label, f"Σ {sub} copy durations / steps", src, "step", "no step boundaries")
+        value, reason, basis = _per(tot, steps), "no step boundaries", ""
+        if sub != ev.SUB_HOST_DEVICE and undirected_us > 0:
+            if tot == 0:  # all host<->device copies are undirected: 0 would be a claim the trace cannot make
+                value, reason = None, (f"copy direction not recorded: {undirected_us:.1f} us of H2D-or-D2H copies "
+                                       "(Ascend PCIE DMA tasks) cannot be split into H2D and D2H")
+            else:
+                basis = f"lower bound: another {undirected_us:.1f} us of copies have no recorded direction"
+        b.add(key, value, "us", label, f"Σ {sub} copy durations / steps", src, "step", reason, basis)
     hc = scoped[(scoped["side"] == ev.SIDE_HOST) & scoped["name"].str.contains(HOST_COPY_RE, na=False)]
     hc_us = (_clip_union(hc, win)).length_us if len(hc) else 0.0
     b.add("host_copy_pct_of_host_busy", _pct(hc_us, host_us), "%", "host copy share of host busy",
@@ -362,7 +363,7 @@ def _dispatch_and_sync(b: _Builder, scoped: pd.DataFrame, wall: float, steps: in
     b.add("dispatch_ops_per_step", _per(float(n), steps), "ops/step", "dispatched ops per step", "count / steps", src,
           "step", "no step boundaries")
     sync = host[host["category"] == ev.SYNC]
-    counts = {str(k): int(v) for k, v in sync["name"].value_counts().items()}
+    counts = ev.name_counts(sync)
     sync_us = timeline.from_events(sync).length_us  # union: item ⊃ _local_scalar_dense ⊃ aclrtMemcpy nest
     ssrc = "event table: host sync-like ops (aten::item, _local_scalar_dense, *Synchronize*, sync memcpy)"
     runtime_layer = bool((disp["sub"].isin((ev.SUB_LAUNCH, ev.SUB_RUNTIME))).any())

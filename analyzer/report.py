@@ -121,7 +121,11 @@ def to_markdown(analysis: Any) -> str:
         out += [f"## Rank {r['rank']}", "", f"- path: `{r['path']}`; totals source: {r['totals_source']}",
                 f"- steps: {len(p['steps'])} ({p['step_source']}); phases: {p['method']}, confidence {p['confidence']} — {p['reason']}",
                 f"- graph mode: {'DETECTED — ' + r['graph_mode']['reason'] if r['graph_mode']['detected'] else 'not detected'}",
-                "- sync-like ops in the capture: " + (", ".join(f"{k} × {n}" for k, n in r["capture_sync_counts"].items()) or "none"), ""]
+                "- sync-like ops in the capture: " + (", ".join(f"{k} × {n}" for k, n in r["capture_sync_counts"].items()) or "none")]
+        if r["hta_window_overlap_pct"] is not None:
+            out.append(f"- comm–compute overlap over Holistic Trace Analysis' default window (last ProfilerStep "
+                       f"dropped): {r['hta_window_overlap_pct']:.2f} %")
+        out.append("")
         if r["step_breakdown_us"]:
             cols = list(r["step_breakdown_us"][0])
             out += [f"Per-step time breakdown ({r['breakdown_source']}; µs unless the column says %):", ""]
@@ -242,6 +246,9 @@ def to_html(analysis: Any) -> str:
                      f"{html.escape(p['method'])}, confidence {html.escape(p['confidence'])} — {html.escape(p['reason'])}</p>")
         if r["graph_mode"]["detected"]:
             parts.append(f"<p class='warn'>Graph mode detected: {html.escape(r['graph_mode']['reason'])}</p>")
+        if r["hta_window_overlap_pct"] is not None:
+            parts.append(f"<p>Comm–compute overlap over Holistic Trace Analysis' default window (last ProfilerStep "
+                         f"dropped): {r['hta_window_overlap_pct']:.2f} %</p>")
         if r["step_breakdown_us"]:
             cols = list(r["step_breakdown_us"][0])
             parts.append(f"<h3>Per-step time breakdown</h3><p>{html.escape(r['breakdown_source'])}</p>")

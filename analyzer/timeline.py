@@ -88,8 +88,9 @@ def from_events(events: pd.DataFrame) -> Intervals:
     return union(ts, ts + events["dur_us"].to_numpy(dtype=np.float64))
 
 
-def _membership(points: np.ndarray, sets: Intervals) -> np.ndarray:
-    """For each point p, whether p lies in ``sets`` (half-open ``[start, end)``)."""
+def membership(points: np.ndarray, sets: Intervals) -> np.ndarray:
+    """For each point p, whether p lies in ``sets`` (merged, half-open ``[start, end)``), via ``searchsorted``."""
+    points = np.asarray(points, dtype=np.float64)
     if sets.count == 0:
         return np.zeros(points.size, dtype=bool)
     idx = np.searchsorted(sets.start_us, points, side="right") - 1
@@ -104,8 +105,8 @@ def _combine(a: Intervals, b: Intervals, keep_a: bool, keep_b: bool, op: str) ->
     if points.size < 2:
         return empty()
     left, right = points[:-1], points[1:]
-    in_a = _membership(left, a) if keep_a else np.zeros(left.size, dtype=bool)
-    in_b = _membership(left, b) if keep_b else np.zeros(left.size, dtype=bool)
+    in_a = membership(left, a) if keep_a else np.zeros(left.size, dtype=bool)
+    in_b = membership(left, b) if keep_b else np.zeros(left.size, dtype=bool)
     sel = in_a & in_b if op == "and" else in_a & ~in_b
     return union(left[sel], right[sel])
 

@@ -32,7 +32,8 @@ column        dtype     meaning
 Memory: the readers build the table from typed arrays and write the low-cardinality string columns
 (:data:`CATEGORICAL`) as pandas categoricals (1–2 bytes per row); ``name`` stays a ``str`` column of
 shared string objects (8 bytes per row) because ``value_counts`` on a categorical lists every
-category, zero counts included, and the analyses count names that way. Tables built elsewhere (tests,
+category, zero counts included: the analyzer counts names through :func:`name_counts` (categorical-safe),
+but other consumers of the table (``harness.kinds.analyzer``) still call ``value_counts``. Tables built elsewhere (tests,
 synthetic fixtures) may use plain strings everywhere: consumers compare values, never dtypes.
 
 Exact timestamps: Ascend ``trace_view.json`` writes ``ts`` as a **string** of absolute epoch µs with
@@ -182,6 +183,13 @@ def comm_ops(events: pd.DataFrame) -> pd.DataFrame:
     """Rows that are one collective / p2p op each (communication, not a small HCCL task)."""
     mask = (events["category"] == COMMUNICATION) & (events["sub"] != SUB_COMM_TASK)
     return events[mask]
+
+
+def name_counts(events: pd.DataFrame) -> dict[str, int]:
+    """``{name: rows}`` of ``events``, names that occur only (safe for a categorical ``name`` column,
+    whose ``value_counts`` would also list every unused category with 0)."""
+    counts = events["name"].value_counts()
+    return {str(k): int(v) for k, v in counts[counts > 0].items()}
 
 
 def device_work(events: pd.DataFrame) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analyzer import analyze, load_dataset
+from analyzer import analyze, load_dataset, report
 
 L1_RANK0 = "ascend/msinsight-level1/rank0_ascend_pt"
 # README: Level1 rank0, Step 50, step_trace_time.csv (µs)
@@ -45,6 +45,19 @@ def test_level1_verdict_is_communication_with_step_trace_evidence(level1) -> Non
     assert ind.value("comm_us") == pytest.approx(STEP_TRACE["Communication"], rel=1e-3)
     assert ind.value("comm_exposed_us") == pytest.approx(STEP_TRACE["Communication(Not Overlapped)"], rel=1e-3)
     assert ind.value("compute_us") == pytest.approx(STEP_TRACE["Computing"], rel=1e-3)
+
+
+def test_level1_host_and_comm_both_trigger_and_the_choice_is_stated(level1) -> None:  # type: ignore[no-untyped-def]
+    """Host (100) and communication (85) both reach triggerScore on Level1; the verdict goes to the one with
+    the largest share of wall time (ndval rule; the seed is silent) and the JSON/Markdown say so."""
+    v = level1.verdict
+    host, comm = v.candidate("host"), v.candidate("communication")
+    assert host.triggered and comm.triggered and host.score > comm.score
+    assert v.kind == "communication" and v.secondary == ("host",)
+    d = level1.to_dict()["verdict"]
+    assert d["secondary"] == ["host"] and "largest share of wall time" in d["selection"]
+    assert "comm_exposed_pct = 65.37 %" in d["selection"] and "host_exclusive_pct = 24.71 %" in d["selection"]
+    assert d["selection"] in report.to_markdown(level1)
 
 
 def test_level1_sync_counts_equal_readme(level1) -> None:  # type: ignore[no-untyped-def]
@@ -147,3 +160,11 @@ def test_truncated_trace_with_csv_keeps_csv_totals(profile_path: PathOf, tmp_pat
     assert a.verdict.kind == "communication"
     assert ind.value("host_exclusive_pct") is None and "truncated" in ind["host_exclusive_pct"].reason
     assert any("truncated" in w and "trace_view.json" in w for w in a.warnings)
+
+
+def test_level1_copies_without_direction_are_not_reported_as_zero_d2h(level1) -> None:  # type: ignore[no-untyped-def]
+    """The Ascend trace's PCIE DMA copies carry no direction: D2H/H2D per step are unavailable, not 0."""
+    ind = level1.primary.overall.indicators
+    assert ind.value("host_device_copy_per_step_us") > 0
+    for k in ("d2h_per_step_us", "h2d_per_step_us"):
+        assert ind.value(k) is None and "direction not recorded" in ind[k].reason, k

@@ -13,6 +13,7 @@ from analyzer.bottleneck import (
     locate,
     score_comm,
     score_compute,
+    score_copy,
     score_host,
 )
 from analyzer.thresholds import default_thresholds
@@ -89,9 +90,34 @@ def test_several_triggered_primary_is_largest_time_share() -> None:
     assert host.score > comm.score  # host saturates more terms ...
     assert v.kind == COMMUNICATION and HOST in v.secondary  # ... but exposed comm holds more wall time
     assert v.candidate(COPY) is not None
+    # the choice rule is stated in the output, quoting both shares in order
+    assert "largest share of wall time" in v.selection and "seed is silent" in v.selection
+    assert v.selection.index("comm_exposed_pct = 60.00 %") < v.selection.index("host_exclusive_pct = 20.00 %")
+    assert v.to_dict()["selection"] == v.selection and v.selection in v.summary
+
+
+def test_single_triggered_candidate_needs_no_rule() -> None:
+    v = locate(make_indicators(device_busy_pct=95, compute_pct=90, comm_exposed_pct=0), TH)
+    assert v.kind == COMPUTE and v.secondary == () and "only candidate" in v.selection
+    assert "largest share" not in v.summary
 
 
 def test_trigger_score_override_flips_verdict() -> None:
     ind = make_indicators(device_busy_pct=83, compute_pct=56, comm_exposed_pct=11.9)  # a marginal compute case
     assert locate(ind, TH).kind == COMPUTE
     assert locate(ind, TH.with_overrides({"deviceBusyGate": 90})).kind == NONE
+
+
+def test_compute_and_copy_weights() -> None:
+    """Seed §2.2 (55 / 25 / 20 / 12) and §2.4 (45 / 12 / 10) written as arithmetic, SYNTHETIC indicators."""
+    sev = lambda v, gate, sat: 0.5 + 0.5 * min(1.0, max(0.0, (v - gate) / (sat - gate)))  # noqa: E731
+    base = {"device_busy_pct": 90, "compute_pct": 60, "comm_exposed_pct": 9}
+    busy_term = 55 * max(sev(90, 82, 164), sev(60, 55, 110))
+    low_comm_term = 25 * sev(12 - 9, 0, 6)  # lower gate < 12, saturation 6: mirrored distance
+    c = score_compute(make_indicators(**base, mac_ratio=0.6, mte2_ratio=0.1), TH)
+    assert c.score == pytest.approx(round(busy_term + low_comm_term + 20 * sev(0.6, 0.45, 0.9), 1))
+    c = score_compute(make_indicators(**base, mac_ratio=0.4, mte2_ratio=0.7), TH)
+    assert c.score == pytest.approx(round(busy_term + low_comm_term + 12 * sev(0.7, 0.45, 0.9), 1))
+    c = score_copy(make_indicators(copy_pct=6, d2h_per_step_us=100, h2d_per_step_us=300, sync_op_count=4,
+                                   sync_ops_per_step=0.5), TH)
+    assert c.triggered and c.score == pytest.approx(round(45 * sev(6, 4, 8) + 12 * 0.5 + 10 * sev(300, 200, 400), 1))

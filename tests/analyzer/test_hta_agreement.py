@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from analyzer import analyze, report
 from analyzer import breakdown as bd
 from analyzer.dataset import load_dataset
 from analyzer.ingest import events as ev
@@ -33,3 +34,12 @@ def test_comm_compute_overlap_agrees_with_hta(profile_path, trace: str) -> None:
     assert gpu.idle_pct == pytest.approx(idle, abs=1.0)
     assert 100 * gpu.compute_us / gpu.span_us == pytest.approx(compute, abs=1.0)
     assert 100 * (gpu.busy_us - gpu.compute_us) / gpu.span_us == pytest.approx(noncompute, abs=1.0)
+
+
+@pytest.mark.parametrize("trace", sorted(HTA))
+def test_analysis_output_reports_the_hta_window_overlap(profile_path, trace: str) -> None:
+    """The same number reaches the user: ``hta_window_overlap_pct`` in the JSON and the Markdown."""
+    a = analyze(load_dataset(profile_path(f"kineto/hta-trace-diff/{trace}.json.gz")))
+    pct = a.to_dict()["ranks"][0]["hta_window_overlap_pct"]
+    assert pct == pytest.approx(HTA[trace][-1], abs=1.0)
+    assert f"default window (last ProfilerStep dropped): {pct:.2f} %" in report.to_markdown(a)

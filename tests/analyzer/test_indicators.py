@@ -69,3 +69,33 @@ def test_graph_mode_signal() -> None:
     assert detected and "graph launch" in reason
     eager = [("aclnnAdd", ev.DISPATCH, "host", float(i * 10), 2.0) for i in range(50)]
     assert graph_mode_signal(table(eager + kernels), 10) == (False, "")
+
+
+def test_sync_counts_list_only_names_that_occur_even_with_a_categorical_name_column() -> None:
+    """SYNTHETIC: ``value_counts`` on a categorical lists unused categories with 0; the counts must not."""
+    ev_table = table([
+        ("aten::item", ev.SYNC, "host", 0.0, 10.0), ("aten::item", ev.SYNC, "host", 20.0, 10.0),
+        ("aten::add", ev.HOST_OP, "host", 40.0, 10.0), ("mm", ev.COMPUTE, "device", 0.0, 50.0),
+    ])
+    ev_table["name"] = ev_table["name"].astype("category")
+    ind = compute_indicators(ev_table, scope())
+    assert ind.sync_counts == {"aten::item": 2}
+    assert ev.name_counts(ev_table[ev_table["category"] == ev.SYNC]) == {"aten::item": 2}
+
+
+def _copies(subs: list[str]) -> pd.DataFrame:
+    """SYNTHETIC device copies of 100 µs each with the given direction ``sub``."""
+    rows = table([(f"copy{i}", ev.MEMCPY, "device", 200.0 * i, 100.0) for i in range(len(subs))])
+    rows["sub"] = subs
+    return rows
+
+
+def test_copies_without_recorded_direction_make_d2h_h2d_unavailable_not_zero() -> None:
+    ind = compute_indicators(_copies([ev.SUB_HOST_DEVICE, ev.SUB_HOST_DEVICE]), scope())
+    assert ind.value("host_device_copy_per_step_us") == pytest.approx(100.0)  # 200 µs over 2 steps
+    for k in ("d2h_per_step_us", "h2d_per_step_us"):
+        assert ind.value(k) is None and "direction not recorded" in ind[k].reason, k
+    mixed = compute_indicators(_copies([ev.SUB_D2H, ev.SUB_HOST_DEVICE]), scope())
+    assert mixed.value("d2h_per_step_us") == pytest.approx(50.0) and "lower bound" in mixed["d2h_per_step_us"].basis
+    directed = compute_indicators(_copies([ev.SUB_D2H, ev.SUB_H2D]), scope())
+    assert directed.value("h2d_per_step_us") == pytest.approx(50.0) and directed["h2d_per_step_us"].basis == ""

@@ -121,6 +121,14 @@ def test_multi_rank_parent(profile_path) -> None:
     assert all(len(r.events) > 4000 for r in ds.ranks)
 
 
+def test_ascend_profiler_output_dir_is_the_same_rank(profile_path, level1) -> None:
+    """The three accepted entry points (rank dir, its ASCEND_PROFILER_OUTPUT, the parent) read the same events."""
+    inner = load_dataset(profile_path(L1R0) / "ASCEND_PROFILER_OUTPUT")
+    (rank,) = inner.ranks
+    assert rank.rank == 0 and len(rank.events) == len(level1.ranks[0].events) == 4384
+    assert set(rank.tables) == set(level1.ranks[0].tables)
+
+
 def test_level0_has_no_cann_layer_and_na_cores(profile_path) -> None:
     """Level0: 8-column kernel_details with N/A Type / Accelerator Core; no CANN dispatch events."""
     rank = load_dataset(profile_path(L0R0)).ranks[0]

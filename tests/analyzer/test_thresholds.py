@@ -14,7 +14,25 @@ SEED_DEFAULTS = {  # seed §2.1–§2.4 and §2 trigger score, §6.3 cap
     "macRatioComputeBound": 0.45, "mte2RatioMemoryBound": 0.45, "lowUtilizationGate": 0.3, "commShareGate": 12,
     "commExposedGate": 5, "commLatencyBoundUs": 60, "commBandwidthBoundMb": 16, "copyShareGate": 4,
     "hostCopyShareGate": 8, "d2hPerStepUs": 200, "triggerScore": 40, "optimisticCapPct": 70,
+    "commOverlapLow": 40, "h2dPerStepUs": 200,
 }
+SEED_HYPOTHESIS_CONDITIONS = {  # seed §4 table, (value, relation)
+    "hypEagerDispatchPerStep": (400, ">="), "hypEagerDeviceBusyMax": (95, "<"), "hypSyncPerStep": (0.5, ">="),
+    "hypSyncPctOfWall": (3, ">="), "hypPrefillHostExclusivePct": (15, ">="), "hypPrefillDispatchPerStep": (300, ">="),
+    "hypLaunchGapCount": (5, ">="), "hypLaunchGapMeanUs": (80, ">="), "hypLaunchGapIdlePct": (5, ">="),
+    "hypPrefillComputeSharePct": (55, ">="), "hypDecodeDeviceBusyPct": (70, ">="), "hypDecodeMacMax": (0.35, "<"),
+    "hypDecodeMte2Min": (0.25, ">="), "hypFragmentedDeviceBusyPct": (70, ">="),
+    "hypFragmentedComputeSharePct": (40, ">="), "hypFragmentedMedianOpUs": (30, "<"),
+    "hypDecodeCommSharePct": (12, ">="), "hypDecodeCommMedianUs": (120, "<="), "hypPrefillCommSharePct": (12, ">="),
+    "hypPrefillCommMessageMb": (1, ">="), "hypOverlapDisabledCommSharePct": (8, ">="),
+    "hypOverlapDisabledOverlapPct": (40, "<"), "hypD2hPerStepUs": (150, ">="), "hypH2dPerStepUs": (200, ">="),
+}
+
+
+def test_seed_hypothesis_conditions() -> None:
+    th = default_thresholds()
+    for k, (value, relation) in SEED_HYPOTHESIS_CONDITIONS.items():
+        assert (th.v(k), th[k].relation) == (value, relation), k
 
 
 def test_seed_defaults_and_every_threshold_documented() -> None:
