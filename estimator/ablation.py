@@ -107,14 +107,22 @@ def exp2_dp_hack_removed(configs: Sequence[Labeled], base: dict[str, Any]) -> li
     return rows
 
 
+def dp_fits_ep(parallel: dict[str, Any], dp: int) -> bool:
+    """Whether ``dp`` is a valid layout for the fixed EP: ``ep·etp`` divides ``dp·tp·cp`` (spec §3)."""
+    p = parallel
+    return (dp * p.get("tp", 1) * p.get("cp", 1)) % (p.get("ep", 1) * (p.get("etp") or 1)) == 0
+
+
 def exp3_dp_varied(cfg: dict[str, Any], dps: Sequence[int], base: dict[str, Any]) -> list[Row]:
-    """EXP-3: EP fixed, DP varied (the world size follows): PP_WAIT from one DP to the next."""
+    """EXP-3: EP fixed, DP varied (the world size follows): PP_WAIT from one DP to the next.
+
+    A DP that is no valid layout for the fixed EP (:func:`dp_fits_ep`) is left out; the row labelled
+    ``dp=X`` compares the previous valid DP (``before``) with ``X`` (``after``)."""
     reports = []
     for dp in dps:
         c = with_options(cfg, base)
-        p = c["parallel"]
-        if (dp * p.get("tp", 1) * p.get("cp", 1)) % (p.get("ep", 1) * (p.get("etp") or 1)):
-            continue  # ep·etp must divide dp·tp·cp: this DP is not a valid layout for the fixed EP
+        if not dp_fits_ep(c["parallel"], dp):
+            continue
         c["parallel"] = {**c["parallel"], "dp": dp}
         p = c["parallel"]
         world = dp * p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1)

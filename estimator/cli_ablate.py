@@ -105,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"\nEXP-3  EP fixed, DP varied {dps}: PP_WAIT from one DP to the next")
             for label, cfg in configs:
                 print(f"[{label}]")
+                skipped = [dp for dp in dps if not ablation.dp_fits_ep(cfg["parallel"], dp)]
+                if skipped:
+                    print(f"(dp {skipped} left out: ep·etp must divide dp·tp·cp)")
                 print(ablation.format_rows(ablation.exp3_dp_varied(cfg, dps, base)))
         if 4 in exps:
             print("\nEXP-4  straggler stage per config")

@@ -1,6 +1,6 @@
 """``ndval estimate RUN.yaml [--json] [--set key=value ...] [--preset legacy|fixed]``.
 
-Prints the per-stage memory table (MiB) and, when the time model is available, its parts.
+Prints the per-stage memory table (MiB) and the step-time parts (``estimator.perf``).
 A bad configuration prints one ``ConfigError`` line on stderr and exits with code 2.
 """
 
@@ -17,6 +17,7 @@ from estimator import presets
 from estimator.config import EstimatorConfig, load_config
 from estimator.errors import ConfigError
 from estimator.memory import COMPONENTS, MemoryReport, estimate_memory
+from estimator.perf.parts import estimate_perf, format_perf_table
 
 #: exit code for an invalid configuration
 EXIT_CONFIG_ERROR = 2
@@ -70,34 +71,22 @@ def format_memory_table(report: MemoryReport) -> str:
     return "\n".join(lines)
 
 
-def _perf(cfg: EstimatorConfig) -> tuple[Any, Any] | None:
-    """(report, formatter) from the time model, or None when it is not built."""
-    try:
-        from estimator.perf.parts import estimate_perf, format_perf_table
-    except ImportError:
-        return None
-    return estimate_perf(cfg), format_perf_table
-
-
 def run(args: argparse.Namespace) -> int:
     """Estimate and print; 2 on a configuration error."""
     try:
         cfg = _load(args)
         memory = estimate_memory(cfg)
-        perf = _perf(cfg)
+        perf = estimate_perf(cfg)
     except ConfigError as exc:
         print(f"ndval estimate: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     if args.json:
-        doc: dict[str, Any] = {"config": str(args.config), "memory": memory.to_dict()}
-        if perf is not None and hasattr(perf[0], "to_dict"):
-            doc["perf"] = perf[0].to_dict()
+        doc: dict[str, Any] = {"config": str(args.config), "memory": memory.to_dict(), "perf": perf.to_dict()}
         print(json.dumps(doc, indent=2, default=str))
         return 0
     print(f"{cfg.model.name}: profile {cfg.profile}, tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
           f"dp={cfg.parallel.dp} cp={cfg.parallel.cp} ep={cfg.parallel.ep}, hardware {cfg.hardware.name}")
     print(format_memory_table(memory))
-    if perf is not None:
-        print()
-        print(perf[1](perf[0]))
+    print()
+    print(format_perf_table(perf))
     return 0

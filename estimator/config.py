@@ -175,6 +175,9 @@ class ParallelConfig(_Strict):
     ep: int = Field(default=1, ge=1)
     etp: int | None = Field(default=None, ge=1)
     sequence_parallel: bool = False
+    #: Megatron ``--cp-comm-type``: ``p2p`` = ring attention (K/V blocks passed round the CP ring),
+    #: ``a2a`` = Ulysses all-to-all (heads scattered, sequence gathered); perf model only
+    cp_comm_type: Literal["p2p", "a2a"] = "p2p"
     schedule: Literal["1f1b", "interleaved", "zero_bubble_v", "gpipe"] = "1f1b"
     layers_per_stage: list[int] | None = None
     distributed_optimizer: bool = True
@@ -424,7 +427,8 @@ def load_config(
     if ref is not None and err.field.startswith("model.") and err.field.split(".")[1] in ref.keys:
         err = ConfigError(err.field, err.rule, file=ref.file, line=_line_for(err.field, ref.lines), hint=err.hint)
     if overrides and err.field in _override_keys(overrides):
-        err = ConfigError(err.field, err.rule, file=err.file, hint="value set by an override")
+        hint = "; ".join(h for h in (err.hint, "value set by an override") if h)
+        err = ConfigError(err.field, err.rule, file=err.file, hint=hint)
     raise err
 
 

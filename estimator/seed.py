@@ -44,7 +44,10 @@ ASSUMED_RUN: dict[str, tuple[Any, str]] = {
     "train.seq_length": (4096, "with micro_batch_size 2 gives s·b = 8192, which fits the seed's 2084 MB output activation"),
     "train.micro_batch_size": (2, "see train.seq_length"),
     "train.num_micro_batches": (8, "not published; ≥ pp, so 1F1B in-flight counts do not depend on it"),
-    "recompute.mode": ("full", "the seed says the output-layer activation is 'not covered by recompute', so layers are"),
+    "recompute.mode": (
+        "full",
+        "the seed says the output-layer activation is 'not covered by recompute', so the layers are recomputed",
+    ),
     "parallel.sequence_parallel": (False, "not published; MindSpore runs default to off"),
     "parallel.distributed_optimizer": (True, "the reference's has_op default (optimizer parallel on)"),
     "hardware": ("ascend-910b", "SAPP-ND targets Ascend (A2/A3); peak-memory arithmetic does not depend on it"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from estimator.derive import layer_ep, megatron_expert_tp
 from estimator.memory import activation as act
 from estimator.memory import buffers
 from estimator.memory.schedule import in_flight
@@ -117,15 +118,20 @@ class MemoryReport:
         }
 
 
-def _dynamic_layer_bytes(cfg: EstimatorConfig, index: int, mu: int, mode: RecomputeMode) -> float:
-    """Activation + comm buffer of one layer at μ in-flight micro-batches."""
-    return act.layer_activation_bytes(cfg, index, mode) * mu + buffers.layer_comm_bytes(cfg, index, mu, mode)
+def layer_dynamic_bytes(cfg: EstimatorConfig, index: int, mu: int, mode: RecomputeMode) -> tuple[float, float]:
+    """(activations, comm buffer) of one layer at μ in-flight micro-batches: activation·μ and the
+    reference's per-layer buffer (``buffers.layer_comm_bytes``, itself μ-dependent)."""
+    return act.layer_activation_bytes(cfg, index, mode) * mu, buffers.layer_comm_bytes(cfg, index, mu, mode)
 
 
-def _head_dynamic_bytes(cfg: EstimatorConfig, mu: int) -> float:
-    """Head input × μ, logits × μ (reference) or once (one transient copy), and the head's comm buffer."""
+def head_dynamic_bytes(cfg: EstimatorConfig, mu: int) -> tuple[float, float]:
+    """(activations, comm buffer) of the output head at μ in-flight micro-batches.
+
+    Activations: head input × μ plus logits × μ (reference: kept per micro-batch) or × 1 (one
+    transient copy, ``Profile.logits_held_per_micro_batch``); comm: the head's buffer once.
+    """
     logits_mu = mu if profile_of(cfg).logits_held_per_micro_batch else 1
-    return act.head_input_bytes(cfg) * mu + act.logits_bytes(cfg) * logits_mu + buffers.head_comm_bytes(cfg)
+    return act.head_input_bytes(cfg) * mu + act.logits_bytes(cfg) * logits_mu, buffers.head_comm_bytes(cfg)
 
 
 def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode) -> float:
@@ -140,24 +146,29 @@ def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: Rec
     main_layers = [i for i in last_chunk if i < cfg.model.num_layers]
     mtp_layers = [i for i in last_chunk if i >= cfg.model.num_layers]
     if layout.has_head and layout.head_chunk == len(layout.chunks) - 1:
-        total = _head_dynamic_bytes(cfg, 1)
+        total = sum(head_dynamic_bytes(cfg, 1))
         if mtp_layers:
-            total += _dynamic_layer_bytes(cfg, mtp_layers[-1], 1, "none")
+            total += sum(layer_dynamic_bytes(cfg, mtp_layers[-1], 1, "none"))
         return total
     if main_layers:
-        return _dynamic_layer_bytes(cfg, main_layers[-1], 1, "none")
+        return sum(layer_dynamic_bytes(cfg, main_layers[-1], 1, "none"))
     return 0.0
 
 
 def _fsdp2_unsharded_bytes(cfg: EstimatorConfig, layout: StageLayout) -> float:
-    """FSDP2 transient: unsharded compute-dtype weights of the largest layer, twice (current + prefetch)."""
+    """FSDP2 transient: unsharded compute-dtype weights of the largest layer, twice (current + prefetch).
+
+    A layer's unsharded weights on one rank are what its TP/EP slice holds before the FSDP shard:
+    non-expert ``held_non_expert(t)``, routed experts R/(ep_layer·etp), shared S/t — the same
+    per-rank counts as ``memory.static.fsdp2_layer_static``.
+    """
     if profile_of(cfg).sharding != "fsdp2" or not layout.layers:
         return 0.0
-    p = cfg.parallel
+    t, etp = cfg.parallel.tp, megatron_expert_tp(cfg)
     biggest = 0.0
     for i in layout.layers:
         lp = layer_params(cfg.model, i)
-        biggest = max(biggest, lp.non_expert / p.tp + lp.routed / (p.ep * (p.etp or p.tp)) + lp.shared / p.tp)
+        biggest = max(biggest, lp.held_non_expert(t) + lp.routed / (layer_ep(cfg, i) * etp) + lp.shared / t)
     return FSDP2_UNSHARDED_LAYERS * biggest * resolved_bytes(cfg).compute
 
 
@@ -192,15 +203,16 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
         mus.append(mu)
         for i in layers:
             static = static + layer_static(cfg, i)
-            activations += act.layer_activation_bytes(cfg, i, mode) * mu
-            comm += buffers.layer_comm_bytes(cfg, i, mu, mode)
+            layer_act, layer_comm = layer_dynamic_bytes(cfg, i, mu, mode)
+            activations += layer_act
+            comm += layer_comm
         if layout.embedding_chunk == chunk:
             activations += act.embedding_activation_bytes(cfg) * mu
             comm += buffers.embedding_comm_bytes(cfg)
         if layout.head_chunk == chunk:
-            logits_mu = mu if profile_of(cfg).logits_held_per_micro_batch else 1
-            activations += act.head_input_bytes(cfg) * mu + act.logits_bytes(cfg) * logits_mu
-            comm += buffers.head_comm_bytes(cfg)
+            head_act, head_comm = head_dynamic_bytes(cfg, mu)
+            activations += head_act
+            comm += head_comm
             if mtp_embedding_on_stage(cfg, layout):
                 activations += act.embedding_activation_bytes(cfg) * mu
     extra = StaticBytes()

@@ -136,19 +136,35 @@ def cp_ring_layer_collectives(tokens_local: float, kv_dim: float, bytes_compute:
 
 
 def cp_ulysses_layer_collectives(
-    tokens_local: float, num_heads: int, head_dim: int, bytes_compute: float, cp: int
+    tokens_local: float, q_width: float, kv_width: float, out_width: float, bytes_compute: float, cp: int
 ) -> list[Collective]:
-    """Forward Ulysses (all-to-all) context parallelism of one layer: Q, K, V in and the output back,
-    each an all-to-all of ``b·(s/cp)·a·d_h·B_c`` (reference §3.2); the backward repeats them."""
+    """Forward Ulysses (all-to-all) context parallelism of one layer (reference §3.2; Jacobs et al.
+    2023, DeepSpeed-Ulysses §3): Q, K and V are re-sharded from sequence to heads before the
+    attention core and the output back, four all-to-alls of ``b·(s/cp)·width·B_c`` each, with
+    ``width`` = ``a·d_qk`` (Q), ``n_kv·d_qk`` (K), ``n_kv·d_v`` (V), ``a·d_v`` (output) per TP rank;
+    ``kv_width`` is the mean of the K and V widths. The backward runs the four conjugate all-to-alls
+    on the gradients (:data:`BACKWARD_COMM_FACTOR` ``cp_a2a``)."""
     if cp <= 1:
         return []
-    buf = tokens_local * num_heads * head_dim * bytes_compute
-    return [Collective("all_to_all", buf, cp, 4)]
+    size = tokens_local * bytes_compute
+    return [
+        Collective("all_to_all", size * q_width, cp),
+        Collective("all_to_all", size * kv_width, cp, 2),
+        Collective("all_to_all", size * out_width, cp),
+    ]
 
 
-#: backward-pass comm relative to the forward pass, per dimension: TP/SP and EP run the conjugate
-#: collectives once; ring CP passes K/V and their gradients (reference §3.2)
-BACKWARD_COMM_FACTOR = {"tp": 1.0, "ep": 1.0, "cp": 2.0}
+#: backward-pass comm relative to the forward pass, per dimension: TP/SP, EP and Ulysses CP
+#: (``cp_a2a``) run the conjugate collectives once; ring CP passes K/V and their gradients (reference §3.2)
+BACKWARD_COMM_FACTOR = {"tp": 1.0, "ep": 1.0, "cp": 2.0, "cp_a2a": 1.0}
+
+
+def pass_comm_factors(dim: str, full_recompute: bool) -> tuple[float, float, float]:
+    """Calls of a dimension's forward collectives per pass (forward, backward, recompute):
+    ``(1, BACKWARD_COMM_FACTOR[dim], f)`` with ``f`` = 1 when full recompute re-runs the forward
+    (reference §3.2; TP/EP ``1 : 1 : f``, ring CP ``1 : 2 : f``). Their sum scales a layer's forward
+    collectives to one micro-batch."""
+    return 1.0, BACKWARD_COMM_FACTOR[dim], 1.0 if full_recompute else 0.0
 
 
 def scaled(cs: list[Collective], factor: float) -> list[Collective]:

@@ -36,7 +36,8 @@ Per layer (forward ops):
 * TP collectives per TP-sharded block: 1 all-reduce, or all-gather + reduce-scatter with sequence
   parallelism (the same blocks :func:`estimator.perf.comm.tp_layer_collectives` prices).
 * CP ring (``cp > 1``): core attention runs once per KV block (``cp`` times), with ``2·(cp−1)`` p2p
-  send/recv kernels and ``cp−1`` output-merge pointwise kernels.
+  send/recv kernels and ``cp−1`` output-merge pointwise kernels. CP all-to-all (Ulysses,
+  ``cp_a2a``): core attention runs once, with 4 all-to-alls (Q, K, V in, output back).
 
 Stage extras per micro-batch: embedding (lookup, + learned position lookup and add, + dropout) on
 the first stage; final norm, logits GEMM and cross entropy on the last (TP > 1: 3 all-reduces in
@@ -97,6 +98,7 @@ class LayerShape:
     sequence_parallel: bool
     tp_blocks: int  # TP-sharded blocks (2; 1 for a MoE layer whose experts are not TP-sharded)
     cp: int
+    cp_a2a: bool = False  # CP by Ulysses all-to-all instead of the ring
 
 
 def forward_kernels(ops: Counter[str]) -> float:
@@ -134,7 +136,7 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
         proj["POINTWISE"] += 2  # RoPE on q and k
     proj["GEMM"] += 1  # output projection
     m["attn_proj"] = proj
-    blocks = shape.cp if shape.cp > 1 else 1
+    blocks = shape.cp if shape.cp > 1 and not shape.cp_a2a else 1
     core = Counter({"FLASH": 1}) if shape.flash_attention else Counter({"GEMM": 2, "POINTWISE": 3})
     m["core_attn"] = Counter({k: v * blocks for k, v in core.items()})
     if shape.moe:
@@ -154,7 +156,9 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
     if shape.tp > 1:
         per_block = 2 if shape.sequence_parallel else 1
         m["tp_comm"] = Counter({"COLLECTIVE": per_block * shape.tp_blocks})
-    if shape.cp > 1:
+    if shape.cp > 1 and shape.cp_a2a:
+        m["cp_comm"] = Counter({"COLLECTIVE": 4})
+    elif shape.cp > 1:
         m["cp_comm"] = Counter({"COLLECTIVE": 2 * (shape.cp - 1), "POINTWISE": shape.cp - 1})
     return m
 
@@ -213,7 +217,7 @@ def mtp_extra_pass_kernels(tp: int) -> PassKernels:
 
 
 def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequence_parallel: bool,
-                tp_blocks: int, cp: int, flash_attention: bool) -> LayerShape:
+                tp_blocks: int, cp: int, flash_attention: bool, cp_a2a: bool = False) -> LayerShape:
     """The :class:`LayerShape` of a layer of ``model`` under the given layout."""
     return LayerShape(
         attention=model.attention,
@@ -228,4 +232,5 @@ def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequen
         sequence_parallel=sequence_parallel,
         tp_blocks=tp_blocks,
         cp=cp,
+        cp_a2a=cp_a2a,
     )

@@ -74,6 +74,7 @@ class StageCost:
     dp_comm: float
     ep: int
     fw_flops: float = 0.0
+    cp_dim: str = "cp"  # pass factors of the CP comm: "cp" ring, "cp_a2a" Ulysses (comm.BACKWARD_COMM_FACTOR)
     tp_bytes: float = 0.0
     ep_bytes: float = 0.0
     cp_bytes: float = 0.0
@@ -88,13 +89,15 @@ class StageCost:
 
     def pass_comm(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
         """(forward, backward, recompute) share of the stage's TP + EP + CP comm per micro-batch
-        (EP scaled by ``ep_scale``): TP/EP ``1 : 1 : f`` over ``2 + f``, CP ``1 : 2 : f`` over ``3 + f``,
-        ``f`` = 1 with full recompute (the pass factors of :func:`_stage_cost`)."""
-        f = 1.0 if self.full_recompute else 0.0
-        two = self.mp_comm + self.ep_comm * ep_scale
-        fw = two / (2.0 + f) + self.cp_comm / (3.0 + f)
-        rec = f * fw
-        return fw, two + self.cp_comm - fw - rec, rec
+        (EP scaled by ``ep_scale``), split by :func:`comm.pass_comm_factors` (the factors
+        :func:`_stage_cost` prices): TP/EP ``1 : 1 : f`` over ``2 + f``, CP ``1 : 2 : f`` over ``3 + f``,
+        ``f`` = 1 with full recompute."""
+        fw = rec = 0.0
+        for dim, value in (("tp", self.mp_comm), ("ep", self.ep_comm * ep_scale), (self.cp_dim, self.cp_comm)):
+            f_fw, _, f_rec = comm.pass_comm_factors(dim, self.full_recompute)
+            total = sum(comm.pass_comm_factors(dim, self.full_recompute))
+            fw, rec = fw + f_fw * value / total, rec + f_rec * value / total
+        return fw, self.mp_comm + self.ep_comm * ep_scale + self.cp_comm - fw - rec, rec
 
     def exposed_host(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
         """Exposed host time per pass ``max(0, host_p − (compute_p + comm_p))`` (forward, backward,
@@ -390,10 +393,12 @@ def _stage_cost(cfg: EstimatorConfig, ctx: _Ctx, layout: derive.StageLayout) -> 
         dispatch = comm.ep_dispatch_tokens_balanced(sent, m.moe_topk)
     else:
         dispatch = comm.ep_dispatch_tokens_imbalanced(sent, m.moe_topk, ctx.tokens_per_expert, ctx.ep)
-    kv_dim = _kv_dim(m) / ctx.tp
+    cp_dim = "cp_a2a" if cfg.parallel.cp_comm_type == "a2a" else "cp"
+    cp_layer = _cp_layer_collectives(m, ctx, local_tokens, cp_dim)
     stage_ep = 1
     mode = cfg.stage_recompute(layout.stage)
-    full = 1.0 if mode == "full" else 0.0
+    full = mode == "full"
+    calls = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim)}
     launches = kernels.PassKernels(0.0, 0.0, 0.0)
     for index, n in _layer_groups(cfg, layout.layers):
         lc = _layer_cost(cfg, ctx, index, layout.stage)
@@ -402,14 +407,13 @@ def _stage_cost(cfg: EstimatorConfig, ctx: _Ctx, layout: derive.StageLayout) -> 
         blocks = 1 if (lc.moe and ctx.t_exp == 1) else 2
         if ctx.host_launch_s:
             launches += _layer_kernels(cfg, ctx, index, lc.moe, blocks, mode).scaled(n)
-        tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), (2.0 + full) * n)
-        cp_ring = comm.cp_ring_layer_collectives(local_tokens, kv_dim, ctx.b_compute, ctx.cp)
-        cp_cs += comm.scaled(cp_ring, (3.0 + full) * n)
+        tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), calls["tp"] * n)
+        cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n)
         layer_ep = derive.layer_ep(cfg, index)
         if lc.moe and layer_ep > 1:
             stage_ep = max(stage_ep, layer_ep)
             ep_a2a = comm.ep_layer_collectives(dispatch, m.hidden_size, ctx.b_compute, layer_ep)
-            ep_cs += comm.scaled(ep_a2a, (2.0 + full) * n)
+            ep_cs += comm.scaled(ep_a2a, calls["ep"] * n)
     if layout.has_head:
         head = compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab) / (ctx.tp * ctx.cp)
         fw, bw = fw + head, bw + compute.BACKWARD_TO_FORWARD_RATIO * head
@@ -433,6 +437,7 @@ def _stage_cost(cfg: EstimatorConfig, ctx: _Ctx, layout: derive.StageLayout) -> 
         mp_comm=values["tp"], ep_comm=values["ep"], cp_comm=values["cp"], dp_comm=values["dp"],
         ep=stage_ep,
         fw_flops=fw,
+        cp_dim=cp_dim,
         tp_bytes=sum(comm.wire_bytes(c) for c in tp_cs),
         ep_bytes=sum(comm.wire_bytes(c) for c in ep_cs),
         cp_bytes=sum(comm.wire_bytes(c) for c in cp_cs),
@@ -440,7 +445,7 @@ def _stage_cost(cfg: EstimatorConfig, ctx: _Ctx, layout: derive.StageLayout) -> 
         host_fw=launches.forward * ctx.host_launch_s,
         host_bw=launches.backward * ctx.host_launch_s,
         host_rec=launches.recompute * ctx.host_launch_s,
-        full_recompute=bool(full),
+        full_recompute=full,
         kernels_fw=launches.forward, kernels_bw=launches.backward, kernels_rec=launches.recompute,
     )
 
@@ -452,7 +457,7 @@ def _layer_kernels(cfg: EstimatorConfig, ctx: _Ctx, index: int, moe: bool, tp_bl
     layer_ep = derive.layer_ep(cfg, index)
     shape = kernels.layer_shape(
         cfg.model, moe=moe, layer_ep=layer_ep, tp=ctx.tp, sequence_parallel=ctx.sp, tp_blocks=tp_blocks,
-        cp=ctx.cp, flash_attention=cfg.train.flash_attention,
+        cp=ctx.cp, flash_attention=cfg.train.flash_attention, cp_a2a=cfg.parallel.cp_comm_type == "a2a",
     )
     out = kernels.layer_pass_kernels(shape, mode, frozenset(cfg.recompute.modules))
     if derive.layer_kind(cfg.model, index) == "mtp":
@@ -466,6 +471,28 @@ def _layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int
     for index in layers:
         groups.setdefault((derive.layer_kind(cfg.model, index), derive.layer_ep(cfg, index)), []).append(index)
     return [(members[0], len(members)) for members in groups.values()]
+
+
+def _cp_layer_collectives(m: ModelConfig, ctx: _Ctx, local_tokens: float, cp_dim: str) -> list[comm.Collective]:
+    """Forward CP collectives of one layer per micro-batch on one rank: the ring's K/V blocks
+    (:func:`comm.cp_ring_layer_collectives`, ``cp_dim`` ``cp``) or Ulysses' four all-to-alls
+    (:func:`comm.cp_ulysses_layer_collectives`, ``cp_a2a``), widths per TP rank (``/tp``). MLA runs
+    the all-to-alls after its up-projections: ``a`` heads of ``d_qk + d_rope`` (Q, K) and ``d_v`` (V, output)."""
+    if cp_dim == "cp":
+        return comm.cp_ring_layer_collectives(local_tokens, _kv_dim(m) / ctx.tp, ctx.b_compute, ctx.cp)
+    a = m.num_attention_heads
+    if (a // ctx.tp) % ctx.cp:
+        raise ConfigError("parallel.cp_comm_type", f"a2a (Ulysses) scatters the {a // ctx.tp} attention heads of a "
+                          f"TP rank over cp={ctx.cp}: cp must divide them")
+    if m.attention == "mla":
+        assert m.qk_head_dim and m.v_head_dim
+        d_qk, d_v, n_kv = m.qk_head_dim + (m.qk_rope_head_dim or 0), m.v_head_dim, a
+    else:
+        d_qk = d_v = m.head_size
+        n_kv = m.kv_heads
+    return comm.cp_ulysses_layer_collectives(
+        local_tokens, a * d_qk / ctx.tp, n_kv * (d_qk + d_v) / 2.0 / ctx.tp, a * d_v / ctx.tp, ctx.b_compute, ctx.cp,
+    )
 
 
 def _kv_dim(m: ModelConfig) -> float:

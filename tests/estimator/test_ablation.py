@@ -63,3 +63,23 @@ def test_cli_ablate_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str
     run.write_text(yaml.safe_dump(seed_run("B")), encoding="utf-8")
     assert main(["ablate", str(run), "--sweep", "parallel.ep=3"]) == 2
     assert "parallel.ep" in capsys.readouterr().err
+
+
+def test_exp3_leaves_out_a_dp_invalid_for_the_fixed_ep(capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = seed_run("C")  # EP 8, TP 1: dp = 4 gives dp·tp·cp = 4, which ep = 8 does not divide
+    assert not ablation.dp_fits_ep(cfg["parallel"], 4) and ablation.dp_fits_ep(cfg["parallel"], 8)
+    rows = ablation.exp3_dp_varied(cfg, [4, 8, 16], ablation.legacy_seconds())
+    assert [(r.label, r.dp) for r in rows] == [("dp=16", 16)]
+    assert main(["ablate", "--seed-configs", "--exp", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "[C]\n(dp [4] left out" in out and "[B]\nconfig" in out
+
+
+def test_cli_ablate_prints_one_row_per_config_and_experiment(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ablate", "--seed-configs", "--exp", "1,2,4"]) == 0
+    out = capsys.readouterr().out
+    exp1, rest = out.split("EXP-2", 1)
+    exp2, exp4 = rest.split("EXP-4", 1)
+    for table in (exp1, exp2):  # six configs, BUBBLE before/after and its direction
+        assert sum(1 for line in table.splitlines() if " BUBBLE " in line) == 6
+    assert sum(1 for line in exp4.splitlines() if line[:1] in "ABCDEF" and line.strip()) == 6

@@ -62,3 +62,41 @@ def test_unknown_field_via_subprocess_no_traceback(tmp_path: Path) -> None:
 def test_bundled_examples_run(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run([str(EXAMPLES / name), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["memory"]["peak_mb"] > 0
+
+
+#: the issue's invalid configs, as overrides of a bundled example: (overrides, field, rule text)
+INVALID = [
+    (["parallel.tp=3"], "parallel.tp", "must divide model.num_attention_heads"),
+    (["parallel.ep=3", "parallel.dp=48", "hardware.devices=96"], "parallel.ep", "must divide model.num_experts"),
+    (["parallel.dp=8"], "parallel", "does not match hardware.devices"),
+    (["parallel.tpp=2"], "parallel.tpp", "unknown field (did you mean 'tp'?"),
+    (["options.safety_buffer_mb=-1"], "options.safety_buffer_mb", "greater than or equal to 0"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "field", "rule"), INVALID, ids=[i[1] for i in INVALID])
+def test_ndval_estimate_invalid_config_one_line_exit_2(
+    overrides: list[str], field: str, rule: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the ``ndval`` dispatcher (what the console script calls): one line, no traceback."""
+    from harness.cli import main
+
+    argv = ["estimate", str(EXAMPLES / "deepseek-v3-mini-A.yaml")]
+    for item in overrides:
+        argv += ["--set", item]
+    assert main(argv) == cli_estimate.EXIT_CONFIG_ERROR
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"{field}: " in captured.err and rule in captured.err
+    assert "Traceback" not in captured.err and captured.err.count("\n") == 1
+
+
+def test_console_script_entry_point() -> None:
+    """The installed ``ndval`` entry (``harness.cli:main``) exits non-zero without a traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "estimate", str(EXAMPLES / "deepseek-v3-mini-A.yaml"),
+         "--set", "options.safety_buffer_mb=-1"],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == cli_estimate.EXIT_CONFIG_ERROR
+    assert "options.safety_buffer_mb" in proc.stderr and "Traceback" not in proc.stderr

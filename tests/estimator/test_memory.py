@@ -102,11 +102,42 @@ def test_selective_recompute_drops_scores_without_flash() -> None:
 
 
 def test_sequence_parallel_shards_replicated_parts() -> None:
+    """Korthikanti Table 2: SP divides the 10·sbh outside the attention/MLP blocks (two norm inputs
+    and outputs at B = 2, two 1-byte dropout masks) by t, and the final-norm output feeding the head."""
     base = synthetic_run(model=SYNTHETIC_DENSE_MODEL, profile="megatron", parallel={"tp": 2, "pp": 1, "dp": 1, "ep": 1})
     off = estimator.estimate_memory(estimator.load_config(base)).stages[0].components["activations"]
     on_cfg = estimator.load_config({**base, "parallel": {**base["parallel"], "sequence_parallel": True}})
     on = estimator.estimate_memory(on_cfg).stages[0].components["activations"]
-    assert on < off
+    T, h, B, t = 128, 64, 2, 2
+    per_layer = 10 * T * h * (1 - 1 / t)
+    head_input = T * h * B * (1 - 1 / t)
+    assert off - on == pytest.approx((4 * per_layer + head_input) / MIB)
+
+
+def test_sapp_nd_comm_buffers_and_backward_overhead_hand_arithmetic() -> None:
+    """Reference §2.6/§2.8 on the synthetic MoE toy (sapp-nd, tp 1, pp 2, dp 4, ep 2, s·b = 128, m 4).
+
+    Per layer comm = max(dp, tp·μ, cp) + ep·μ (mixed units kept as the reference adds them):
+    dp flag 2 (dp > 1 with OP): non-expert n/(cp·t) + n/t; experts (d_exp = 2, flag 2)
+    E_tot/(cp·t_exp·ep) + E_tot/max(ep, t_exp); ep 2·k·T·(ep−1)/ep·h·B = 32768; tp = cp = 0.
+    MoE layer: n = 4·64² + 2·64 + 64·8 = 17024, E_tot = 49152 + 6144 -> dp = 34048 + 55296 = 89344.
+    Dense layer 0: n = 16384 + 128 + 3·64·256 = 65664 -> dp = 131328, no ep.
+    Embedding: 2·h·v/(t·d·cp) = 32000; head: 2·(h·v + v)/(t·cp) = 130000. Full recompute keeps dp only.
+    Backward overhead = last node at μ = 1 without recompute: stage 0 the MoE layer 1 (activation
+    301056 + comm 122112), stage 1 the head (input T·h·4 = 32768 + bf16 logits T·V·2 = 256000 + 130000).
+    """
+    moe_dp, moe_ep, dense_dp = 89344, 32768, 131328
+    expected_comm = {
+        "none": [dense_dp + (moe_dp + 2 * moe_ep) + 32000, 2 * (moe_dp + moe_ep) + 130000],  # μ = 2, 1
+        "full": [dense_dp + moe_dp + 32000, 2 * moe_dp + 130000],
+    }
+    for mode, comm in expected_comm.items():
+        report = estimator.estimate_memory(estimator.load_config(synthetic_run(recompute={"mode": mode})))
+        assert [s.in_flight for s in report.stages] == [(2,), (1,)]
+        assert [s.components["comm_buffers"] * MIB for s in report.stages] == comm
+        assert [s.components["backward_overhead"] * MIB for s in report.stages] == [
+            301056 + moe_dp + moe_ep, 32768 + 256000 + 130000,
+        ]
 
 
 def test_sapp_nd_grads_only_with_pipeline() -> None:

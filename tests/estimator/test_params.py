@@ -51,6 +51,9 @@ def test_mla_attention_matches_official_deepseek_v3() -> None:
     assert layer_params(m, 3).total / 1e9 == pytest.approx(11.507, abs=1e-3)
     main = total_params(m) - layer_params(m, 61).total  # without the MTP module
     assert main / 1e9 == pytest.approx(671.03, abs=0.05)
+    # MTP module (facts §3.1 recount "MTP unique 11.61B"): a MoE layer + projection 2h·h + 2 RMSNorms
+    assert layer_params(m, 61).total == layer_params(m, 3).total + 2 * 7168 * 7168 + 2 * 7168
+    assert layer_params(m, 61).total / 1e9 == pytest.approx(11.61, abs=5e-3)
     assert embedding_params(m) / 1e9 == pytest.approx(0.927, abs=1e-3)
     assert head_params(m) == 129280 * 7168 + 7168
     # activated 36.7B incl. 0.9B embedding + 0.9B head (README_WEIGHTS.md)
@@ -67,5 +70,12 @@ def test_bundled_mini_is_about_1p3b() -> None:
     m = ModelConfig(**data)
     assert 1.2e9 < total_params(m) < 1.4e9
     assert m.num_experts == 32 and m.num_layers == 12 and m.attention == "mla"
-    assumed_fields = set(m.assumed)
-    assert {"hidden_size", "moe_ffn_hidden_size", "vocab_size"} <= assumed_fields
+    # every field the seed does not publish ("~1.3B, 32 experts, 12 layers, MLA") is marked assumed,
+    # with a one-line reason, both in the map and as a "# assumed:" comment on its line
+    published = {"name", "num_layers", "num_experts", "attention", "assumed"}
+    assert set(data) - published == set(m.assumed)
+    assert all(reason.strip() and "\n" not in reason for reason in m.assumed.values())
+    text = (BUNDLED_CASES_DIR / "models" / "deepseek-v3-mini.yaml").read_text()
+    for name in m.assumed:
+        line = next(raw for raw in text.splitlines() if raw.strip().startswith(f"{name}:"))
+        assert "# assumed:" in line, line

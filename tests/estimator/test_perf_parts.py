@@ -97,7 +97,10 @@ def test_cli_estimate_prints_time_parts(capsys: pytest.CaptureFixture[str]) -> N
 
     assert main(["estimate", "estimator/examples/deepseek-v3-mini-A.yaml"]) == 0
     out = capsys.readouterr().out
-    assert "EP_WAIT" in out and "PP_WAIT" in out and "BUBBLE" in out
+    # every PerfPart and RealPart on its own table row, in seconds, with tokens/s and MFU
+    rows = {line.split()[0] for line in out.splitlines() if line.strip()}
+    assert set(parts.PERF_PARTS) | set(parts.REAL_PARTS) <= rows
+    assert "[s/step]" in out and "tokens/s" in out and "MFU" in out
 
 
 def test_imbalance_helper_feeds_compute() -> None:
@@ -145,3 +148,46 @@ def test_selective_modules_order() -> None:
     assert rec(["core_attn", "mla_up_proj"]) == pytest.approx(core + up)
     assert rec(["layernorm", "moe_act"]) == 0.0
     assert rec(["moe"]) > rec(["shared_experts"]) > 0
+
+
+def test_cp_ring_and_ulysses_all_to_all_priced_by_hand() -> None:
+    # synthetic GPT, 4 layers, cp = 2 on one node: b·s/cp = 2·1024/2 = 1024 local tokens, B_c = 2,
+    # a·d_h = n_kv·d_h = 16·64 = 1024, no recompute (pass calls: ring 1 + 2, all-to-all 1 + 1)
+    from estimator.perf import comm, network
+
+    ring = _cfg(parallel={"cp": 2})
+    a2a = _cfg(parallel={"cp": 2, "cp_comm_type": "a2a"})
+    levels = ring.hardware.levels
+    block = 2.0 * 1024 * 1024 * 2  # K and V of the local tokens
+    ring_s = 4 * 3 * network.p2p_time_s(block, 1, levels)
+    buf = 1024 * 1024 * 2  # Q, K, V and output: tokens · 1024 · B_c each
+    a2a_s = 4 * 2 * 4 * network.all_to_all_time_s(buf, 2, 1, levels)
+    r_ring, r_a2a = estimator.estimate_perf(ring), estimator.estimate_perf(a2a)
+    assert r_ring.stages[0].cp_comm == pytest.approx(ring_s, rel=1e-12)  # per micro-batch
+    assert r_a2a.stages[0].cp_comm == pytest.approx(a2a_s, rel=1e-12)
+    assert r_a2a.perf_parts["CP_COMM"] == pytest.approx(4 * a2a_s, rel=1e-12)  # m = 4
+    assert r_a2a.stages[0].cp_bytes == pytest.approx(4 * 2 * 4 * buf / 2)  # (cp−1)/cp of each buffer
+    # compute is the same; the ring runs core attention once per KV block, Ulysses once
+    assert r_a2a.real_parts["COMP"] == pytest.approx(r_ring.real_parts["COMP"], rel=1e-12)
+    from estimator.perf import kernels
+
+    shape = {"moe": False, "layer_ep": 1, "tp": 1, "sequence_parallel": False, "tp_blocks": 2, "cp": 4,
+             "flash_attention": True}
+    ring_mods = kernels.layer_modules(kernels.layer_shape(ring.model, **shape))
+    a2a_mods = kernels.layer_modules(kernels.layer_shape(ring.model, **shape, cp_a2a=True))
+    assert ring_mods["core_attn"]["FLASH"] == 4 and ring_mods["cp_comm"]["COLLECTIVE"] == 6
+    assert a2a_mods["core_attn"]["FLASH"] == 1 and a2a_mods["cp_comm"] == {"COLLECTIVE": 4}
+    # GQA: K and V carry n_kv heads only
+    gqa = estimator.estimate_perf(_cfg(model={"num_kv_heads": 4}, parallel={"cp": 2, "cp_comm_type": "a2a"}))
+    assert gqa.stages[0].cp_bytes == pytest.approx(4 * 2 * (2 * buf + 2 * buf / 4) / 2)
+    # full recompute re-runs the forward all-to-alls: pass split 1 : 1 : 1
+    full = estimator.estimate_perf(_cfg(parallel={"cp": 2, "cp_comm_type": "a2a"}, recompute={"mode": "full"}))
+    fw, bw, rec = full.stages[0].pass_comm()
+    assert fw == pytest.approx(bw) and fw == pytest.approx(rec)
+    assert comm.pass_comm_factors("cp_a2a", True) == (1.0, 1.0, 1.0)
+
+
+def test_ulysses_needs_cp_to_divide_the_heads_of_a_tp_rank() -> None:
+    cfg = _cfg(parallel={"tp": 4, "cp": 8, "cp_comm_type": "a2a"})  # 16/4 = 4 heads per TP rank
+    with pytest.raises(estimator.ConfigError, match=r"parallel\.cp_comm_type"):
+        estimator.estimate_perf(cfg)

@@ -1,6 +1,8 @@
 """Property tests over random valid synthetic configs (hypothesis).
 
-- components are ≥ 0 and sum to each stage's total; ``peak_mb`` = max over stages;
+- components (exactly the spec's names) are finite, ≥ 0 and sum to each stage's total (also in
+  ``to_dict()``); the static part equals the per-layer + embedding/head static summed
+  independently here; ``peak_mb`` = max over stages;
 - static memory (params + optimizer states + grads) of every stage never grows when tp or pp
   doubles, or when ep doubles with ``expert_zero3_sharding: false``.
 Exceptions that the reference's own rules create are excluded explicitly and pinned by tests
@@ -11,13 +13,18 @@ below: ``sapp-nd`` has no grad buffer at pp = 1 (reference §2.1), and its exper
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import estimator
-from estimator.derive import expert_degrees
+from estimator.derive import expert_degrees, stage_layouts
+from estimator.memory import COMPONENTS
+from estimator.memory.stage import mtp_embedding_on_stage
+from estimator.memory.static import embedding_static, head_static, layer_static
 
 PROFILES = ("sapp-nd", "megatron", "fsdp2")
 
@@ -85,14 +92,33 @@ def _valid(run: dict[str, Any]) -> bool:
     return True
 
 
+def _independent_static_mb(cfg: estimator.EstimatorConfig) -> list[float]:
+    """params + OS + grads per stage, summed here from the per-layer and embedding/head functions."""
+    out = []
+    for layout in stage_layouts(cfg):
+        total = sum(layer_static(cfg, i).total.total for i in layout.layers)
+        if layout.has_embedding or mtp_embedding_on_stage(cfg, layout):
+            total += embedding_static(cfg).total
+        if layout.has_head:
+            total += head_static(cfg).total
+        out.append(total / 2**20)
+    return out
+
+
 @settings(max_examples=60, deadline=None)
 @given(runs())
 def test_components_non_negative_sum_to_total_and_peak_is_max(run: dict[str, Any]) -> None:
-    report = estimator.estimate_memory(estimator.load_config(run))
-    for s in report.stages:
-        assert all(v >= 0 for v in s.components.values()), s.components
-        assert abs(sum(s.components.values()) - s.total_mb) <= 1e-9 * max(1.0, s.total_mb)
-    assert report.peak_mb == max(s.total_mb for s in report.stages)
+    cfg = estimator.load_config(run)
+    report = estimator.estimate_memory(cfg)
+    doc = report.to_dict()
+    assert [s.stage for s in report.stages] == list(range(cfg.parallel.pp))
+    for s, s_doc, static_mb in zip(report.stages, doc["stages"], _independent_static_mb(cfg), strict=True):
+        assert tuple(s.components) == COMPONENTS  # exactly the spec's names, in order
+        assert all(math.isfinite(v) and v >= 0 for v in s.components.values()), s.components
+        assert math.fsum(s.components.values()) == pytest.approx(s.total_mb, rel=1e-12, abs=1e-9)
+        assert math.fsum(s_doc["components"].values()) == pytest.approx(s_doc["total_mb"], rel=1e-12, abs=1e-9)
+        assert s.static_mb == pytest.approx(static_mb, rel=1e-12, abs=1e-9)
+    assert report.peak_mb == max(s.total_mb for s in report.stages) == doc["peak_mb"]
     assert report.stages[report.peak_stage].total_mb == report.peak_mb
 
 

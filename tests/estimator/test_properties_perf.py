@@ -57,6 +57,8 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
         "train": {"seq_length": 256 * cp * tp, "micro_batch_size": draw(st.sampled_from([1, 2])),
                   "num_micro_batches": draw(st.sampled_from([1, 4, 8]))},
         "parallel": {"tp": tp, "pp": pp, "vpp": vpp, "dp": dp, "cp": cp, "ep": ep, "schedule": schedule,
+                     # Ulysses scatters a TP rank's heads over cp: only where cp divides them
+                     "cp_comm_type": draw(st.sampled_from(["p2p", "a2a"])) if (heads // tp) % cp == 0 else "p2p",
                      "sequence_parallel": draw(st.booleans()) and tp > 1,
                      "distributed_optimizer": draw(st.booleans())},
         "recompute": {"mode": draw(st.sampled_from(["none", "selective", "full"]))},

@@ -79,6 +79,21 @@ def test_P1_07_both_terms_add_5748_tp1() -> None:
         assert b.total_mb - n.total_mb == pytest.approx(3072 + 2676, abs=1e-9)
 
 
+def test_P1_terms_only_on_stages_with_dynamic_memory() -> None:
+    """Seed §4.1.1 constraint: both terms go only to stages whose Dynamic > 0 (synthetic layout
+    with an empty middle stage: no layers, no embedding, no head)."""
+    from tests.estimator._factories import synthetic_run
+
+    run = synthetic_run(
+        parallel={"tp": 2, "pp": 3, "dp": 4, "ep": 2, "layers_per_stage": [2, 0, 2]},
+        options={"safety_buffer_mb": 1024, "tp_shardable_overhead_mb": 2676},
+    )
+    report = estimator.estimate_memory(estimator.load_config(run))
+    assert [s.dynamic_mb > 0 for s in report.stages] == [True, False, True]
+    assert _stages(report, "safety_buffer") == [512.0, 0.0, 512.0]
+    assert _stages(report, "tp_shardable_overhead") == [1338.0, 0.0, 1338.0]
+
+
 def test_P1_profile_default_overhead() -> None:
     """Spec §5: tp_shardable_overhead_mb defaults to 2676 under sapp-nd, 0 otherwise."""
     assert _stages(_mem("A"), "tp_shardable_overhead") == [2676.0, 2676.0]
