@@ -26,12 +26,15 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``ndval`` parser; only ``command``'s module is imported to add its arguments."""
     parser = argparse.ArgumentParser(prog="ndval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(_module=module_name)
+        if name != command:
+            continue
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:  # a subcommand whose package part is not built
@@ -43,8 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv`` (its first word that is not an option), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
