@@ -9,6 +9,7 @@ reasons), 2 when an input cannot be read (the message names the file and the rul
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -67,12 +68,30 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
     return tuple(types)
 
 
+_KERNEL_SIGNATURE = re.compile(r"^(?:void\s+)?(?P<name>[^\s(][^(]*?)\(.*\)$", re.S)
+
+
 def short_name(name: str, width: int = 60) -> str:
-    """Kernel names run to hundreds of characters; keep the head and the tail so names stay distinct."""
-    if len(name) <= width:
-        return name
+    """Console label of one operator name: a C++ kernel signature loses its return type and argument
+    list (``void k<float>(at::Tensor…)`` -> ``k<float>``; ``Memcpy DtoD (Device -> Device)`` is kept), then
+    a label longer than ``width`` keeps its head and tail around an ellipsis."""
+    match = _KERNEL_SIGNATURE.match(name)
+    label = match.group("name") if match and not match.group("name").endswith(" ") else name
+    if len(label) <= width:
+        return label
     tail = width // 3
-    return name[: width - tail - 1] + "…" + name[-tail:]
+    return label[: width - tail - 1] + "…" + label[-tail:]
+
+
+def distinct_short_names(names: list[str], width: int = 60) -> list[str]:
+    """:func:`short_name` of each name, widened 20 characters at a time until distinct names get
+    distinct labels (kernels often differ only in a template argument or the middle of the name)."""
+    longest = max((len(n) for n in names), default=0)
+    while True:
+        labels = [short_name(n, width) for n in names]
+        if len(set(labels)) == len(set(names)) or width >= longest:
+            return labels
+        width += 20
 
 
 def summary_text(comparison: Any, top: int = 8) -> str:
@@ -91,8 +110,9 @@ def summary_text(comparison: Any, top: int = 8) -> str:
         ops = d["operators"][key][:top]
         lines += ["", f"{title}:"]
         if ops:
-            lines.append(tabulate([[short_name(o["name"]), o["before_total_us"], o["after_total_us"], o["delta_us"],
-                                    o["before_mean_us"], o["after_mean_us"]] for o in ops],
+            labels = distinct_short_names([o["name"] for o in ops])
+            lines.append(tabulate([[label, o["before_total_us"], o["after_total_us"], o["delta_us"],
+                                    o["before_mean_us"], o["after_mean_us"]] for label, o in zip(labels, ops, strict=True)],
                                   headers=["operator", "before µs", "after µs", "delta µs", "before mean µs",
                                            "after mean µs"]))
         else:

@@ -436,16 +436,26 @@ def _rel_diff_pct(a: float, b: float) -> float:
     return 0.0 if denom == 0 else abs(a - b) / denom * 100.0
 
 
+def _relative_check(check_id: str, what: str, before: float | None, after: float | None, tol_pct: float,
+                    blocking: bool, unit: str = "") -> Check:
+    """Fires when ``|a − b| / max(|a|, |b|) × 100 > tol_pct`` (symmetric); a side unknown ⇒ not checked.
+
+    Reasons read ``<what>s <b> vs <a> differ by <d> % (> tol %)`` with values rounded to integers.
+    """
+    b, a = _finite(before), _finite(after)
+    if b is None or a is None:
+        return Check(check_id, False, blocking, f"{what} unknown on a side; not checked", before, after)
+    diff = _rel_diff_pct(b, a)
+    fired = diff > tol_pct
+    return Check(check_id, fired, blocking,
+                 f"{what}s {b:.0f}{unit} vs {a:.0f}{unit} differ by {diff:.1f} % "
+                 f"({'>' if fired else '≤'} {tol_pct:g} %)", before, after)
+
+
 def check_step_count(before: int | None, after: int | None) -> Check:
     """Seed §7.3: step counts differing by > 15 % (of the larger side) ⇒ not comparable (window and
     share metrics lose comparability even though per-step metrics are normalised)."""
-    if before is None or after is None:
-        return Check("step_count", False, True, "step count unknown on a side; not checked", before, after)
-    diff = _rel_diff_pct(before, after)
-    fired = diff > STEP_COUNT_TOL_PCT
-    return Check("step_count", fired, True,
-                 f"step counts {before} vs {after} differ by {diff:.1f} % "
-                 f"({'>' if fired else '≤'} {STEP_COUNT_TOL_PCT:g} %)", before, after)
+    return _relative_check("step_count", "step count", before, after, STEP_COUNT_TOL_PCT, blocking=True)
 
 
 def check_phase_mix(before: Mapping[str, float], after: Mapping[str, float]) -> Check:
@@ -529,26 +539,28 @@ def check_bottleneck(before: str | None, after: str | None) -> Check:
 def check_window(before: float | None, after: float | None) -> Check:
     """Seed §7.3 (flag only): capture windows differ by > 20 % — share metrics change denominator,
     judge by absolute µs."""
-    b, a = _finite(before), _finite(after)
-    if b is None or a is None:
-        return Check("window", False, False, "capture window unknown on a side; not checked", b, a)
-    diff = _rel_diff_pct(b, a)
-    fired = diff > WINDOW_TOL_PCT
-    return Check("window", fired, False,
-                 f"capture windows {b:.0f} µs vs {a:.0f} µs differ by {diff:.1f} % "
-                 f"({'>' if fired else '≤'} {WINDOW_TOL_PCT:g} %)", _round(b), _round(a))
+    return _relative_check("window", "capture window", before, after, WINDOW_TOL_PCT, blocking=False, unit=" µs")
+
+
+def _set_flag(check_id: str, what: str, before: Iterable[Any], after: Iterable[Any],
+              show: Any = str) -> Check:
+    """A flag-only check on two sets (spec §4): fires when both are known and differ.
+
+    Reasons read ``different <what>: <before> vs <after>`` / ``same <what> (<before>)``; ``show``
+    formats one sorted list.
+    """
+    b, a = sorted(set(before)), sorted(set(after))
+    if not b or not a:
+        return Check(check_id, False, False, f"{what} unknown on a side; not checked", b, a)
+    fired = b != a
+    reason = f"different {what}: {show(b)} vs {show(a)}" if fired else f"same {what} ({show(b)})"
+    return Check(check_id, fired, False, reason, b, a)
 
 
 def check_hardware(before: Sequence[str], after: Sequence[str]) -> Check:
     """Spec §4 (flag only): the sides were captured on different device models (Kineto
     ``deviceProperties[].name``, Ascend ``profiler_info`` / trace metadata)."""
-    b, a = sorted(set(before)), sorted(set(after))
-    if not b or not a:
-        return Check("hardware", False, False, "device model unknown on a side; not checked", b, a)
-    fired = b != a
-    reason = (f"different hardware: {', '.join(b)} vs {', '.join(a)}" if fired
-              else f"same hardware ({', '.join(b)})")
-    return Check("hardware", fired, False, reason, b, a)
+    return _set_flag("hardware", "hardware", before, after, show=", ".join)
 
 
 def check_world_size(before: int | None, after: int | None) -> Check:
@@ -564,12 +576,7 @@ def check_world_size(before: int | None, after: int | None) -> Check:
 def check_rank(before: Sequence[int], after: Sequence[int]) -> Check:
     """Spec §4 (flag only): the sides are different ranks (fine for a rank-vs-rank comparison of one
     run; worth knowing for a before/after claim)."""
-    b, a = sorted(set(before)), sorted(set(after))
-    if not b or not a:
-        return Check("rank", False, False, "rank unknown on a side; not checked", b, a)
-    fired = b != a
-    reason = f"different ranks: {b} vs {a}" if fired else f"same rank(s) {b}"
-    return Check("rank", fired, False, reason, b, a)
+    return _set_flag("rank", "ranks", before, after)
 
 
 def comparability_checks(before: SideSummary, after: SideSummary) -> list[Check]:
@@ -877,9 +884,9 @@ def side_from_analysis(analysis: Any, dataset: Any = None) -> SideSummary:
     operators: dict[str, OperatorTotal] = {}
     device_names: tuple[str, ...] = ()
     world_size: int | None = None
-    sampled = any(r.totals_source != "trace" for r in analysis.ranks)
+    sampled = any(is_sampled_totals(r.totals_source) for r in analysis.ranks)
     sampling_note = "; ".join(f"rank {r.rank}: totals source '{r.totals_source}'" for r in analysis.ranks
-                              if r.totals_source != "trace")
+                              if is_sampled_totals(r.totals_source))
     event_count: int | None = None
     if dataset is not None:
         rank = next((r for r in dataset.ranks if r.rank == primary.rank), dataset.ranks[0])
@@ -929,6 +936,19 @@ def side_from_analysis(analysis: Any, dataset: Any = None) -> SideSummary:
         event_count=event_count,
         warnings=warnings,
     )
+
+
+#: totals sources of a capture read in full (``analyzer.dataset``): the whole trace, or no trace at all
+#: (CSV tables only) — neither is sampled.
+UNSAMPLED_TOTALS_SOURCES: tuple[str, ...] = ("trace", "csv")
+
+
+def is_sampled_totals(totals_source: str) -> bool:
+    """Seed §7.3 "采样": a side is sampled when its totals do not come from a fully read capture —
+    an event budget thinned the trace or the trace was truncated (``analyzer.dataset`` ``TOTALS_*``
+    values and ``trace (truncated)``). A CSV-only dataset (no trace) is not sampled: two such sides
+    stay comparable, and a trace-vs-CSV pair is caught by the totals-source check instead."""
+    return totals_source not in UNSAMPLED_TOTALS_SOURCES
 
 
 def read_event_table(events: Any) -> dict[str, Any]:

@@ -10,14 +10,19 @@ Assertions are the registry's generic ones (one implementation each, ``harness.a
 - ``score_between`` reads ``values["score.<kind>"]`` (``host`` / ``compute`` / ``communication`` / ``copy``)
   or ``values["score"]`` (the verdict's score);
 - ``verdict_equals`` reads any named value: ``comparable``, ``level``, ``check.<id>``,
-  ``verdict.<recommendation id>``, ``graph_mode``, ``warnings_expected_present``, ...;
+  ``verdict.<recommendation id>``, ``before.<side field>`` / ``after.<side field>`` (``step_count``,
+  ``world_size``, ``device_names``, ``ranks``, ...), ``graph_mode``, ``warnings_expected_present``, ...;
+  ``status.<metric id>`` (``improved`` / ``unchanged`` / ``regressed`` / ...); ``score_between`` also
+  reads ``improvement.<metric id>``, ``observed.<recommendation id>``, ``threshold.<recommendation id>``;
 - ``abs_error_le`` compares the table's ``observed`` and ``expected`` columns row by row; select the
   row with ``where: {id: <row id>}``. Row ids (``analyzer.analysis``): every indicator id of the scope
   (``comm_exposed_us``...), ``step_trace.<step>.<column>`` (per-step breakdown of the checked rank:
   torch_npu Overlap Analysis sums on Ascend, HTA per-step definitions on Kineto), ``hta.<metric>`` (Kineto only: HTA's default window,
   via ``analyzer.breakdown``), ``sync_count.<op>`` (sync-like ops in the scope) and
   ``trace_sync_count.<op>`` (sync-like ops in the whole event table). ``expected`` values come from
-  the case's ``params.expected`` (transcribed facts, each with its source in the case).
+  the case's ``params.expected`` (transcribed facts, each with its source in the case). In
+  ``analyzer.compare`` the table has one row per compared metric with ``before`` / ``after`` and the
+  case's ``expected_before`` / ``expected_after`` columns.
 """
 
 from __future__ import annotations
@@ -59,6 +64,10 @@ class CompareParams(KindParams):
     thresholds: dict[str, Any] | None = None
     expect_reasons: list[str] = Field(default_factory=list,
                                       description="substrings that must each appear in a comparability reason")
+    expected_before: dict[str, float] = Field(default_factory=dict,
+                                              description="metric id -> expected before value (transcribed facts)")
+    expected_after: dict[str, float] = Field(default_factory=dict,
+                                             description="metric id -> expected after value (transcribed facts)")
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -184,6 +193,21 @@ def attach_expected(rows: list[dict[str, Any]], expected: dict[str, float]) -> l
     return [{**r, "expected": expected.get(r["id"])} for r in rows]
 
 
+def compare_rows(metrics: list[dict[str, Any]], expected_before: dict[str, float],
+                 expected_after: dict[str, float]) -> list[dict[str, Any]]:
+    """The ``analyzer.compare`` table: one row per compared metric (seed §7.1) with the case's
+    ``expected_before`` / ``expected_after`` facts as columns; an unknown metric id is a case error."""
+    known = {m["id"] for m in metrics}
+    for name, expected in (("expected_before", expected_before), ("expected_after", expected_after)):
+        unknown = sorted(set(expected) - known)
+        if unknown:
+            raise KindError(f"{name}: no metric {unknown} in the comparison (metrics: {sorted(known)})")
+    return [{"id": m["id"], "direction": m["direction"], "before": m["before"], "after": m["after"],
+             "rel_change_pct": m["rel_change_pct"], "improvement_pct": m["improvement_pct"], "status": m["status"],
+             "expected_before": expected_before.get(m["id"]), "expected_after": expected_after.get(m["id"])}
+            for m in metrics]
+
+
 # ----------------------------------------------------------------------------------------------- kinds
 
 
@@ -256,14 +280,21 @@ def run_compare(ctx: RunContext) -> RunResult:
         "bottleneck_after": d["bottleneck"]["after"],
         "bottleneck_changed": d["bottleneck"]["changed"],
     }
+    for side in ("before", "after"):
+        for key in ("step_count", "window_us", "world_size", "totals_source", "bottleneck"):
+            values[f"{side}.{key}"] = d["sides"][side][key]
+        values[f"{side}.device_names"] = ",".join(d["sides"][side]["device_names"])
+        values[f"{side}.ranks"] = ",".join(str(r) for r in d["sides"][side]["ranks"])
+    for metric in d["metrics"]:
+        values[f"improvement.{metric['id']}"] = metric["improvement_pct"]
+        values[f"status.{metric['id']}"] = metric["status"]
     for check in comp["checks"]:
         values[f"check.{check['id']}"] = bool(check["triggered"])
     for rec in d["recommendations"]:
         values[f"verdict.{rec['id']}"] = rec["verdict"]
         values[f"threshold.{rec['id']}"] = rec["threshold_pct"]
-    table = [{"id": m["id"], "direction": m["direction"], "before": m["before"], "after": m["after"],
-              "rel_change_pct": m["rel_change_pct"], "improvement_pct": m["improvement_pct"], "status": m["status"]}
-             for m in d["metrics"]]
+        values[f"observed.{rec['id']}"] = rec["observed_improvement_pct"]
+    table = compare_rows(d["metrics"], p.expected_before, p.expected_after)
     notes = [f"before: {before_path}", f"after: {after_path}", d["headline"]["sentence"]]
     notes += [f"comparability: {r}" for r in comp["reasons"]]
     notes += [f"warning: {w}" for w in d["warnings"][:20]]

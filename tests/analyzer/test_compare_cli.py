@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from analyzer.cli_compare import distinct_short_names, short_name
 from harness.cli import main
 
 
@@ -61,3 +62,14 @@ def test_missing_input_exits_non_zero(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2
     assert "before" in err and "nope" in err
+
+
+def test_operator_labels_drop_signatures_and_stay_distinct():
+    assert short_name("void k_cta<float, 2ul>(at::Accessor<float, 2ul>, long)") == "k_cta<float, 2ul>"
+    assert short_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD (Device -> Device)"
+    assert short_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)") == "ncclKernel_AllReduce_RING_LL_Sum_float"
+    long_a = "void " + "x" * 50 + "_cta_per_row" + "y" * 50 + "<float>(int)"
+    long_b = long_a.replace("_cta_", "_warp_")
+    assert len(short_name(long_a)) == 60 and short_name(long_a) == short_name(long_b)  # the middle is cut
+    labels = distinct_short_names([long_a, long_b])
+    assert labels[0] != labels[1] and 60 < len(labels[0]) < len(long_a)  # widened only as far as needed

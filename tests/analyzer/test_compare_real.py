@@ -95,3 +95,12 @@ def test_paths_are_accepted(profile_path):
                          str(profile_path("ascend/msinsight-level1/rank0_ascend_pt")))
     assert result.comparability["level"] == "comparable"
     assert all(r["status"] in ("unchanged", "background", "not_available") for r in result.metrics)
+
+
+def test_csv_only_dataset_compared_with_itself_is_comparable(profile_path):
+    # kernel_details.csv alone (no trace): totals source 'csv' is not a sampled capture (seed §7.3)
+    sample = "ascend/kernel-details-pipeutil-2025"
+    result = _pair(profile_path, sample, sample)
+    assert result.sides["before"]["totals_source"] == "csv"
+    assert result.sides["before"]["sampled"] is False
+    assert result.comparable is True, result.comparability["reasons"]

@@ -180,6 +180,20 @@ def test_sampling_rule_names_the_sampled_side():
     assert "after" in check.reason and "1 in 10" in check.reason
 
 
+@pytest.mark.parametrize(
+    ("totals_source", "sampled"),
+    [
+        ("trace", False),
+        ("csv", False),  # CSV tables only, no trace: read in full, not sampled
+        ("trace (event budget: host events sampled; device totals complete)", True),
+        ("csv (event budget: device events sampled; step time totals from step_trace_time.csv)", True),
+        ("trace (truncated)", True),
+    ],
+)
+def test_which_totals_sources_count_as_sampled(totals_source, sampled):
+    assert cmp.is_sampled_totals(totals_source) is sampled
+
+
 def test_file_set_rule_lists_the_difference():
     a = frozenset({"trace_view.json", "kernel_details.csv"})
     b = frozenset({"trace_view.json", "kernel_details.csv", "communication.json"})
