@@ -22,8 +22,11 @@ test: $(STAMP)
 	$(BIN)/pytest -n auto tests
 
 # extra arguments: make validate VALIDATE_ARGS="--cases 'recorded/*' --baseline old/summary.json"
+# GNU make exits 2 whenever a recipe fails; the gate's own code (1 gate failed, 2 broken input) is
+# ndval validate's exit status, printed here and in make's "Error N" line.
 validate: $(STAMP)
-	$(BIN)/ndval validate $(VALIDATE_ARGS)
+	@$(BIN)/ndval validate $(VALIDATE_ARGS) || { rc=$$?; \
+	  echo "make validate: gate exit $$rc ($$( [ $$rc -eq 1 ] && echo 'gate failed' || echo 'broken input'))" >&2; exit $$rc; }
 
 report: $(STAMP)
 	$(BIN)/ndval report

@@ -175,41 +175,39 @@ class RatioWithin(_RowWise):
         return f"[{self.lo:g}, {self.hi:g}]"
 
 
+class _ErrorAtMost(_RowWise):
+    """A signed per-row error whose magnitude must stay ≤ ``max``: margin = max − |error|."""
+
+    max: float = Field(ge=0)
+
+    def _row_ok(self, value: float) -> tuple[bool, float]:
+        return abs(value) <= self.max, self.max - abs(value)
+
+    def _expected(self) -> str:
+        return f"|err| <= {self.max:g}"
+
+
 @register_assertion
-class RelErrorLe(_RowWise):
+class RelErrorLe(_ErrorAtMost):
     """|estimate − measured| / measured ≤ max for each row (signed error kept as the row value)."""
 
     type: Literal["rel_error_le"]
-    max: float = Field(ge=0)
     target_text: ClassVar[str] = "signed relative error"
 
     def _row_values(self, est: np.ndarray, meas: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(meas != 0, (est - meas) / np.abs(meas), np.nan)
 
-    def _row_ok(self, value: float) -> tuple[bool, float]:
-        return abs(value) <= self.max, self.max - abs(value)
-
-    def _expected(self) -> str:
-        return f"|err| <= {self.max:g}"
-
 
 @register_assertion
-class AbsErrorLe(_RowWise):
+class AbsErrorLe(_ErrorAtMost):
     """|estimate − measured| ≤ max (in the columns' unit) for each row."""
 
     type: Literal["abs_error_le"]
-    max: float = Field(ge=0)
     target_text: ClassVar[str] = "signed absolute error"
 
     def _row_values(self, est: np.ndarray, meas: np.ndarray) -> np.ndarray:
         return est - meas
-
-    def _row_ok(self, value: float) -> tuple[bool, float]:
-        return abs(value) <= self.max, self.max - abs(value)
-
-    def _expected(self) -> str:
-        return f"|err| <= {self.max:g}"
 
 
 @register_assertion

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +48,14 @@ class BrokenCase(pytest.Collector):
         super().__init__(**kw)
         self.error = error
 
-    def collect(self):
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         raise self.CollectError(self.error.render())
 
 
 class CaseFile(pytest.File):
     """A case file; file-level problems (invalid YAML, schema of the file) are collection errors."""
 
-    def collect(self):
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         try:
             loaded = load_case_file(self.path, self.config.stash[CASES_ROOT_KEY](self.path))
         except CaseError as exc:
@@ -87,7 +88,7 @@ class CaseItem(pytest.Item):
         self.add_marker(pytest.mark.ndval_kind(case.kind))
 
     # -- pytest interface ----------------------------------------------------------------------
-    def reportinfo(self):
+    def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.loaded.line - 1, f"case {self.name} ({self.loaded.case.kind})"
 
     def setup(self) -> None:
@@ -163,14 +164,14 @@ class CaseItem(pytest.Item):
         if waived:
             pytest.xfail(f"waived until {waiver.expires} ({waiver.issue})")
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailure):
             return excinfo.value.header + "\n" + self._table(excinfo.value.results)
         if isinstance(excinfo.value, CaseBroken):
             return f"BROKEN {self.nodeid} ({self.path}:{self.loaded.line}): {excinfo.value}"
         return super().repr_failure(excinfo, style=style)
 
-    def _repr_failure_py(self, excinfo, style=None):
+    def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseBroken):  # setup errors: the reason, not a traceback
             return f"BROKEN {self.nodeid} ({self.path}:{self.loaded.line}): {excinfo.value}"
         return super()._repr_failure_py(excinfo, style=style)

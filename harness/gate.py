@@ -103,16 +103,30 @@ def seed_criteria_table(cases: list[dict[str, Any]], regressions: list[dict[str,
             continue
         evidence = _evidence(cases, crit.id)
         status = criterion_status(evidence)
-        if not evidence:
-            reason = crit.no_evidence
-        else:
-            parts = [f"{e['assertion']} @ {e['nodeid'].split('::')[-1]}: {e['status']}" +
-                     (f" ({e['message']})" if e.get("message") else "") +
-                     (f" [waiver: {' '.join(str(e['waiver']).split())}]" if e.get("waiver") else "") for e in evidence]
-            reason = "; ".join(parts)
+        reason = _evidence_text(evidence) if evidence else crit.no_evidence
         rows.append({"id": crit.id, "title": crit.title, "threshold": crit.threshold, "source": crit.source,
                      "status": status, "reason": reason, "evidence": evidence})
     return rows
+
+
+def _observed_text(e: dict[str, Any]) -> str:
+    """``, observed 1.091..1.464 vs [0.85, 1.1]`` for scalar/range observations (lists are in the message)."""
+    obs = e.get("observed")
+    if isinstance(obs, bool) or not isinstance(obs, int | float | str) or obs == "":
+        return ""
+    shown = f"{obs:.4g}" if isinstance(obs, float) else str(obs)
+    return f", observed {shown}" + (f" vs {e['expected']}" if e.get("expected") else "")
+
+
+def _evidence_text(evidence: list[dict[str, Any]]) -> str:
+    """Every evidence item (assertion @ case: status (numbers)); each waiver's reason once, after them."""
+    parts = [f"{e['assertion']} @ {e['nodeid'].split('::')[-1]}: {e['status']}" + _observed_text(e) +
+             (f" ({e['message']})" if e.get("message") else "") for e in evidence]
+    waivers: dict[str, str] = {}
+    for e in evidence:
+        if e.get("waiver"):
+            waivers.setdefault(e["nodeid"].split("::")[-1], " ".join(str(e["waiver"]).split()))
+    return "; ".join(parts) + "".join(f" [waiver of {case}: {reason}]" for case, reason in waivers.items())
 
 
 def regressions_against(baseline: dict[str, Any], cases: list[dict[str, Any]]) -> list[dict[str, Any]]:

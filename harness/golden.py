@@ -125,20 +125,31 @@ class GoldenOutcome:
 
 
 def _write_review(path: Path, review_dir: Path, text: str, old_text: str) -> tuple[list[Path], str]:
-    obtained = review_dir / (path.name + ".obtained")
+    obtained, diff_path, html_path = _review_files(path, review_dir)
     atomic.write_text(obtained, text)
     diff_lines = list(difflib.unified_diff(old_text.splitlines(), text.splitlines(), f"expected/{path.name}",
                                            f"obtained/{path.name}", lineterm=""))
     diff_text = "\n".join(diff_lines) + "\n"
-    diff = atomic.write_text(review_dir / (path.name + ".diff"), diff_text)
+    diff = atomic.write_text(diff_path, diff_text)
     html = difflib.HtmlDiff(wrapcolumn=100).make_file(old_text.splitlines(), text.splitlines(), "expected",
                                                       "obtained", context=True, numlines=3)
-    page = atomic.write_text(review_dir / (path.stem + ".diff.html"), html)
+    page = atomic.write_text(html_path, html)
     return [obtained, diff, page], diff_text
 
 
+def _review_files(path: Path, review_dir: Path) -> list[Path]:
+    """The review files ``_write_review`` writes for golden ``path``."""
+    return [review_dir / (path.name + ".obtained"), review_dir / (path.name + ".diff"), review_dir / (path.stem + ".diff.html")]
+
+
 def check(case_id: str, payload: Any, path: Path, review_dir: Path, mode: Mode, rel: float, abs_tol: float) -> GoldenOutcome:
-    """Run the lifecycle for one golden file (see module docstring); only this item's files are written."""
+    """Run the lifecycle for one golden file (see module docstring); only this item's files are written.
+
+    Review files of an earlier run for this golden are removed first, so what lies under
+    ``reports/golden/`` is always this run's drift (plain ``pytest`` runs do not clean the folder).
+    """
+    for stale in _review_files(path, review_dir):
+        stale.unlink(missing_ok=True)
     text = dump(case_id, payload)
     if not path.exists():
         if mode == "check":

@@ -65,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(NdvalSession(config), "ndval-session")
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
     if _is_case_path(parent.config, file_path):
         return CaseFile.from_parent(parent, path=file_path)
     return None

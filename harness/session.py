@@ -110,13 +110,18 @@ class NdvalSession:
             from harness import allure as allure_support
 
             allure_support.write_run_files(Path(alluredir), self.summary)
-        if opts["signoff"]:
-            from harness import signoff
-
-            signoff.write(self.summary, Path(opts["signoff"]), reports)
         session.exitstatus = self.summary["gate"]["exit_code"]
 
-    def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """Write the sign-off last, after junitxml wrote junit.xml (its artifacts table checksums it)."""
+        signoff_path = config.stash[OPTIONS_KEY]["signoff"]
+        if self.summary and signoff_path:
+            from harness import signoff
+
+            signoff.write(self.summary, Path(signoff_path), config.stash[OPTIONS_KEY]["reports_dir"])
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
         if not self.summary:
             return
         s, tr = self.summary, terminalreporter

@@ -225,7 +225,7 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
         "Status per criterion: FAIL = evidence fails unwaived; WAIVED = fails with an unexpired waiver (a known "
         "finding, shown not hidden); PASS; NOT EVALUABLE = no evidence could be computed (reason given).",
         Table(["criterion", "what", "threshold", "status", "reason and data"],
-              [[c["id"], c["title"], c["threshold"], _status_mark(c["status"]), c["reason"][:900]] for c in summary["criteria"]])]))
+              [[c["id"], c["title"], c["threshold"], _status_mark(c["status"]), c["reason"]] for c in summary["criteria"]])]))
     stats = [[s["group"], s["type"], s["n"], _fmt(s["min"]), _fmt(s["median"]), _fmt(s["max"]), _fmt(s["mean"])]
              for s in summary["statistics"]]
     secs.append(Section("6. Per-criterion statistics", [

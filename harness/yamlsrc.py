@@ -8,6 +8,7 @@ tree); other keys beside ``ref`` override the referenced values (deep merge).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,47 @@ def confine(path: Path, root: Path, file: str, line: int | None, field_path: str
     return resolved
 
 
+_KEY_LINE = re.compile(r"^(?P<indent>[ ]*)(?P<dash>-[ ]+)?(?P<key>[A-Za-z_][\w.+-]*)[ ]*:(?:\s|$)")
+
+
+def field_at_line(text: str, line: int) -> str | None:
+    """Path (``cases[0].params.x``) of the block-mapping key in force at 1-based ``line``, or None.
+
+    Indentation-based, for messages about text that does not parse (no node tree exists then):
+    a ``- key:`` line opens the next item of the sequence under the enclosing key.
+    """
+    stack: list[tuple[int, Any]] = []
+    items: dict[tuple, int] = {}
+    for raw in text.splitlines()[:line]:
+        m = _KEY_LINE.match(raw)
+        if not m:
+            continue
+        indent = len(m["indent"])
+        if m["dash"]:
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            parent = tuple(k for _, k in stack)
+            items[parent] = items.get(parent, -1) + 1
+            stack.append((indent, items[parent]))
+            indent += len(m["dash"])
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, m["key"]))
+    return format_loc(tuple(k for _, k in stack)) if stack else None
+
+
+def _invalid_yaml(exc: yaml.MarkedYAMLError, text: str, file: str, loc: Loc) -> CaseError:
+    """``CaseError`` for text that does not parse: the line where the broken construct starts, the key there."""
+    start = exc.context_mark or exc.problem_mark
+    line = start.line + 1 if start else None
+    problem_line = exc.problem_mark.line + 1 if exc.problem_mark else None
+    where = f"{exc.context} (line {line}): " if exc.context and exc.context_mark else ""
+    at = f" at line {problem_line}" if problem_line and problem_line != line else ""
+    key = field_at_line(text, line) if line else None
+    field_path = ".".join(p for p in (format_loc(loc) if loc else "", key or "") if p) or "<root>"
+    return CaseError(file, line, field_path, f"invalid YAML: {where}{exc.problem or exc}{at}")
+
+
 class _Builder:
     def __init__(self, cases_root: Path) -> None:
         self.cases_root = cases_root
@@ -81,9 +123,7 @@ class _Builder:
             text = path.read_text(encoding="utf-8")
             node = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = mark.line + 1 if mark else None
-            raise CaseError(file, line, format_loc(loc), f"invalid YAML: {exc.problem or exc}") from None
+            raise _invalid_yaml(exc, text, file, loc) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise CaseError(file, None, format_loc(loc), f"cannot read: {exc}") from None
         if node is None:

@@ -47,11 +47,14 @@ class RunContext:
     cases_root: Path | None = None
 
 
+KindRun = Callable[[RunContext], RunResult]
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str
     params_model: type[BaseModel]
-    run: Callable[[RunContext], RunResult]
+    run: KindRun
     requires: Callable[[], str | None]
     doc: str
 
@@ -64,10 +67,11 @@ def _always() -> str | None:
     return None
 
 
-def register_kind(name: str, params: type[BaseModel], requires: Callable[[], str | None] | None = None):
+def register_kind(name: str, params: type[BaseModel],
+                  requires: Callable[[], str | None] | None = None) -> Callable[[KindRun], KindRun]:
     """Decorator registering ``run(ctx) -> RunResult`` as kind ``name`` with its params model."""
 
-    def deco(fn: Callable[[RunContext], RunResult]) -> Callable[[RunContext], RunResult]:
+    def deco(fn: KindRun) -> KindRun:
         doc = (fn.__doc__ or name).strip().splitlines()
         KINDS[name] = Kind(name, params, fn, requires or _always, doc[0] if doc else name)
         return fn

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import importlib
 import math
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -36,7 +37,7 @@ def _estimator(*attrs: str) -> Any:
     return mod
 
 
-def _requires(*attrs: str):
+def _requires(*attrs: str) -> Callable[[], str | None]:
     def check() -> str | None:
         try:
             _estimator(*attrs)

@@ -120,8 +120,12 @@ def test_signoff_command_renders_from_a_summary(pytester: pytest.Pytester, cases
     out = tmp_path / "so.md"
     assert cli.main(["signoff", "--summary", str(pytester.path / "reports" / "summary.json"), "--out", str(out)]) == 0
     text = out.read_text()
-    for section in ("Release identity", "Gate", "Seed acceptance criteria", "Waivers", "Artifacts", "Approval"):
-        assert section in text
+    # every section of spec §6
+    for section in ("Release identity and provenance", "Environment", "Scope", "## 4. Gate", "Seed acceptance criteria",
+                    "Per-criterion statistics", "Plots", "Regressions against the baseline", "Golden drift",
+                    "Waivers and known issues", "Artifacts", "How to reproduce", "Approval"):
+        assert section in text, section
+    assert "| summary.json |" in text or "summary.json" in text.split("## 14. Artifacts", 1)[1]
     assert out.with_suffix(".html").read_text().startswith("<!doctype html>")
 
 

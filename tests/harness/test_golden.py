@@ -41,6 +41,8 @@ def test_golden_lifecycle(pytester: pytest.Pytester, cases, summary) -> None:
     r.assert_outcomes(passed=1, failed=1)
     r.stdout.fnmatch_lines(["*golden*synthetic-a.yaml: 1 field(s) differ*"])
     review = root / "reports/golden/recorded/g"
+    assert "estimate_mb: 96" in (review / "synthetic-a.yaml.obtained").read_text()
+    assert not (review / "synthetic-b.yaml.obtained").exists()
     diff = (review / "synthetic-a.yaml.diff").read_text()
     assert "-    estimate_mb: 95" in diff and "+    estimate_mb: 96" in diff
     assert "<table" in (review / "synthetic-a.diff.html").read_text()

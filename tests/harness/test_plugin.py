@@ -5,6 +5,7 @@ All cases are synthetic (``recorded.results`` over made-up numbers).
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -61,8 +62,8 @@ def test_waiver_reports_waived_and_gate_passes(pytester, cases, summary) -> None
 
 
 BAD_CASES = {
-    "invalid_yaml.case.yaml": ("id: x\ntitle: [unclosed\n", "invalid YAML", None),
-    "unknown_field.case.yaml": (synthetic_case("unknown-field") + "colour: blue\n", "'colour': unknown field", None),
+    "invalid_yaml.case.yaml": ("id: x\ntitle: [unclosed\n", "field 'title': invalid YAML: while parsing a flow sequence", 2),
+    "unknown_field.case.yaml": (synthetic_case("unknown-field") + "colour: blue\n", "'colour': unknown field", 13),
     "wrong_type.case.yaml": (synthetic_case("wrong-type").replace("lo: 0.85", "lo: low"), "expect[0].lo", 12),
     "missing_data.case.yaml": (synthetic_case("missing-data").replace("  inline:\n", "  file: nothere.csv\n")
                                .replace("      - {config: s1, tp: 1, estimate_mb: 95, measured_mb: 100}\n", "")
@@ -92,9 +93,8 @@ def test_bad_cases_are_collection_errors_and_others_still_run(pytester, cases, s
         err = errors[name]
         rendered = f"{err['file']}:{err['line']}: field '{err['field']}': {err['message']}"
         assert needle in rendered, rendered
-        assert err["line"] is not None, rendered
-        if line is not None:
-            assert err["line"] == line, rendered
+        assert err["file"].endswith(f"broken/{name}") and err["field"] not in (None, "", "<root>"), rendered
+        assert err["line"] == line, rendered
     expired_rule = next(r for r in s["gate"]["rules"] if r["rule"] == "no expired waiver")
     assert expired_rule["status"] == "fail"
 
@@ -148,7 +148,7 @@ def test_cases_glob_selects_files(pytester, cases) -> None:
 def test_allure_results_carry_labels_parameters_and_attachments(pytester, cases) -> None:
     text = synthetic_case("synthetic-allure", lo=0.99, hi=1.01,
                           extra="tags: [synthetic]\nmatrix:\n  - {id: p1, what_if.tp_shardable_overhead_mb: 0}\n"
-                                "params: {what_if: {safety_buffer_mb: 0, legacy_safety_buffer_mb: 0}}\n")
+                                "params: {what_if: {safety_buffer_mb: 0, legacy_safety_buffer_mb: 0}}\ngolden: true\n")
     cases("recorded/al.case.yaml", text)
     result = pytester.runpytest("validation_cases", "--alluredir", "allure")
     result.assert_outcomes(failed=1)
@@ -160,7 +160,9 @@ def test_allure_results_carry_labels_parameters_and_attachments(pytester, cases)
     params = {p["name"]: p for p in res["parameters"]}
     assert params["what_if.tp_shardable_overhead_mb"]["value"] == "0" and params["point"]["value"] == "'p1'"
     kinds = {a["type"] for a in res["attachments"]}
-    assert {"application/yaml", "text/csv", "application/json", "image/png"} <= kinds
+    assert {"application/yaml", "text/csv", "application/json", "image/png", "text/html"} <= kinds
+    diff = next(a for a in res["attachments"] if a["type"] == "text/html")  # the missing golden's diff
+    assert diff["name"].startswith("golden diff") and "<table" in (out / diff["source"]).read_text()
     png = next(a for a in res["attachments"] if a["type"] == "image/png")
     assert (out / png["source"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "gate.verdict=FAIL" in (out / "environment.properties").read_text()
@@ -238,3 +240,29 @@ def test_signoff_results_by_case_show_every_assertions_numbers(pytester, cases, 
     md = signoff.render_markdown("t", sections, "img")
     assert "| synthetic-numbers | compute_efficiency | 0.4321 | 4 | 4 | 13 | synthetic |" in md
     assert "| synthetic-numbers | held-out half (judged) | 4 | 0.8 | 0.5 (2 groups) | 21 | 0.9 |" in md
+
+
+def test_signoff_gate_table_has_every_seed_criterion_with_all_its_evidence(pytester, cases) -> None:
+    from harness.gate import SEED_CRITERIA
+
+    long_reason = "synthetic known failure with a long reason " + "x" * 400
+    extra = ("  - {type: ratio_within, id: band-tp2, estimate: estimate_mb, measured: measured_mb, lo: 0.99, hi: 1.01, "
+             "where: {tp: 2}, criterion: P1}\n"
+             f"waiver: {{reason: {long_reason}, owner: qa, expires: 2099-01-01, issue: X-2}}\n")
+    cases("recorded/t.case.yaml", synthetic_case("synthetic-table", lo=0.99, hi=1.01, extra=extra))
+    assert pytester.runpytest("validation_cases", "--signoff", "reports/signoff.md",
+                              "--junitxml", "reports/junit.xml").ret == EXIT_PASS
+    md = (pytester.path / "reports" / "signoff.md").read_text()
+    # the artifacts table checksums the JUnit XML (written before the sign-off)
+    junit = (pytester.path / "reports" / "junit.xml").read_bytes()
+    assert f"| junit.xml | {len(junit)} | {hashlib.sha256(junit).hexdigest()} |" in md
+    table = md.split("## 5. Seed acceptance criteria", 1)[1].split("## 6.", 1)[0]
+    rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ") and "---" not in line}
+    assert set(rows) == {c.id for c in SEED_CRITERIA} | {"criterion"}
+    p1 = rows["P1"]
+    # both assertions with their numbers (ratios 0.95 and 1.04; the tp=2 row 1.04), the waiver reason once and whole
+    assert "| WAIVED |" in p1 and "band @ synthetic-table: waived" in p1 and "band-tp2 @ synthetic-table: waived" in p1
+    assert "band @ synthetic-table: waived, observed 0.95..1.04 vs [0.99, 1.01] (0/2 rows within" in p1
+    assert "band-tp2 @ synthetic-table: waived, observed 1.04..1.04 vs [0.99, 1.01] (0/1 rows within" in p1
+    assert p1.count(long_reason) == 1
+    assert "no case carries evidence" in rows["P2"] and "| NOT EVALUABLE |" in rows["P2"]
