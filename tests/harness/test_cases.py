@@ -60,12 +60,18 @@ def test_ref_include_merges_overrides_and_is_confined(tmp_path: Path) -> None:
         assert (err.value.line, err.value.field) == (7, "data.ref") and rule in err.value.rule, err.value.render()
 
 
-@pytest.mark.parametrize("suffix", ["csv", "xlsx"])
+@pytest.mark.parametrize("suffix", ["csv", "xlsx", "parquet"])
 def test_data_file_rows_and_checksum_are_recorded(tmp_path: Path, suffix: str) -> None:
     root = _tree(tmp_path, {"r/c.case.yaml": HEAD + f"data: {{file: rows.{suffix}}}\n" + EXPECT})
     data = root / "r" / f"rows.{suffix}"
     if suffix == "csv":
         data.write_text(CSV_TEXT, encoding="utf-8")
+    elif suffix == "parquet":
+        import io
+
+        import pandas as pd
+
+        pd.read_csv(io.StringIO(CSV_TEXT)).to_parquet(data)
     else:
         from openpyxl import Workbook
 
@@ -85,7 +91,7 @@ def test_data_file_rows_and_checksum_are_recorded(tmp_path: Path, suffix: str) -
 
 
 def test_unreadable_parquet_is_a_case_error_naming_the_field(tmp_path: Path) -> None:
-    # a file that is not Parquet (or no Parquet engine installed: pyarrow is not a declared dependency)
+    # a file that is not Parquet
     root = _tree(tmp_path, {"r/c.case.yaml": HEAD + "data: {file: rows.parquet}\n" + EXPECT})
     (root / "r" / "rows.parquet").write_bytes(b"synthetic, not parquet")
     with pytest.raises(CaseError) as err:
