@@ -11,13 +11,29 @@ import tempfile
 from pathlib import Path
 
 
+def _file_mode(path: Path) -> int:
+    """Mode for the new file: the existing file's, else what ``open()`` would give (0o666 & ~umask).
+
+    ``mkstemp`` creates 0o600 files; without this a rewritten golden or report would silently
+    become unreadable to other users of a shared checkout.
+    """
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_bytes(path: Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (parents created); returns ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -81,3 +81,22 @@ def test_dump_is_deterministic_and_rounded() -> None:
     a = golden.dump("c", {"b": 1 / 3, "a": [1, 2.0]})
     assert a == golden.dump("c", {"a": [1, 2.0], "b": 1 / 3})
     assert "b: 0.3333333333\n" in a
+
+
+def test_atomic_write_gives_a_normal_file_mode(tmp_path) -> None:
+    """mkstemp's 0o600 must not leak into goldens and reports; an existing file keeps its mode."""
+    import os
+
+    from harness.atomic import write_text
+
+    umask = os.umask(0o022)
+    try:
+        fresh = write_text(tmp_path / "fresh.yaml", "a: 1\n")
+        assert fresh.stat().st_mode & 0o777 == 0o644
+        kept = tmp_path / "kept.yaml"
+        kept.write_text("a: 0\n")
+        kept.chmod(0o640)
+        write_text(kept, "a: 2\n")
+        assert kept.stat().st_mode & 0o777 == 0o640 and kept.read_text() == "a: 2\n"
+    finally:
+        os.umask(umask)
