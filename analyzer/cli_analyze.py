@@ -85,8 +85,7 @@ def run(args: argparse.Namespace) -> int:
         if out is None:
             continue
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(render(analysis), encoding="utf-8")
+            report.write_report(out, render(analysis))
         except OSError as exc:
             print(f"ndval analyze: error: {out}: cannot write ({exc})", file=sys.stderr)
             return EXIT_BAD_INPUT

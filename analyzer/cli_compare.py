@@ -129,6 +129,7 @@ def summary_text(comparison: Any, top: int = 8) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from analyzer.compare import compare, render_html, render_markdown
+    from analyzer.report import write_report
 
     bad_input = _bad_input_types()
     thresholds = None
@@ -151,8 +152,12 @@ def run(args: argparse.Namespace) -> int:
     print(summary_text(comparison, args.top))
     for out, render in ((args.json, lambda c: c.to_json()), (args.markdown, render_markdown),
                         (args.html, render_html)):
-        if out is not None:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(render(comparison), encoding="utf-8")
-            print(f"wrote {out}")
+        if out is None:
+            continue
+        try:
+            write_report(out, render(comparison))
+        except OSError as exc:
+            print(f"ndval compare: error: {out}: cannot write ({exc})", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"wrote {out}")
     return EXIT_OK

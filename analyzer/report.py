@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import tempfile
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 #: time-breakdown segments: (label, colour); values come from the scope's indicators (µs).
@@ -18,6 +21,23 @@ SEGMENTS: tuple[tuple[str, str], ...] = (
     ("device idle", "#c8ccd4"),
 )
 KIND_COLOURS: dict[str, str] = {"host": "#9b59b6", "compute": "#4f7cff", "communication": "#f2994a", "copy": "#27ae60"}
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write a rendered report atomically (temp file in the same folder, then ``os.replace``), so an
+    interrupted run never leaves a half-written report where the previous one was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def to_json(analysis: Any) -> str:
