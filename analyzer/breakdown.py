@@ -135,7 +135,8 @@ def ascend_overlap_totals(events: pd.DataFrame) -> pd.DataFrame:
     ov = events[(events["category"] == ev.OTHER) & (events["sub"] == ev.SUB_OVERLAP)]
     if ov.empty:
         return pd.DataFrame(columns=["step", *ev.OVERLAP_NAMES])
-    table = ov.pivot_table(index="step", columns="name", values="dur_us", aggfunc="sum", fill_value=0.0)
+    table = ov.pivot_table(index="step", columns="name", values="dur_us", aggfunc="sum", fill_value=0.0,
+                           observed=True)
     return table.reset_index().rename_axis(columns=None)
 
 

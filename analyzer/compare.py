@@ -964,8 +964,8 @@ def read_event_table(events: Any) -> dict[str, Any]:
     from analyzer.ingest import events as ev
 
     dev = ev.device_work(events)
-    categories = {str(k): float(v) for k, v in dev.groupby("category")["dur_us"].sum().items()}
-    grouped = dev.groupby("name")["dur_us"].agg(["sum", "count"])
+    categories = {str(k): float(v) for k, v in dev.groupby("category", observed=True)["dur_us"].sum().items()}
+    grouped = dev.groupby("name", observed=True)["dur_us"].agg(["sum", "count"])
     operators = {str(n): OperatorTotal(float(row["sum"]), int(row["count"])) for n, row in grouped.iterrows()}
     disp = events[(events["side"] == ev.SIDE_HOST) & (events["category"] == ev.DISPATCH)]
     host_dispatch_us = timeline.from_events(disp).length_us if len(disp) else None

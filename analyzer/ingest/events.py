@@ -29,12 +29,12 @@ column        dtype     meaning
                         NaN when the trace does not say
 ============  ========  ==================================================================================
 
-Memory: the readers build the table from typed arrays and write the low-cardinality string columns
-(:data:`CATEGORICAL`) as pandas categoricals (1–2 bytes per row); ``name`` stays a ``str`` column of
-shared string objects (8 bytes per row) because ``value_counts`` on a categorical lists every
-category, zero counts included: the analyzer counts names through :func:`name_counts` (categorical-safe),
-but other consumers of the table (``harness.kinds.analyzer``) still call ``value_counts``. Tables built elsewhere (tests,
-synthetic fixtures) may use plain strings everywhere: consumers compare values, never dtypes.
+Memory: the readers build the table from typed arrays and write the string columns
+(:data:`CATEGORICAL`, ``name`` included) as pandas categoricals (1–2 bytes per row for the codes,
+one string per distinct value) — with pyarrow-backed strings a plain ``name`` column would hold
+every row's bytes. A categorical's ``value_counts``/``groupby`` can list unused categories with 0:
+count names through :func:`name_counts` and group with ``observed=True``. Tables built elsewhere
+(tests, synthetic fixtures) may use plain strings everywhere: consumers compare values, never dtypes.
 
 Exact timestamps: Ascend ``trace_view.json`` writes ``ts`` as a **string** of absolute epoch µs with
 three decimals (``"1736408883704643.212"``); a float64 keeps only ~0.2 µs there. Readers subtract an
@@ -96,7 +96,7 @@ SCHEMA: dict[str, str] = {
 }
 COLUMNS: tuple[str, ...] = tuple(SCHEMA)
 #: string columns the readers store as pandas categoricals (few distinct values, many rows).
-CATEGORICAL: tuple[str, ...] = ("category", "side", "stream", "sub")
+CATEGORICAL: tuple[str, ...] = ("name", "category", "side", "stream", "sub")
 
 #: unit of each numeric column (units in names are the rule; these two are fixed by the schema).
 UNITS: dict[str, str] = {"ts_us": "us", "dur_us": "us", "bytes": "bytes"}
@@ -322,15 +322,13 @@ def build_table(sigs: pd.DataFrame, arrays: dict[str, np.ndarray], rank: int) ->
 
     ``sigs``: one row per signature with ``name``, ``pid``, ``tid``, ``category``, ``side``,
     ``stream``, ``sub``; ``arrays``: ``sig`` (row -> signature), ``ts_us``, ``dur_us``, ``corr``,
-    ``bytes`` and ``step``. Strings become categoricals (:data:`CATEGORICAL`) or, for ``name``, a
-    column of the signature table's shared string objects; no per-row Python object is created.
+    ``bytes`` and ``step``. Strings become categoricals (:data:`CATEGORICAL`); no per-row Python
+    object is created.
     """
     sig = arrays["sig"]
     n = len(sig)
-    names, name_codes = np.unique(sigs["name"].to_numpy(dtype=object).astype(str), return_inverse=True)
-    name_col = np.asarray(names, dtype=object)[name_codes.astype(np.int32)[sig]] if n else np.empty(0, dtype=object)
     cols: dict[str, Any] = {
-        "name": pd.array(name_col, dtype="str"),
+        "name": categorical(sigs["name"].to_numpy(dtype=object), sig),
         "category": categorical(sigs["category"].to_numpy(dtype=object), sig),
         "side": categorical(sigs["side"].to_numpy(dtype=object), sig),
         "ts_us": arrays["ts_us"],

@@ -169,7 +169,7 @@ def analysis_rows(dataset: Any, analysis: Any, scope: str, rank: int | None) -> 
     rank_data = next((r for r in dataset.ranks if r.rank == ra.rank), dataset.ranks[0])
     events = rank_data.events
     sync = events[(events["side"] == ev.SIDE_HOST) & (events["category"] == ev.SYNC)]
-    for name, n in sorted(sync["name"].value_counts().items()):
+    for name, n in sorted(ev.name_counts(sync).items()):
         rows.append({"id": f"trace_sync_count.{name}", "group": "trace_sync_count", "step": None,
                      "observed": float(n), "unit": "ops"})
     if dataset.source_format == "kineto" and len(events):
