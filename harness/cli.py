@@ -62,7 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ndval {args.command}: not available in this build", file=sys.stderr)
         return 2
     module = importlib.import_module(args._module)
-    return int(module.run(args) or 0)
+    try:
+        return int(module.run(args) or 0)
+    except BrokenPipeError:  # output piped into `head` and friends: not an error of ours
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
