@@ -41,7 +41,7 @@ def test_P4_02_ep_wait_below_half_of_total_config_F() -> None:
     assert r["EP_WAIT"] / r["TOTAL"] < 0.5
 
 
-def test_P4_03_total_pearson_needs_measured_totals() -> None:
+def test_P4_03_INT_02_pearson_r_needs_per_config_measured_waits() -> None:
     pytest.skip("P4-03/INT-02 need the per-config measured TOTAL of the seed's runs, which is not "
                 "published (only the Pearson r values); see docs/step-time-accuracy.md")
 
