@@ -205,7 +205,8 @@ def compute_indicators(events: pd.DataFrame, scope: ScopeInput) -> IndicatorSet:
     no_dev = "no device work events in this scope"
     no_host = "no host operator/dispatch events in this scope (Level0 without CANN layer, or device-only trace)"
 
-    b.add("wall_us", wall, "us", "wall time", "Σ scope window lengths", scope.step_source, "time")
+    b.add("wall_us", wall if wall > 0 else None, "us", "wall time", "Σ scope window lengths", scope.step_source,
+          "time", reason="no capture window: the input has no trace events (tables only)")
     b.add("step_count", float(steps), "steps", "steps", "steps in the scope", scope.step_source, "step")
     avg = float(np.mean(scope.step_durs_us)) if scope.step_durs_us else _per(wall, steps)
     b.add("avg_step_us", avg, "us", "average step", "mean step length (steps in the scope)", scope.step_source,

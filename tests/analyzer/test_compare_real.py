@@ -104,3 +104,7 @@ def test_csv_only_dataset_compared_with_itself_is_comparable(profile_path):
     assert result.sides["before"]["totals_source"] == "csv"
     assert result.sides["before"]["sampled"] is False
     assert result.comparable is True, result.comparability["reasons"]
+    # no trace ⇒ no capture window: reported as not available, never as a 0 µs window
+    window = next(r for r in result.metrics if r["id"] == "window_us")
+    assert window["status"] == "not_available", window
+    assert result.headline["sentence"].startswith("wall clock not comparable"), result.headline
