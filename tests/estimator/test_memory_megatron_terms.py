@@ -1,4 +1,4 @@
-"""Wave-2 memory terms, each a sourced fact (synthetic toy configs; no measured number is used).
+"""Megatron-specific memory terms, each a sourced fact (synthetic toy configs; no measured number is used).
 
 - unfused attention keeps B bytes per score without attention dropout, B + 1 + B with it
   (Korthikanti's 5 at B = 2); hidden dropout 0 keeps no masks;
