@@ -27,7 +27,7 @@ def measured_dir() -> Path:
     return _require(paths.measured_dir(), "published measurements")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def profile_path(profiles_dir: Path):
     """``profile_path("ascend/msinsight-level1/rank0_ascend_pt")`` -> path, skipping when missing."""
 

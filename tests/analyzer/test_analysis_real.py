@@ -25,11 +25,8 @@ PathOf = Callable[[str], Path]
 
 
 @pytest.fixture(scope="module")
-def level1(profiles_dir: Path):  # type: ignore[no-untyped-def]
-    p = profiles_dir / L1_RANK0
-    if not p.exists():
-        pytest.skip(f"profile sample {L1_RANK0!r} not available at {p}")
-    return analyze(load_dataset(p))
+def level1(profile_path: PathOf):  # type: ignore[no-untyped-def]
+    return analyze(load_dataset(profile_path(L1_RANK0)))
 
 
 def test_level1_verdict_is_communication_with_step_trace_evidence(level1) -> None:  # type: ignore[no-untyped-def]

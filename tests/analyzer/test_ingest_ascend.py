@@ -22,11 +22,8 @@ SINGLE = "ascend/msprof-analyze-single-card/trace_view.json"
 
 
 @pytest.fixture(scope="module")
-def level1(profiles_dir: Path):
-    path = profiles_dir / L1R0
-    if not path.exists():
-        pytest.skip(f"profile sample {L1R0!r} not available")
-    return load_dataset(path)
+def level1(profile_path):
+    return load_dataset(profile_path(L1R0))
 
 
 def test_event_table_follows_the_schema(level1) -> None:

@@ -14,11 +14,8 @@ TEST = "kineto/hta-trace-diff/test.json.gz"
 
 
 @pytest.fixture(scope="module")
-def control(profiles_dir: Path):
-    path = profiles_dir / CONTROL
-    if not path.exists():
-        pytest.skip(f"profile sample {CONTROL!r} not available")
-    return load_dataset(path)
+def control(profile_path):
+    return load_dataset(profile_path(CONTROL))
 
 
 def test_profiler_steps_1009_to_1014(control) -> None:
