@@ -147,22 +147,13 @@ def _copy_direction(frame: pd.DataFrame) -> np.ndarray:
     return np.where(direction.notna(), direction.astype(object), by_type)
 
 
-def assign_steps(table: pd.DataFrame) -> pd.DataFrame:
-    """``step`` = N of the ``ProfilerStep#N`` whose span ``[ts, ts+dur)`` contains the event start.
+def row_steps(sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """Step per event from the classified signature table and the arrays: ``N`` of the ``ProfilerStep#N``
+    whose span ``[ts, ts+dur)`` contains the event start, ``-1`` outside every step.
 
     This is how torch_npu attributes events to steps for ``step_trace_time.csv`` (profiling-formats
-    §1.7: Σ dur of events whose ts falls inside the step). Steps do not overlap; events outside
-    every step keep ``-1``. The column is set in place (array form: :func:`events.steps_by_time`).
+    §1.7: Σ dur of events whose ts falls inside the step); the arithmetic is :func:`events.steps_by_time`.
     """
-    steps = table[table["category"] == ev.STEP]
-    step_no = steps["name"].astype(str).str.extract(_STEP_RE.pattern)[0].astype("int64").to_numpy()
-    table["step"] = ev.steps_by_time(table["ts_us"].to_numpy(dtype=np.float64), steps["ts_us"].to_numpy(dtype=np.float64),
-                                     steps["dur_us"].to_numpy(dtype=np.float64), step_no)
-    return table
-
-
-def row_steps(sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> np.ndarray:
-    """Step per event (see :func:`assign_steps`) from the classified signature table and the arrays."""
     is_step = (sigs["category"] == ev.STEP).to_numpy(dtype=bool)
     step_of_sig = ev.step_numbers(sigs["name"].to_numpy(dtype=object), is_step)
     sig, ts = arrays["sig"], arrays["ts_us"]

@@ -100,13 +100,6 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def steps_by_launch(table: pd.DataFrame) -> pd.DataFrame:
-    """Device events take the step of their launching host event (same ``corr``) when known (in place)."""
-    table["step"] = launch_steps((table["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool),
-                                 table["corr"].to_numpy(dtype=np.int64), table["step"].to_numpy(dtype=np.int64).copy())
-    return table
-
-
 def launch_steps(device: np.ndarray, corr: np.ndarray, step: np.ndarray) -> np.ndarray:
     """``step`` with every device row that has a correlation id set to the step of the first host
     row with that id (arrays; ``step`` is modified and returned)."""
