@@ -147,8 +147,6 @@ def _hta_rows(events: Any) -> list[dict[str, Any]]:
 
 def analysis_rows(dataset: Any, analysis: Any, scope: str, rank: int | None) -> tuple[list[dict[str, Any]], Any, Any]:
     """The ``analyzer.analysis`` table: indicators, step breakdown, HTA window, sync counts (no expected yet)."""
-    from analyzer.ingest import events as ev
-
     ra = _rank_analysis(analysis, rank)
     if scope not in ra.scopes:
         raise KindError(f"scope {scope!r} not in the analysis of rank {ra.rank} (scopes: {sorted(ra.scopes)})")
@@ -166,12 +164,10 @@ def analysis_rows(dataset: Any, analysis: Any, scope: str, rank: int | None) -> 
                          "observed": _finite(val), "unit": "%" if col.endswith("_pct") else "us"})
     for name, n in sorted(sc.indicators.sync_counts.items()):
         rows.append({"id": f"sync_count.{name}", "group": "sync_count", "step": None, "observed": float(n), "unit": "ops"})
-    rank_data = next((r for r in dataset.ranks if r.rank == ra.rank), dataset.ranks[0])
-    events = rank_data.events
-    sync = events[(events["side"] == ev.SIDE_HOST) & (events["category"] == ev.SYNC)]
-    for name, n in sorted(ev.name_counts(sync).items()):
+    for name, n in sorted(ra.capture_sync_counts.items()):
         rows.append({"id": f"trace_sync_count.{name}", "group": "trace_sync_count", "step": None,
                      "observed": float(n), "unit": "ops"})
+    events = next((r for r in dataset.ranks if r.rank == ra.rank), dataset.ranks[0]).events
     if dataset.source_format == "kineto" and len(events):
         rows += _hta_rows(events)
     return rows, ra, sc
