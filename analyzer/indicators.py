@@ -347,10 +347,51 @@ def _comm_op_indicators(b: _Builder, ops: pd.DataFrame, steps: int, comm_us: flo
           none if not len(ops) else "collectives carry no message size in their args (Ascend: needs Level1 HCCL op args)")
 
 
+@dataclass(frozen=True)
+class LaunchIntervals:
+    """Host time between consecutive device launches of one thread, pooled over threads (µs)."""
+
+    count: int  # intervals pooled
+    threads: int  # threads that launched at least twice
+    p25_us: float
+    median_us: float
+    p75_us: float
+
+
+def launch_intervals(events: pd.DataFrame) -> LaunchIntervals | None:
+    """Start-to-start intervals of consecutive launch calls (``category == dispatch``, ``sub == launch``:
+    ``cudaLaunchKernel``, ``cudaMemcpyAsync``, ``aclnn*`` ...) on the same host thread, pooled.
+
+    ``Δ_i = ts_{i+1} − ts_i`` per ``(rank, pid, tid)`` in time order: everything the host does per launched
+    device op in eager mode (Python, framework dispatch, the launch call itself, allocator), which is
+    what bounds a pass from below when device kernels are short (``estimator`` option
+    ``host_launch_cost_us``). The median is robust to the few long waits (synchronisations,
+    step boundaries) in the series. None when no thread launched twice.
+    """
+    launch = events[(events["side"] == ev.SIDE_HOST) & (events["category"] == ev.DISPATCH)
+                    & (events["sub"] == ev.SUB_LAUNCH)]
+    parts: list[np.ndarray] = []
+    for _, g in launch.groupby(["rank", "pid", "tid"], sort=False, observed=True):
+        if len(g) >= 2:
+            parts.append(np.diff(np.sort(g["ts_us"].to_numpy(dtype=float))))
+    if not parts:
+        return None
+    d = np.concatenate(parts)
+    p25, p50, p75 = np.percentile(d, [25, 50, 75])
+    return LaunchIntervals(len(d), len(parts), float(p25), float(p50), float(p75))
+
+
 def _dispatch_and_sync(b: _Builder, scoped: pd.DataFrame, wall: float, steps: int) -> dict[str, int]:
     host = scoped[scoped["side"] == ev.SIDE_HOST]
     disp = host[host["category"] == ev.DISPATCH]
     enq, launch = disp[disp["sub"] == ev.SUB_ENQUEUE], disp[disp["sub"] == ev.SUB_LAUNCH]
+    li = launch_intervals(scoped)
+    b.add("host_us_per_launch", li.median_us if li else None, "us", "host time per launch",
+          "median start-to-start interval of consecutive launch calls of one host thread (pooled over threads)",
+          "event table: category dispatch, sub launch", "step",
+          "fewer than two launch calls on any host thread (no runtime layer in the trace)",
+          basis=(f"{li.count} intervals on {li.threads} thread(s); p25 {li.p25_us:.1f} us, median "
+                 f"{li.median_us:.1f} us, p75 {li.p75_us:.1f} us") if li else "")
     if len(enq):
         n, src = len(enq), "task-queue enqueue events"
     elif len(launch):

@@ -4,10 +4,19 @@ Reads ``step_time_cases.csv`` rows with ``source_id == vtrain_single`` (in place
 ``harness.paths.measured_dir()``), builds each config with ``estimator.measured``, fits ONE global
 compute efficiency on the hash-selected ``fit`` half (``estimator.calibrate.split_half``) and prints
 Spearman (pooled and median within groups of model, GPU count and global batch) and MAPE on the
-held-out half, plus leave-one-out MAPE on the fit half, and how many rows the host kernel-launch
-bound (``options.host_launch_overhead``, on by default) changes at the fitted efficiency. Usage::
+held-out half, plus leave-one-out MAPE on the fit half.
 
-    .venv/bin/python benchmarks/vtrain_accuracy.py [--json]
+Two settings of the host time per kernel launch (``options.host_launch_cost_us``), neither fitted:
+
+* ``profile default``: the sourced CUDA launch-call time (5 µs, ``estimator.profiles``);
+* ``measured``: the analyzer's median interval between consecutive launches of one host thread on a
+  real eager-PyTorch profile (``--host-trace``, default the A100 Kineto trace
+  ``kineto/hta-trace-diff/control.json.gz`` under the profiles folder), with its p25 / p75 and
+  another trace's median as a sensitivity check (``--sensitivity``).
+
+Usage::
+
+    .venv/bin/python benchmarks/vtrain_accuracy.py [--json] [--sensitivity] [--host-trace REL]
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import csv
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -24,6 +34,7 @@ from estimator import calibrate
 from estimator.config import load_config
 from estimator.measured import config_from_measured_row
 from harness import paths
+from harness.kinds.estimator import measured_host_launch_cost
 
 SOURCE_ID = "vtrain_single"
 
@@ -40,9 +51,27 @@ def group_key(row: dict[str, str]) -> str:
     return f"{row['model_name']}|{row['world_size']}|{row['global_batch_size']}"
 
 
-def evaluate(rows: list[dict[str, str]], loo_subsample: int = 20) -> calibrate.Calibration:
-    """Calibrate one efficiency on the fit half and report the held-out accuracy."""
-    cfgs = [load_config(config_from_measured_row(r)) for r in rows]
+#: the A100 eager-PyTorch profile whose host time per launch is measured (relative to the profiles folder)
+HOST_TRACE = "kineto/hta-trace-diff/control.json.gz"
+#: a second real trace (V100, same software family) for the sensitivity check
+OTHER_TRACE = "kineto/hta-trace-diff/test.json.gz"
+
+
+def measured_host_cost(relative: str = HOST_TRACE) -> dict[str, Any] | None:
+    """The analyzer's host µs per launch on ``relative`` (harness bridge), None when the profile is absent."""
+    if not (paths.profiles_dir() / relative).exists():
+        return None
+    return measured_host_launch_cost(relative)
+
+
+def evaluate(rows: list[dict[str, str]], loo_subsample: int = 20,
+             host_launch_cost_us: float | None = None) -> calibrate.Calibration:
+    """Calibrate one efficiency on the fit half and report the held-out accuracy.
+
+    ``host_launch_cost_us``: fixed host µs per launch for every row (None: the profile default).
+    """
+    options = {} if host_launch_cost_us is None else {"options": {"host_launch_cost_us": host_launch_cost_us}}
+    cfgs = [load_config(config_from_measured_row(r) | options) for r in rows]
     estimate = calibrate.efficiency_estimator(cfgs)
     measured_s = [float(r["measured_step_ms"]) / 1e3 for r in rows]
     return calibrate.calibrate_efficiency(
@@ -50,39 +79,69 @@ def evaluate(rows: list[dict[str, str]], loo_subsample: int = 20) -> calibrate.C
     )
 
 
-def host_bound_rows(rows: list[dict[str, str]], efficiency: float) -> int:
+def host_bound_rows(rows: list[dict[str, str]], efficiency: float, host_launch_cost_us: float | None = None) -> int:
     """Rows whose TOTAL at ``efficiency`` changes when the host launch bound is switched off."""
-    cfgs = [load_config(config_from_measured_row(r)) for r in rows]
+    extra = {} if host_launch_cost_us is None else {"host_launch_cost_us": host_launch_cost_us}
+    cfgs = [load_config(config_from_measured_row(r) | {"options": extra}) for r in rows]
     off = [c.model_copy(update={"options": c.options.model_copy(update={"host_launch_overhead": False})})
            for c in cfgs]
     with_host, without = calibrate.efficiency_estimator(cfgs), calibrate.efficiency_estimator(off)
     return sum(1 for i in range(len(cfgs)) if with_host(i, efficiency) != without(i, efficiency))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
-    rows = load_rows()
-    cal = evaluate(rows)
-    bound = host_bound_rows(rows, cal.efficiency)
-    doc = {
+def _summary(cal: calibrate.Calibration, bound: int) -> dict[str, Any]:
+    return {
         "rows_fit": cal.fit_rows, "rows_holdout": cal.holdout_rows, "compute_efficiency": cal.efficiency,
         "fit": cal.fit.as_dict(), "holdout": cal.holdout.as_dict(),
         "holdout_uncalibrated_eff_1.0": cal.uncalibrated_holdout.as_dict(), "loo_mape_pct_fit_half": cal.loo_mape_pct,
         "rows_changed_by_host_launch_bound": bound,
     }
-    if args.json:
-        print(json.dumps(doc, indent=2))
-        return 0
-    print(f"vTrain single-node: {cal.fit_rows} fit rows, {cal.holdout_rows} held-out rows")
-    print(f"fitted compute_efficiency = {cal.efficiency:.4f} (fit half only)")
+
+
+def _print(title: str, cal: calibrate.Calibration, bound: int, n_rows: int) -> None:
+    print(f"\n== {title}")
+    print(f"fitted compute_efficiency = {cal.efficiency:.4f} ({cal.fit_rows} fit rows; figures on {cal.holdout_rows} "
+          "held-out rows)")
     for name, acc in (("fit", cal.fit), ("holdout", cal.holdout), ("holdout @eff=1.0", cal.uncalibrated_holdout)):
         print(f"{name:>17}: n={acc.n} Spearman pooled {acc.spearman_pooled:.3f}, median within "
               f"{acc.groups} groups {acc.spearman_group_median:.3f}, MAPE {acc.mape_pct:.1f} %, "
               f"median est/meas {acc.median_ratio:.3f}")
     print(f"leave-one-out MAPE on the fit half: {cal.loo_mape_pct:.1f} %")
-    print(f"rows whose TOTAL the host kernel-launch bound changes at the fitted efficiency: {bound} of {len(rows)}")
+    print(f"rows whose TOTAL the host launch bound changes at the fitted efficiency: {bound} of {n_rows}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--host-trace", default=HOST_TRACE, help="profile (relative to the profiles folder) whose "
+                        "measured host time per launch is used (default %(default)s)")
+    parser.add_argument("--sensitivity", action="store_true",
+                        help="also run at the trace's p25 / p75 and at the other trace's median")
+    args = parser.parse_args(argv)
+    rows = load_rows()
+    runs: dict[str, tuple[float | None, dict[str, Any] | None]] = {"profile default": (None, None)}
+    host = measured_host_cost(args.host_trace)
+    if host is None:
+        print(f"host trace {args.host_trace!r} not found under {paths.profiles_dir()}: measured setting skipped",
+              file=sys.stderr)
+    else:
+        runs[f"measured on {args.host_trace}"] = (host["value_us"], host)
+        if args.sensitivity:
+            runs["sensitivity: trace p25"] = (host["p25_us"], None)
+            runs["sensitivity: trace p75"] = (host["p75_us"], None)
+            other = measured_host_cost(OTHER_TRACE)
+            if other is not None:
+                runs[f"sensitivity: median of {OTHER_TRACE}"] = (other["value_us"], other)
+    doc: dict[str, Any] = {}
+    for title, (cost, record) in runs.items():
+        cal = evaluate(rows, host_launch_cost_us=cost)
+        bound = host_bound_rows(rows, cal.efficiency, cost)
+        doc[title] = _summary(cal, bound) | {"host_launch_cost_us": cost, "host_measurement": record}
+        if not args.json:
+            label = "profile default (5 us)" if cost is None else f"{title}: {cost:.1f} us per launch"
+            _print(f"host time per launch: {label}", cal, bound, len(rows))
+    if args.json:
+        print(json.dumps(doc, indent=2))
     return 0
 
 

@@ -251,6 +251,11 @@ class OptionsConfig(_Strict):
         default=True,
         description="stage pass time ≥ host kernel-launch time (kernels × profile per-launch cost); off in legacy()",
     )
+    host_launch_cost_us: float | None = Field(
+        default=None, gt=0,
+        description="host µs per launched kernel; None = the profile's sourced value (estimator.profiles); "
+                    "set it from a profile of your own run (analyzer indicator host_us_per_launch)",
+    )
     dp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of DP comm hidden by compute")
     tp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of TP comm hidden by compute")
     cp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of CP comm hidden by compute")

@@ -73,11 +73,19 @@ def _mcore_moe_facts(test: str, commit: str, layout: list[int] | None = None) ->
     return facts
 
 
+_VTRAIN_MODEL = (
+    "VIA-Research/vTrain@f8dda8473a src/model/gpt_modeling.py, the GPT layer vTrain profiles to model these "
+    "Megatron-DeepSpeed runs (data/README.md): core attention is unfused - torch.baddbmm (QK^T), "
+    "FusedScaleMaskSoftmax, attention dropout, torch.bmm (PV), permute().contiguous() - no flash attention"
+)
+
+
 #: published facts about a source's runs that its CSV cells leave empty or cannot express:
 #: (source_id, model_name or None for every row of the source) -> {config path: (value, citation)}.
 #: A CSV cell that states the value wins over a fact (facts fill empty cells only).
 SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
     ("korthikanti2022_fig1", None): {"train.flash_attention": (False, _KORTHIKANTI_SCORES)},
+    ("vtrain_single", None): {"train.flash_attention": (False, _VTRAIN_MODEL)},
     ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed"): _mcore_moe_facts(
         "gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed", "2afeef845d"
     ),

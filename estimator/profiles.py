@@ -196,6 +196,10 @@ HOST_LAUNCH_COST: dict[str, HostLaunchCost | None] = {
 
 
 def host_launch_cost_s(cfg: EstimatorConfig) -> float:
-    """Host seconds per launched kernel for ``cfg``'s profile (0.0 without a sourced value)."""
+    """Host seconds per launched kernel: ``options.host_launch_cost_us`` when set (a value measured on
+    the user's own stack, e.g. the analyzer's ``host_us_per_launch`` of a profile), else the profile's
+    sourced value (0.0 without one)."""
+    if cfg.options.host_launch_cost_us is not None:
+        return cfg.options.host_launch_cost_us * 1e-6
     cost = HOST_LAUNCH_COST.get(cfg.profile)
     return 0.0 if cost is None else cost.per_launch_us * 1e-6

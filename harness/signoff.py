@@ -159,6 +159,14 @@ def _evidence(case: str, a: dict[str, Any]) -> Details:
                    f"{_assertion_status(a)}", [Table(cols, body)])
 
 
+def _host_cost(record: Any) -> str:
+    """How a calibration step set the host cost per launch: measured on a profile, or the profile default."""
+    if isinstance(record, dict):
+        return (f"{record['value_us']:.1f} measured on {record['profile']} (p25 {record['p25_us']:.1f}, "
+                f"p75 {record['p75_us']:.1f}, {record['intervals']} intervals; {record['method']})")
+    return str(record or "profile default")
+
+
 def _calibration(summary: dict[str, Any]) -> list[str | Table]:
     """Declared calibration steps: the fitted knob (fit half) and the figures on both halves."""
     steps = [(c, c["values"]["calibration"]) for c in summary["cases"] if (c.get("values") or {}).get("calibration")]
@@ -176,9 +184,11 @@ def _calibration(summary: dict[str, Any]) -> list[str | Table]:
                            f"{_fmt(acc.get('spearman_group_median'))} ({acc.get('groups')} groups)",
                            _fmt(acc.get("mape_pct")), _fmt(acc.get("median_ratio"))])
     by = "; ".join(f"{_case_name(c)}: groups by {', '.join(k.get('group_by') or []) or '—'}" for c, k in steps)
+    host = [f"{_case_name(c)}: host µs per launch {_host_cost(k.get('host_launch_cost'))}" for c, k in steps]
     return ["At most one global knob is fitted, on the fit half only (estimator.calibrate); the case's "
             "assertions judge the held-out half. Figures below are estimator.calibrate's own report.",
             head, f"Within-group Spearman: groups with 3+ rows ({by}).",
+            "Host cost per kernel launch (not fitted): " + "; ".join(host) + ".",
             Table(["case", "half", "n", "Spearman pooled", "median Spearman within groups", "MAPE %",
                    "median est/meas"], halves)]
 

@@ -312,8 +312,8 @@ def _context(cfg: EstimatorConfig) -> _Ctx:
 
 
 def host_launch_s(cfg: EstimatorConfig) -> float:
-    """Host seconds per kernel launch used by the model: the profile's sourced value
-    (:func:`estimator.profiles.host_launch_cost_s`) when ``options.host_launch_overhead`` is on and
+    """Host seconds per kernel launch used by the model: ``options.host_launch_cost_us`` or else the
+    profile's sourced value (:func:`estimator.profiles.host_launch_cost_s`) when ``options.host_launch_overhead`` is on and
     the mode is ``time``; 0 otherwise (``score`` mode has no seconds to bound: FLOP·B_p and
     bytes·comm_w are the reference's relative units, which never had a host term)."""
     o = cfg.options

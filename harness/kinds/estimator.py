@@ -220,10 +220,43 @@ class CalibrateSpec(KindParams):
     loo_subsample: int = Field(10, ge=1, description="rows of the fit half refitted leave-one-out (LOO MAPE)")
 
 
+def measured_host_launch_cost(relative: str) -> dict[str, Any]:
+    """The host µs per launch measured by the analyzer on a real profile, with its record.
+
+    ``analyzer.indicators.launch_intervals`` over every rank of the profile (median start-to-start
+    interval of consecutive launch calls of one host thread). This is the one place estimator and
+    analyzer meet for it (ARCHITECTURE: they do not import each other).
+    """
+    import pandas as pd
+
+    from analyzer.dataset import load_dataset
+    from analyzer.indicators import launch_intervals
+    from analyzer.ingest.errors import IngestError
+    from harness.kinds.analyzer import resolve_profile
+
+    path = resolve_profile(relative)
+    try:
+        ds = load_dataset(path)
+    except IngestError as exc:
+        raise KindError(f"host_launch_cost_from: {relative}: {exc}") from None
+    li = launch_intervals(pd.concat([r.events for r in ds.ranks], ignore_index=True))
+    if li is None:
+        raise KindError(f"host_launch_cost_from: {relative}: no host thread launches twice (no runtime-layer "
+                        "launch events in the profile), nothing to measure")
+    return {"value_us": li.median_us, "p25_us": li.p25_us, "p75_us": li.p75_us, "intervals": li.count,
+            "threads": li.threads, "profile": relative,
+            "method": "analyzer.indicators.launch_intervals: median start-to-start interval of consecutive launch "
+                      "calls of one host thread, pooled over threads and ranks"}
+
+
 class PerfParams(EstimatorParams):
     """``estimator.perf`` params: the row configs, optional calibration, data columns kept in the table."""
 
     calibrate: CalibrateSpec | None = Field(None, description="fit one global knob on half the rows first")
+    host_launch_cost_from: str | None = Field(
+        None, description="profile (relative to the profiles folder) whose measured host time per launch (analyzer "
+                          "indicator host_us_per_launch) sets options.host_launch_cost_us on every row (before any "
+                          "fit): measured on independent data, not fitted; the case skips when the profile is absent")
     keep_columns: list[str] = Field(default_factory=list, description="data columns copied into the result table "
                                                                       "(e.g. for group_by in assertions)")
 
@@ -234,8 +267,11 @@ def _measured_step_ms(params: EstimatorParams, row: dict[str, Any]) -> float | N
     return _measured_value(params, row)
 
 
-def calibrate_rows(params: PerfParams, rows: list[dict[str, Any]], ctx: RunContext) -> tuple[float, list[str], dict[str, Any]]:
-    """(fitted efficiency, each row's half, the calibration record) through ``estimator.calibrate``."""
+def calibrate_rows(params: PerfParams, rows: list[dict[str, Any]], ctx: RunContext,
+                   host: dict[str, Any] | None = None) -> tuple[float, list[str], dict[str, Any]]:
+    """(fitted efficiency, each row's half, the calibration record) through ``estimator.calibrate``;
+    ``host`` (a :func:`measured_host_launch_cost` record, not fitted) sets the host cost of every row."""
+    fixed = host_options(host)
     try:
         calibrate = importlib.import_module("estimator.calibrate")
     except ImportError as exc:
@@ -247,7 +283,7 @@ def calibrate_rows(params: PerfParams, rows: list[dict[str, Any]], ctx: RunConte
         raise KindError(f"calibrate: column(s) {missing} not in the data (have {sorted(rows[0]) if rows else []})")
     halves = [calibrate.split_half(str(r[spec.id_column])) for r in rows]
     used = [i for i, r in enumerate(rows) if (_measured_step_ms(params, r) or 0.0) > 0]
-    cfgs = [build_config(params, rows[i], ctx) for i in used]
+    cfgs = [build_config(params, rows[i], ctx, fixed) for i in used]
     estimate = calibrate.efficiency_estimator(cfgs)
     ids = [str(rows[i][spec.id_column]) for i in used]
     measured_s = [_measured_step_ms(params, rows[i]) / MS_PER_S for i in used]
@@ -264,8 +300,18 @@ def calibrate_rows(params: PerfParams, rows: list[dict[str, Any]], ctx: RunConte
         "group_by": list(spec.group_by), "fit": cal.fit.as_dict(), "holdout": cal.holdout.as_dict(),
         "holdout_at_peak": cal.uncalibrated_holdout.as_dict(), "loo_mape_pct_fit_half": cal.loo_mape_pct,
         "loo_subsample": spec.loo_subsample,
+        "host_launch_cost": host or HOST_DEFAULT,
     }
     return cal.efficiency, halves, record
+
+
+#: what the records say when no measured host cost is given
+HOST_DEFAULT = "profile default (estimator.profiles.HOST_LAUNCH_COST)"
+
+
+def host_options(host: dict[str, Any] | None) -> dict[str, Any]:
+    """Estimator options of a measured host cost record (empty: the profile default applies)."""
+    return {"host_launch_cost_us": host["value_us"]} if host else {}
 
 
 @register_kind("estimator.perf", params=PerfParams, requires=_requires("load_config", "estimate_perf", "presets"))
@@ -281,10 +327,13 @@ def run_perf(ctx: RunContext) -> RunResult:
     rows = ctx.rows or [{}]
     values: dict[str, Any] = {}
     halves: list[str | None] = [None] * len(rows)
-    extra: dict[str, Any] | None = None
+    host = measured_host_launch_cost(params.host_launch_cost_from) if params.host_launch_cost_from else None
+    extra: dict[str, Any] = host_options(host)
+    if host is not None:
+        values["host_launch_cost"] = host
     if params.calibrate is not None:
-        eff, halves, record = calibrate_rows(params, rows, ctx)
-        extra = {params.calibrate.fit: eff}
+        eff, halves, record = calibrate_rows(params, rows, ctx, host)
+        extra[params.calibrate.fit] = eff
         values |= {params.calibrate.fit: eff, "calibration": record}
     table, golden = [], {}
     for i, row in enumerate(rows):
@@ -302,7 +351,7 @@ def run_perf(ctx: RunContext) -> RunResult:
         out["total_ms"] = out["TOTAL_s"] * MS_PER_S
         if halves[i] is not None:
             out["half"] = halves[i]
-            at_peak = build_config(params, row, ctx, {"compute_efficiency": 1.0})
+            at_peak = build_config(params, row, ctx, extra | {"compute_efficiency": 1.0})
             out["total_at_peak_ms"] = float(est.estimate_perf(at_peak).real_parts["TOTAL"]) * MS_PER_S
         out["straggler_stage"] = report.straggler_stage
         if params.from_measured and row.get("measured_step_ms") not in (None, ""):
