@@ -252,7 +252,7 @@ class OptionsConfig(_Strict):
         description="stage pass time ≥ host kernel-launch time (kernels × profile per-launch cost); off in legacy()",
     )
     host_launch_cost_us: float | None = Field(
-        default=None, gt=0,
+        default=None, gt=0, allow_inf_nan=False,
         description="host µs per launched kernel; None = the profile's sourced value (estimator.profiles); "
                     "set it from a profile of your own run (analyzer indicator host_us_per_launch)",
     )
