@@ -10,6 +10,7 @@ other case still runs.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import math
 from collections.abc import Callable
@@ -225,16 +226,22 @@ def measured_host_launch_cost(relative: str) -> dict[str, Any]:
 
     ``analyzer.indicators.launch_intervals`` over every rank of the profile (median start-to-start
     interval of consecutive launch calls of one host thread). This is the one place estimator and
-    analyzer meet for it (ARCHITECTURE: they do not import each other).
+    analyzer meet for it (ARCHITECTURE: they do not import each other). Skips the case when the
+    profile is absent; a profile is read once per process.
     """
+    from harness.kinds.analyzer import resolve_profile
+
+    return dict(_host_launch_record(str(resolve_profile(relative)), relative))
+
+
+@functools.lru_cache(maxsize=8)
+def _host_launch_record(path: str, relative: str) -> dict[str, Any]:
     import pandas as pd
 
     from analyzer.dataset import load_dataset
     from analyzer.indicators import launch_intervals
     from analyzer.ingest.errors import IngestError
-    from harness.kinds.analyzer import resolve_profile
 
-    path = resolve_profile(relative)
     try:
         ds = load_dataset(path)
     except IngestError as exc:
