@@ -385,7 +385,7 @@ def _dispatch_and_sync(b: _Builder, scoped: pd.DataFrame, wall: float, steps: in
     host = scoped[scoped["side"] == ev.SIDE_HOST]
     disp = host[host["category"] == ev.DISPATCH]
     enq, launch = disp[disp["sub"] == ev.SUB_ENQUEUE], disp[disp["sub"] == ev.SUB_LAUNCH]
-    li = launch_intervals(scoped)
+    li = launch_intervals(launch)
     b.add("host_us_per_launch", li.median_us if li else None, "us", "host time per launch",
           "median start-to-start interval of consecutive launch calls of one host thread (pooled over threads)",
           "event table: category dispatch, sub launch", "step",

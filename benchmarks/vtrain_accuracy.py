@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from estimator import calibrate
-from estimator.config import load_config
+from estimator.config import EstimatorConfig, load_config
 from estimator.measured import config_from_measured_row
 from harness import paths
 from harness.kinds.estimator import measured_host_launch_cost
@@ -64,25 +64,34 @@ def measured_host_cost(relative: str = HOST_TRACE) -> dict[str, Any] | None:
     return measured_host_launch_cost(relative)
 
 
-def evaluate(rows: list[dict[str, str]], loo_subsample: int = 20,
-             host_launch_cost_us: float | None = None) -> calibrate.Calibration:
+def configs(rows: list[dict[str, str]], host_launch_cost_us: float | None = None) -> list[EstimatorConfig]:
+    """Each row's config (``estimator.measured``); ``host_launch_cost_us`` is merged into its options
+    for every row (None: the profile default)."""
+    out = []
+    for r in rows:
+        cfg = config_from_measured_row(r)
+        if host_launch_cost_us is not None:
+            cfg["options"] = {**cfg.get("options", {}), "host_launch_cost_us": host_launch_cost_us}
+        out.append(load_config(cfg))
+    return out
+
+
+def evaluate(rows: list[dict[str, str]], loo_subsample: int = 20, host_launch_cost_us: float | None = None,
+             cfgs: list[EstimatorConfig] | None = None) -> calibrate.Calibration:
     """Calibrate one efficiency on the fit half and report the held-out accuracy.
 
-    ``host_launch_cost_us``: fixed host µs per launch for every row (None: the profile default).
+    ``host_launch_cost_us``: fixed host µs per launch for every row (None: the profile default);
+    ``cfgs``: the rows' configs when already built with :func:`configs`.
     """
-    options = {} if host_launch_cost_us is None else {"options": {"host_launch_cost_us": host_launch_cost_us}}
-    cfgs = [load_config(config_from_measured_row(r) | options) for r in rows]
-    estimate = calibrate.efficiency_estimator(cfgs)
+    estimate = calibrate.efficiency_estimator(cfgs or configs(rows, host_launch_cost_us))
     measured_s = [float(r["measured_step_ms"]) / 1e3 for r in rows]
     return calibrate.calibrate_efficiency(
         estimate, [r["case_id"] for r in rows], measured_s, [group_key(r) for r in rows], loo_subsample
     )
 
 
-def host_bound_rows(rows: list[dict[str, str]], efficiency: float, host_launch_cost_us: float | None = None) -> int:
-    """Rows whose TOTAL at ``efficiency`` changes when the host launch bound is switched off."""
-    extra = {} if host_launch_cost_us is None else {"host_launch_cost_us": host_launch_cost_us}
-    cfgs = [load_config(config_from_measured_row(r) | {"options": extra}) for r in rows]
+def host_bound_rows(cfgs: list[EstimatorConfig], efficiency: float) -> int:
+    """Configs whose TOTAL at ``efficiency`` changes when the host launch bound is switched off."""
     off = [c.model_copy(update={"options": c.options.model_copy(update={"host_launch_overhead": False})})
            for c in cfgs]
     with_host, without = calibrate.efficiency_estimator(cfgs), calibrate.efficiency_estimator(off)
@@ -134,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
                 runs[f"sensitivity: median of {OTHER_TRACE}"] = (other["value_us"], other)
     doc: dict[str, Any] = {}
     for title, (cost, record) in runs.items():
-        cal = evaluate(rows, host_launch_cost_us=cost)
-        bound = host_bound_rows(rows, cal.efficiency, cost)
+        cfgs = configs(rows, cost)
+        cal = evaluate(rows, cfgs=cfgs)
+        bound = host_bound_rows(cfgs, cal.efficiency)
         doc[title] = _summary(cal, bound) | {"host_launch_cost_us": cost, "host_measurement": record}
         if not args.json:
             label = "profile default (5 us)" if cost is None else f"{title}: {cost:.1f} us per launch"
