@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from estimator import pipeline_split
 from estimator.config_sections import (
     PERF_PART_NAMES,
     RECOMPUTE_MODULES,
@@ -149,24 +150,55 @@ def _check_cross_fields(cfg: EstimatorConfig) -> None:
 
 def _check_layers(cfg: EstimatorConfig) -> None:
     """Layer split over pp·vpp (spec §3) and the schedule's chunk count."""
-    m, p = cfg.model, cfg.parallel
+    p = cfg.parallel
     if p.schedule == "zero_bubble_v" and p.vpp != 2:
         raise config_rule("parallel.vpp", "must be 2 for schedule 'zero_bubble_v' (two chunks per stage)")
     if p.schedule == "interleaved" and p.vpp < 2:
         raise config_rule("parallel.vpp", "must be ≥ 2 for schedule 'interleaved'")
     if p.vpp > 1 and p.schedule in ("1f1b", "gpipe"):
         raise config_rule("parallel.schedule", f"'{p.schedule}' has one chunk per stage; use 'interleaved' for vpp > 1")
-    chunks = p.pp * p.vpp
-    if p.layers_per_stage is not None:
-        if len(p.layers_per_stage) != chunks:
-            raise config_rule("parallel.layers_per_stage", f"needs pp·vpp = {chunks} entries; got {len(p.layers_per_stage)}")
-        if any(n < 0 for n in p.layers_per_stage) or sum(p.layers_per_stage) != m.num_layers:
-            raise config_rule("parallel.layers_per_stage", f"entries must be ≥ 0 and sum to model.num_layers ({m.num_layers})")
-    elif m.num_layers % chunks:
+    families = pipeline_split.split_fields_set(p)
+    if len(families) > 1:
         raise config_rule(
-            "parallel.pp", f"model.num_layers ({m.num_layers}) must split evenly over pp·vpp = {chunks} "
-            "(or give parallel.layers_per_stage)"
+            "parallel", f"give at most one uneven pipeline split; got {' and '.join(families)} "
+            "(a valid example: parallel.pipeline_layout 'Et*3|(tt|)*29,m|L' alone)"
         )
+    try:
+        _check_split(cfg)
+    except ConfigError as exc:
+        raise config_rule(exc.field, f"{exc.rule}; {exc.hint}" if exc.hint else exc.rule) from None
+
+
+def _check_split(cfg: EstimatorConfig) -> None:
+    """The stated split (``estimator.pipeline_split``) places exactly model.num_layers layers."""
+    m, p = cfg.model, cfg.parallel
+    chunks = p.pp * p.vpp
+    if p.pipeline_layout is not None:
+        stages = pipeline_split.parse_layout(p.pipeline_layout)
+        pipeline_split.check_layout(stages, p.pp, p.vpp, m.num_layers, m.mtp_layers)
+    elif p.layers_per_stage is not None:
+        if len(p.layers_per_stage) != chunks:
+            raise ConfigError("parallel.layers_per_stage", f"needs pp·vpp = {chunks} entries; got {len(p.layers_per_stage)}")
+        if any(n < 0 for n in p.layers_per_stage) or sum(p.layers_per_stage) != m.num_layers:
+            raise ConfigError(
+                "parallel.layers_per_stage", f"entries must be ≥ 0 and sum to model.num_layers ({m.num_layers})",
+                hint=f"a valid example for {m.num_layers} layers on {chunks} virtual stages: "
+                f"{_example_layers(m.num_layers, chunks)}",
+            )
+    elif pipeline_split.split_fields_set(p):
+        pipeline_split.decoder_layers_per_virtual_stage(p, m.num_layers)
+    elif m.num_layers % chunks:
+        raise ConfigError(
+            "parallel.pp", f"model.num_layers ({m.num_layers}) must split evenly over pp·vpp = {chunks} "
+            "(or give parallel.layers_per_stage, parallel.pipeline_layout, "
+            "parallel.decoder_first/last_pipeline_num_layers)"
+        )
+
+
+def _example_layers(num_layers: int, chunks: int) -> list[int]:
+    """An even-as-possible split (first stages one layer more), for error hints."""
+    base, extra = divmod(num_layers, chunks)
+    return [base + (1 if v < extra else 0) for v in range(chunks)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -154,7 +154,17 @@ class ParallelConfig(StrictSection):
     #: ``a2a`` = Ulysses all-to-all (heads scattered, sequence gathered); perf model only
     cp_comm_type: Literal["p2p", "a2a"] = "p2p"
     schedule: Literal["1f1b", "interleaved", "zero_bubble_v", "gpipe"] = "1f1b"
+    #: uneven pipeline splits (``estimator.pipeline_split``; at most one of these four families):
+    #: decoder layers per virtual stage (pp·vpp entries)
     layers_per_stage: list[int] | None = None
+    #: Megatron ``--pipeline-model-parallel-layout``, e.g. ``"Et*3|(tt|)*29,m|L"``
+    pipeline_layout: str | None = None
+    #: Megatron ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers``
+    decoder_first_pipeline_num_layers: int | None = Field(default=None, ge=0)
+    decoder_last_pipeline_num_layers: int | None = Field(default=None, ge=0)
+    #: Megatron ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``
+    account_for_embedding_in_pipeline_split: bool = False
+    account_for_loss_in_pipeline_split: bool = False
     distributed_optimizer: bool = True
     optimizer_shard_size: int | None = Field(default=None, ge=1)
     grad_sharding: bool = False
@@ -184,7 +194,8 @@ class RecomputeConfig(StrictSection):
                 hint = did_you_mean(name, RECOMPUTE_MODULES)
                 raise config_rule(
                     "recompute.modules",
-                    f"unknown module {name!r}; known: {', '.join(RECOMPUTE_MODULES)}" + (f" ({hint})" if hint else ""),
+                    f"unknown module {name!r}; known: {', '.join(RECOMPUTE_MODULES)}" + (f" ({hint})" if hint else "")
+                    + "; a valid example: modules: [core_attn, mlp]",
                 )
         return value
 
