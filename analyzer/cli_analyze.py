@@ -54,6 +54,13 @@ def _summary(analysis: object) -> str:
         c = d["cluster"]
         lines.append(f"cluster: slowest rank by step time {c['slowest_rank_by_step_time']}; "
                      + ", ".join(f"{s['metric']} slowest {s['slowest_rank']} (+{s['spread_pct']:.2f} % vs mean)" for s in c["spreads"]))
+        lines.append("cluster: slowest ranks " + ", ".join(f"{r['rank']} ({r['step_us']:.1f} us/step)" for r in c["slowest_ranks"]))
+        if c["slowest_links"]:
+            lines.append("cluster: slowest links " + ", ".join(
+                f"{x['link']} {x['transport']} {x['bandwidth_gbps']:.2f} GB/s" for x in c["slowest_links"]))
+        for sp in c["comm_split"]:
+            lines.append(f"cluster: rank {sp['rank']} communication {sp['elapse_us']:.1f} us = transfer "
+                         f"{sp['transfer_us']:.1f} + wait {sp['wait_us']:.1f} + idle {sp['idle_us']:.1f} ({sp['source']})")
     for w in d["warnings"]:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
