@@ -17,7 +17,7 @@ from harness.assertions.base import (
     register_assertion,
     row_label,
 )
-from harness.results import AssertionResult, RunResult
+from harness.results import RECORDED, AssertionResult, RunResult
 from ndcore import stats as ndstats
 
 
@@ -43,6 +43,13 @@ class _CorrelationGt(AssertionSpec):
     def _compute(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float | None, tuple[float, float] | None]:
         c = ndstats.correlation(self.stat, x, y)
         return c.r, c.p_value, c.ci95
+
+    def provenance_of(self, result: RunResult) -> tuple[str, str]:
+        """A ``recorded:`` coefficient is another tool's number even when the kind computed the rest."""
+        prov, producer = super().provenance_of(result)
+        if self.recorded and prov != RECORDED:
+            return RECORDED, "recorded coefficient"
+        return prov, producer
 
     def _meets(self, r: float) -> bool:
         return r >= self.min if self.inclusive else r > self.min
