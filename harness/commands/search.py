@@ -18,7 +18,7 @@ from estimator.errors import ConfigError
 from estimator.search import OBJECTIVES, SearchResult, SpaceError, parse_space, search
 from estimator.search.report import figure_bytes, format_result, pareto_figure, pareto_html
 from estimator.search.space import DEFAULT_SPACE
-from harness.atomic import write_bytes, write_text
+from ndcore.atomic import write_bytes, write_text
 
 EXIT_FOUND, EXIT_NONE_FEASIBLE, EXIT_MALFORMED = 0, 1, 2
 
