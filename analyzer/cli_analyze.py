@@ -29,6 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-events", type=int, default=None, metavar="N",
                         help="event budget per rank: keep at most N trace events (step markers and device events "
                         "first, host detail thinned evenly); what was dropped and the totals source are reported")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="ranks read in parallel (default: one per CPU, at most one per rank)")
+    parser.add_argument("--backend", choices=("process", "dask", "serial"), default="process",
+                        help="how ranks are read in parallel: a process pool (default), Dask (a distributed "
+                        "client when one is active; needs dask installed) or one after the other")
 
 
 def _summary(analysis: object) -> str:
@@ -78,12 +83,13 @@ def run(args: argparse.Namespace) -> int:
         thresholds = resolve(args.thresholds)
         if not args.path.exists():
             raise IngestError(args.path, "<path>", "does not exist")
-        analysis = analyze(load_dataset(args.path, max_events=getattr(args, "max_events", None)),
-                           thresholds=thresholds, phase_override=args.phase)
+        dataset = load_dataset(args.path, max_events=getattr(args, "max_events", None),
+                               workers=getattr(args, "workers", None), backend=getattr(args, "backend", "process"))
+        analysis = analyze(dataset, thresholds=thresholds, phase_override=args.phase)
     except (IngestError, ThresholdError) as exc:
         print(f"ndval analyze: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RuntimeError) as exc:
         print(f"ndval analyze: error: {args.path}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(_summary(analysis))

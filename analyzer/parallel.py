@@ -75,7 +75,7 @@ def _dask(fn: Callable[[T], R], items: Sequence[T], bar: _Bar) -> list[R]:
     try:
         import dask
     except ImportError as exc:
-        raise RuntimeError("backend 'dask' needs Dask: pip install 'dask[distributed]'") from exc
+        raise RuntimeError("backend 'dask' needs Dask: pip install 'ndval[dask]'") from exc
     tasks = [dask.delayed(fn)(x) for x in items]
     try:
         from distributed import default_client

@@ -80,6 +80,14 @@ def test_real_level1_pair_cluster_comm(profile_path) -> None:
     assert rank0["transfer_us"] + rank0["wait_us"] + rank0["idle_us"] == pytest.approx(rank0["elapse_us"], rel=1e-6)
 
 
+def test_synthetic_dask_backend_reads_the_same(cluster_dir: Path) -> None:
+    pytest.importorskip("dask", reason="dask (dev extra) not installed")
+    dk = load_dataset(cluster_dir, backend="dask")
+    ser = load_dataset(cluster_dir, backend="serial")
+    assert [r.rank for r in dk.ranks] == [r.rank for r in ser.ranks]
+    assert all(a.events.equals(b.events) for a, b in zip(dk.ranks, ser.ranks, strict=True))
+
+
 def test_dask_backend_without_dask_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import builtins
 
