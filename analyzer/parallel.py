@@ -7,7 +7,7 @@
   of cores as long as memory holds ``workers`` ranks at once;
 - ``dask``: the same tasks handed to Dask (``dask.delayed``): to a ``distributed`` client when one is
   active (a cluster larger than one machine's memory), else Dask's local process scheduler. Dask is
-  optional (``pip install dask[distributed]``); asking for it without it installed is a clear error;
+  optional (``pip install 'ndval[dask]'``); asking for it without it installed is a clear error;
 - ``serial``: one after the other in this process (what one rank or ``workers=1`` gets).
 
 Results come back in input order. The progress bar (rich, on stderr) counts finished ranks; it shows
