@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "ablate": ("estimator.cli_ablate", "run the seed's ablations EXP-1..EXP-4"),
     "analyze": ("analyzer.cli_analyze", "analyze a profiler output (Ascend or Kineto)"),
     "compare": ("analyzer.cli_compare", "compare a before/after pair of profiles"),
+    "serve": ("harness.commands.serve", "serve profiles: local HTTP API and page with the swimlane"),
 }
 
 
