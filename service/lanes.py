@@ -45,6 +45,7 @@ class Lane:
     start_us: np.ndarray
     end_us: np.ndarray
     max_end_us: np.ndarray
+    dur_us: np.ndarray
     name_code: np.ndarray
     category_code: np.ndarray
     step: np.ndarray
@@ -59,16 +60,36 @@ class Lane:
         return {"index": self.index, "side": self.side, "pid": self.pid, "tid": self.tid, "label": self.label,
                 "events": self.count}
 
-    def window(self, start_us: float, end_us: float) -> np.ndarray:
-        """Indices of the lane's events overlapping ``[start_us, end_us)`` (zero-length events at a
-        point inside the window count), in start order."""
-        hi = int(np.searchsorted(self.start_us, end_us, side="left"))
+    def window(self, start_us: float, end_us: float) -> Found:
+        """The lane's events overlapping ``[start_us, end_us)`` (zero-length events at a point inside the
+        window count): those starting before the window and still running (``prefix``, indices) and the
+        contiguous run ``[first, stop)`` starting inside it."""
+        stop = int(np.searchsorted(self.start_us, end_us, side="left"))
         lo = int(np.searchsorted(self.max_end_us, start_us, side="right"))
-        if hi <= lo:
-            return np.empty(0, dtype=np.int64)
-        idx = np.arange(lo, hi, dtype=np.int64)
-        s, e = self.start_us[lo:hi], self.end_us[lo:hi]
-        return idx[(e > start_us) | (s >= start_us)]
+        first = max(lo, min(stop, int(np.searchsorted(self.start_us, start_us, side="left"))))
+        prefix = lo + np.flatnonzero(self.end_us[lo:first] > start_us) if first > lo else _NO_INDEX
+        return Found(prefix, first, max(first, stop))
+
+
+_NO_INDEX = np.empty(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Found:
+    """Events of one lane in a window: ``prefix`` (indices, started before it) + ``first:stop`` (a slice)."""
+
+    prefix: np.ndarray
+    first: int
+    stop: int
+
+    @property
+    def count(self) -> int:
+        """Events found."""
+        return int(self.prefix.size) + self.stop - self.first
+
+    def indices(self) -> np.ndarray:
+        """All indices, in start order (only for small answers)."""
+        return np.concatenate([self.prefix, np.arange(self.first, self.stop, dtype=np.int64)])
 
 
 @dataclass(frozen=True)
@@ -120,7 +141,8 @@ def build_rank_lanes(rank: int, events: pd.DataFrame, base_ts_us: int = 0) -> Ra
         order = rows[np.argsort(start[rows], kind="stable")]
         e = end[order]
         lanes.append(Lane(i, str(s), int(p), int(t), _lane_label(str(s), int(p), int(t), str(stream[order[0]])),
-                          start[order], e, np.maximum.accumulate(e), name_code[order], cat_code[order], step[order]))
+                          start[order], e, np.maximum.accumulate(e), e - start[order], name_code[order],
+                          cat_code[order], step[order]))
     return RankLanes(rank, int(base_ts_us), tuple(lanes), names, categories,
                      (float(start.min()), float(end.max())))
 
@@ -141,68 +163,83 @@ def water_fill(counts: list[int], budget: int) -> list[int]:
 def _event_items(rl: RankLanes, lane: Lane, idx: np.ndarray) -> list[dict[str, Any]]:
     """Real events as items."""
     s, e = lane.start_us[idx], lane.end_us[idx]
-    n, c, st = lane.name_code[idx], lane.category_code[idx], lane.step[idx]
-    return [{"lane": lane.index, "kind": EVENT, "start_us": round(float(a), 3), "end_us": round(float(b), 3),
-             "dur_us": round(float(b - a), 3), "name": rl.names[int(nn)], "category": rl.categories[int(cc)],
-             "step": int(ss), "count": 1}
-            for a, b, nn, cc, ss in zip(s, e, n, c, st, strict=True)]
+    cols = zip(np.round(s, 3).tolist(), np.round(e, 3).tolist(), np.round(e - s, 3).tolist(),
+               lane.name_code[idx].tolist(), lane.category_code[idx].tolist(), lane.step[idx].tolist(), strict=True)
+    return [{"lane": lane.index, "kind": EVENT, "start_us": a, "end_us": b, "dur_us": d, "name": rl.names[n],
+             "category": rl.categories[c], "step": st, "count": 1} for a, b, d, n, c, st in cols]
 
 
-def _merged_items(rl: RankLanes, lane: Lane, idx: np.ndarray, start_us: float, end_us: float,
+def _merged_items(rl: RankLanes, lane: Lane, rows: np.ndarray | slice, start_us: float, end_us: float,
                   buckets: int) -> list[dict[str, Any]]:
-    """Events of ``idx`` (start order) merged per time bucket of ``(end - start) / buckets``."""
-    if idx.size == 0 or buckets <= 0:
+    """Events ``rows`` (start order; any that started before the window fall in the first bucket)
+    merged per time bucket of ``(end - start) / buckets``: bucket bounds by binary search on the sorted
+    starts, then ``reduceat`` per bucket for the last end, the summed and the longest duration."""
+    s, e, dur = lane.start_us[rows], lane.end_us[rows], lane.dur_us[rows]
+    if s.size == 0 or buckets <= 0:
         return []
-    s, e = lane.start_us[idx], lane.end_us[idx]
-    width = (end_us - start_us) / buckets
-    b = np.minimum(((np.maximum(s, start_us) - start_us) / width).astype(np.int64), buckets - 1)
-    firsts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # b never decreases: runs are buckets
-    dur = e - s
-    counts = np.diff(np.r_[firsts, idx.size])
-    lo, hi = s[firsts], np.maximum.reduceat(e, firsts)
+    edges = start_us + (end_us - start_us) / buckets * np.arange(1, buckets)
+    bounds = np.r_[0, np.searchsorted(s, edges, side="left"), s.size]  # O(k log n): s is sorted
+    firsts = bounds[:-1][bounds[:-1] < bounds[1:]]
+    counts = np.diff(np.r_[firsts, s.size])
+    hi = np.maximum.reduceat(e, firsts)
     sums = np.add.reduceat(dur, firsts)
     longest = np.maximum.reduceat(dur, firsts)
-    run = np.repeat(np.arange(firsts.size), counts)
-    hit = np.flatnonzero(dur == longest[run])
-    pick = hit[np.r_[True, run[hit][1:] != run[hit][:-1]]]  # first longest member of each bucket
-    names, cats = lane.name_code[idx[pick]], lane.category_code[idx[pick]]
-    return [{"lane": lane.index, "kind": MERGED if k > 1 else EVENT, "start_us": round(float(a), 3),
-             "end_us": round(float(z), 3), "dur_us": round(float(z - a), 3), "name": rl.names[int(nn)],
-             "category": rl.categories[int(cc)], "count": int(k), "sum_dur_us": round(float(sd), 3)}
-            for a, z, nn, cc, k, sd in zip(lo, hi, names, cats, counts, sums, strict=True)]
+    hit = np.flatnonzero(dur == np.repeat(longest, counts))
+    bucket_of_hit = np.searchsorted(firsts, hit, side="right") - 1
+    pick = hit[np.r_[True, bucket_of_hit[1:] != bucket_of_hit[:-1]]]  # first longest member of each bucket
+    codes = rows.start + pick if isinstance(rows, slice) else rows[pick]
+    cols = zip(np.round(s[firsts], 3).tolist(), np.round(hi, 3).tolist(), np.round(hi - s[firsts], 3).tolist(),
+               lane.name_code[codes].tolist(), lane.category_code[codes].tolist(), counts.tolist(),
+               np.round(sums, 3).tolist(), strict=True)
+    return [{"lane": lane.index, "kind": MERGED if k > 1 else EVENT, "start_us": a, "end_us": z, "dur_us": d,
+             "name": rl.names[n], "category": rl.categories[c], "count": k, "sum_dur_us": sd}
+            for a, z, d, n, c, k, sd in cols]
 
 
-def _lane_items(rl: RankLanes, lane: Lane, idx: np.ndarray, quota: int, start_us: float,
+def _lane_items(rl: RankLanes, lane: Lane, found: Found, quota: int, start_us: float,
                 end_us: float) -> list[dict[str, Any]]:
-    """At most ``quota`` items for the lane's events ``idx`` in the window."""
-    if idx.size <= quota:
-        return _event_items(rl, lane, idx)
+    """At most ``quota`` items for the lane's events in the window: all of them when they fit; else the
+    longest events at least one bucket wide (at most half the quota; events that started before the
+    window count among them) as they are, and the others merged per bucket."""
+    if found.count <= quota:
+        return _event_items(rl, lane, found.indices())
     width = (end_us - start_us) / quota
-    dur = lane.end_us[idx] - lane.start_us[idx]
-    wide = np.flatnonzero(dur >= width)
-    keep = wide[np.argsort(-dur[wide], kind="stable")[: quota // 2]] if wide.size else wide
-    rest = np.delete(idx, keep)
-    items = _event_items(rl, lane, np.sort(idx[keep]))
+    run = slice(found.first, found.stop)
+    wide = np.concatenate([found.prefix, found.first + np.flatnonzero(lane.dur_us[run] >= width)])
+    wide_dur = lane.dur_us[wide]
+    n_keep = min(quota // 2, wide.size)
+    keep = wide[np.argsort(-wide_dur, kind="stable")[:n_keep]] if n_keep else _NO_INDEX
+    rest: np.ndarray | slice = run
+    if keep.size:
+        mask = np.ones(found.stop - found.first, dtype=bool)
+        inside = keep[keep >= found.first] - found.first
+        mask[inside] = False
+        rest = found.first + np.flatnonzero(mask)
+    leftover = np.setdiff1d(found.prefix, keep)  # started before the window, not kept: merged into bucket 0
+    items = _event_items(rl, lane, np.sort(keep))
+    if leftover.size:
+        tail = np.arange(rest.start, rest.stop) if isinstance(rest, slice) else rest
+        rest = np.concatenate([leftover, tail])
     return items + _merged_items(rl, lane, rest, start_us, end_us, quota - keep.size)
 
 
 def query(rl: RankLanes, start_us: float, end_us: float, budget: int) -> dict[str, Any]:
     """The items of ``[start_us, end_us)`` under ``budget`` (see the module docstring)."""
     found = [lane.window(start_us, end_us) for lane in rl.lanes]
-    counts = [int(f.size) for f in found]
+    counts = [f.count for f in found]
     total = sum(counts)
     quotas = counts if total <= budget else water_fill(counts, budget)
     items: list[dict[str, Any]] = []
     omitted = []
-    for lane, idx, quota in zip(rl.lanes, found, quotas, strict=True):
-        if idx.size and quota == 0:
-            omitted.append({"lane": lane.index, "events": int(idx.size)})
+    for lane, f, quota in zip(rl.lanes, found, quotas, strict=True):
+        if f.count and quota == 0:
+            omitted.append({"lane": lane.index, "events": f.count})
             continue
-        items.extend(_lane_items(rl, lane, idx, quota, start_us, end_us))
-    merged = sum(1 for it in items if it["kind"] == MERGED)
+        if f.count:
+            items.extend(_lane_items(rl, lane, f, quota, start_us, end_us))
+    merged = [it["count"] for it in items if it["kind"] == MERGED]
     return {
         "events_in_window": total, "items": items, "item_count": len(items), "budget": budget,
-        "aggregated": total > len(items), "merged_items": merged,
-        "events_merged": sum(it["count"] for it in items if it["kind"] == MERGED),
+        "aggregated": total > len(items), "merged_items": len(merged), "events_merged": sum(merged),
         "omitted_lanes": omitted, "lane_event_counts": {str(lane.index): c for lane, c in zip(rl.lanes, counts, strict=True)},
     }
