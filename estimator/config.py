@@ -51,15 +51,46 @@ def _rule(field: str, rule: str) -> PydanticCustomError:
     return PydanticCustomError("config_rule", "{rule}", {"field": field, "rule": rule})
 
 
+#: largest integer any field may hold: beyond 2**53 an int no longer converts to a float exactly, and
+#: no model dimension, batch or degree comes near it
+MAX_INT = 2**53
+#: most transformer layers (``model.num_layers``) a run may have: the largest published models have a
+#: few hundred; the estimate works per layer, and 4096 layers take about 0.25 s
+MAX_LAYERS = 4096
+#: most multi-token-prediction layers (``model.mtp_layers``): published models use 1–4; the MTP
+#: terms are not linear in this count, 1024 take under 0.1 s (10^6 took minutes)
+MAX_MTP_LAYERS = 1024
+
+
+def _in_int_range(value: Any) -> Any:
+    """Reject ints beyond ±MAX_INT anywhere inside ``value`` (lists and mappings walked)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        raise ValueError(f"must be at most 2**53 in magnitude; got {value:.3e}")
+    if isinstance(value, dict):
+        for item in value.values():
+            _in_int_range(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _in_int_range(item)
+    return value
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """Frozen, no unknown fields, every float finite (no NaN/inf), every int within ±2**53."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _numbers_in_range(cls, value: Any) -> Any:
+        return _in_int_range(value)
 
 
 class ModelConfig(_Strict):
     """Model dimensions (spec §3 ``model``). ``assumed`` maps field -> reason for assumed values."""
 
     name: str = "model"
-    num_layers: int = Field(ge=1)
+    num_layers: int = Field(ge=1, le=MAX_LAYERS)
     num_dense_layers: int = Field(default=0, ge=0)
     hidden_size: int = Field(ge=1)
     ffn_hidden_size: int | None = Field(default=None, ge=1)
@@ -79,7 +110,7 @@ class ModelConfig(_Strict):
     shared_expert_ffn_hidden_size: int | None = Field(
         default=None, ge=1, description="TOTAL shared-expert width (default num_shared_experts·moe_ffn)"
     )
-    mtp_layers: int = Field(default=0, ge=0)
+    mtp_layers: int = Field(default=0, ge=0, le=MAX_MTP_LAYERS)
     vocab_size: int = Field(ge=1)
     padded_vocab_size: int | None = Field(default=None, ge=1)
     tied_embeddings: bool = False
@@ -344,6 +375,9 @@ def _check_cross_fields(cfg: EstimatorConfig) -> None:
             )
     elif p.ep > 1:
         raise _rule("parallel.ep", "must be 1 for a dense model (model.num_experts ≤ 1)")
+    elif p.etp is not None and p.etp != 1:
+        raise _rule("parallel.etp", f"expert tensor parallelism needs routed experts: leave it unset (or 1) for a dense "
+                    f"model (model.num_experts ≤ 1); got {p.etp}")
     devices = cfg.hardware.devices
     if devices is not None and devices != p.world_size:
         raise _rule(
@@ -489,9 +523,13 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError("<file>", f"cannot read: {exc.strerror}", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError("<file>", f"not UTF-8 text (byte {exc.start}: {exc.reason})", file=str(path)) from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise ConfigError("<yaml>", "nested too deeply to read", file=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ConfigError(
