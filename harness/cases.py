@@ -20,8 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness import paths
-from harness.assertions import REGISTRY as ASSERTIONS
-from harness.assertions import AssertionSpec
+from harness.assertions import AssertionSpec, load_assertions
 from harness.kinds import load_kinds
 from harness.yamlsrc import CaseError, Located, confine, deep_merge, format_loc, load_located
 
@@ -247,18 +246,19 @@ def load_data(spec: DataSpec, case_file: Path, cases_root: Path, located: Locate
 def _validate_expect(case: Case, located: Located, loc: tuple) -> list[AssertionSpec]:
     out: list[AssertionSpec] = []
     ids: set[str] = set()
+    assertions = load_assertions()
     for i, raw in enumerate(case.expect):
         aloc = (*loc, "expect", i)
         kind = raw.get("type")
-        if kind not in ASSERTIONS:
+        if kind not in assertions:
             file, line = located.where((*aloc, "type"))
             raise CaseError(file, line, format_loc((*aloc, "type")),
-                            f"unknown assertion type {kind!r}{_did_you_mean(str(kind), list(ASSERTIONS))}; known: {', '.join(sorted(ASSERTIONS))}")
+                            f"unknown assertion type {kind!r}{_did_you_mean(str(kind), list(assertions))}; known: {', '.join(sorted(assertions))}")
         raw = {"criterion": case.criterion, **raw}
         if "id" not in raw or raw["id"] is None:
             raw["id"] = f"{kind}#{i}"
         try:
-            spec = ASSERTIONS[kind].model_validate(raw)
+            spec = assertions[kind].model_validate(raw)
         except ValidationError as exc:
             raise _pydantic_error(exc, located, aloc) from None
         if spec.id in ids:
@@ -268,7 +268,7 @@ def _validate_expect(case: Case, located: Located, loc: tuple) -> list[Assertion
         out.append(spec)
     if case.golden and not any(s.type == "golden_match" for s in out):
         # golden drift is its own gate rule, not evidence for the case's acceptance criterion
-        out.append(ASSERTIONS["golden_match"].model_validate({"type": "golden_match", "id": "golden"}))
+        out.append(assertions["golden_match"].model_validate({"type": "golden_match", "id": "golden"}))
     if case.waiver and case.waiver.assertions:
         unknown = [a for a in case.waiver.assertions if a not in ids and a != "golden"]
         if unknown:
@@ -376,10 +376,11 @@ def iter_case_files(root: Path) -> list[Path]:
 def case_json_schema() -> dict[str, Any]:
     """JSON Schema of a case file: a single case or ``{schema_version, defaults, cases}``."""
     kinds = load_kinds()
+    assertions = load_assertions()
     case = Case.model_json_schema(ref_template="#/$defs/{model}")
     defs = case.pop("$defs", {})
     variants = []
-    for name, cls in sorted(ASSERTIONS.items()):
+    for name, cls in sorted(assertions.items()):
         sch = cls.model_json_schema(ref_template="#/$defs/{model}")
         defs.update(sch.pop("$defs", {}))
         defs[f"assert_{name}"] = sch

@@ -38,7 +38,7 @@ def test_both_kinds_are_registered_with_strict_params():
 def test_the_four_assertions_are_the_registry_ones():
     # one implementation each: the generic assertions of harness.assertions, no analyzer copies
     for name in ("bottleneck_is", "score_between", "verdict_equals", "abs_error_le"):
-        assert REGISTRY[name].__module__ == "harness.assertions"
+        assert REGISTRY[name].__module__.startswith("harness.assertions.")
 
 
 def test_absent_profiles_folder_skips_with_data_not_available(monkeypatch, tmp_path):

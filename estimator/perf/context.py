@@ -1,0 +1,131 @@
+"""Quantities shared by every stage of one config, and the unit conversions of the step-time model.
+
+:func:`context` reads a config once into a :class:`Ctx` (tokens, degrees, byte widths, peak
+FLOP/s, network levels, mode, per-launch host cost, device efficiencies); :func:`comm_value` and
+:func:`compute_value` turn collectives and FLOPs into report units (seconds in ``time`` mode,
+FLOP·B_p and bytes·comm_w in ``score`` mode, reference §3.1-§3.2).
+
+Placement (which network levels a group spans) follows Megatron's default rank order
+tp → cp → dp (experts: etp → ep → edp) → pp: a group's stride is the product of the degrees
+inside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from estimator import derive
+from estimator.errors import ConfigError
+from estimator.perf import comm, compute, network
+from estimator.profiles import DTYPE_BYTES, host_launch_cost_s, profile_of
+
+if TYPE_CHECKING:
+    from estimator.config import EstimatorConfig
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Quantities shared by all stages of one config (computed once)."""
+
+    tokens: float  # b·s of one micro-batch
+    seq: int
+    tp: int
+    cp: int
+    dp: int
+    pp: int
+    ep: int
+    t_exp: int
+    edp: int
+    sp: bool
+    b_compute: int
+    b_param: int
+    b_grad: int
+    peak_flops: float  # FLOP/s one device sustains (peak × efficiency)
+    levels: tuple[network.LevelLike, ...]
+    score: bool
+    comm_weight: float
+    tokens_per_expert: tuple[float, ...] | None  # given routing load, None = balanced
+    expert_imbalance: float  # busiest EP rank's load / mean (1.0 balanced)
+    host_launch_s: float = 0.0  # host seconds per kernel launch (0: no host term)
+
+
+def reference_comm_weight(hidden: int, ffn: int, seq: int) -> float:
+    """The reference's comm weight in score mode, ``1.5·(F + s)·8192/(h + s)`` (reference §3.2)."""
+    return 1.5 * (ffn + seq) * 8192.0 / (hidden + seq)
+
+
+def context(cfg: EstimatorConfig) -> Ctx:
+    """The :class:`Ctx` of ``cfg``; a precision the hardware has no peak for is a ``ConfigError``."""
+    p, m, prof = cfg.parallel, cfg.model, profile_of(cfg)
+    degrees = derive.expert_degrees(p.dp, p.tp, p.cp, p.ep, p.etp)
+    peak = cfg.hardware.peak_tflops.get(cfg.precision.compute)
+    if peak is None:
+        raise ConfigError("precision.compute", f"hardware {cfg.hardware.name!r} has no peak_tflops for "
+                          f"{cfg.precision.compute!r}")
+    ffn = m.expert_ffn if m.is_moe else m.dense_ffn
+    load = _tokens_per_expert(cfg)
+    return Ctx(
+        tokens=float(cfg.train.micro_batch_size * cfg.train.seq_length),
+        seq=cfg.train.seq_length,
+        tp=p.tp, cp=p.cp, dp=p.dp, pp=p.pp, ep=p.ep,
+        t_exp=degrees.t_exp,
+        edp=max(1, p.dp * p.tp * p.cp // (degrees.t_exp * p.ep)),
+        sp=p.sequence_parallel and p.tp > 1,
+        b_compute=DTYPE_BYTES[cfg.precision.compute],
+        b_param=DTYPE_BYTES[cfg.precision.params or prof.params_dtype],
+        b_grad=DTYPE_BYTES[cfg.precision.grads or prof.grads_dtype],
+        peak_flops=peak * 1e12 * cfg.options.compute_efficiency,
+        levels=tuple(cfg.hardware.levels),
+        score=cfg.options.perf_mode == "score",
+        comm_weight=reference_comm_weight(m.hidden_size, ffn, cfg.train.seq_length),
+        tokens_per_expert=load,
+        expert_imbalance=compute.ep_rank_load_imbalance(load, p.ep) if load else 1.0,
+        host_launch_s=host_launch_s(cfg),
+    )
+
+
+def host_launch_s(cfg: EstimatorConfig) -> float:
+    """Host seconds per kernel launch used by the model: ``options.host_launch_cost_us`` or else the
+    profile's sourced value (:func:`estimator.profiles.host_launch_cost_s`) when ``options.host_launch_overhead`` is on and
+    the mode is ``time``; 0 otherwise (``score`` mode has no seconds to bound: FLOP·B_p and
+    bytes·comm_w are the reference's relative units, which never had a host term)."""
+    o = cfg.options
+    if not o.host_launch_overhead or o.perf_mode == "score":
+        return 0.0
+    return host_launch_cost_s(cfg)
+
+
+def _tokens_per_expert(cfg: EstimatorConfig) -> tuple[float, ...] | None:
+    """``options.ep_tokens_per_expert`` checked against the model (length E, ≥ 0, not all 0)."""
+    load = cfg.options.ep_tokens_per_expert
+    if load is None:
+        return None
+    field_name = "options.ep_tokens_per_expert"
+    if not cfg.model.is_moe or len(load) != cfg.model.num_experts:
+        raise ConfigError(field_name, f"needs one value per routed expert ({cfg.model.num_experts}); got {len(load)}")
+    if any(x < 0 for x in load) or sum(load) <= 0:
+        raise ConfigError(field_name, "values must be ≥ 0 and not all 0")
+    return tuple(float(x) for x in load)
+
+
+def comm_value(cfg: EstimatorConfig, ctx: Ctx, cs: list[comm.Collective], stride: int, dim: str) -> float:
+    """Seconds (time mode) or bytes·comm_w (score mode, and EP when not converted — P4)."""
+    o = cfg.options
+    keep_bytes = ctx.score or (dim == "ep" and not o.convert_ep_comm_to_time)
+    if keep_bytes:
+        value = sum(comm.wire_bytes(c) for c in cs) * (ctx.comm_weight if ctx.score else 1.0)
+    else:
+        value = network.collectives_time_s(cs, stride, ctx.levels)
+    overlap = {"tp": o.tp_comm_overlap, "ep": o.ep_comm_overlap, "cp": o.cp_comm_overlap, "dp": o.dp_comm_overlap}
+    value = network.exposed_s(value, overlap[dim])
+    if dim == "tp" and o.tp_comm_half_hack:
+        value /= 2.0
+    if dim == "dp" and o.dp_comm_zero_hack:
+        value = 0.0
+    return value
+
+
+def compute_value(ctx: Ctx, flops: float) -> float:
+    """Seconds ``FLOPs/(peak·eff)`` (time) or ``FLOPs·B_p`` (score; reference §3.1's FLOP×bytes)."""
+    return flops * ctx.b_param if ctx.score else flops / ctx.peak_flops

@@ -1,0 +1,163 @@
+"""Per-layer work of one rank and one micro-batch: FLOPs, recompute share, kernels, CP collectives.
+
+FLOP counts come from :mod:`estimator.perf.compute` (Narayanan et al. 2021 §5.1; DeepSeek-V2/V3 for
+MLA), kernel counts from :mod:`estimator.perf.kernels`. Identical layers (same kind and ep) are
+priced once (:func:`layer_groups`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from estimator import derive
+from estimator.errors import ConfigError
+from estimator.perf import comm, compute, kernels
+
+if TYPE_CHECKING:
+    from estimator.config import EstimatorConfig, ModelConfig
+    from estimator.perf.context import Ctx
+
+
+def attention_flops(model: ModelConfig, tokens: float, seq: int) -> tuple[float, float]:
+    """(projections, core) forward FLOPs of one attention block for ``tokens`` tokens."""
+    a = model.num_attention_heads
+    if model.attention == "mla":
+        assert model.kv_lora_rank and model.qk_head_dim and model.v_head_dim
+        rope = model.qk_rope_head_dim or 0
+        proj = compute.mla_projection_flops(
+            tokens, model.hidden_size, a, model.q_lora_rank, model.kv_lora_rank, model.qk_head_dim, rope,
+            model.v_head_dim,
+        )
+        core = compute.attention_core_flops(tokens, seq, a, model.qk_head_dim + rope, model.v_head_dim)
+        return proj, core
+    d = model.head_size
+    proj = compute.attention_projection_flops(tokens, model.hidden_size, a, model.kv_heads, d)
+    return proj, compute.attention_core_flops(tokens, seq, a, d, d)
+
+
+def mlp_flops(model: ModelConfig, tokens: float, moe: bool, imbalance: float) -> float:
+    """Forward FLOPs of one layer's MLP block (dense, or MoE router + routed + shared experts)."""
+    if not moe:
+        return compute.mlp_flops(tokens, model.hidden_size, model.dense_ffn, model.activation)
+    n_shared = 1 if model.shared_ffn_total else 0
+    return compute.moe_flops(
+        tokens, model.hidden_size, model.num_experts, model.moe_topk, model.expert_ffn, n_shared,
+        model.shared_ffn_total, model.activation, imbalance,
+    )
+
+
+def is_moe_layer(model: ModelConfig, index: int) -> bool:
+    """A MoE layer, or an MTP layer of a MoE model."""
+    kind = derive.layer_kind(model, index)
+    return kind == "moe" or (kind == "mtp" and derive.mtp_is_moe(model))
+
+
+def _selective_share_flops(model: ModelConfig, tokens: float, modules: set[str], core: float, mlp: float,
+                           moe: bool) -> float:
+    """Forward FLOPs of one layer that selective recompute re-runs (Megatron module names).
+
+    ``core_attn``: scores and weighted sum; ``mla_up_proj``: the MLA up-projections; ``mlp``: a dense
+    layer's MLP; ``moe``: a MoE layer's whole MLP block; ``shared_experts``: its shared experts.
+    ``layernorm`` and ``moe_act`` are element-wise (no matmul FLOPs).
+    """
+    share = core if "core_attn" in modules else 0.0
+    if "mla_up_proj" in modules and model.attention == "mla":
+        assert model.kv_lora_rank and model.qk_head_dim and model.v_head_dim
+        share += compute.mla_up_projection_flops(
+            tokens, model.num_attention_heads, model.q_lora_rank, model.kv_lora_rank, model.qk_head_dim,
+            model.qk_rope_head_dim or 0, model.v_head_dim,
+        )
+    if ("mlp" in modules and not moe) or ("moe" in modules and moe):
+        share += mlp
+    elif "shared_experts" in modules and moe and model.shared_ffn_total:
+        share += compute.mlp_flops(tokens, model.hidden_size, model.shared_ffn_total, model.activation)
+    return share
+
+
+def _recompute_fraction(cfg: EstimatorConfig, stage: int, tokens: float, attn: tuple[float, float], mlp: float,
+                        moe: bool) -> float:
+    """Share of a layer's forward re-run in the backward (full: 1; selective: the listed modules,
+    default ``core_attn`` as Megatron's ``--recompute-granularity selective``)."""
+    mode = cfg.stage_recompute(stage)
+    if mode != "selective":
+        return compute.recompute_forward_fraction(mode, 0.0)
+    modules = set(cfg.recompute.modules) or {"core_attn"}
+    share = _selective_share_flops(cfg.model, tokens, modules, attn[1], mlp, moe)
+    return compute.recompute_forward_fraction("selective", share / (attn[0] + attn[1] + mlp))
+
+
+@dataclass(frozen=True)
+class LayerFlops:
+    """Forward FLOPs of one layer on one device, its recompute share, and whether it is MoE."""
+
+    forward: float
+    recompute_fraction: float
+    moe: bool
+
+
+def layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) -> LayerFlops:
+    """Per-device forward FLOPs (``/(tp·cp)``) of one transformer (or MTP) layer."""
+    m = cfg.model
+    moe = is_moe_layer(m, index)
+    attn = attention_flops(m, ctx.tokens, ctx.seq)
+    mlp = mlp_flops(m, ctx.tokens, moe, ctx.expert_imbalance)
+    if derive.layer_kind(m, index) == "mtp":  # DeepSeek MTP: projection 2h -> h and a second head
+        attn = (attn[0] + compute.matmul_flops(ctx.tokens, 2 * m.hidden_size, m.hidden_size), attn[1])
+        mlp += compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab)
+    fwd = (attn[0] + attn[1] + mlp) / (ctx.tp * ctx.cp)
+    return LayerFlops(fwd, _recompute_fraction(cfg, stage, ctx.tokens, attn, mlp, moe), moe)
+
+
+def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_blocks: int,
+                  mode: str) -> kernels.PassKernels:
+    """Kernels one rank launches for layer ``index`` per micro-batch (:mod:`estimator.perf.kernels`);
+    an MTP layer adds its projection and second head."""
+    layer_ep = derive.layer_ep(cfg, index)
+    shape = kernels.layer_shape(
+        cfg.model, moe=moe, layer_ep=layer_ep, tp=ctx.tp, sequence_parallel=ctx.sp, tp_blocks=tp_blocks,
+        cp=ctx.cp, flash_attention=cfg.train.flash_attention, cp_a2a=cfg.parallel.cp_comm_type == "a2a",
+    )
+    out = kernels.layer_pass_kernels(shape, mode, frozenset(cfg.recompute.modules))
+    if derive.layer_kind(cfg.model, index) == "mtp":
+        out += kernels.mtp_extra_pass_kernels(ctx.tp)
+    return out
+
+
+def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
+    """(representative index, count) per distinct (layer kind, ep): identical layers are priced once."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    for index in layers:
+        groups.setdefault((derive.layer_kind(cfg.model, index), derive.layer_ep(cfg, index)), []).append(index)
+    return [(members[0], len(members)) for members in groups.values()]
+
+
+def cp_layer_collectives(m: ModelConfig, ctx: Ctx, local_tokens: float, cp_dim: str) -> list[comm.Collective]:
+    """Forward CP collectives of one layer per micro-batch on one rank: the ring's K/V blocks
+    (:func:`comm.cp_ring_layer_collectives`, ``cp_dim`` ``cp``) or Ulysses' four all-to-alls
+    (:func:`comm.cp_ulysses_layer_collectives`, ``cp_a2a``), widths per TP rank (``/tp``). MLA runs
+    the all-to-alls after its up-projections: ``a`` heads of ``d_qk + d_rope`` (Q, K) and ``d_v`` (V, output)."""
+    if cp_dim == "cp":
+        return comm.cp_ring_layer_collectives(local_tokens, kv_dim(m) / ctx.tp, ctx.b_compute, ctx.cp)
+    a = m.num_attention_heads
+    if (a // ctx.tp) % ctx.cp:
+        raise ConfigError("parallel.cp_comm_type", f"a2a (Ulysses) scatters the {a // ctx.tp} attention heads of a "
+                          f"TP rank over cp={ctx.cp}: cp must divide them")
+    if m.attention == "mla":
+        assert m.qk_head_dim and m.v_head_dim
+        d_qk, d_v, n_kv = m.qk_head_dim + (m.qk_rope_head_dim or 0), m.v_head_dim, a
+    else:
+        d_qk = d_v = m.head_size
+        n_kv = m.kv_heads
+    return comm.cp_ulysses_layer_collectives(
+        local_tokens, a * d_qk / ctx.tp, n_kv * (d_qk + d_v) / 2.0 / ctx.tp, a * d_v / ctx.tp, ctx.b_compute, ctx.cp,
+    )
+
+
+def kv_dim(m: ModelConfig) -> float:
+    """Width of the K and V rows a CP ring passes (per K or V): ``n_kv·d_h``; MLA: ``a·(d_qk+d_rope+d_v)/2``."""
+    if m.attention == "mla":
+        assert m.qk_head_dim and m.v_head_dim
+        return m.num_attention_heads * (m.qk_head_dim + (m.qk_rope_head_dim or 0) + m.v_head_dim) / 2.0
+    return float(m.kv_heads * m.head_size)

@@ -1,0 +1,72 @@
+"""The step-time report: part names (spec §2, §7), :class:`PerfReport` and its text table."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from estimator.perf.stage import StageCost
+
+PERF_PARTS = ("FW_COMPUTE", "BW_COMPUTE", "RECOMPUTE", "DP_COMM", "MP_COMM", "EP_COMM", "CP_COMM", "PP_COMM", "BUBBLE")
+REAL_PARTS = ("COMP", "DP_WAIT", "MP_WAIT", "EP_WAIT", "CP_WAIT", "PP_WAIT", "TOTAL")
+#: per-micro-batch parts of a stage (PP_COMM and DP_COMM are per step)
+MB_PARTS = ("FW_COMPUTE", "BW_COMPUTE", "RECOMPUTE", "MP_COMM", "EP_COMM", "CP_COMM")
+
+
+@dataclass(frozen=True)
+class PerfReport:
+    """Step-time estimate (spec §2). ``unit`` is ``s`` in ``time`` mode, ``score`` otherwise.
+
+    ``perf_parts``/``real_parts``: name -> value per step; ``stage_times_s``: per-micro-batch stage
+    times ``s_i`` (EP counted in full); ``straggler_stage``: the stage with the most work.
+    """
+
+    perf_parts: dict[str, float]
+    real_parts: dict[str, float]
+    stage_times_s: list[float]
+    straggler_stage: int
+    tokens_per_s: float
+    mfu: float
+    stages: list[StageCost]
+    mode: str
+    unit: str
+    schedule: str
+    num_micro_batches: int
+    pipeline_s: float
+    work_bound_s: float
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        return self.real_parts["TOTAL"]
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready dict derived from the fields (stage records included)."""
+        return asdict(self)
+
+
+def format_perf_table(report: PerfReport) -> str:
+    """Per-stage table and the PerfParts / RealParts of a report (tabulate)."""
+    from tabulate import tabulate
+
+    u = report.unit
+    rows = [
+        [s.stage, s.ep, s.fw_compute, s.bw_compute, s.recompute, s.mp_comm, s.ep_comm, s.cp_comm, s.dp_comm,
+         s.per_micro_batch, "*" if s.stage == report.straggler_stage else ""]
+        for s in report.stages
+    ]
+    head = ["stage", "ep", f"FW [{u}/mb]", "BW", "REC", "MP", "EP", "CP", f"DP [{u}/step]", "s_i", "straggler"]
+    stage_table = tabulate(rows, headers=head, floatfmt=".4g")
+    parts = [[k, v] for k, v in report.perf_parts.items()]
+    real = [[k, v, 100.0 * v / report.total if report.total else float("nan")] for k, v in report.real_parts.items()]
+    lines = [
+        f"schedule {report.schedule}, m = {report.num_micro_batches}, mode {report.mode} (unit {u})",
+        stage_table,
+        "",
+        tabulate(parts, headers=["PerfPart", f"[{u}/step]"], floatfmt=".4g"),
+        "",
+        tabulate(real, headers=["RealPart", f"[{u}/step]", "% of TOTAL"], floatfmt=".4g"),
+    ]
+    if report.mode == "time":
+        lines.append(f"tokens/s {report.tokens_per_s:.4g}   MFU {100 * report.mfu:.2f} %")
+    lines += [f"warning: {w}" for w in report.warnings]
+    return "\n".join(lines)

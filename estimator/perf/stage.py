@@ -1,0 +1,256 @@
+"""Stage pricing: one pipeline stage's cost per micro-batch and its per-step DP traffic.
+
+Per stage and micro-batch the model prices forward, backward and recompute FLOPs
+(:mod:`estimator.perf.layers`) and the TP/SP, EP and CP collectives (:mod:`estimator.perf.comm`)
+in seconds with the hierarchical network (:mod:`estimator.perf.network`); per step it prices the
+DP/ZeRO traffic. Stages with the same layers, extras and recompute mode are priced once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from estimator import derive, params
+from estimator.perf import comm, compute, kernels, layers
+from estimator.perf.context import Ctx, comm_value, compute_value, context
+
+if TYPE_CHECKING:
+    from estimator.config import EstimatorConfig
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """One pipeline stage's cost: per-micro-batch parts and the per-step DP part (report units).
+
+    ``ep`` is the largest EP degree among the stage's layers (1 for an all-dense stage); the
+    ``*_flops`` and ``*_bytes`` fields are per device and micro-batch (DP: per step) for reports.
+
+    Host launch bound (``options.host_launch_overhead``): ``host_fw/bw/rec`` are the seconds the
+    host needs to launch the pass's kernels (:mod:`estimator.perf.kernels` count × the profile's
+    per-launch cost, :func:`estimator.profiles.host_launch_cost_s`). Host dispatch and device
+    execution run asynchronously, so a pass takes ``max(device, host)``: the device waits for
+    launches when the host is slower, the host never waits for the device (no sync inside a
+    pass). The excess ``max(0, host − device)`` of each pass is the *exposed host time*; it is
+    folded into that pass's compute part (FW_COMPUTE / BW_COMPUTE / RECOMPUTE, hence COMP) because
+    the spec's part lists (§2, §7) have no host part and the device is idle between kernels of that
+    pass, i.e. the time is spent "computing" at the launch rate. ``device`` of a pass is its compute
+    plus its comm (TP/EP: forward 1, backward 1, recompute 1 with full recompute; CP ring: 1, 2, 1 —
+    the pass factors of :func:`stage_cost`). All host fields are 0 in ``score`` mode, under
+    ``legacy()`` and for profiles without a sourced per-launch cost; then every value equals the
+    model without the term exactly.
+
+    Derived values (``per_micro_batch``, the exposed host time, ``fw_time`` ...) are computed once
+    per record (``cached_property``); :func:`dataclasses.replace` makes a fresh record.
+    """
+
+    stage: int
+    fw_compute: float
+    bw_compute: float
+    recompute: float
+    mp_comm: float
+    ep_comm: float
+    cp_comm: float
+    dp_comm: float
+    ep: int
+    fw_flops: float = 0.0
+    cp_dim: str = "cp"  # pass factors of the CP comm: "cp" ring, "cp_a2a" Ulysses (comm.BACKWARD_COMM_FACTOR)
+    tp_bytes: float = 0.0
+    ep_bytes: float = 0.0
+    cp_bytes: float = 0.0
+    dp_bytes: float = 0.0
+    host_fw: float = 0.0
+    host_bw: float = 0.0
+    host_rec: float = 0.0
+    full_recompute: bool = False
+    kernels_fw: float = 0.0
+    kernels_bw: float = 0.0
+    kernels_rec: float = 0.0
+
+    def pass_comm(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
+        """(forward, backward, recompute) share of the stage's TP + EP + CP comm per micro-batch
+        (EP scaled by ``ep_scale``), split by :func:`comm.pass_comm_factors` (the factors
+        :func:`stage_cost` prices): TP/EP ``1 : 1 : f`` over ``2 + f``, CP ``1 : 2 : f`` over ``3 + f``,
+        ``f`` = 1 with full recompute."""
+        fw = rec = 0.0
+        for dim, value in (("tp", self.mp_comm), ("ep", self.ep_comm * ep_scale), (self.cp_dim, self.cp_comm)):
+            factors = comm.pass_comm_factors(dim, self.full_recompute)
+            total = sum(factors)
+            fw, rec = fw + factors[0] * value / total, rec + factors[2] * value / total
+        return fw, self.mp_comm + self.ep_comm * ep_scale + self.cp_comm - fw - rec, rec
+
+    @property
+    def has_host_term(self) -> bool:
+        return bool(self.host_fw or self.host_bw or self.host_rec)
+
+    def exposed_host(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
+        """Exposed host time per pass ``max(0, host_p − (compute_p + comm_p))`` (forward, backward,
+        recompute); all 0 without a host term."""
+        if ep_scale == 1.0:
+            return self._exposed
+        return self._exposed_at(ep_scale)
+
+    @cached_property
+    def _exposed(self) -> tuple[float, float, float]:
+        return self._exposed_at(1.0)
+
+    def _exposed_at(self, ep_scale: float) -> tuple[float, float, float]:
+        if not self.has_host_term:
+            return 0.0, 0.0, 0.0
+        c_fw, c_bw, c_rec = self.pass_comm(ep_scale)
+        return (max(0.0, self.host_fw - self.fw_compute - c_fw), max(0.0, self.host_bw - self.bw_compute - c_bw),
+                max(0.0, self.host_rec - self.recompute - c_rec))
+
+    @cached_property
+    def per_micro_batch(self) -> float:
+        """``s_i``: everything the stage does for one micro-batch, ``Σ_pass max(device_p, host_p)``."""
+        device = self.fw_compute + self.bw_compute + self.recompute + self.mp_comm + self.ep_comm + self.cp_comm
+        return device + sum(self._exposed)
+
+    def per_micro_batch_ep_hidden(self, ratio: float) -> float:
+        """``s_i`` when ``ratio`` of the EP comm is hidden in the bubble (seed P3): the hidden comm
+        leaves the device time, the host launch bound stays: ``Σ_pass max(device_p − ratio·ep_p, host_p)``."""
+        device = (self.fw_compute + self.bw_compute + self.recompute + self.mp_comm + self.ep_comm * (1.0 - ratio)
+                  + self.cp_comm)
+        return device + sum(self.exposed_host(1.0 - ratio))
+
+    @cached_property
+    def fw_time(self) -> float:
+        """Forward compute plus its exposed host time (the FW_COMPUTE part per micro-batch)."""
+        return self.fw_compute + self._exposed[0]
+
+    @cached_property
+    def bw_time(self) -> float:
+        """Backward compute plus its exposed host time (BW_COMPUTE per micro-batch)."""
+        return self.bw_compute + self._exposed[1]
+
+    @cached_property
+    def rec_time(self) -> float:
+        """Recompute plus its exposed host time (RECOMPUTE per micro-batch)."""
+        return self.recompute + self._exposed[2]
+
+    def part(self, name: str) -> float:
+        """Per-micro-batch value of a PerfParts name (DP_COMM: per step); compute parts include the
+        pass's exposed host time."""
+        return {
+            "FW_COMPUTE": self.fw_time, "BW_COMPUTE": self.bw_time, "RECOMPUTE": self.rec_time,
+            "MP_COMM": self.mp_comm, "EP_COMM": self.ep_comm, "CP_COMM": self.cp_comm, "DP_COMM": self.dp_comm,
+        }[name]
+
+
+def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> StageCost:
+    """Cost of one pipeline stage (all its chunks) per micro-batch, and its per-step DP traffic."""
+    m = cfg.model
+    fw = bw = rec = 0.0
+    tp_cs: list[comm.Collective] = []
+    ep_cs: list[comm.Collective] = []
+    cp_cs: list[comm.Collective] = []
+    local_tokens = ctx.tokens / ctx.cp
+    act_bytes = local_tokens * m.hidden_size * ctx.b_compute
+    sent = local_tokens / (ctx.tp if ctx.sp else 1)
+    if ctx.tokens_per_expert is None:
+        dispatch = comm.ep_dispatch_tokens_balanced(sent, m.moe_topk)
+    else:
+        dispatch = comm.ep_dispatch_tokens_imbalanced(sent, m.moe_topk, ctx.tokens_per_expert, ctx.ep)
+    cp_dim = "cp_a2a" if cfg.parallel.cp_comm_type == "a2a" else "cp"
+    cp_layer = layers.cp_layer_collectives(m, ctx, local_tokens, cp_dim)
+    stage_ep = 1
+    mode = cfg.stage_recompute(layout.stage)
+    full = mode == "full"
+    calls = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim)}
+    launches = kernels.PassKernels(0.0, 0.0, 0.0)
+    for index, n in layers.layer_groups(cfg, layout.layers):
+        lc = layers.layer_cost(cfg, ctx, index, layout.stage)
+        f, b, r = compute.pass_flops(lc.forward * n, lc.recompute_fraction)
+        fw, bw, rec = fw + f, bw + b, rec + r
+        blocks = 1 if (lc.moe and ctx.t_exp == 1) else 2
+        if ctx.host_launch_s:
+            launches += layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode).scaled(n)
+        tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), calls["tp"] * n)
+        cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n)
+        layer_ep = derive.layer_ep(cfg, index)
+        if lc.moe and layer_ep > 1:
+            stage_ep = max(stage_ep, layer_ep)
+            ep_a2a = comm.ep_layer_collectives(dispatch, m.hidden_size, ctx.b_compute, layer_ep)
+            ep_cs += comm.scaled(ep_a2a, calls["ep"] * n)
+    if layout.has_head:
+        head = compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab) / (ctx.tp * ctx.cp)
+        fw, bw = fw + head, bw + compute.BACKWARD_TO_FORWARD_RATIO * head
+    if ctx.host_launch_s:
+        if layout.has_embedding:
+            launches += kernels.embedding_pass_kernels(m.position_embedding == "learned")
+        if layout.has_head:
+            launches += kernels.head_pass_kernels(ctx.tp)
+    dp_cs, dp_stride_exp, dp_cs_exp = dp_collectives(cfg, ctx, layout)
+    values = {
+        "tp": comm_value(cfg, ctx, tp_cs, 1, "tp"),
+        "ep": comm_value(cfg, ctx, ep_cs, ctx.t_exp, "ep"),
+        "cp": comm_value(cfg, ctx, cp_cs, ctx.tp, "cp"),
+        "dp": comm_value(cfg, ctx, dp_cs, ctx.tp, "dp") + comm_value(cfg, ctx, dp_cs_exp, dp_stride_exp, "dp"),
+    }
+    return StageCost(
+        stage=layout.stage,
+        fw_compute=compute_value(ctx, fw),
+        bw_compute=compute_value(ctx, bw),
+        recompute=compute_value(ctx, rec),
+        mp_comm=values["tp"], ep_comm=values["ep"], cp_comm=values["cp"], dp_comm=values["dp"],
+        ep=stage_ep,
+        fw_flops=fw,
+        cp_dim=cp_dim,
+        tp_bytes=sum(comm.wire_bytes(c) for c in tp_cs),
+        ep_bytes=sum(comm.wire_bytes(c) for c in ep_cs),
+        cp_bytes=sum(comm.wire_bytes(c) for c in cp_cs),
+        dp_bytes=sum(comm.wire_bytes(c) for c in dp_cs + dp_cs_exp),
+        host_fw=launches.forward * ctx.host_launch_s,
+        host_bw=launches.backward * ctx.host_launch_s,
+        host_rec=launches.recompute * ctx.host_launch_s,
+        full_recompute=full,
+        kernels_fw=launches.forward, kernels_bw=launches.backward, kernels_rec=launches.recompute,
+    )
+
+
+def dp_collectives(
+    cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout
+) -> tuple[list[comm.Collective], int, list[comm.Collective]]:
+    """DP collectives of one step for the stage's parameters held by one device.
+
+    Non-expert (attention, norms, dense MLP, shared experts, embedding, head): ``/tp`` except the
+    parts every TP rank holds whole (``LayerParams.held_non_expert``), reduced over the ``dp·cp``
+    group (stride tp). Routed experts: ``routed/(ep·t_exp)`` over the expert-data-parallel group ``dp·tp·cp/(t_exp·ep)`` (stride ``t_exp·ep``).
+    """
+    m, p = cfg.model, cfg.parallel
+    dense = routed = 0.0
+    for index, n in layers.layer_groups(cfg, layout.layers):
+        lp = params.layer_params(m, index)
+        dense += n * (lp.held_non_expert(ctx.tp) + lp.shared / ctx.tp)
+        routed += n * lp.routed / (derive.layer_ep(cfg, index) * ctx.t_exp) if lp.routed else 0.0
+    if layout.has_embedding:
+        dense += (params.embedding_params(m) + params.position_embedding_params(m, ctx.seq)) / ctx.tp
+    if layout.has_head:
+        dense += params.head_params(m) / ctx.tp
+    dist = p.distributed_optimizer
+    non_exp = comm.dp_step_collectives(dense, ctx.b_grad, ctx.b_param, ctx.dp * ctx.cp, dist)
+    exp = comm.dp_step_collectives(routed, ctx.b_grad, ctx.b_param, ctx.edp, dist)
+    return non_exp, ctx.t_exp * ctx.ep, exp
+
+
+def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]:
+    """Per-stage costs of ``cfg`` before part coefficients (report units).
+
+    Stages with the same layers (kind, ep and count), extras and recompute mode cost the same and
+    are priced once.
+    """
+    ctx = ctx or context(cfg)
+    out: list[StageCost] = []
+    seen: dict[tuple[object, ...], StageCost] = {}
+    for layout in derive.stage_layouts(cfg):
+        kinds = tuple(sorted(
+            (derive.layer_kind(cfg.model, i), derive.layer_ep(cfg, i), n)
+            for i, n in layers.layer_groups(cfg, layout.layers)
+        ))
+        key = (kinds, layout.has_embedding, layout.has_head, cfg.stage_recompute(layout.stage))
+        if key not in seen:
+            seen[key] = stage_cost(cfg, ctx, layout)
+        out.append(seen[key] if seen[key].stage == layout.stage else replace(seen[key], stage=layout.stage))
+    return out

@@ -1,0 +1,202 @@
+"""Correlation of two columns (Pearson r, Spearman rho), pooled or within groups, or a recorded
+coefficient; with n, p-value and a 95 % confidence interval; constant input fails clearly.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import Field
+
+from harness.assertions.base import (
+    AssertionSpec,
+    AssertionUsageError,
+    EvalContext,
+    column,
+    register_assertion,
+    row_label,
+)
+from harness.results import AssertionResult, RunResult
+
+
+def _fisher_ci(r: float, n: int, se_scale: float = 1.0, level: float = 0.95) -> tuple[float, float] | None:
+    """Fisher-z confidence interval of a correlation: tanh(atanh(r) ± z·s/√(n−3)); None when n ≤ 3."""
+    from scipy import stats as st
+
+    if n <= 3 or abs(r) >= 1:
+        return None
+    z = st.norm.ppf(0.5 + level / 2)
+    half = z * se_scale / math.sqrt(n - 3)
+    return (math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half))
+
+
+def _r_pvalue(r: float, n: int) -> float | None:
+    """Two-sided p-value of r under H0 ρ=0: t = r·√((n−2)/(1−r²)) with n−2 degrees of freedom."""
+    from scipy import stats as st
+
+    if n <= 2 or abs(r) >= 1:
+        return None
+    t = r * math.sqrt((n - 2) / (1 - r * r))
+    return float(2 * st.t.sf(abs(t), n - 2))
+
+
+class _CorrelationGt(AssertionSpec):
+    """Correlation greater than ``min``: from columns ``x``/``y`` (pooled, or summarised over ``group_by``
+    groups) or ``recorded`` (a fact) with ``n``."""
+
+    x: str | None = None
+    y: str | None = None
+    recorded: str | None = Field(None, description="column holding a recorded coefficient (one row selected)")
+    n: int | None = Field(None, ge=2, description="sample size behind a recorded coefficient")
+    min: float = Field(ge=-1, le=1)
+    min_n: int = Field(3, ge=2, description="fewest finite pairs (per group with group_by: smaller groups are left out)")
+    inclusive: bool = Field(False, description="rule is r >= min (an issue's '≥') instead of r > min")
+    group_by: list[str] = Field(default_factory=list, description="coefficient within each group of equal values of "
+                                                                   "these columns, summarised by statistic")
+    statistic: Literal["median", "mean", "min"] = Field("median", description="summary of the per-group coefficients "
+                                                                              "compared with min (with group_by)")
+
+    method: ClassVar[str] = ""
+
+    def _compute(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
+        raise NotImplementedError  # pragma: no cover
+
+    def _meets(self, r: float) -> bool:
+        return r >= self.min if self.inclusive else r > self.min
+
+    def _expected(self) -> str:
+        rule = f"{'>=' if self.inclusive else '>'} {self.min:g}"
+        return f"{self.statistic} over groups {rule}" if self.group_by else rule
+
+    def _pairs(self, rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+        x, y = column(rows, self.x), column(rows, self.y)
+        keep = ~(np.isnan(x) | np.isnan(y))
+        return x[keep], y[keep]
+
+    def evaluate(self, result: RunResult, ctx: EvalContext) -> AssertionResult:
+        rows = self.rows(result)
+        name = self.id or self.type
+        expected = self._expected()
+        if self.recorded:
+            if self.group_by:
+                raise AssertionUsageError("group_by needs x and y columns, not recorded:")
+            if len(rows) != 1:
+                raise AssertionUsageError(f"recorded: needs exactly one row (where= selected {len(rows)})")
+            r = float(column(rows, self.recorded)[0])
+            n = self.n
+            p = _r_pvalue(r, n) if n else None
+            ci = _fisher_ci(r, n) if n else None
+            target = f"recorded {self.method} {self.recorded} ({row_label(rows[0], None, 0)})"
+        else:
+            if not (self.x and self.y):
+                raise AssertionUsageError("give x and y columns, or recorded: with n")
+            if self.group_by:
+                return self._evaluate_grouped(rows, name, expected)
+            x, y = self._pairs(rows)
+            n = len(x)
+            target = f"{self.method}({self.x}, {self.y})"
+            if n < self.min_n:
+                return self.make(name, target=target, observed=None, expected=expected, margin=None,
+                                 passed=False, message=f"needs at least {self.min_n} finite pairs, got {n}",
+                                 stats={"n": n})
+            if np.ptp(x) == 0 or np.ptp(y) == 0:
+                which = self.x if np.ptp(x) == 0 else self.y
+                return self.make(name, target=target, observed=None, expected=expected, margin=None,
+                                 passed=False, stats={"n": n},
+                                 message=f"constant input: every {which} is {x[0] if which == self.x else y[0]:g}; "
+                                         f"{self.method} is undefined")
+            r, p, ci = self._compute(x, y)
+        stats = {"n": n, "r": r, "p_value": p, "ci95": list(ci) if ci else None}
+        ci_txt = f", 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+        p_txt = f", p={p:.3g}" if p is not None else ""
+        return self.make(name, target=target, observed=r, expected=expected, margin=r - self.min,
+                         passed=self._meets(r), stats=stats,
+                         message=f"{self.method} = {r:.3f} (n={n}{p_txt}{ci_txt}); rule {expected}")
+
+    def _evaluate_grouped(self, rows: list[dict[str, Any]], name: str, expected: str) -> AssertionResult:
+        """The coefficient within each ``group_by`` group, summarised by ``statistic`` (median by default).
+
+        A group with fewer than ``min_n`` finite pairs, or constant in x or y (the coefficient is
+        undefined), is left out and counted — the rule of ``estimator.calibrate.accuracy``.
+        """
+        missing = [g for g in self.group_by if any(g not in r for r in rows)]
+        if missing:
+            raise AssertionUsageError(f"group_by: column(s) {missing} not in the result table (have {sorted(rows[0])})")
+        groups: dict[tuple, list[dict[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault(tuple(row[g] for g in self.group_by), []).append(row)
+        target = f"{self.method}({self.x}, {self.y}) within groups of {', '.join(self.group_by)}"
+        coeffs, evidence, n_pairs = [], [], 0
+        for key, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+            x, y = self._pairs(members)
+            label = "/".join(map(str, key))
+            n_pairs += len(x)
+            if len(x) < self.min_n:
+                evidence.append({"group": label, "n": len(x), "r": None, "used": False,
+                                 "passed": None, "note": f"left out: fewer than {self.min_n} finite pairs"})
+                continue
+            if np.ptp(x) == 0 or np.ptp(y) == 0:
+                evidence.append({"group": label, "n": len(x), "r": None, "used": False, "passed": None,
+                                 "note": f"left out: constant {self.x if np.ptp(x) == 0 else self.y}"})
+                continue
+            r, p, _ = self._compute(x, y)
+            coeffs.append(r)
+            evidence.append({"group": label, "n": len(x), "r": r, "p_value": p, "used": True,
+                             "passed": self._meets(r)})
+        left_out = len(groups) - len(coeffs)
+        stats: dict[str, Any] = {"n": n_pairs, "group_by": list(self.group_by), "statistic": self.statistic,
+                                 "n_groups": len(coeffs), "n_groups_left_out": left_out}
+        if not coeffs:
+            return self.make(name, target=target, observed=None, expected=expected, margin=None, passed=False,
+                             stats=stats, rows=evidence,
+                             message=f"no group of {self.group_by} has {self.min_n}+ finite, non-constant pairs "
+                                     f"({len(groups)} group(s))")
+        value = {"median": statistics.median, "mean": statistics.fmean, "min": min}[self.statistic](coeffs)
+        stats |= {"r": value, "median": statistics.median(coeffs), "mean": statistics.fmean(coeffs),
+                  "min": min(coeffs), "max": max(coeffs),
+                  "share_groups_meeting_rule": sum(map(self._meets, coeffs)) / len(coeffs)}
+        return self.make(name, target=target, observed=value, expected=expected, margin=value - self.min,
+                         passed=self._meets(value), stats=stats, rows=evidence,
+                         message=f"{self.statistic} {self.method} within {len(coeffs)} groups = {value:.3f} "
+                                 f"(per group {stats['min']:.3f}..{stats['max']:.3f}; "
+                                 f"{stats['share_groups_meeting_rule']:.0%} of groups meet {self.min:g}; "
+                                 f"{left_out} group(s) left out); rule {expected}")
+
+
+@register_assertion
+class PearsonRGt(_CorrelationGt):
+    """Pearson r > min (scipy.stats.pearsonr: statistic, p-value, exact 95 % CI)."""
+
+    type: Literal["pearson_r_gt"]
+    method: ClassVar[str] = "Pearson r"
+
+    def _compute(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
+        from scipy import stats as st
+
+        res = st.pearsonr(x, y)
+        ci = res.confidence_interval(0.95) if len(x) > 3 else None
+        return float(res.statistic), float(res.pvalue), (float(ci.low), float(ci.high)) if ci else None
+
+
+@register_assertion
+class SpearmanRhoGt(_CorrelationGt):
+    """Spearman ρ > min, pooled or summarised within ``group_by`` groups (scipy spearmanr).
+
+    CI of the pooled ρ by Fisher z with the Bonett–Wright 1.03 factor.
+    """
+
+    type: Literal["spearman_rho_gt"]
+    method: ClassVar[str] = "Spearman rho"
+
+    def _compute(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
+        from scipy import stats as st
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = st.spearmanr(x, y)
+        rho = float(res.statistic)
+        return rho, float(res.pvalue), _fisher_ci(rho, len(x), se_scale=1.03)
