@@ -24,6 +24,7 @@ SCRIPTS: dict[str, list[str]] = {
     "bench_hta.py": [],
     # 64 ranks replicated from the shared Level1 pair, one made slower: parallel read, slowest rank/link
     "bench_cluster.py": [],
+    "bench_serve_timeline.py": ["--requests", "100"],
 }
 
 
