@@ -48,14 +48,16 @@ print("HTA_RESULT " + json.dumps({"overlap_pct": float(o["comp_comm_overlap_pctg
 """
 
 
-def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[int, float, int, str]:
-    """``(exit code, wall s, peak RSS bytes, stdout)`` of a child process (RSS from ``wait4``)."""
+def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[int, float, float, int, str]:
+    """``(exit code, wall s, CPU s, peak RSS bytes, stdout)`` of a child process (CPU = user + system
+    and RSS from ``wait4``; on a loaded machine CPU seconds compare tools more fairly than wall)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd)
     out = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, time.perf_counter() - start, int(usage.ru_maxrss) * 1024, out
+    return (proc.returncode, time.perf_counter() - start, usage.ru_utime + usage.ru_stime,
+            int(usage.ru_maxrss) * 1024, out)
 
 
 def ensure_hta() -> Path | None:
@@ -87,18 +89,18 @@ def ingest(path: Path) -> dict[str, float]:
 
 def ndval_e2e(path: Path, out: Path) -> dict[str, Any]:
     ndval = ROOT / ".venv" / "bin" / "ndval"
-    rc, wall, rss, _ = run_measured([str(ndval), "analyze", str(path), "--json", str(out)])
+    rc, wall, cpu, rss, _ = run_measured([str(ndval), "analyze", str(path), "--json", str(out)])
     overlap = None
     if rc in (0, 1) and out.exists():
         overlap = json.loads(out.read_text())["ranks"][0].get("hta_window_overlap_pct")
-    return {"rc": rc, "wall_s": wall, "rss": rss, "overlap_pct": overlap}
+    return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "rss": rss, "overlap_pct": overlap}
 
 
 def hta_e2e(python: Path, trace_dir: Path) -> dict[str, Any]:
-    rc, wall, rss, out = run_measured([str(python), "-c", _HTA_SCRIPT, str(trace_dir)], cwd=trace_dir)
+    rc, wall, cpu, rss, out = run_measured([str(python), "-c", _HTA_SCRIPT, str(trace_dir)], cwd=trace_dir)
     line = next((x for x in out.splitlines() if x.startswith("HTA_RESULT ")), None)
     res = json.loads(line.removeprefix("HTA_RESULT ")) if line else {}
-    return {"rc": rc, "wall_s": wall, "rss": rss, "overlap_pct": res.get("overlap_pct")}
+    return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "rss": rss, "overlap_pct": res.get("overlap_pct")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,12 +137,14 @@ def _print_row(label: str, size: int, ing: dict[str, float], nd: dict[str, Any],
     print(f"\n[{label}] {n:,} events, {size / 2**20:.0f} MiB uncompressed")
     print(f"  ingest (read_trace): {ing['wall_s']:.2f} s wall = {n / ing['wall_s']:,.0f} events/s; "
           f"{ing['cpu_s']:.2f} s CPU = {n / ing['cpu_s']:,.0f} events/s per core")
-    print(f"  ndval analyze: exit {nd['rc']}, {nd['wall_s']:.2f} s = {n / nd['wall_s']:,.0f} events/s, peak RSS "
+    print(f"  ndval analyze: exit {nd['rc']}, {nd['wall_s']:.2f} s wall, {nd['cpu_s']:.2f} s CPU "
+          f"= {n / nd['cpu_s']:,.0f} events/s per CPU s, peak RSS "
           f"{nd['rss'] / 2**20:.0f} MiB = {nd['rss'] / size:.2f} x trace, overlap {nd['overlap_pct']}")
     if ht:
-        print(f"  HTA {HTA_VERSION}: exit {ht['rc']}, {ht['wall_s']:.2f} s = {n / ht['wall_s']:,.0f} events/s, peak RSS "
-              f"{ht['rss'] / 2**20:.0f} MiB, overlap {ht['overlap_pct']}")
-        print(f"  ratio HTA / ndval end to end: {ht['wall_s'] / nd['wall_s']:.2f} x")
+        print(f"  HTA {HTA_VERSION}: exit {ht['rc']}, {ht['wall_s']:.2f} s wall, {ht['cpu_s']:.2f} s CPU "
+              f"= {n / ht['cpu_s']:,.0f} events/s per CPU s, peak RSS {ht['rss'] / 2**20:.0f} MiB, overlap {ht['overlap_pct']}")
+        print(f"  ratio HTA / ndval end to end: {ht['wall_s'] / nd['wall_s']:.2f} x wall, "
+              f"{ht['cpu_s'] / nd['cpu_s']:.2f} x CPU")
 
 
 def _print_summary(rows: list[tuple[str, int, dict[str, float], dict[str, Any], dict[str, Any] | None]]) -> None:
@@ -149,7 +153,7 @@ def _print_summary(rows: list[tuple[str, int, dict[str, float], dict[str, Any], 
         parts = [f"ingest {ing['events'] / ing['cpu_s']:,.0f} ev/s CPU",
                  f"RSS {nd['rss'] / size:.2f} x trace"]
         if ht and ht["overlap_pct"] is not None and nd["overlap_pct"] is not None:
-            parts.append(f"speed-up {ht['wall_s'] / nd['wall_s']:.1f} x")
+            parts.append(f"speed-up {ht['wall_s'] / nd['wall_s']:.1f} x wall, {ht['cpu_s'] / nd['cpu_s']:.1f} x CPU")
             parts.append(f"overlap diff {abs(ht['overlap_pct'] - nd['overlap_pct']):.3f} points")
         print(f"  {label}: " + "; ".join(parts))
 
