@@ -6,8 +6,8 @@ Traces are built from the shared real pair by ``make_traces.py`` (``control.json
 - **ingest**: ``stream.read_trace`` of the uncompressed trace in this process — events/s from wall
   time and from CPU time (one core: the decoder runs on the main thread; no gzip here);
 - **end to end**: ``ndval analyze --json`` and HTA (``TraceAnalysis`` + ``get_comm_comp_overlap`` +
-  ``get_temporal_breakdown``) each in its own process: wall seconds, events/s and peak RSS (from
-  ``wait4``), the ratio HTA/ndval, and peak RSS / trace size;
+  ``get_temporal_breakdown``) each in its own process: wall and CPU seconds, events/s and peak RSS
+  (process tree, polled), the ratio HTA/ndval, and peak RSS / trace size;
 - **overlap**: ndval's ``hta_window_overlap_pct`` vs HTA's ``comp_comm_overlap_pctg`` (points).
 
 HTA is not a project dependency: it is installed into ``benchmarks/.hta-venv`` (git-ignored) from
@@ -49,15 +49,52 @@ print("HTA_RESULT " + json.dumps({"overlap_pct": float(o["comp_comm_overlap_pctg
 
 
 def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[int, float, float, int, str]:
-    """``(exit code, wall s, CPU s, peak RSS bytes, stdout)`` of a child process (CPU = user + system
-    and RSS from ``wait4``; on a loaded machine CPU seconds compare tools more fairly than wall)."""
+    """``(exit code, wall s, CPU s, peak RSS bytes, stdout)`` of a child process **and its
+    descendants** (HTA parses in a worker process): CPU = Σ user + system over every process of the
+    tree (polled every 0.1 s with psutil, last value per process kept), peak RSS = the largest sum of
+    the tree's RSS at one poll. On a loaded machine
+    CPU seconds compare tools more fairly than wall time (a process's last 0.1 s may be missed)."""
+    import psutil
+
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd)
-    out = proc.stdout.read() if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return (proc.returncode, time.perf_counter() - start, usage.ru_utime + usage.ru_stime,
-            int(usage.ru_maxrss) * 1024, out)
+    cpu: dict[int, float] = {}
+    peak = 0
+    root = psutil.Process(proc.pid)
+    out_chunks: list[str] = []
+    reader = _Reader(proc, out_chunks)
+    while proc.poll() is None:
+        rss = 0
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            tree = []
+        for p in tree:
+            try:
+                t = p.cpu_times()
+                cpu[p.pid] = t.user + t.system
+                rss += p.memory_info().rss
+            except psutil.Error:
+                continue
+        peak = max(peak, rss)
+        time.sleep(0.1)
+    reader.join()
+    wall = time.perf_counter() - start
+    return proc.returncode, wall, sum(cpu.values()), peak, "".join(out_chunks)
+
+
+class _Reader:
+    """Drains the child's stdout in a thread (so polling never blocks on a full pipe)."""
+
+    def __init__(self, proc: subprocess.Popen[str], sink: list[str]) -> None:
+        import threading
+
+        self.thread = threading.Thread(target=lambda: sink.append(proc.stdout.read() if proc.stdout else ""),
+                                       daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        self.thread.join()
 
 
 def ensure_hta() -> Path | None:
