@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from estimator import pipeline_split
+
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, ModelConfig
 
@@ -109,14 +111,23 @@ def shard_factors(cfg: EstimatorConfig) -> ShardFactors:
 
 
 def megatron_expert_tp(cfg: EstimatorConfig) -> int:
-    """Megatron's expert tensor-parallel size: ``etp`` if set, else tp (Megatron default)."""
-    return cfg.parallel.etp or cfg.parallel.tp
+    """Expert tensor-parallel size: ``etp`` if set, else tp (Megatron's default) when the expert groups
+    ep·tp fit the stage's dp·tp·cp ranks (ep divides dp·cp), else 1 (the reference's fallback).
+
+    Config validation requires ep | dp·cp without etp under the ``megatron``/``fsdp2`` profiles, so
+    there it is always ``etp or tp``; the fallback only applies to ``sapp-nd`` configs.
+    """
+    p = cfg.parallel
+    if p.etp:
+        return p.etp
+    return p.tp if (p.dp * p.cp) % p.ep == 0 else 1
 
 
 def expert_data_parallel(cfg: EstimatorConfig) -> int:
-    """Megatron expert-data-parallel size EDP = dp·tp·cp/(etp·ep) (per pipeline stage).
+    """Expert-data-parallel size EDP = dp·tp·cp/(t_exp·ep) per pipeline stage, t_exp from
+    :func:`megatron_expert_tp` — the one rule the memory and the step-time model share.
 
-    Config validation guarantees ep·etp divides dp·tp·cp for the ``megatron``/``fsdp2`` profiles.
+    Config validation guarantees ep·(etp or 1) divides dp·tp·cp, so the quotient is a whole number ≥ 1.
     """
     p = cfg.parallel
     return p.dp * p.tp * p.cp // (megatron_expert_tp(cfg) * p.ep)
@@ -160,11 +171,10 @@ def num_virtual_stages(cfg: EstimatorConfig) -> int:
 
 
 def layers_per_virtual_stage(cfg: EstimatorConfig) -> list[int]:
-    """Transformer layers of each virtual stage: ``layers_per_stage`` or an even split."""
-    if cfg.parallel.layers_per_stage is not None:
-        return list(cfg.parallel.layers_per_stage)
-    n = num_virtual_stages(cfg)
-    return [cfg.model.num_layers // n] * n
+    """Decoder layers of each virtual stage: the stated uneven split (``estimator.pipeline_split``:
+    ``layers_per_stage``, Megatron's layout string, first/last-stage counts, embedding/loss
+    accounting) or an even split."""
+    return pipeline_split.decoder_layers_per_virtual_stage(cfg.parallel, cfg.model.num_layers)
 
 
 def virtual_stage_position(cfg: EstimatorConfig, v: int) -> tuple[int, int]:
@@ -201,9 +211,14 @@ class StageLayout:
     def has_head(self) -> bool:
         return self.head_chunk is not None
 
+    def mtp_chunk(self, num_layers: int) -> int | None:
+        """Chunk holding the MTP layers (indices ≥ ``num_layers``), or None."""
+        return next((c for c, layers in enumerate(self.chunks) if any(i >= num_layers for i in layers)), None)
+
 
 def stage_layouts(cfg: EstimatorConfig) -> list[StageLayout]:
-    """The partition: embedding on the first virtual stage, output head and MTP layers on the last."""
+    """The partition: embedding on the first virtual stage, output head on the last, MTP layers on the
+    last unless Megatron's layout string puts its ``m`` elsewhere (``pipeline_split.mtp_virtual_stage``)."""
     p, vp = cfg.parallel.pp, cfg.parallel.vpp
     counts = layers_per_virtual_stage(cfg)
     chunks: list[list[list[int]]] = [[[] for _ in range(vp)] for _ in range(p)]
@@ -215,7 +230,8 @@ def stage_layouts(cfg: EstimatorConfig) -> list[StageLayout]:
     first_stage, first_chunk = virtual_stage_position(cfg, 0)
     last_stage, last_chunk = virtual_stage_position(cfg, len(counts) - 1)
     mtp = range(cfg.model.num_layers, cfg.model.num_layers + cfg.model.mtp_layers)
-    chunks[last_stage][last_chunk].extend(mtp)
+    mtp_stage, mtp_chunk = virtual_stage_position(cfg, pipeline_split.mtp_virtual_stage(cfg.parallel))
+    chunks[mtp_stage][mtp_chunk].extend(mtp)
     return [
         StageLayout(
             stage=s,

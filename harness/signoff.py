@@ -10,15 +10,15 @@ waivers and known issues, broken input, artifacts with checksums, reproduction, 
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import atomic
+from harness.criteria import WHOSE_EVALUATED, WHOSE_RECORDED
 from harness.plots import band_of, estimate_vs_measured_png
+from harness.results import EVALUATED
+from ndcore import atomic
+from ndcore.hashing import sha256_bytes, sha256_file
+from ndcore.render import Details, Image, Section, Table, document_html, document_markdown
 
 MAX_PLOTS = 24
 #: characters of an observed value / message shown in the results table (the summary has the rest)
@@ -27,33 +27,6 @@ MAX_MESSAGE = 220
 #: evidence columns shown first (what the row is) and last (its verdict); the rest alphabetically
 _EVIDENCE_FIRST = ("row", "group", "part", "field", "n", "estimate", "measured", "value", "r")
 _EVIDENCE_LAST = ("used", "passed", "note")
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[Any]]
-
-
-@dataclass
-class Image:
-    title: str
-    png: bytes
-    filename: str
-
-
-@dataclass
-class Details:
-    """A collapsed block (HTML ``<details>``; the same tag in Markdown): long per-row evidence."""
-
-    summary: str
-    blocks: list[str | Table] = field(default_factory=list)
-
-
-@dataclass
-class Section:
-    title: str
-    blocks: list[str | Table | Image | Details] = field(default_factory=list)
 
 
 def _fmt(v: Any) -> str:
@@ -77,7 +50,7 @@ def _correlations(summary: dict[str, Any]) -> list[list[Any]]:
                 ci = st.get("ci95")
                 rows.append([c["case_id"] + (f"[{c['point']}]" if c["point"] else ""), a["id"], a.get("criterion") or "",
                              a["target"], _fmt(a.get("observed")), st.get("n"), f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "—",
-                             _fmt(st.get("p_value")), a["expected"], "pass" if a["passed"] else ("waived" if a["waived"] else "fail")])
+                             _fmt(st.get("p_value")), a["expected"], _whose(a), _assertion_status(a)])
     return rows
 
 
@@ -114,9 +87,18 @@ def _margin(v: Any) -> str:
 
 
 def _assertion_status(a: dict[str, Any]) -> str:
+    """PASS / FAIL / WAIVED for a number evaluated now; a recorded number only MEETS or MISSES a rule."""
     if not a.get("evaluable", True):
         return "NOT EVALUABLE"
+    if a.get("provenance", EVALUATED) != EVALUATED:
+        return "RECORDED: MEETS RULE" if a["passed"] else "RECORDED: MISSES RULE" + (" (WAIVED)" if a.get("waived") else "")
     return "PASS" if a["passed"] else ("WAIVED" if a.get("waived") else "FAIL")
+
+
+def _whose(a: dict[str, Any]) -> str:
+    """Whose number an assertion judged: the subject's, evaluated now, or another tool's, recorded."""
+    producer = a.get("producer", "ndval")
+    return f"{producer} ({WHOSE_RECORDED})" if a.get("provenance", EVALUATED) != EVALUATED else f"{producer} ({WHOSE_EVALUATED})"
 
 
 def _case_name(c: dict[str, Any]) -> str:
@@ -130,20 +112,21 @@ def _results_by_case(summary: dict[str, Any]) -> list[str | Table | Details]:
     for c in summary["cases"]:
         name = _case_name(c)
         if not c["assertions"]:
-            rows.append([name, c["kind"], c["status"].upper(), "—", "—", "—", "—", "—", "—", "—",
+            rows.append([name, c["kind"], c["status"].upper(), "—", "—", "—", "—", "—", "—", "—", "—",
                          _short(c.get("message") or "", MAX_MESSAGE)])
             continue
         for a in c["assertions"]:
             rows.append([name, c["kind"], c["status"].upper(), a["id"], a.get("criterion") or "", _short(a["target"]),
-                         _short(a.get("observed")), a["expected"], _margin(a.get("margin")), _assertion_status(a),
+                         _short(a.get("observed")), a["expected"], _margin(a.get("margin")), _whose(a), _assertion_status(a),
                          _short(a.get("message") or "", MAX_MESSAGE)])
             if len(a.get("rows") or []) > 1:
                 evidence.append(_evidence(name, a))
     intro = ("One row per assertion: target, observed value, expected band or rule, margin (distance to the "
-             "rule's edge; negative = outside) and status. Per-row evidence (rows, groups, golden fields) is "
+             "rule's edge; negative = outside), whose number it is and status: a number evaluated now passes or "
+             "fails, a recorded number of another tool only meets or misses the rule (context, not evidence). Per-row evidence (rows, groups, golden fields) is "
              "collapsed below each table; the full tables are in summary.json and the Allure attachments.")
     table = Table(["case", "kind", "case status", "assertion", "criterion", "target", "observed", "expected",
-                   "margin", "status", "detail"], rows)
+                   "margin", "whose number", "status", "detail"], rows)
     return [intro, table, *evidence]
 
 
@@ -198,11 +181,11 @@ def _artifacts(reports: Path) -> list[list[Any]]:
     for name in ("summary.json", "junit.xml"):
         p = reports / name
         if p.is_file():
-            rows.append([name, p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest()])
+            rows.append([name, p.stat().st_size, sha256_file(p)])
     allure = reports / "allure-results"
     if allure.is_dir():
         files = sorted(allure.iterdir())
-        digest = hashlib.sha256(b"".join(f.name.encode() for f in files)).hexdigest()
+        digest = sha256_bytes(b"".join(f.name.encode() for f in files))
         rows.append([f"allure-results/ ({len(files)} files)", sum(f.stat().st_size for f in files), f"names: {digest}"])
     return rows
 
@@ -232,10 +215,15 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
                         [[r["rule"], r["threshold"], r["actual"], _status_mark(r["status"]), ", ".join(r["items"][:8])]
                          for r in gate["rules"]])]))
     secs.append(Section("5. Seed acceptance criteria (sapp-nd validation issue §7)", [
-        "Status per criterion: FAIL = evidence fails unwaived; WAIVED = fails with an unexpired waiver (a known "
-        "finding, shown not hidden); PASS; NOT EVALUABLE = no evidence could be computed (reason given).",
-        Table(["criterion", "what", "threshold", "status", "reason and data"],
-              [[c["id"], c["title"], c["threshold"], _status_mark(c["status"]), c["reason"]] for c in summary["criteria"]])]))
+        "Only numbers evaluated in this run by the subject under test decide a criterion: FAIL = that evidence "
+        "fails unwaived; WAIVED = it fails with an unexpired waiver (a known finding, shown not hidden); PASS = "
+        "it passes; NOT EVALUABLE = nothing could be evaluated now (reason given). Numbers recorded from "
+        "another tool (e.g. the reference tool's published correlations) are shown as context and never make "
+        "a criterion PASS.",
+        Table(["criterion", "what", "threshold", "status", "whose number", "evidence (evaluated now)",
+               "context (recorded, not evidence)"],
+              [[c["id"], c["title"], c["threshold"], _status_mark(c["status"]), c.get("whose", "—"), c["reason"],
+                c.get("context") or "—"] for c in summary["criteria"]])]))
     stats = [[s["group"], s["type"], s["n"], _fmt(s["min"]), _fmt(s["median"]), _fmt(s["max"]), _fmt(s["mean"])]
              for s in summary["statistics"]]
     secs.append(Section("6. Per-criterion statistics", [
@@ -243,7 +231,8 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
         "the signed distribution shows systematic under- or over-estimation that a band alone hides.",
         Table(["criterion / kind", "check", "n", "min", "median", "max", "mean"], stats),
         "Correlations and MAPE (with n, 95 % CI, p-value):",
-        Table(["case", "assertion", "criterion", "target", "observed", "n", "95% CI", "p", "rule", "status"], _correlations(summary))]))
+        Table(["case", "assertion", "criterion", "target", "observed", "n", "95% CI", "p", "rule", "whose number", "status"],
+              _correlations(summary))]))
     secs.append(Section("7. Calibration steps (fitted on one half, judged on the other)", list(_calibration(summary))))
     secs.append(Section("8. Plots (estimate vs measured)", list(_plots(summary))))
     secs.append(Section("9. Results by case", list(_results_by_case(summary))))
@@ -273,39 +262,6 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
     return title, secs
 
 
-def _md_cell(v: Any) -> str:
-    return _fmt(v).replace("|", "\\|").replace("\n", " ")
-
-
-def _md_blocks(blocks: list[Any], image_dir: str) -> list[str]:
-    out: list[str] = []
-    for b in blocks:
-        if isinstance(b, Table):
-            if not b.rows:
-                out += ["(none)", ""]
-                continue
-            out.append("| " + " | ".join(b.headers) + " |")
-            out.append("|" + "---|" * len(b.headers))
-            out += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in b.rows]
-            out.append("")
-        elif isinstance(b, Image):
-            out += [f"![{b.title}]({image_dir}/{b.filename})", ""]
-        elif isinstance(b, Details):  # GitHub-flavoured Markdown renders the HTML tag, blank lines around the table
-            out += ["<details>", f"<summary>{html.escape(b.summary)}</summary>", "", *_md_blocks(b.blocks, image_dir),
-                    "</details>", ""]
-        else:
-            out += [b, ""]
-    return out
-
-
-def render_markdown(title: str, sections: list[Section], image_dir: str) -> str:
-    out = [f"# {title}", ""]
-    for sec in sections:
-        out += [f"## {sec.title}", ""]
-        out += _md_blocks(sec.blocks, image_dir)
-    return "\n".join(out)
-
-
 _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse;margin:.5em 0 1.2em}"
         "td,th{border:1px solid #ccc;padding:3px 6px;font-size:12px;vertical-align:top;text-align:left}th{background:#f2f2f2}"
         ".PASS{background:#dff5df}.FAIL{background:#fbdada}.WAIVED{background:#fff1c6}.NOT.EVALUABLE,.BROKEN{background:#e8e8f8}"
@@ -313,36 +269,13 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}table
         "details{margin:2px 0}summary{cursor:pointer;font-size:12px}")
 
 
-def _html_blocks(blocks: list[Any]) -> list[str]:
-    parts: list[str] = []
-    for b in blocks:
-        if isinstance(b, Table):
-            if not b.rows:
-                parts.append("<p>(none)</p>")
-                continue
-            head = "".join(f"<th>{html.escape(h)}</th>" for h in b.headers)
-            body = "".join("<tr>" + "".join(f"<td class='{html.escape(_fmt(v))}'>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
-                           for row in b.rows)
-            parts.append(f"<table><tr>{head}</tr>{body}</table>")
-        elif isinstance(b, Image):
-            data = base64.b64encode(b.png).decode("ascii")
-            parts.append(f"<figure><img alt='{html.escape(b.title)}' src='data:image/png;base64,{data}'>"
-                         f"<figcaption>{html.escape(b.title)}</figcaption></figure>")
-        elif isinstance(b, Details):
-            parts.append(f"<details><summary>{html.escape(b.summary)}</summary>{''.join(_html_blocks(b.blocks))}</details>")
-        else:
-            parts.append(f"<p>{html.escape(b)}</p>")
-    return parts
+def render_markdown(title: str, sections: list[Section], image_dir: str) -> str:
+    return document_markdown(title, sections, image_dir, _fmt)
 
 
 def render_html(title: str, sections: list[Section]) -> str:
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>"]
-    for sec in sections:
-        parts.append(f"<h2>{html.escape(sec.title)}</h2>")
-        parts += _html_blocks(sec.blocks)
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    """Status cells carry their text as class (PASS green, FAIL red...)."""
+    return document_html(title, sections, _CSS, _fmt, classed=True)
 
 
 def write(summary: dict[str, Any], md_path: Path, reports: Path) -> tuple[Path, Path]:

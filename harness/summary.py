@@ -7,7 +7,6 @@ summary apart from ``duration_s``, ``run`` timings and worker ids.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import platform
 import re
@@ -17,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import gate
+from harness import criteria, gate
 from harness.results import to_builtin
 
 SUMMARY_FORMAT = 1
@@ -97,7 +96,7 @@ def build_summary(records: dict[str, dict[str, Any]], collection_errors: dict[st
                    "drift": [{"nodeid": c["nodeid"], **c["golden"]} for c in cases
                              if c.get("golden") and c["golden"]["status"] not in ("match", "regenerated")]},
     }
-    summary["criteria"] = gate.seed_criteria_table(cases, regressions)
+    summary["criteria"] = criteria.seed_criteria_table(cases, regressions)
     summary["gate"] = gate.evaluate_gate(summary)
     return to_builtin(summary)
 
@@ -107,7 +106,3 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in summary.items() if k not in ("run", "provenance")}
     out["cases"] = [{k: v for k, v in c.items() if k not in ("duration_s", "worker")} for c in summary["cases"]]
     return out
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -38,6 +38,7 @@ _BOTTLENECK = "analyzer/bottleneck.py"
 _GAINS = "analyzer/gains.py"
 _ROWWISE = "harness/assertions/rowwise.py"
 _CORR = "harness/assertions/correlation.py"
+_STATS = "ndcore/stats.py"
 
 _SEED: tuple[Mutant, ...] = (
     Mutant("p1-safety-buffer-not-over-tp", "seed-formula", _STAGE,
@@ -50,7 +51,8 @@ _SEED: tuple[Mutant, ...] = (
            "    if dynamic > 0:\n        opts = cfg.options", "    if True:\n        opts = cfg.options", P1,
            "seed P1: terms only on stages with dynamic memory"),
     Mutant("p1-extra-term-in-other", "seed-formula", _STAGE,
-           '"other": _fsdp2_unsharded_bytes(cfg, layout) / MIB,', '"other": _fsdp2_unsharded_bytes(cfg, layout) / MIB + 1.0,',
+           '"other": _fsdp2_unsharded_bytes(cfg, layout) / BYTES_PER_MIB,',
+           '"other": _fsdp2_unsharded_bytes(cfg, layout) / BYTES_PER_MIB + 1.0,',
            P1, "seed P1-05: no term beyond activations, comm buffers and backward overhead"),
     Mutant("memory-warns-late", "seed-formula", "estimator/memory/__init__.py",
            "if peak > hbm_mb:", "if peak > 1.001 * hbm_mb:", ("tests/estimator/test_memory.py",),
@@ -67,11 +69,11 @@ _SEED: tuple[Mutant, ...] = (
            'factor = 2.0 * (n - 1) / n if c.kind == "all_reduce" else 1.0', P4,
            "seed P4-05: all-to-all wire bytes (ep−1)/ep"),
     Mutant("net-a2a-one-peer", "seed-formula", "estimator/perf/network.py",
-           "total += peers * chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * SECONDS_PER_US",
-           "total += chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * SECONDS_PER_US", P4,
+           "total += peers * chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * S_PER_US",
+           "total += chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * S_PER_US", P4,
            "all-to-all: S/n to each of the n−1 peers"),
     Mutant("net-a2a-no-latency", "seed-formula", "estimator/perf/network.py",
-           "total += peers * chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * SECONDS_PER_US",
+           "total += peers * chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * S_PER_US",
            "total += peers * chunk / effective_bytes_per_s(lvl)", P4,
            "all-to-all: one latency per peer"),
     Mutant("pipe-1f1b-no-warmup", "seed-formula", "estimator/perf/pipeline.py",
@@ -211,13 +213,13 @@ _BANDS: tuple[Mutant, ...] = (
     Mutant("band-corr-inclusive", "assertion-band", _CORR,
            "return r >= self.min if self.inclusive else r > self.min",
            "return r >= self.min", BANDS, "correlation: '>' unless inclusive"),
-    Mutant("band-pearson-is-spearman", "assertion-band", _CORR,
-           "        res = st.pearsonr(x, y)\n", "        res = st.pearsonr(st.rankdata(x), st.rankdata(y))\n", BANDS,
+    Mutant("band-pearson-is-spearman", "assertion-band", _STATS,
+           "        res = st.pearsonr(xs, ys)\n", "        res = st.pearsonr(st.rankdata(xs), st.rankdata(ys))\n", BANDS,
            "pearson_r_gt computes Pearson's r, not a rank correlation"),
-    Mutant("band-fisher-dof", "assertion-band", _CORR,
+    Mutant("band-fisher-dof", "assertion-band", _STATS,
            "half = z * se_scale / math.sqrt(n - 3)", "half = z * se_scale / math.sqrt(n - 2)", BANDS,
            "Fisher z interval: se = 1/sqrt(n − 3)"),
-    Mutant("band-p-value-dof", "assertion-band", _CORR,
+    Mutant("band-p-value-dof", "assertion-band", _STATS,
            "return float(2 * st.t.sf(abs(t), n - 2))", "return float(2 * st.t.sf(abs(t), n - 1))", BANDS,
            "recorded r p-value: t with n − 2 dof"),
 )

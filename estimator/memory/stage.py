@@ -25,12 +25,12 @@ from estimator.memory.static import (
 )
 from estimator.params import layer_params
 from estimator.profiles import profile_of, resolved_bytes, tp_shardable_overhead_mb
+from ndcore.units import BYTES_PER_MIB
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, RecomputeMode
     from estimator.derive import StageLayout
 
-MIB = 1024 * 1024
 
 #: memory component names, in report order (spec §2)
 COMPONENTS = (
@@ -180,7 +180,7 @@ def mtp_embedding_on_stage(cfg: EstimatorConfig, layout: StageLayout) -> bool:
     micro-batch are then counted on that stage too.
     """
     return (
-        layout.has_head
+        layout.mtp_chunk(cfg.model.num_layers) is not None
         and not layout.has_embedding
         and cfg.model.mtp_layers > 0
         and profile_of(cfg).mtp_stage_holds_embedding
@@ -213,8 +213,8 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
             head_act, head_comm = head_dynamic_bytes(cfg, mu)
             activations += head_act
             comm += head_comm
-            if mtp_embedding_on_stage(cfg, layout):
-                activations += act.embedding_activation_bytes(cfg) * mu
+        if layout.mtp_chunk(cfg.model.num_layers) == chunk and mtp_embedding_on_stage(cfg, layout):
+            activations += act.embedding_activation_bytes(cfg) * mu
     extra = StaticBytes()
     if layout.has_embedding or mtp_embedding_on_stage(cfg, layout):
         extra = extra + embedding_static(cfg)
@@ -229,15 +229,15 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
         safety = opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1)
         overhead = tp_shardable_overhead_mb(cfg) / p.tp
     components = {
-        "params": totals.params / MIB,
-        "optimizer_states": totals.optimizer_states / MIB,
-        "grads": totals.grads / MIB,
-        "activations": activations / MIB,
-        "comm_buffers": comm / MIB,
-        "backward_overhead": bwd / MIB,
+        "params": totals.params / BYTES_PER_MIB,
+        "optimizer_states": totals.optimizer_states / BYTES_PER_MIB,
+        "grads": totals.grads / BYTES_PER_MIB,
+        "activations": activations / BYTES_PER_MIB,
+        "comm_buffers": comm / BYTES_PER_MIB,
+        "backward_overhead": bwd / BYTES_PER_MIB,
         "safety_buffer": safety,
         "tp_shardable_overhead": overhead,
-        "other": _fsdp2_unsharded_bytes(cfg, layout) / MIB,
+        "other": _fsdp2_unsharded_bytes(cfg, layout) / BYTES_PER_MIB,
     }
     return StageMemory(
         stage=layout.stage,
