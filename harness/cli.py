@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from harness.project import ProjectConfigError
+
 #: subcommand -> (module implementing add_arguments/run, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("harness.commands.validate", "run every validation case, write reports and the sign-off"),
@@ -24,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "search": ("harness.commands.search", "rank every parallel layout of a cluster (Pareto front, rejections)"),
     "analyze": ("analyzer.cli_analyze", "analyze a profiler output (Ascend or Kineto)"),
     "compare": ("analyzer.cli_compare", "compare a before/after pair of profiles"),
+    "serve": ("harness.commands.serve", "serve profiles: local HTTP API and page with the swimlane"),
 }
 
 
@@ -65,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(args._module)
     try:
         return int(module.run(args) or 0)
+    except ProjectConfigError as exc:  # the project's [tool.ndval] is unreadable: broken input
+        print(f"ndval {args.command}: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # output piped into `head` and friends: not an error of ours
         sys.stderr.close()
         return 0
