@@ -10,14 +10,24 @@ field names, stable keys).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analyzer import breakdown, cluster, confidence, gains, phases, plausibility, recommend, rootcause
+from analyzer import (
+    breakdown,
+    cluster,
+    cluster_comm,
+    confidence,
+    gains,
+    phases,
+    plausibility,
+    recommend,
+    rootcause,
+)
 from analyzer.bottleneck import NONE, Verdict, locate
 from analyzer.dataset import Dataset, DroppedEvents, RankData
 from analyzer.indicators import (
@@ -380,6 +390,21 @@ def _cluster_row(ra: RankAnalysis) -> dict[str, float | None]:
             "host_exclusive_us": ind.value("host_exclusive_per_step_us")}
 
 
+def _with_comm(summary: cluster.ClusterSummary, dataset: Dataset) -> cluster.ClusterSummary:
+    """The cluster summary plus per-rank wait vs transfer and the slowest links (``cluster_comm``)."""
+    splits, links, notes = [], [], set()
+    for r in dataset.ranks:
+        split, rank_links, note = cluster_comm.rank_comm(r)
+        if split is not None:
+            splits.append(split.to_dict())
+        links.extend(rank_links)
+        if note:
+            notes.add(note)
+    return replace(summary, comm_split=tuple(splits),
+                   slowest_links=tuple(link.to_dict() for link in cluster_comm.slowest_links(links)),
+                   comm_note="; ".join(sorted(notes)))
+
+
 def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Path | None = None,
             phase_override: str | None = None) -> Analysis:
     """Analyse every rank of ``dataset``; add a cluster summary when there are ≥ 2 ranks."""
@@ -389,5 +414,7 @@ def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Pa
     ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks)) for r in dataset.ranks)
     summary = cluster.summarize({ra.rank: _cluster_row(ra) for ra in ranks}, th.v("clusterSpreadPct"),
                                 "overall scope indicators per step (µs/step)")
+    if summary is not None:
+        summary = _with_comm(summary, dataset)
     warnings = list(dataset.warnings) + [w for ra in ranks for w in ra.warnings]
     return Analysis(str(dataset.path), dataset.source_format, th, phase_override, ranks, summary, tuple(warnings))
