@@ -19,6 +19,7 @@ lint: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest -n auto tests
 
 # extra arguments: make validate VALIDATE_ARGS="--cases 'recorded/*' --baseline old/summary.json"
