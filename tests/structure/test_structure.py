@@ -84,7 +84,7 @@ _ONE_HOME = {
     "bytes per MiB": (re.compile(r"^\s*\w+\s*=\s*(float\()?\s*(1\s*<<\s*20|2\s*\*\*\s*20|1024(\.0)?\s*\*\s*1024(\.0)?)\b",
                                  re.M),
                       "ndcore/units.py"),
-    "MiB per GiB": (re.compile(r"^[A-Z_]+\s*=\s*1024(\.0)?\s*$", re.M), "ndcore/units.py"),
+    "MiB per GiB": (re.compile(r"^\s*\w*(MIB|GIB|MB|GB)\w*\s*=\s*1024(\.0)?\s*$", re.M | re.I), "ndcore/units.py"),
     "SHA-256": (re.compile(r"hashlib\.sha256\("), "ndcore/hashing.py"),
     "difflib closest match": (re.compile(r"get_close_matches\("), "ndcore/yamlsrc.py"),
     "Spearman/Pearson by scipy": (re.compile(r"\b(spearmanr|pearsonr)\("), "ndcore/stats.py"),
