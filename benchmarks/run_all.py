@@ -20,6 +20,7 @@ SCRIPTS: dict[str, list[str]] = {
     "bench_search.py": ["--dask"],
     "bench_analyzer.py": ["--copies", "50"],
     "vtrain_accuracy.py": [],
+    "bench_serve_timeline.py": ["--requests", "100"],
 }
 
 
