@@ -19,6 +19,7 @@ SCRIPTS: dict[str, list[str]] = {
     "bench_estimator.py": ["--seconds", "3"],
     "bench_analyzer.py": ["--copies", "50"],
     "vtrain_accuracy.py": [],
+    "step_time_accuracy.py": [],
 }
 
 
