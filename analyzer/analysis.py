@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer import breakdown, cluster, gains, phases, recommend, rootcause
+from analyzer import breakdown, cluster, confidence, gains, phases, recommend, rootcause
 from analyzer.bottleneck import NONE, Verdict, locate
 from analyzer.dataset import Dataset, RankData
 from analyzer.indicators import (
@@ -82,6 +82,8 @@ class RankAnalysis:
     #: Kineto only: comm–compute overlap (%) over Holistic Trace Analysis' default window
     #: (``breakdown.hta_window``: the last ProfilerStep dropped), for comparison with HTA; None otherwise.
     hta_window_overlap_pct: float | None = None
+    #: seed §8 "how to raise confidence", in the seed's order, each marked as applying or not (analyzer.confidence)
+    how_to_raise_confidence: tuple[dict[str, Any], ...] = ()
 
     @property
     def overall(self) -> ScopeResult:
@@ -99,6 +101,7 @@ class RankAnalysis:
             "scopes": {k: v.to_dict() for k, v in self.scopes.items()},
             "recommendations": [r.to_dict() for r in self.recommendations],
             "warnings": list(self.warnings),
+            "how_to_raise_confidence": [dict(s) for s in self.how_to_raise_confidence],
             "dropped_events": dict(self.dropped_events),
             "hta_window_overlap_pct": self.hta_window_overlap_pct,
         }
@@ -244,7 +247,7 @@ def _analyze_scope(name: str, phase: str | None, windows: tuple[tuple[float, flo
     ind = compute_indicators(rank.events, _scope_input(name, windows, rank, plan, th, fmt))
     verdict = locate(ind, th, comm_applicable=comm_ok[0], comm_excluded_reason=comm_ok[1])
     hyps = rootcause.infer(verdict, ind, th, phase)
-    recs = recommend.recommend(name, verdict, hyps, ind)
+    recs = recommend.recommend(name, verdict, hyps, ind, phase)
     combined = gains.combine((r.gain for r in recs if r.gain is not None), th.v("optimisticCapPct"))
     return ScopeResult(name, phase, windows, ind, verdict, hyps, recs, combined)
 
@@ -290,7 +293,8 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
                  n_ranks: int = 1) -> RankAnalysis:
     """All scopes of one rank."""
     plan = phases.plan_phases(rank.events, th, rank.tables.get("step_trace_time"), phase_override)
-    comm_ok = _comm_applicable(rank, _world_size(rank, n_ranks))
+    world = _world_size(rank, n_ranks)
+    comm_ok = _comm_applicable(rank, world)
     dominant = plan.dominant
     scopes: dict[str, ScopeResult] = {}
     for name, windows in plan.scopes.items():
@@ -308,7 +312,10 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
     meta = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
     return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
-                        capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt))
+                        capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt),
+                        confidence.raise_confidence(confidence.CaptureFacts(
+                            plan.confidence, plan.override, scopes[OVERALL].indicators["mac_ratio"].available,
+                            tuple(rank.files), (world or 1) > 1, fmt)))
 
 
 def _hta_overlap(rank: RankData, fmt: str) -> float | None:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from analyzer.ingest import ascend, kineto
 from analyzer.ingest import events as ev
+from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.columns import TABLE_FILES, read_csv_table
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.stream import RawTrace, estimate_complete_events, sniff_layout
@@ -170,7 +171,7 @@ def _rank_hint(p: Path) -> int | None:
 # ------------------------------------------------------------------------------------- readers
 def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None = None,
                      strict: bool = False, max_events: int | None = None,
-                     large_trace_bytes: int = LARGE_TRACE_BYTES) -> RankData:
+                     large_trace_bytes: int = LARGE_TRACE_BYTES, budgets: Budgets | None = None) -> RankData:
     """Read one Ascend rank (``*_ascend_pt``, ``ASCEND_PROFILER_OUTPUT`` or ``trace_view.json``).
 
     ``max_events``: event budget for ``trace_view.json`` (see :func:`load_dataset`)."""
@@ -190,7 +191,8 @@ def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None 
     if trace.is_file():
         files["trace_view.json"] = trace
         warnings.extend(_size_warning(trace, max_events, large_trace_bytes))
-        events, raw = ascend.read_trace_view(trace, rank, progress=progress, max_events=max_events)
+        events, raw = ascend.read_trace_view(trace, rank, progress=progress, max_events=max_events,
+                                             budgets=budgets)
         base, totals = raw.base_ts_us, TOTALS_TRACE
         warnings.extend(raw.warnings)
         if raw.n_dropped_bad:
@@ -265,10 +267,12 @@ def _ascend_tables(out_dir: Path, base: int | None, files: dict[str, Path], warn
 
 
 def load_kineto_rank(path: Path, rank: int | None = None, progress: bool | None = None,
-                     max_events: int | None = None, large_trace_bytes: int = LARGE_TRACE_BYTES) -> RankData:
+                     max_events: int | None = None, large_trace_bytes: int = LARGE_TRACE_BYTES,
+                     budgets: Budgets | None = None) -> RankData:
     """Read one Kineto trace file (``max_events``: event budget, see :func:`load_dataset`)."""
     size_warnings = _size_warning(path, max_events, large_trace_bytes)
-    events, raw, meta = kineto.read_kineto_trace(path, rank=rank, progress=progress, max_events=max_events)
+    events, raw, meta = kineto.read_kineto_trace(path, rank=rank, progress=progress, max_events=max_events,
+                                                 budgets=budgets)
     warnings = size_warnings + list(raw.warnings)
     r = int(events["rank"].iloc[0]) if len(events) else (rank if rank is not None else ev.UNKNOWN_RANK)
     if kineto.rank_of(meta) is None and rank is None:
@@ -311,7 +315,8 @@ def _apply_budget(raw: RawTrace, dropped: DroppedEvents, totals: str, has_step_c
         by_cat[k] = by_cat.get(k, 0) + v
     thinned = th.summary(ev.TIER_NAMES)
     n_seen = raw.n_complete
-    reason = (f"event budget max_events={th.max_events:,}: kept {n_seen - n_budget:,} of {n_seen:,} complete events; "
+    auto = " (automatic: what fits the memory this process may use; --max-events sets it)" if th.auto else ""
+    reason = (f"event budget max_events={th.max_events:,}{auto}: kept {n_seen - n_budget:,} of {n_seen:,} complete events; "
               + ", ".join(thinned) + " (thinned evenly in time, lower tiers dropped first)")
     reason = f"{dropped.reason}; {reason}" if dropped.count or dropped.reason else reason
     device_dropped = any(th.kept.get(t, 0) < th.seen.get(t, 0) for t in (ev.TIER_STEP, ev.TIER_DEVICE))
@@ -321,7 +326,7 @@ def _apply_budget(raw: RawTrace, dropped: DroppedEvents, totals: str, has_step_c
         else:
             totals = TOTALS_HOST_SAMPLED
     per_cat = ", ".join(f"{k} {v:,}" for k, v in sorted(raw.dropped_by_category.items()))
-    text = (f"{raw.path}: event budget: dropped {n_budget:,} of {n_seen:,} complete events ({per_cat}); "
+    text = (f"{raw.path}: event budget{auto}: dropped {n_budget:,} of {n_seen:,} complete events ({per_cat}); "
             f"{', '.join(thinned)}. Totals source: '{totals}'. Host-side indicators "
             f"({', '.join(HOST_SAMPLED_INDICATORS)}) come from the kept sample and are under-counted")
     if has_api_csv:
@@ -337,7 +342,7 @@ def _apply_budget(raw: RawTrace, dropped: DroppedEvents, totals: str, has_step_c
 
 def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = False,
                  ranks: list[int] | None = None, max_events: int | None = None,
-                 large_trace_bytes: int = LARGE_TRACE_BYTES) -> Dataset:
+                 large_trace_bytes: int = LARGE_TRACE_BYTES, budgets: Budgets | None = None) -> Dataset:
     """Read a profile (see module docstring for accepted layouts).
 
     ``progress``: force the progress bar on/off (default: only for big files on a terminal).
@@ -347,6 +352,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     budget). Beyond it, step markers and device events are kept first and host-side detail is
     thinned evenly over the trace (``stream.Thinning``); ``dropped_events`` counts what was dropped
     per category, ``totals_source`` says where totals then come from, and a warning says it.
+    ``budgets``: ingest budgets per trace (nesting depth, event size, events read, decompressed size;
+    default ``Budgets.for_event_budget(max_events)``, see :mod:`analyzer.ingest.budgets`).
     ``large_trace_bytes``: without a budget, a trace file larger than this gets a warning with the
     estimated memory (default :data:`LARGE_TRACE_BYTES`).
     """
@@ -355,7 +362,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     p = Path(path)
     if not p.exists():
         raise IngestError(p, "<path>", "does not exist")
-    opts: dict[str, Any] = {"progress": progress, "max_events": max_events, "large_trace_bytes": large_trace_bytes}
+    opts: dict[str, Any] = {"progress": progress, "max_events": max_events, "large_trace_bytes": large_trace_bytes,
+                            "budgets": budgets}
     if p.is_file():
         if p.name == "trace_view.json" or (p.suffix == ".json" and sniff_layout(p) == "array"):
             rd = [load_ascend_rank(p, strict=strict, **opts)]

@@ -16,6 +16,8 @@ from analyzer.bottleneck import Verdict
 from analyzer.indicators import IndicatorSet
 from analyzer.rootcause import Hypothesis
 
+#: the scopes a template may name as its applicable phases (seed §1, §5)
+ALL_PHASES: tuple[str, ...] = ("prefill", "decode", "overall")
 PRIORITY_WEIGHT: dict[str, int] = {"high": 3, "medium": 2, "low": 1}
 VERSION_NOTE = "needs version confirmation: confirm the current vLLM-Ascend / torch_npu version supports it before enabling"
 
@@ -37,7 +39,18 @@ class Template:
     risk: str
     gain_id: str | None
     needs_version_confirmation: bool = False
-    phases: tuple[str, ...] = ("prefill", "decode", "overall")
+    phases: tuple[str, ...] = ALL_PHASES
+
+
+def applies(template: Template, scope: str, phase: str | None) -> bool:
+    """Seed §5 "适用阶段": may ``template`` be recommended in ``scope``?
+
+    A phase scope (``prefill`` / ``decode``) takes the templates that list it. The ``overall`` scope takes
+    those that list ``overall`` and, when it is read as its dominant phase (seed §1), that phase too.
+    """
+    if scope != "overall":
+        return scope in template.phases
+    return "overall" in template.phases and (phase is None or phase in template.phases)
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,8 @@ class Recommendation:
     risk: str
     needs_version_confirmation: bool
     hypotheses: tuple[str, ...]
+    #: the template's applicable phases (seed §5 "适用阶段"): prefill / decode / overall
+    phases: tuple[str, ...] = ALL_PHASES
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (stable keys)."""
@@ -69,7 +84,7 @@ class Recommendation:
             "validation": self.validation, "risk": self.risk,
             "needs_version_confirmation": self.needs_version_confirmation,
             "version_note": VERSION_NOTE if self.needs_version_confirmation else "",
-            "hypotheses": list(self.hypotheses),
+            "hypotheses": list(self.hypotheses), "applicable_phases": list(self.phases),
         }
 
 
@@ -146,14 +161,21 @@ BY_HYPOTHESIS: dict[str, tuple[str, ...]] = {
 GENERIC_RECOMMENDATION = "collect.confirm-on-site"
 
 
-def recommend(scope: str, verdict: Verdict, hypotheses: tuple[Hypothesis, ...], ind: IndicatorSet) -> tuple[Recommendation, ...]:
-    """Recommendations for one scope, sorted by priority score (highest first)."""
+def recommend(scope: str, verdict: Verdict, hypotheses: tuple[Hypothesis, ...], ind: IndicatorSet,
+              phase: str | None = None) -> tuple[Recommendation, ...]:
+    """Recommendations for one scope, sorted by priority score (highest first).
+
+    ``phase``: the phase the scope is read as (the dominant phase for ``overall``; None when unknown); a
+    template is offered only where :func:`applies` (its applicable phases).
+    """
     out: dict[str, Recommendation] = {}
     for h in hypotheses:
         cand = verdict.candidate(h.kind)
         score = cand.score if cand else 0.0
         for rid in BY_HYPOTHESIS.get(h.id, (GENERIC_RECOMMENDATION,)):
             t = TEMPLATES[rid]
+            if not applies(t, scope, phase):
+                continue
             if rid in out:
                 prev = out[rid]
                 out[rid] = Recommendation(**{**prev.__dict__, "hypotheses": (*prev.hypotheses, h.id)})
@@ -163,5 +185,5 @@ def recommend(scope: str, verdict: Verdict, hypotheses: tuple[Hypothesis, ...], 
                 id=rid, title=t.title, kind=h.kind, scopes=(scope,), priority=t.priority,
                 priority_score=priority_score(t.priority, score, gain.estimate_pct if gain else None),
                 basis=h.triggers, actions=t.actions, gain=gain, validation=t.validation, risk=t.risk,
-                needs_version_confirmation=t.needs_version_confirmation, hypotheses=(h.id,))
+                needs_version_confirmation=t.needs_version_confirmation, hypotheses=(h.id,), phases=t.phases)
     return tuple(sorted(out.values(), key=lambda r: -r.priority_score))

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from analyzer import confidence
+
 #: time-breakdown segments: (label, colour); values come from the scope's indicators (µs).
 SEGMENTS: tuple[tuple[str, str], ...] = (
     ("compute", "#4f7cff"), ("exposed communication", "#f2994a"), ("other device work", "#9b59b6"),
@@ -153,6 +155,9 @@ def to_markdown(analysis: Any) -> str:
         for name, sc in r["scopes"].items():
             out += _scope_md(name, sc)
     out += ["## Warnings", ""] + ([f"- {w}" for w in d["warnings"]] or ["none"])
+    steps = confidence.markdown_lines(d["ranks"][0]["how_to_raise_confidence"]) if d["ranks"] else []
+    out += ["", f"### How to raise confidence (seed §8, rank {d['ranks'][0]['rank']}, best value first)", "", *steps] \
+        if steps else []
     out += ["", "## Thresholds in effect", ""]
     out.append(_md_table(["id", "value", "relation", "unit", "source", "rationale"],
                          [[k, t["value"], t["relation"], t["unit"], t["source"], t["rationale"]]
@@ -276,6 +281,11 @@ def to_html(analysis: Any) -> str:
         for name, sc in r["scopes"].items():
             parts.append(_scope_html(name, sc, trigger))
     parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li class='warn'>{html.escape(w)}</li>" for w in d["warnings"]) + "</ul>")
+    steps = [s for s in (d["ranks"][0]["how_to_raise_confidence"] if d["ranks"] else []) if s["applies"]]
+    if steps:
+        parts.append("<h3>How to raise confidence (seed §8, best value first)</h3><ol>" + "".join(
+            f"<li value='{s['rank']}'>{html.escape(s['action'])} — {html.escape(s['settles'])} "
+            f"({html.escape(s['reason'])})</li>" for s in steps) + "</ol>")
     parts.append("<h2>Thresholds in effect</h2>" + _h_table(
         ["id", "value", "relation", "unit", "source", "rationale"],
         [[k, t["value"], t["relation"], t["unit"], t["source"], t["rationale"]] for k, t in d["thresholds"].items()]))

@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from estimator import pipeline_split
+
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, ModelConfig
 
@@ -160,11 +162,10 @@ def num_virtual_stages(cfg: EstimatorConfig) -> int:
 
 
 def layers_per_virtual_stage(cfg: EstimatorConfig) -> list[int]:
-    """Transformer layers of each virtual stage: ``layers_per_stage`` or an even split."""
-    if cfg.parallel.layers_per_stage is not None:
-        return list(cfg.parallel.layers_per_stage)
-    n = num_virtual_stages(cfg)
-    return [cfg.model.num_layers // n] * n
+    """Decoder layers of each virtual stage: the stated uneven split (``estimator.pipeline_split``:
+    ``layers_per_stage``, Megatron's layout string, first/last-stage counts, embedding/loss
+    accounting) or an even split."""
+    return pipeline_split.decoder_layers_per_virtual_stage(cfg.parallel, cfg.model.num_layers)
 
 
 def virtual_stage_position(cfg: EstimatorConfig, v: int) -> tuple[int, int]:
@@ -201,9 +202,14 @@ class StageLayout:
     def has_head(self) -> bool:
         return self.head_chunk is not None
 
+    def mtp_chunk(self, num_layers: int) -> int | None:
+        """Chunk holding the MTP layers (indices ≥ ``num_layers``), or None."""
+        return next((c for c, layers in enumerate(self.chunks) if any(i >= num_layers for i in layers)), None)
+
 
 def stage_layouts(cfg: EstimatorConfig) -> list[StageLayout]:
-    """The partition: embedding on the first virtual stage, output head and MTP layers on the last."""
+    """The partition: embedding on the first virtual stage, output head on the last, MTP layers on the
+    last unless Megatron's layout string puts its ``m`` elsewhere (``pipeline_split.mtp_virtual_stage``)."""
     p, vp = cfg.parallel.pp, cfg.parallel.vpp
     counts = layers_per_virtual_stage(cfg)
     chunks: list[list[list[int]]] = [[[] for _ in range(vp)] for _ in range(p)]
@@ -215,7 +221,8 @@ def stage_layouts(cfg: EstimatorConfig) -> list[StageLayout]:
     first_stage, first_chunk = virtual_stage_position(cfg, 0)
     last_stage, last_chunk = virtual_stage_position(cfg, len(counts) - 1)
     mtp = range(cfg.model.num_layers, cfg.model.num_layers + cfg.model.mtp_layers)
-    chunks[last_stage][last_chunk].extend(mtp)
+    mtp_stage, mtp_chunk = virtual_stage_position(cfg, pipeline_split.mtp_virtual_stage(cfg.parallel))
+    chunks[mtp_stage][mtp_chunk].extend(mtp)
     return [
         StageLayout(
             stage=s,

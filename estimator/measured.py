@@ -56,7 +56,7 @@ _KORTHIKANTI_SCORES = (
 )
 
 
-def _mcore_moe_facts(test: str, commit: str, layout: list[int] | None = None) -> dict[str, tuple[Any, str]]:
+def _mcore_moe_facts(test: str, commit: str, layout: str | None = None) -> dict[str, tuple[Any, str]]:
     """Facts of one Megatron-LM CI MoE proxy test read from its ``model_config.yaml``."""
     src = _MCORE_MOE_CONFIG.format(commit, test)
     facts: dict[str, tuple[Any, str]] = {
@@ -65,9 +65,9 @@ def _mcore_moe_facts(test: str, commit: str, layout: list[int] | None = None) ->
     }
     if layout is not None:
         facts["parallel.overlap_moe_expert_parallel_comm"] = (True, f"{src}: --overlap-moe-expert-parallel-comm")
-        facts["parallel.layers_per_stage"] = (
+        facts["parallel.pipeline_layout"] = (
             layout,
-            f"{src}: --pipeline-model-parallel-layout 'Et*3|(tt|)*6tmL' = 8 virtual stages of "
+            f"{src}: --pipeline-model-parallel-layout '{layout}' = 8 virtual stages of "
             "3, 2, 2, 2, 2, 2, 2, 1 decoder layers (E embedding, m MTP, L loss on the last)",
         )
     return facts
@@ -101,7 +101,7 @@ SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
         "gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8", "16d85528bc"
     ),
     ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental"): _mcore_moe_facts(
-        "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental", "18e953661e", layout=[3, 2, 2, 2, 2, 2, 2, 1]
+        "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental", "18e953661e", layout="Et*3|(tt|)*6tmL"
     ),
 }
 

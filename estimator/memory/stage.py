@@ -180,7 +180,7 @@ def mtp_embedding_on_stage(cfg: EstimatorConfig, layout: StageLayout) -> bool:
     micro-batch are then counted on that stage too.
     """
     return (
-        layout.has_head
+        layout.mtp_chunk(cfg.model.num_layers) is not None
         and not layout.has_embedding
         and cfg.model.mtp_layers > 0
         and profile_of(cfg).mtp_stage_holds_embedding
@@ -213,8 +213,8 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
             head_act, head_comm = head_dynamic_bytes(cfg, mu)
             activations += head_act
             comm += head_comm
-            if mtp_embedding_on_stage(cfg, layout):
-                activations += act.embedding_activation_bytes(cfg) * mu
+        if layout.mtp_chunk(cfg.model.num_layers) == chunk and mtp_embedding_on_stage(cfg, layout):
+            activations += act.embedding_activation_bytes(cfg) * mu
     extra = StaticBytes()
     if layout.has_embedding or mtp_embedding_on_stage(cfg, layout):
         extra = extra + embedding_static(cfg)

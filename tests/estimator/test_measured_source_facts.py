@@ -15,6 +15,7 @@ import pytest
 import estimator
 from estimator import presets
 from estimator.measured import SOURCE_FACTS, config_from_measured_row, source_facts
+from estimator.pipeline_split import parse_layout
 
 #: synthetic measured row (toy dims, not a measurement); source_id / model_name set per test
 SYNTHETIC_ROW = {
@@ -77,8 +78,9 @@ def test_megatron_moe_ci_dropout_facts(test: str) -> None:
 def test_selective_recompute_layout_fact() -> None:
     """'Et*3|(tt|)*6tmL' = 8 virtual stages of 3, 2 × 6, 1 layers (16) and the extra warm-up flag."""
     facts = SOURCE_FACTS[("megatron_ci", MOE_TESTS[2])]
-    assert facts["parallel.layers_per_stage"][0] == [3, 2, 2, 2, 2, 2, 2, 1]
-    assert sum(facts["parallel.layers_per_stage"][0]) == 16
+    layout = facts["parallel.pipeline_layout"][0]
+    assert layout == "Et*3|(tt|)*6tmL"
+    assert [s.decoder_layers for s in parse_layout(layout)] == [3, 2, 2, 2, 2, 2, 2, 1]
     assert facts["parallel.overlap_moe_expert_parallel_comm"][0] is True
 
 

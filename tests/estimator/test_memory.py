@@ -151,7 +151,17 @@ def test_sapp_nd_grads_only_with_pipeline() -> None:
 def test_peak_over_device_memory_warns() -> None:
     cfg = estimator.load_config(synthetic_run(train={"seq_length": 131072, "micro_batch_size": 64}))
     report = estimator.estimate_memory(cfg)
-    assert not report.fits and report.warnings
+    # H100 SXM5 80GB datasheet: 80 GiB = 81920 MiB; the warning names the peak, the capacity and the device
+    assert report.hbm_mb == 81920.0 and report.peak_mb > 81920.0 and not report.fits
+    assert report.warnings == (f"peak {report.peak_mb:.0f} MiB exceeds device memory 81920 MiB (h100-80g)",)
+    # the same run on a device just above its peak fits and says nothing; just below, it warns again
+    above_gib = (report.peak_mb + 1.0) / 1024.0
+    for gib, fits in ((above_gib, True), (above_gib - 2.0 / 1024.0, False)):
+        run = synthetic_run(train={"seq_length": 131072, "micro_batch_size": 64},
+                            hardware={"preset": "h100-80g", "hbm_gib": gib})
+        other = estimator.estimate_memory(estimator.load_config(run))
+        assert other.peak_mb == pytest.approx(report.peak_mb, rel=1e-12)
+        assert other.fits is fits and bool(other.warnings) is not fits
 
 
 def test_toy_fsdp2_everything_sharded() -> None:

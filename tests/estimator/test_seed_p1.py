@@ -55,14 +55,23 @@ def test_P1_04_overhead_tp2_is_1338() -> None:
 
 
 def test_P1_05_no_extra_terms() -> None:
-    for label in ("A", "D"):
-        report = _mem(label, safety_buffer_mb=0, tp_shardable_overhead_mb=0)
-        for s in report.stages:
-            c = s.components
-            assert c["safety_buffer"] == 0 and c["tp_shardable_overhead"] == 0
-            assert s.dynamic_mb == pytest.approx(
-                c["activations"] + c["comm_buffers"] + c["backward_overhead"] + c["other"]
-            )
+    """Both terms 0: the dynamic part holds activations, comm buffers and backward overhead only."""
+    physical = ("activations", "comm_buffers", "backward_overhead")
+    for label, tp in (("A", 1), ("D", 2)):
+        zero = _mem(label, safety_buffer_mb=0, tp_shardable_overhead_mb=0)
+        both = _mem(label, safety_buffer_mb=1024, tp_shardable_overhead_mb=2676)
+        for z, b in zip(zero.stages, both.stages, strict=True):
+            c = z.components
+            assert set(c) == {"params", "optimizer_states", "grads", *physical, "safety_buffer",
+                              "tp_shardable_overhead", "other"}
+            # nothing extra hides anywhere: the buffer, the overhead and the FSDP2-only term are all zero
+            assert c["safety_buffer"] == 0 and c["tp_shardable_overhead"] == 0 and c["other"] == 0
+            assert z.dynamic_mb == pytest.approx(sum(c[k] for k in physical), rel=1e-12)
+            # and the physical parts do not depend on the two options
+            assert all(c[k] == b.components[k] for k in physical)
+            # second formulation: the defaults add exactly 1024/tp + 2676/tp (seed §4.1.1-§4.1.2) per stage
+            assert b.total_mb - z.total_mb == pytest.approx((1024 + 2676) / tp, abs=1e-9)
+            assert z.dynamic_mb > 0
 
 
 def test_P1_06_safety_3072_tp1() -> None:

@@ -55,7 +55,16 @@ def test_pearson_constant_input_fails_clearly() -> None:
 def test_pearson_computed_with_ci_and_recorded_fact_with_p_value() -> None:
     table = [{"x": float(i), "y": 2.0 * i + (i % 2)} for i in range(8)]
     res = check({"type": "pearson_r_gt", "x": "x", "y": "y", "min": 0.5}, table)
-    assert res.passed and res.stats["n"] == 8 and res.stats["ci95"][0] < res.observed < res.stats["ci95"][1]
+    # by hand: x̄ = 3.5, ȳ = 7.5 (y = 0 3 4 7 8 11 12 15); Sxx = 42, Syy = 178, Sxy = 86
+    r = 86 / math.sqrt(42 * 178)  # 0.99464; Spearman's rho here is exactly 1 (y is monotonic in x)
+    assert res.passed and res.stats["n"] == 8 and res.observed == pytest.approx(r, rel=1e-12)
+    # 95 % interval by Fisher's z: tanh(atanh r ± 1.959964 / sqrt(n − 3))
+    z, half = math.atanh(r), 1.959964 / math.sqrt(8 - 3)
+    assert res.stats["ci95"] == pytest.approx([math.tanh(z - half), math.tanh(z + half)], abs=1e-8)
+    assert res.margin == pytest.approx(r - 0.5, rel=1e-12)
+    # the gate sits between r and 1: a rank correlation in its place would pass min 0.995
+    assert not check({"type": "pearson_r_gt", "x": "x", "y": "y", "min": 0.995}, table).passed
+    assert check({"type": "pearson_r_gt", "x": "x", "y": "y", "min": 0.994}, table).passed
     rec = check({"type": "pearson_r_gt", "recorded": "r", "n": 6, "min": 0.5, "where": {"c": "PP_WAIT"}},
                 [{"c": "PP_WAIT", "r": -0.197}, {"c": "COMP", "r": 0.999}])
     assert not rec.passed and rec.observed == pytest.approx(-0.197)

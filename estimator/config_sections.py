@@ -1,0 +1,273 @@
+"""Sections of the estimator configuration (spec §3, §5): model, train, parallel, recompute,
+precision, options. Each is a frozen pydantic model that rejects unknown fields; ``EstimatorConfig``
+(``estimator.config``) puts them together and checks the cross-field rules.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from estimator.errors import did_you_mean
+
+RecomputeMode = Literal["none", "selective", "full"]
+#: selective-recompute modules understood by the activation model (Megatron names)
+RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "layernorm", "mlp", "moe", "moe_act", "shared_experts")
+#: names of the time parts, the only keys allowed in ``options.part_coefficients``
+PERF_PART_NAMES = (
+    "FW_COMPUTE", "BW_COMPUTE", "RECOMPUTE", "DP_COMM", "MP_COMM", "EP_COMM", "CP_COMM", "PP_COMM", "BUBBLE",
+)
+
+
+def config_rule(field: str, rule: str) -> PydanticCustomError:
+    """A validation error that carries its dotted field name (read back by ``load_config``)."""
+    return PydanticCustomError("config_rule", "{rule}", {"field": field, "rule": rule})
+
+
+class StrictSection(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(StrictSection):
+    """Model dimensions (spec §3 ``model``). ``assumed`` maps field -> reason for assumed values."""
+
+    name: str = "model"
+    num_layers: int = Field(ge=1)
+    num_dense_layers: int = Field(default=0, ge=0)
+    hidden_size: int = Field(ge=1)
+    ffn_hidden_size: int | None = Field(default=None, ge=1)
+    num_attention_heads: int = Field(ge=1)
+    num_kv_heads: int | None = Field(default=None, ge=1)
+    head_dim: int | None = Field(default=None, ge=1)
+    attention: Literal["mha", "gqa", "mla"] = "mha"
+    q_lora_rank: int | None = Field(default=None, ge=1)
+    kv_lora_rank: int | None = Field(default=None, ge=1)
+    qk_head_dim: int | None = Field(default=None, ge=1)
+    qk_rope_head_dim: int | None = Field(default=None, ge=0)
+    v_head_dim: int | None = Field(default=None, ge=1)
+    num_experts: int = Field(default=0, ge=0)
+    moe_topk: int = Field(default=1, ge=1)
+    num_shared_experts: int = Field(default=0, ge=0)
+    moe_ffn_hidden_size: int | None = Field(default=None, ge=1)
+    shared_expert_ffn_hidden_size: int | None = Field(
+        default=None, ge=1, description="TOTAL shared-expert width (default num_shared_experts·moe_ffn)"
+    )
+    mtp_layers: int = Field(default=0, ge=0)
+    vocab_size: int = Field(ge=1)
+    padded_vocab_size: int | None = Field(default=None, ge=1)
+    tied_embeddings: bool = False
+    activation: Literal["swiglu", "gelu", "squared_relu"] = "swiglu"
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    position_embedding: Literal["rope", "learned"] = "rope"
+    assumed: dict[str, str] = Field(default_factory=dict, description="field -> why the value is assumed")
+    source_facts: dict[str, str] = Field(
+        default_factory=dict,
+        description="config path -> citation, for values taken from a source's published configuration "
+        "(estimator.measured.SOURCE_FACTS) rather than from a data cell",
+    )
+
+    @property
+    def is_moe(self) -> bool:
+        """A MoE model has more than one routed expert (spec: num_experts ≤ 1 is dense)."""
+        return self.num_experts > 1
+
+    @property
+    def kv_heads(self) -> int:
+        """KV heads g (= query heads for MHA)."""
+        return self.num_kv_heads or self.num_attention_heads
+
+    @property
+    def head_size(self) -> int:
+        """Per-head dim d (default h/a)."""
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def vocab(self) -> int:
+        """Vocabulary as laid out in memory (padded when given)."""
+        return self.padded_vocab_size or self.vocab_size
+
+    @property
+    def dense_ffn(self) -> int:
+        """Dense MLP width F (default 4h)."""
+        return self.ffn_hidden_size or 4 * self.hidden_size
+
+    @property
+    def expert_ffn(self) -> int:
+        """Routed-expert width F_e (default F)."""
+        return self.moe_ffn_hidden_size or self.dense_ffn
+
+    @property
+    def shared_ffn_total(self) -> int:
+        """Total shared-expert width F_s (0 without shared experts)."""
+        if self.num_shared_experts == 0:
+            return 0
+        return self.shared_expert_ffn_hidden_size or self.num_shared_experts * self.expert_ffn
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelConfig:
+        if self.num_dense_layers > self.num_layers:
+            raise config_rule("model.num_dense_layers", "must not exceed model.num_layers")
+        if self.kv_heads > self.num_attention_heads or self.num_attention_heads % self.kv_heads:
+            raise config_rule("model.num_kv_heads", "must divide model.num_attention_heads")
+        if self.attention == "mla":
+            for name in ("kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"):
+                if getattr(self, name) is None:
+                    raise config_rule(f"model.{name}", "is required when model.attention is 'mla'")
+        if self.padded_vocab_size is not None and self.padded_vocab_size < self.vocab_size:
+            raise config_rule("model.padded_vocab_size", "must be ≥ model.vocab_size")
+        if self.is_moe and self.moe_topk > self.num_experts:
+            raise config_rule("model.moe_topk", "must not exceed model.num_experts")
+        return self
+
+
+class TrainConfig(StrictSection):
+    """Run shape (spec §3 ``train``): give ``num_micro_batches`` or ``global_batch_size``."""
+
+    seq_length: int = Field(ge=1)
+    micro_batch_size: int = Field(default=1, ge=1)
+    num_micro_batches: int | None = Field(default=None, ge=1)
+    global_batch_size: int | None = Field(default=None, ge=1)
+    flash_attention: bool = True
+    #: attention-probability dropout rate; None = not stated: keep Korthikanti's dropout mask and
+    #: dropout output per score (Korthikanti et al. 2022 Table 2). 0 = no dropout: ``torch`` dropout
+    #: with p = 0 returns its input, so no mask and no second copy are kept.
+    attention_dropout: float | None = Field(default=None, ge=0, lt=1)
+    #: hidden (residual) dropout rate; None = not stated: keep Korthikanti's 1-byte masks (attention
+    #: output and MLP output); 0 = no dropout, no masks.
+    hidden_dropout: float | None = Field(default=None, ge=0, lt=1)
+
+
+class ParallelConfig(StrictSection):
+    """Parallel strategy (spec §3 ``parallel``)."""
+
+    tp: int = Field(default=1, ge=1)
+    pp: int = Field(default=1, ge=1)
+    vpp: int = Field(default=1, ge=1)
+    dp: int = Field(default=1, ge=1)
+    cp: int = Field(default=1, ge=1)
+    ep: int = Field(default=1, ge=1)
+    etp: int | None = Field(default=None, ge=1)
+    sequence_parallel: bool = False
+    #: Megatron ``--cp-comm-type``: ``p2p`` = ring attention (K/V blocks passed round the CP ring),
+    #: ``a2a`` = Ulysses all-to-all (heads scattered, sequence gathered); perf model only
+    cp_comm_type: Literal["p2p", "a2a"] = "p2p"
+    schedule: Literal["1f1b", "interleaved", "zero_bubble_v", "gpipe"] = "1f1b"
+    #: uneven pipeline splits (``estimator.pipeline_split``; at most one of these four families):
+    #: decoder layers per virtual stage (pp·vpp entries)
+    layers_per_stage: list[int] | None = None
+    #: Megatron ``--pipeline-model-parallel-layout``, e.g. ``"Et*3|(tt|)*29,m|L"``
+    pipeline_layout: str | None = None
+    #: Megatron ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers``
+    decoder_first_pipeline_num_layers: int | None = Field(default=None, ge=0)
+    decoder_last_pipeline_num_layers: int | None = Field(default=None, ge=0)
+    #: Megatron ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``
+    account_for_embedding_in_pipeline_split: bool = False
+    account_for_loss_in_pipeline_split: bool = False
+    distributed_optimizer: bool = True
+    optimizer_shard_size: int | None = Field(default=None, ge=1)
+    grad_sharding: bool = False
+    expert_zero3_sharding: bool = True
+    #: Megatron ``--overlap-moe-expert-parallel-comm``: the interleaved schedule runs one extra
+    #: warm-up forward (``get_pp_rank_microbatches``), so one more micro-batch is in flight
+    overlap_moe_expert_parallel_comm: bool = False
+
+    @property
+    def world_size(self) -> int:
+        """dp·tp·pp·cp (EP and ETP live inside it)."""
+        return self.dp * self.tp * self.pp * self.cp
+
+
+class RecomputeConfig(StrictSection):
+    """Activation recomputation: one ``mode`` for all stages, or ``per_stage`` (length pp)."""
+
+    mode: RecomputeMode = "none"
+    per_stage: list[RecomputeMode] | None = None
+    modules: list[str] = Field(default_factory=list)
+
+    @field_validator("modules")
+    @classmethod
+    def _known_modules(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if name not in RECOMPUTE_MODULES:
+                hint = did_you_mean(name, RECOMPUTE_MODULES)
+                raise config_rule(
+                    "recompute.modules",
+                    f"unknown module {name!r}; known: {', '.join(RECOMPUTE_MODULES)}" + (f" ({hint})" if hint else "")
+                    + "; a valid example: modules: [core_attn, mlp]",
+                )
+        return value
+
+
+class PrecisionConfig(StrictSection):
+    """Byte widths by dtype; None = the profile's convention (spec §4)."""
+
+    params: Literal["fp32", "bf16", "fp16", "fp8"] | None = None
+    compute: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
+    grads: Literal["fp32", "bf16", "fp16"] | None = None
+    optimizer_states: Literal["fp32", "bf16", "fp16"] | None = None
+    #: linear layers run in FP8 through Transformer Engine (Megatron ``--fp8-format``); the
+    #: ``megatron`` profile then counts TE's cached FP8 weight copies (``memory.static``)
+    fp8_linear: bool = False
+
+
+class OptionsConfig(StrictSection):
+    """The seed's fixes as options (spec §5) and the time model's knobs.
+
+    Defaults are the seed's (= ``presets.fixed()``), except ``tp_shardable_overhead_mb`` whose
+    None means the profile's default (2676 under ``sapp-nd``, 0 otherwise; spec §5).
+    """
+
+    safety_buffer_mb: float = Field(default=1024.0, ge=0, description="P1: safety buffer (MiB), /tp when scaled")
+    tp_scaled_buffers: bool = Field(default=True, description="P1: false keeps the safety buffer flat")
+    tp_shardable_overhead_mb: float | None = Field(
+        default=None, ge=0, description="P1: runtime overhead (MiB) /tp; None = profile default"
+    )
+    ep_bubble_overlap_ratio: float = Field(default=1.0, ge=0, le=1, description="P3: EP comm hidden in bubble")
+    ep_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="P4: overlap of EP comm time")
+    convert_ep_comm_to_time: bool = Field(default=True, description="P4: EP bytes -> seconds")
+    dp_comm_zero_hack: bool = Field(default=False, description="P3/P4: reference's comm[DP] = 0")
+    tp_comm_half_hack: bool = Field(default=False, description="P3/P4: reference's comm[TP] /= 2")
+    perf_mode: Literal["time", "score"] = "time"
+    compute_efficiency: float = Field(
+        default=1.0, gt=0, le=1,
+        description="derating of the compute passes: time / eff (raw peak model: achieved share of peak FLOP/s)",
+    )
+    operator_roofline: bool = Field(
+        default=True,
+        description="price each operator on the hardware's sourced efficiencies (estimator.perf.roofline); "
+                    "off: GEMM FLOPs at raw peak (legacy())",
+    )
+    host_launch_overhead: bool = Field(
+        default=True,
+        description="stage pass time ≥ host kernel-launch time (kernels × profile per-launch cost); off in legacy()",
+    )
+    host_launch_cost_us: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False,
+        description="host µs per launched kernel; None = the profile's sourced value (estimator.profiles); "
+                    "set it from a profile of your own run (analyzer indicator host_us_per_launch)",
+    )
+    dp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of DP comm hidden by compute")
+    tp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of TP comm hidden by compute")
+    cp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of CP comm hidden by compute")
+    part_coefficients: dict[str, float] | None = Field(
+        default=None, description="optional per-part multipliers (calibration), keys = PerfParts names"
+    )
+    ep_tokens_per_expert: list[float] | None = Field(
+        default=None, description="routed tokens per expert (any scale, length num_experts); None = balanced"
+    )
+
+    @field_validator("part_coefficients")
+    @classmethod
+    def _known_parts(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        for key, coef in (value or {}).items():
+            if key not in PERF_PART_NAMES:
+                hint = did_you_mean(key, PERF_PART_NAMES)
+                raise config_rule(
+                    f"options.part_coefficients.{key}",
+                    f"unknown part; known: {', '.join(PERF_PART_NAMES)}" + (f" ({hint})" if hint else ""),
+                )
+            if coef < 0:
+                raise config_rule(f"options.part_coefficients.{key}", "must be ≥ 0")
+        return value

@@ -1,0 +1,121 @@
+"""YAML side of configuration loading: safe reading with a line index, ``model: {ref: ...}``
+includes, and ``a.b=c`` overrides. Every failure is a ``ConfigError`` naming file and field.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from estimator.errors import ConfigError
+
+#: where ``model: {ref: models/x.yaml}`` is looked up when not found beside the YAML file
+BUNDLED_CASES_DIR = Path(__file__).resolve().parent.parent / "validation_cases"
+
+
+def line_for(field: str, lines: dict[str, int]) -> int | None:
+    """Line of ``field`` or of its closest parent present in the YAML."""
+    parts = field.split(".")
+    while parts:
+        key = ".".join(parts)
+        if key in lines:
+            return lines[key]
+        parts.pop()
+    return None
+
+
+def read_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """Mapping and a ``dotted.key -> line`` index of a YAML file (safe loader)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("<file>", f"cannot read: {exc.strerror}", file=str(path)) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(
+            "<yaml>", f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
+            line=mark.line + 1 if mark else None,
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError("<yaml>", "top level must be a mapping", file=str(path))
+    lines: dict[str, int] = {}
+    _index_lines(node, "", lines)
+    return data, lines
+
+
+def _index_lines(node: Any, prefix: str, out: dict[str, int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+            out[key] = key_node.start_mark.line + 1
+            _index_lines(value_node, key, out)
+
+
+@dataclass(frozen=True)
+class RefSource:
+    """Where the fields of a referenced model file came from (for error locations)."""
+
+    file: str
+    lines: dict[str, int]  # "model.<key>" -> line in the referenced file
+    keys: frozenset[str]  # model keys taken from the file (not overridden beside ``ref``)
+
+
+def resolve_model_ref(data: dict[str, Any], base_dir: Path) -> tuple[dict[str, Any], RefSource | None]:
+    """Replace ``model: {ref: path, ...}`` by the referenced model merged with the keys beside ``ref``."""
+    model = data.get("model")
+    if not isinstance(model, dict) or "ref" not in model:
+        return data, None
+    ref = str(model["ref"])
+    candidates = [base_dir / ref, BUNDLED_CASES_DIR / ref]
+    path = next((c for c in candidates if c.is_file()), None)
+    if path is None:
+        raise ConfigError("model.ref", f"model file {ref!r} not found (looked in {base_dir} and {BUNDLED_CASES_DIR})")
+    loaded, ref_lines = read_yaml(path)
+    nested = "model" in loaded
+    loaded = loaded["model"] if nested else loaded
+    if not nested:
+        ref_lines = {f"model.{k}": v for k, v in ref_lines.items()}
+    local = {k: v for k, v in model.items() if k != "ref"}
+    source = RefSource(str(path), ref_lines, frozenset(k for k in loaded if k not in local))
+    return {**data, "model": {**loaded, **local}}, source
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``"parallel.tp=2"`` -> ``("parallel.tp", 2)``; the value is parsed as a YAML scalar."""
+    if "=" not in text:
+        raise ConfigError(text, "override must look like key.path=value")
+    key, raw = text.split("=", 1)
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any] | list[str]) -> dict[str, Any]:
+    """A copy of ``data`` with dotted-key overrides applied (intermediate mappings created)."""
+    pairs = [parse_override(o) for o in overrides] if isinstance(overrides, list) else list(overrides.items())
+    out = copy.deepcopy(data)
+    for key, value in pairs:
+        parts = key.split(".")
+        node = out
+        for part in parts[:-1]:
+            child = node.get(part)
+            if isinstance(child, str) and part == "hardware":
+                child = {"preset": child}
+            if child is None:
+                child = {}
+            if not isinstance(child, dict):
+                raise ConfigError(key, f"cannot set a key inside {part!r}, which is not a mapping")
+            node[part] = child
+            node = child
+        node[parts[-1]] = value
+    return out
