@@ -114,3 +114,14 @@ def test_selective_recompute_reruns_only_the_listed_modules() -> None:
     assert all(0 < s.recompute < f.recompute for s, f in zip(sel, full, strict=True))
     layouts = derive.stage_layouts(estimator.load_config(base))
     assert len(layouts) == len(sel)
+
+
+def test_class_names_are_the_analyzer_kernel_classes_and_the_text_report_shows_them() -> None:
+    from analyzer.kernel_classes import KERNEL_CLASSES
+    from estimator.perf.report import format_perf_table
+
+    assert set(operators.OP_CLASSES) - {"optimizer"} <= set(KERNEL_CLASSES)
+    report = estimator.estimate_perf(estimator.load_config(_run()))
+    text = format_perf_table(report)
+    assert "operator classes" in text and all(c in text for c in operators.OP_CLASSES)
+    assert report.to_dict()["stages"][0]["by_class"] == report.stages[0].by_class
