@@ -27,7 +27,7 @@ import estimator
 from estimator import calibrate
 from estimator.measured import config_from_measured_row
 from harness import paths
-from harness.kinds.estimator import measured_host_launch_cost
+from harness.kinds.estimator.host_cost import measured_host_launch_cost
 
 HOST_TRACE = "kineto/hta-trace-diff/control.json.gz"
 

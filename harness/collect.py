@@ -22,7 +22,7 @@ from harness.assertions import AssertionUsageError, EvalContext
 from harness.cases import LoadedCase, Point, load_case_file
 from harness.kinds import KINDS, KindError, RunContext
 from harness.results import AssertionResult, RunResult, to_builtin
-from harness.yamlsrc import CaseError
+from ndcore.yamlsrc import CaseError
 
 PAYLOAD_KEY = "ndval.record"
 RECORD_VERSION = 1

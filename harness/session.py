@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from harness import atomic, golden
+from harness import golden
 from harness.cases import iter_case_files, load_case_file
 from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, record_of
 from harness.summary import build_summary
-from harness.yamlsrc import CaseError
+from ndcore import atomic
+from ndcore.yamlsrc import CaseError
 
 
 class NdvalSession:

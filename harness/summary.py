@@ -7,7 +7,6 @@ summary apart from ``duration_s``, ``run`` timings and worker ids.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import platform
 import re
@@ -107,7 +106,3 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in summary.items() if k not in ("run", "provenance")}
     out["cases"] = [{k: v for k, v in c.items() if k not in ("duration_s", "worker")} for c in summary["cases"]]
     return out
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -25,12 +25,12 @@ from estimator.memory.static import (
 )
 from estimator.params import layer_params
 from estimator.profiles import profile_of, resolved_bytes, tp_shardable_overhead_mb
+from ndcore.units import BYTES_PER_MIB
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, RecomputeMode
     from estimator.derive import StageLayout
 
-MIB = 1024 * 1024
 
 #: memory component names, in report order (spec §2)
 COMPONENTS = (
@@ -229,15 +229,15 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
         safety = opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1)
         overhead = tp_shardable_overhead_mb(cfg) / p.tp
     components = {
-        "params": totals.params / MIB,
-        "optimizer_states": totals.optimizer_states / MIB,
-        "grads": totals.grads / MIB,
-        "activations": activations / MIB,
-        "comm_buffers": comm / MIB,
-        "backward_overhead": bwd / MIB,
+        "params": totals.params / BYTES_PER_MIB,
+        "optimizer_states": totals.optimizer_states / BYTES_PER_MIB,
+        "grads": totals.grads / BYTES_PER_MIB,
+        "activations": activations / BYTES_PER_MIB,
+        "comm_buffers": comm / BYTES_PER_MIB,
+        "backward_overhead": bwd / BYTES_PER_MIB,
         "safety_buffer": safety,
         "tp_shardable_overhead": overhead,
-        "other": _fsdp2_unsharded_bytes(cfg, layout) / MIB,
+        "other": _fsdp2_unsharded_bytes(cfg, layout) / BYTES_PER_MIB,
     }
     return StageMemory(
         stage=layout.stage,

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from harness.assertions.base import AssertionSpec, EvalContext, column, fmt, register_assertion, row_label
 from harness.results import AssertionResult, RunResult
+from ndcore import stats as ndstats
 
 
 class _RowWise(AssertionSpec):
@@ -152,7 +153,7 @@ class MapeLe(AssertionSpec):
                              observed=None, expected=f"<= {self.max:g}", margin=None, passed=False,
                              message="no row with a positive measurement and a finite estimate")
         errors = (est[ok] - meas[ok]) / meas[ok]
-        mape = float(np.mean(np.abs(errors)))
+        mape = ndstats.mape(est[ok], meas[ok])
         stats = {"n": int(ok.sum()), "mape": mape, "mean_signed_error": float(np.mean(errors)),
                  "median_signed_error": float(np.median(errors))}
         return self.make(self.id or self.type, target=f"MAPE {self.estimate} vs {self.measured}",
