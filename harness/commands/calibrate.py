@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     doc = overlay_from_fit(fit, args.profile, hw_name)
     _print_fit(fit, hw_name)
-    from harness.atomic import write_text
+    from ndcore.atomic import write_text
 
     write_text(Path(args.output), yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
     written = [k for k in doc["efficiency"] if k != "sources"]
