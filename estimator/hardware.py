@@ -10,7 +10,7 @@ bandwidth and ``latency_us`` a per-step latency; both are modelling assumptions 
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -22,7 +22,7 @@ Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
 class NetworkLevel(BaseModel):
     """One level of the network hierarchy (intra-node, then inter-node ...)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str
     max_devices: int | None = Field(default=None, ge=1, description="group size that fits; None = unbounded")
@@ -89,11 +89,11 @@ class HardwareSpec(BaseModel):
     step-time model prices compute at raw peak, no memory-bound operators) feeds the operator
     roofline (:mod:`estimator.perf.roofline`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str
     hbm_gib: float = Field(gt=0)
-    peak_tflops: dict[Dtype, float]
+    peak_tflops: dict[Dtype, Annotated[float, Field(gt=0)]]
     devices_per_node: int = Field(ge=1)
     levels: list[NetworkLevel] = Field(min_length=1)
     devices: int | None = Field(default=None, ge=1)

@@ -116,11 +116,16 @@ class LoadedFile:
 
 
 def find_cases_root(path: Path) -> Path:
-    """Nearest ancestor named ``validation_cases`` (else the repository's cases folder)."""
-    for parent in path.resolve().parents:
+    """The project's cases folder when ``path`` is inside it, else the nearest ancestor named
+    ``validation_cases``, else the project's cases folder."""
+    project_cases = paths.cases_dir()
+    resolved = path.resolve()
+    if project_cases in resolved.parents:
+        return project_cases
+    for parent in resolved.parents:
         if parent.name == "validation_cases":
             return parent
-    return paths.cases_dir()
+    return project_cases
 
 
 def today() -> dt.date:

@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from harness.project import ProjectConfigError
+
 #: subcommand -> (module implementing add_arguments/run, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("harness.commands.validate", "run every validation case, write reports and the sign-off"),
@@ -66,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(args._module)
     try:
         return int(module.run(args) or 0)
+    except ProjectConfigError as exc:  # the project's [tool.ndval] is unreadable: broken input
+        print(f"ndval {args.command}: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # output piped into `head` and friends: not an error of ours
         sys.stderr.close()
         return 0

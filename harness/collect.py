@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from tabulate import tabulate
 
-from harness import golden
+from harness import golden, paths
 from harness.assertions import AssertionUsageError, EvalContext
 from harness.cases import LoadedCase, Point, load_case_file
 from harness.kinds import KINDS, KindError, RunContext
@@ -261,5 +261,8 @@ OPTIONS_KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def golden_root_for(cases_root: Path) -> Path:
-    """``golden/`` beside the ``validation_cases/`` folder."""
+    """The project's golden folder for the project's cases; ``golden/`` beside any other cases folder."""
+    project = paths.project()
+    if cases_root.resolve() == project.cases:
+        return project.golden
     return cases_root.parent / "golden"
