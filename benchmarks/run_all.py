@@ -21,6 +21,7 @@ SCRIPTS: dict[str, list[str]] = {
     "bench_analyzer.py": ["--copies", "50"],
     "vtrain_accuracy.py": [],
     "step_time_accuracy.py": [],
+    "bench_serve_timeline.py": ["--requests", "100"],
 }
 
 
