@@ -149,7 +149,7 @@ class Entry:
                     more = f"; and {len(links) - 5} more" if len(links) > 5 else ""
                     raise PermissionError(f"{self.path}: refused — {len(links)} symbolic link(s) pointing outside "
                                           f"the dataset: {'; '.join(links[:5])}{more}")
-                self.dataset = analyzer.load_dataset(self.path, max_events=self.max_events, progress=False)
+                self.dataset = analyzer.load_dataset(self.path, max_events=self.max_events)
                 self.status = READY
             except Exception as exc:  # any failure is this dataset's own; the others are still served
                 self.status, self.error = FAILED, f"{type(exc).__name__}: {exc}"
