@@ -347,7 +347,7 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
                       f"{', '.join(host_thinned)} events it counts"]
     sb, sb_src = _step_breakdown(rank, fmt)
     warnings = screen_warnings + _boundary_warnings(plan, scopes, rank, graph) + graph_note
-    meta = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
+    meta: dict[str, Any] = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
     return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
                         capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt),

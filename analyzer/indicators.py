@@ -216,6 +216,10 @@ def compute_indicators(events: pd.DataFrame, scope: ScopeInput) -> IndicatorSet:
 
     # -- device busy / compute / communication (Overlap Analysis when present, else interval algebra)
     ov = scope.overlap
+    busy_us: float | None
+    compute_us: float | None
+    comm_us: float | None
+    exposed_us: float | None
     if ov is not None:
         busy_us = ov["Computing"] + ov["Communication(Not Overlapped)"]
         compute_us, comm_us, exposed_us = ov["Computing"], ov["Communication"], ov["Communication(Not Overlapped)"]
