@@ -10,14 +10,24 @@ field names, stable keys).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analyzer import breakdown, cluster, confidence, gains, phases, plausibility, recommend, rootcause
+from analyzer import (
+    breakdown,
+    cluster,
+    cluster_comm,
+    confidence,
+    gains,
+    phases,
+    plausibility,
+    recommend,
+    rootcause,
+)
 from analyzer.bottleneck import NONE, Verdict, locate
 from analyzer.dataset import Dataset, DroppedEvents, RankData
 from analyzer.indicators import (
@@ -238,7 +248,7 @@ def _scope_input(name: str, windows: tuple[tuple[float, float], ...], rank: Rank
     return ScopeInput(
         name=name, windows=windows, step_count=len(steps), step_source=plan.step_source, kernel_details=kd,
         kernel_reason=kreason, overlap=overlap, overlap_source=overlap_source,
-        gap_floor_us=th.v("idleGapFloorUs"), step_durs_us=tuple(s.dur_us for s in steps),
+        gap_floor_us=th.v("idleGapFloorUs"), step_durs_us=tuple(s.dur_us for s in steps), peak_tflops=th.v("peakTflops"),
         trace_truncated=not rank.device_complete and not rank.events.empty,
     )
 
@@ -285,6 +295,10 @@ def _boundary_warnings(plan: phases.PhasePlan, scopes: dict[str, ScopeResult], r
     if not ov["mac_ratio"].available:
         out.append(f"rank {rank.rank}: MAC/MTE2 utilisation unavailable ({ov['mac_ratio'].reason}); compute- vs "
                    "memory-bound can only be stated conditionally")
+    util = ov.value("matmul_flops_utilisation_pct")
+    if util is not None and util > 100.0:
+        out.append(f"rank {rank.rank}: matmul throughput {ov.value('matmul_tflops'):.1f} TFLOPS is {util:.0f} % of "
+                   "peakTflops: the peak is set for another chip or precision, or the kernel shapes were misread (seed §9)")
     if all(s.verdict.kind == NONE for s in scopes.values()):
         out.append(f"rank {rank.rank}: no scope reaches the trigger score — only closeness and missing evidence are given")
     return out
@@ -376,6 +390,21 @@ def _cluster_row(ra: RankAnalysis) -> dict[str, float | None]:
             "host_exclusive_us": ind.value("host_exclusive_per_step_us")}
 
 
+def _with_comm(summary: cluster.ClusterSummary, dataset: Dataset) -> cluster.ClusterSummary:
+    """The cluster summary plus per-rank wait vs transfer and the slowest links (``cluster_comm``)."""
+    splits, links, notes = [], [], set()
+    for r in dataset.ranks:
+        split, rank_links, note = cluster_comm.rank_comm(r)
+        if split is not None:
+            splits.append(split.to_dict())
+        links.extend(rank_links)
+        if note:
+            notes.add(note)
+    return replace(summary, comm_split=tuple(splits),
+                   slowest_links=tuple(link.to_dict() for link in cluster_comm.slowest_links(links)),
+                   comm_note="; ".join(sorted(notes)))
+
+
 def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Path | None = None,
             phase_override: str | None = None) -> Analysis:
     """Analyse every rank of ``dataset``; add a cluster summary when there are ≥ 2 ranks."""
@@ -385,5 +414,7 @@ def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Pa
     ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks)) for r in dataset.ranks)
     summary = cluster.summarize({ra.rank: _cluster_row(ra) for ra in ranks}, th.v("clusterSpreadPct"),
                                 "overall scope indicators per step (µs/step)")
+    if summary is not None:
+        summary = _with_comm(summary, dataset)
     warnings = list(dataset.warnings) + [w for ra in ranks for w in ra.warnings]
     return Analysis(str(dataset.path), dataset.source_format, th, phase_override, ranks, summary, tuple(warnings))

@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "search": ("harness.commands.search", "rank every parallel layout of a cluster (Pareto front, rejections)"),
     "analyze": ("analyzer.cli_analyze", "analyze a profiler output (Ascend or Kineto)"),
     "compare": ("analyzer.cli_compare", "compare a before/after pair of profiles"),
+    "serve": ("harness.commands.serve", "serve profiles: local HTTP API and page with the swimlane"),
 }
 
 

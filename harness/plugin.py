@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import paths
+from harness import paths, subjects
 from harness.cases import CASE_SUFFIX, find_cases_root
 from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, CaseFile, golden_root_for
 from harness.project import find_project
@@ -38,6 +38,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=os.environ.get("NDVAL_REQUIRE_REAL_DATA", "") not in ("", "0"),
                     help="items skipped because their real data is missing fail the gate (exit 2); default on "
                          "when NDVAL_REQUIRE_REAL_DATA=1 (set by .ci/run)")
+    group.addoption("--subject", default=None, metavar="NAME",
+                    help="subject under test: ndval (default), an ndval.subjects entry point or a command "
+                         "declared in [tool.ndval.subjects.NAME]")
     group.addoption("--ndval-reports", default=None, metavar="DIR",
                     help="folder for summary.json and golden review files (default $NDVAL_REPORTS_DIR, else the "
                          "project's reports folder: [tool.ndval] reports, default <project root>/reports)")
@@ -65,6 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "baseline": config.getoption("baseline"), "require_real_data": config.getoption("require_real_data"), "allure": getattr(config.option, "allure_report_dir", None),
     }
     config.stash[CASES_ROOT_KEY] = find_cases_root
+    subjects.select(config.getoption("subject"))
     args = [str(a) for a in config.args]
     case_run = bool(config.getoption("cases") or any("validation_cases" in a or CASE_SUFFIX in a for a in args))
     if case_run:

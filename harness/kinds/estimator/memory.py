@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import Field
 
+from harness import subjects
 from harness.kinds import KindError, RunContext, register_kind
 from harness.kinds.estimator.common import (
     EstimatorParams,
     build_config,
-    estimator_api,
     measured_value,
     requires_api,
     row_label,
@@ -47,6 +47,11 @@ def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str
     stage = stage_for_rank(report, measured_rank)
     kind = (measured_kind or "max_allocated").strip()
     comp = stage.components
+    needed = {"allocated_steady": STATIC, "params_optimizer": STATIC, "activations": ("activations",)}.get(kind, ())
+    missing = [k for k in needed if k not in comp]
+    if missing:
+        raise KindError(f"measured_kind {kind!r} needs the estimate's components {missing} (stage {stage.stage} "
+                        f"has {sorted(comp) or 'none'})")
     if kind in ("max_allocated", "max_reserved"):
         return stage.total_mb, f"stage {stage.stage} total"
     if kind in ("allocated_steady", "params_optimizer"):
@@ -74,12 +79,15 @@ class MemoryParams(EstimatorParams):
 def run_memory(ctx: RunContext) -> RunResult:
     """Estimator memory model on N configs: estimate_mb per row beside the measurement (MiB)."""
     params: MemoryParams = ctx.params
-    est = estimator_api("estimate_memory")
+    subject = ctx.subject or subjects.resolve(subjects.BUILTIN)
     rows = ctx.rows or [{}]
     table, golden, notes = [], {}, []
     for i, row in enumerate(rows):
         cfg = build_config(params, row, ctx)
-        report = est.estimate_memory(cfg)
+        try:
+            report = subject.memory(cfg)
+        except subjects.SubjectError as exc:
+            raise KindError(f"row {row_label(params, row, i)!r}: {exc}") from None
         label = row_label(params, row, i)
         notes += [f"{label}: {w}" for w in report.warnings]
         out: dict[str, Any] = {"config": label}
@@ -105,4 +113,4 @@ def run_memory(ctx: RunContext) -> RunResult:
             out[key] = max(r[key] for r in routed)
         table.append(out)
         golden[label] = {k: v for k, v in report.to_dict().items() if k != "warnings"}
-    return RunResult(table=table, golden=golden, notes=notes)
+    return RunResult(table=table, golden=golden, notes=notes, producer=subject.name)
