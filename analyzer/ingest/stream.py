@@ -107,13 +107,15 @@ class RawTrace:
 
 
 def _to_int(value: Any, ids: dict[str, int]) -> int:
-    """Trace pids/tids are ints, or strings such as ``"Spans"``: map the latter to stable negatives."""
-    if isinstance(value, int):
-        return value
+    """Trace pids/tids are ints, or strings such as ``"Spans"``: map the latter (and integers beyond
+    int64) to stable negatives."""
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        return ids.setdefault(str(value), -1000 - len(ids))
+        out = value if isinstance(value, int) else int(value)
+    except (TypeError, ValueError, OverflowError):
+        out = None
+    if out is not None and -2**63 <= out < 2**63:
+        return out
+    return ids.setdefault(str(value), -1000 - len(ids))
 
 
 class _Progress:

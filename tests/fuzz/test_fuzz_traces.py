@@ -8,7 +8,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,9 +66,6 @@ def test_mutated_trace_is_analysed_with_warnings_or_refused(tmp_path_factory, ca
         assert math.isfinite(out[0].verdict.score)
 
 
-@pytest.mark.xfail(raises=OverflowError, strict=True,
-                   reason="finding for the trace reader (analyzer/ingest/stream.signature_frame): pid/tid beyond int64 "
-                          "raise OverflowError instead of an IngestError or a warning; remove this mark when fixed")
 def test_pid_beyond_int64_is_an_ingest_error_or_a_warning(tmp_path: Path) -> None:
     """Found by ``make fuzz``: a ``pid`` of 2**70 raised OverflowError in the reader's signature table."""
     events = json.loads(json.dumps(EVENTS))
