@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from harness import golden, subjects
+from harness import golden, paths, subjects
 from harness.cases import iter_case_files, load_case_file
 from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, record_of
 from harness.project import find_project
@@ -35,6 +35,26 @@ class NdvalSession:
         self.cases_roots: set[Path] = set()
         self.started = time.time()
         self.summary: dict[str, Any] | None = None
+        self.deselected = 0
+        self.out_dir: Path | None = None
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected += len(items)
+
+    def partial_reason(self) -> str | None:
+        """Why this run covers only part of the cases (None: the whole tree, a release run)."""
+        opts, reasons = self.config.stash[OPTIONS_KEY], []
+        if self.deselected:
+            reasons.append(f"{self.deselected} item(s) deselected (-k/-m/--lf/--deselect)")
+        if getattr(self.config.option, "lf", False) or getattr(self.config.option, "failedfirst", False):
+            reasons.append("--lf" if getattr(self.config.option, "lf", False) else "--ff")
+        if opts["cases_globs"]:
+            reasons.append("--cases " + " ".join(opts["cases_globs"]))
+        narrow = [a for a in self.config.args if "::" in a or _narrower_than_cases_root(
+            Path(self.config.invocation_params.dir, a))]
+        if narrow:
+            reasons.append("selected paths " + " ".join(narrow[:5]))
+        return "; ".join(reasons) or None
 
     @staticmethod
     def _is_case_node(nodeid: str) -> bool:
@@ -102,10 +122,14 @@ class NdvalSession:
                "duration_s": round(time.time() - self.started, 3), "argv": list(self.config.invocation_params.args),
                "workers": getattr(self.config.option, "numprocesses", None),
                "subject": subjects.selected_name(), "golden_mode": opts["golden_mode"], "strict_waivers": opts["strict_waivers"],
-               "selection": {"keyword": self.config.option.keyword or None, "cases": opts["cases_globs"] or None}}
+               "selection": {"keyword": self.config.option.keyword or None, "cases": opts["cases_globs"] or None,
+                             "markers": self.config.option.markexpr or None},
+               "partial": self.partial_reason()}
         self.summary = build_summary(self.records, self.collection_errors, repo=find_project(self.config.invocation_params.dir).root,
                                      baseline=baseline, unused_goldens=self._unused_goldens(), run=run)
-        reports = opts["reports_dir"]
+        # a subset run never replaces the release summary or sign-off: its reports go to partial/
+        reports = opts["reports_dir"] / "partial" if run["partial"] else opts["reports_dir"]
+        self.out_dir = reports
         atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))
         alluredir = opts["allure"]
         if alluredir:
@@ -117,11 +141,19 @@ class NdvalSession:
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Write the sign-off last, after junitxml wrote junit.xml (its artifacts table checksums it)."""
+        xml = getattr(config.option, "xmlpath", None)
+        if self.records and xml and Path(xml).is_file():
+            from harness import junit
+
+            junit.rewrite(Path(xml), self.records)
         signoff_path = config.stash[OPTIONS_KEY]["signoff"]
         if self.summary and signoff_path:
             from harness import signoff
 
-            signoff.write(self.summary, Path(signoff_path), config.stash[OPTIONS_KEY]["reports_dir"])
+            path, reports = Path(signoff_path), config.stash[OPTIONS_KEY]["reports_dir"]
+            if self.summary["run"]["partial"]:
+                path = (self.out_dir or reports / "partial") / path.name
+            signoff.write(self.summary, path, path.parent)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
         if not self.summary:
@@ -135,7 +167,10 @@ class NdvalSession:
             tr.write_line(f"  [{r['status'].upper():4}] {r['rule']}: {r['actual']} (threshold {r['threshold']})")
         for g in s["golden"]["unused"][:20]:
             tr.write_line(f"  unused golden (not deleted): {g}")
-        tr.write_line(f"summary: {self.config.stash[OPTIONS_KEY]['reports_dir'] / 'summary.json'}")
+        if s["run"]["partial"]:
+            tr.write_line(f"PARTIAL run ({s['run']['partial']}): not a release sign-off; the release summary is "
+                          "left as it was", yellow=True)
+        tr.write_line(f"summary: {(self.out_dir or self.config.stash[OPTIONS_KEY]['reports_dir']) / 'summary.json'}")
         tr.write_line(f"gate verdict: {s['gate']['verdict']} (exit {s['gate']['exit_code']})",
                       bold=True, red=s["gate"]["exit_code"] != 0, green=s["gate"]["exit_code"] == 0)
 
@@ -157,3 +192,12 @@ def matches_globs(path: Path, globs: list[str], rootpath: Path) -> bool:
         with contextlib.suppress(ValueError):
             forms.add(path.resolve().relative_to(base.resolve()).as_posix())
     return any(fnmatch.fnmatch(f, g) for f in forms for g in globs)
+
+
+def _narrower_than_cases_root(path: Path) -> bool:
+    """A path argument below a cases root (a sub-folder or one case file) selects a subset."""
+    resolved = path.resolve()
+    if resolved.is_file():
+        return True
+    parents = resolved.parents
+    return paths.cases_dir() in parents or any(p.name == "validation_cases" for p in parents)

@@ -194,9 +194,14 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
     """Title and sections of the sign-off report."""
     prov, gate, counts = summary["provenance"], summary["gate"], summary["counts"]
     sha = prov["git"]["sha"]
-    title = f"ndval release sign-off — {sha[:12]} — gate {gate['verdict']}"
-    secs = [Section("1. Release identity and provenance", [Table(["item", "value"], [
-        ["git commit", sha], ["working tree dirty (tracked files)", prov["git"]["dirty"]],
+    partial = summary["run"].get("partial")
+    title = (f"ndval PARTIAL run — not a release sign-off — {sha[:12]} — gate {gate['verdict']}" if partial
+             else f"ndval release sign-off — {sha[:12]} — gate {gate['verdict']}")
+    banner = ([f"PARTIAL: this run covers part of the cases only ({partial}). It is not a release sign-off and "
+               "never replaces one; run `ndval validate` without a selection for that."] if partial else [])
+    secs = [Section("1. Release identity and provenance", [*banner, Table(["item", "value"], [
+        ["git commit", sha], ["working tree dirty (changed tracked files or untracked cases/goldens)", prov["git"]["dirty"]],
+        ["untracked cases/goldens in this run", ", ".join(prov["git"].get("untracked", [])[:20]) or "none"],
         ["run started (UTC)", summary["run"].get("started")], ["command", " ".join(summary["run"].get("argv", []))],
         ["subject under test", summary["run"].get("subject", "ndval")], ["golden mode", summary["run"].get("golden_mode")], ["gate verdict", f"{gate['verdict']} (exit {gate['exit_code']})"]])])]
     secs.append(Section("2. Environment", [Table(["component", "version"],
