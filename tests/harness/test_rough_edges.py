@@ -157,3 +157,23 @@ def test_validate_auto_workers_is_serial_on_two_cores(monkeypatch) -> None:
     monkeypatch.setattr(validate, "usable_cpus", lambda: 2)
     args = Namespace(workers="auto")
     assert validate.workers(args, Path("/nonexistent")) == 0
+
+
+def test_a_waived_point_is_drawn_as_waived(monkeypatch) -> None:
+    from harness import plots
+
+    seen: list[dict] = []
+    monkeypatch.setattr(signoff, "estimate_vs_measured_png", lambda rows, title, band: seen.extend(rows) or None)
+    summary = _minimal_summary(partial=None)
+    rows = [{"row": "a", "estimate": 1.0, "measured": 1.0, "passed": True},
+            {"row": "b", "estimate": 2.0, "measured": 1.0, "passed": False}]
+    summary["cases"] = [{"file": "f", "case_id": "c", "nodeid": "f::c", "point": None, "assertions": [
+        {"type": "ratio_within", "id": "band", "rows": rows, "waived": True, "expected": "[0.9, 1.1]", "target": "t"}]}]
+    signoff._plots(summary)
+    assert [plots.point_state(r) for r in seen] == ["in", "waived"]
+    assert plots.point_state({"passed": False}) == "out"
+
+
+def test_signoff_css_wraps_long_cells() -> None:
+    # the browser check (tests/harness/test_signoff_browser.py) measures the page; this pins the rule
+    assert "overflow-wrap:anywhere" in signoff._CSS and "max-width:100%" in signoff._CSS
