@@ -8,33 +8,44 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import fnmatch
 import json
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness import golden, paths, subjects
+from harness import golden, paths, reportlock, subjects
 from harness.cases import iter_case_files, load_case_file
-from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, record_of
+from harness.collect import record_of
+from harness.options import CASES_ROOT_KEY, OPTIONS_KEY
 from harness.project import find_project
 from harness.summary import build_summary
 from ndcore import atomic
-from ndcore.yamlsrc import CaseError
 
 
 class NdvalSession:
     """Collects records and collection errors of case items; finishes the run (summary, gate, reports)."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, lock: bool = False) -> None:
         self.config = config
+        #: the reports lock (``harness.reportlock``): inherited from ``ndval validate``, else taken here for a
+        #: run over the cases, so the process that writes the reports holds it until it exits
+        self._lock = None
+        if lock and reportlock.inherited() is None:
+            # a folder that cannot be made: writing summary.json fails the same way and names the cause
+            with contextlib.suppress(OSError):
+                self._lock = reportlock.acquire(config.stash[OPTIONS_KEY].reports_dir, "pytest (ndval cases)")
         self.records: dict[str, dict[str, Any]] = {}
         self.collection_errors: dict[str, str] = {}
         self.cases_roots: set[Path] = set()
         self.started = time.time()
         self.summary: dict[str, Any] | None = None
+        self._session: pytest.Session | None = None
         self.deselected = 0
         self.out_dir: Path | None = None
 
@@ -43,13 +54,13 @@ class NdvalSession:
 
     def partial_reason(self) -> str | None:
         """Why this run covers only part of the cases (None: the whole tree, a release run)."""
-        opts, reasons = self.config.stash[OPTIONS_KEY], []
+        opts, option, reasons = self.config.stash[OPTIONS_KEY], self.config.option, []
         if self.deselected:
             reasons.append(f"{self.deselected} item(s) deselected (-k/-m/--lf/--deselect)")
-        if getattr(self.config.option, "lf", False) or getattr(self.config.option, "failedfirst", False):
-            reasons.append("--lf" if getattr(self.config.option, "lf", False) else "--ff")
-        if opts["cases_globs"]:
-            reasons.append("--cases " + " ".join(opts["cases_globs"]))
+        if getattr(option, "lf", False) or getattr(option, "failedfirst", False):
+            reasons.append("--lf" if getattr(option, "lf", False) else "--ff")
+        if opts.cases_globs:
+            reasons.append("--cases " + " ".join(opts.cases_globs))
         narrow = [a for a in self.config.args if "::" in a or _narrower_than_cases_root(
             Path(self.config.invocation_params.dir, a))]
         if narrow:
@@ -96,17 +107,17 @@ class NdvalSession:
             for path in iter_case_files(root):
                 try:
                     loaded = load_case_file(path, root)
-                except CaseError:
+                except Exception:  # that file's own collection error reports it; never the run's
                     continue
                 for lc in loaded.cases:
                     if any(s.type == "golden_match" for s in lc.expect):
                         for pt in lc.points:
-                            out.add(golden.golden_path(opts["golden_root"](root), root, path, lc.case.id, pt.id))
+                            out.add(golden.golden_path(opts.golden_root(root), root, path, lc.case.id, pt.id))
         return out
 
     def _unused_goldens(self) -> list[str]:
         opts = self.config.stash[OPTIONS_KEY]
-        roots = {opts["golden_root"](r) for r in self.cases_roots}
+        roots = {opts.golden_root(r) for r in self.cases_roots}
         expected = self._expected_goldens()
         return [str(p) for r in sorted(roots) for p in golden.unused_goldens(r, expected)]
 
@@ -116,44 +127,58 @@ class NdvalSession:
             return
         opts = self.config.stash[OPTIONS_KEY]
         baseline = None
-        if opts["baseline"]:
-            baseline = json.loads(Path(opts["baseline"]).read_text(encoding="utf-8"))
+        if opts.baseline:
+            baseline = json.loads(Path(opts.baseline).read_text(encoding="utf-8"))
         run = {"started": dt.datetime.fromtimestamp(self.started, dt.UTC).isoformat(timespec="seconds"),
                "duration_s": round(time.time() - self.started, 3), "argv": list(self.config.invocation_params.args),
                "workers": getattr(self.config.option, "numprocesses", None),
-               "subject": subjects.selected_name(), "golden_mode": opts["golden_mode"], "strict_waivers": opts["strict_waivers"],
-               "selection": {"keyword": self.config.option.keyword or None, "cases": opts["cases_globs"] or None,
+               "subject": subjects.selected_name(), "golden_mode": opts.golden_mode, "strict_waivers": opts.strict_waivers,
+               "require_real_data": opts.require_real_data,
+               "selection": {"keyword": self.config.option.keyword or None, "cases": opts.cases_globs or None,
                              "markers": self.config.option.markexpr or None},
                "partial": self.partial_reason()}
         self.summary = build_summary(self.records, self.collection_errors, repo=find_project(self.config.invocation_params.dir).root,
                                      baseline=baseline, unused_goldens=self._unused_goldens(), run=run)
         # a subset run never replaces the release summary or sign-off: its reports go to partial/
-        reports = opts["reports_dir"] / "partial" if run["partial"] else opts["reports_dir"]
+        reports = opts.reports_dir / "partial" if run["partial"] else opts.reports_dir
         self.out_dir = reports
-        atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))
-        alluredir = opts["allure"]
-        if alluredir:
-            from harness import allure as allure_support
-
-            allure_support.write_run_files(Path(alluredir), self.summary)
+        self._session = session
         session.exitstatus = self.summary["gate"]["exit_code"]
+        try:
+            with report_write_errors(reports / "summary.json"):
+                atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))
+            alluredir = opts.allure
+            if alluredir:
+                from harness import allure as allure_support
+
+                with report_write_errors(Path(alluredir)):
+                    allure_support.write_run_files(Path(alluredir), self.summary)
+        except ReportWriteError as exc:
+            _report_failure(self.config, exc, session)
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Write the sign-off last, after junitxml wrote junit.xml (its artifacts table checksums it)."""
-        xml = getattr(config.option, "xmlpath", None)
-        if self.records and xml and Path(xml).is_file():
-            from harness import junit
+        signoff_path = config.stash[OPTIONS_KEY].signoff
+        try:
+            xml = getattr(config.option, "xmlpath", None)
+            if self.records and xml and Path(xml).is_file():
+                from harness import junit
 
-            junit.rewrite(Path(xml), self.records)
-        signoff_path = config.stash[OPTIONS_KEY]["signoff"]
-        if self.summary and signoff_path:
-            from harness import signoff
+                with report_write_errors(Path(xml)):
+                    junit.rewrite(Path(xml), self.records)
+            if self.summary and signoff_path:
+                from harness import signoff
 
-            path, reports = Path(signoff_path), config.stash[OPTIONS_KEY]["reports_dir"]
-            if self.summary["run"]["partial"]:
-                path = (self.out_dir or reports / "partial") / path.name
-            signoff.write(self.summary, path, path.parent)
+                path = Path(signoff_path)
+                if self.summary["run"]["partial"]:  # never over the release sign-off
+                    path = (self.out_dir or config.stash[OPTIONS_KEY].reports_dir / "partial") / path.name
+                with report_write_errors(path):
+                    signoff.write(self.summary, path, path.parent)
+        except ReportWriteError as exc:
+            _report_failure(config, exc, self._session)
+        finally:
+            reportlock.release(self._lock)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
         if not self.summary:
@@ -170,9 +195,39 @@ class NdvalSession:
         if s["run"]["partial"]:
             tr.write_line(f"PARTIAL run ({s['run']['partial']}): not a release sign-off; the release summary is "
                           "left as it was", yellow=True)
-        tr.write_line(f"summary: {(self.out_dir or self.config.stash[OPTIONS_KEY]['reports_dir']) / 'summary.json'}")
+        tr.write_line(f"summary: {(self.out_dir or self.config.stash[OPTIONS_KEY].reports_dir) / 'summary.json'}")
         tr.write_line(f"gate verdict: {s['gate']['verdict']} (exit {s['gate']['exit_code']})",
                       bold=True, red=s["gate"]["exit_code"] != 0, green=s["gate"]["exit_code"] == 0)
+
+
+class ReportWriteError(Exception):
+    """A report could not be written: names the path and the cause (read-only, disk full, name too long ...)."""
+
+
+#: errno -> the cause in words, for the common ways a reports folder refuses a write
+_CAUSES = {errno.EROFS: "read-only file system", errno.EACCES: "permission denied", errno.EPERM: "not permitted",
+           errno.ENOSPC: "no space left on device (disk full)", errno.EDQUOT: "disk quota exceeded",
+           errno.ENAMETOOLONG: "file name too long", errno.ENOENT: "folder missing"}
+
+
+@contextlib.contextmanager
+def report_write_errors(path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` while writing ``path`` into a ``ReportWriteError`` naming the path and the cause."""
+    try:
+        yield
+    except OSError as exc:
+        cause = _CAUSES.get(exc.errno or 0, exc.strerror or type(exc).__name__)
+        name = errno.errorcode.get(exc.errno or 0, "OSError")
+        raise ReportWriteError(f"cannot write {exc.filename or path}: {cause} ({name})") from None
+
+
+def _report_failure(config: pytest.Config, exc: ReportWriteError, session: pytest.Session | None) -> None:
+    """Say which report could not be written and why; the run's exit status becomes 2 (broken input/environment)."""
+    from harness import gate
+
+    print(f"ndval: {exc}; exit {gate.EXIT_BROKEN_INPUT}", file=sys.stderr, flush=True)
+    if session is not None:
+        session.exitstatus = gate.EXIT_BROKEN_INPUT
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

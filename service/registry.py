@@ -189,6 +189,15 @@ class Entry:
                                                       phase_override=None if phase == "overall" else phase)
             return self.analyses[key]
 
+    def capture_fidelity(self, rank: int) -> dict[str, Any]:
+        """What the swimlane of ``rank`` can show: events dropped at ingest (bad ts/dur, event budget)
+        and where totals come from — a sampled trace draws fewer events than the capture held."""
+        rd = self.ready_dataset().rank(rank)
+        dropped = rd.dropped_events
+        count, reason = int(dropped[0]), str(dropped[1])
+        return {"complete": count == 0 and rd.totals_source == "trace", "dropped_events": count,
+                "dropped_reason": reason, "totals_source": rd.totals_source}
+
     def rank_lanes(self, rank: int | None) -> RankLanes:
         """The swimlane index of ``rank`` (default: the lowest rank), built once."""
         ds = self.ready_dataset()
