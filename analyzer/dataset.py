@@ -65,7 +65,7 @@ HOST_SAMPLED_INDICATORS: tuple[str, ...] = (
 )
 
 
-class DroppedEvents(tuple):
+class DroppedEvents(tuple[int, str]):
     """``(count, reason)`` of the complete events left out of the event table (a 2-tuple, so
     ``n, why = rank.dropped_events`` works), plus ``by_category``: count per event-table category
     (``unparsed`` for events with a bad ts/dur, which never got one). ``to_dict()`` for JSON."""
@@ -84,8 +84,8 @@ class DroppedEvents(tuple):
         """Pickle with ``by_category`` (ranks read in worker processes)."""
         return (DroppedEvents, (self[0], self[1], dict(self.by_category)))
 
-    @property
-    def count(self) -> int:
+    @property  # a count of events, not tuple.count(value)
+    def count(self) -> int:  # type: ignore[override]
         """Events dropped."""
         return int(self[0])
 
@@ -271,14 +271,29 @@ def _ascend_meta(rank_dir: Path, files: dict[str, Path], warnings: list[str]) ->
             if p.is_file():
                 files[p.name] = p
                 try:
-                    meta[key] = ascend.read_json_file(p)
+                    value = ascend.read_json_file(p)
                 except IngestError as exc:
                     warnings.append(f"{exc} — file ignored")
+                    break
+                if isinstance(value, dict):
+                    meta[key] = value
+                else:
+                    warnings.append(f"{p}: <file>: top level is a JSON {type(value).__name__}, expected an object "
+                                    "— file ignored")
                 break
-    level = (meta.get("profiler_info", {}).get("config", {}).get("experimental_config", {}) or {}).get("_profiler_level")
+    level = _nested(meta, "profiler_info", "config", "experimental_config", "_profiler_level")
     if level:
         meta["level"] = level
     return meta
+
+
+def _nested(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...`` or None when a level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
 
 
 def _ascend_tables(out_dir: Path, base: int | None, files: dict[str, Path], warnings: list[str],
@@ -295,6 +310,10 @@ def _ascend_tables(out_dir: Path, base: int | None, files: dict[str, Path], warn
             if strict:
                 raise
             warnings.append(f"{exc} — table ignored")
+            continue
+        if tables[key].empty:
+            del tables[key]
+            warnings.append(f"{p}: header only, no rows — table ignored")
     return tables
 
 
@@ -409,15 +428,16 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     if _ascend_output_dir(p) is not None:
         return _finish(p, "ascend", [load_ascend_rank(p, strict=strict, **opts)])
     rank_dirs = _rank_dirs(p)
-    par = {"workers": workers, "backend": backend, "progress": progress}
     opts = dict(opts, progress=False)  # one bar over the ranks, none per file
     if rank_dirs:
         wanted = [d for d in rank_dirs if ranks is None or _rank_hint(d) in ranks or _rank_hint(d) is None]
-        rds = map_ranks(partial(load_ascend_rank, strict=strict, **opts), wanted, label="reading Ascend ranks", **par)
+        rds = map_ranks(partial(load_ascend_rank, strict=strict, **opts), wanted, workers, backend, progress,
+                        label="reading Ascend ranks")
         return _finish(p, "ascend", [r for r in rds if ranks is None or r.rank in ranks])
     traces = sorted(f for f in p.iterdir() if _is_kineto_file(f))
     if traces:
-        rds = map_ranks(partial(load_kineto_rank, **opts), traces, label="reading Kineto traces", **par)
+        rds = map_ranks(partial(load_kineto_rank, **opts), traces, workers, backend, progress,
+                        label="reading Kineto traces")
         return _finish(p, "kineto", [r for r in rds if ranks is None or r.rank in ranks])
     raise IngestError(
         p, "<folder>",

@@ -19,6 +19,7 @@ trailing TABs in ``Start Time(us)`` values, newlines inside quoted fields (``ope
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -103,6 +104,8 @@ def epoch_us_to_relative(values: pd.Series, base_ts_us: int) -> np.ndarray:
     The integer part is subtracted as an integer before the fraction is added, so no precision is
     lost to float64's ~0.2 µs resolution at epoch magnitudes (profiling-formats §0.5).
     """
+    if values.empty:  # a header-only table: nothing to convert (split(expand=True) has no column 0 then)
+        return np.zeros(0, dtype="float64")
     text = values.astype("string").str.strip()
     parts = text.str.split(".", n=1, expand=True)
     whole = pd.to_numeric(parts[0], errors="coerce")
@@ -132,7 +135,7 @@ def read_csv_table(path: Path, table: str, base_ts_us: int | None = None) -> pd.
             path, ", ".join(missing),
             f"required column missing for {table} (found: {', '.join(map(str, raw.columns))})",
         )
-    out = {}
+    out: dict[str, Any] = {}
     for col in raw.columns:
         cells = raw[col].str.strip()
         if col in EPOCH_COLUMNS and base_ts_us is not None:
