@@ -24,7 +24,6 @@ from harness.results import RunResult
 MIB_PER_GIB = 1024.0
 MS_PER_S = 1000.0
 REAL_PARTS = ("COMP", "DP_WAIT", "MP_WAIT", "EP_WAIT", "CP_WAIT", "PP_WAIT", "TOTAL")
-STATIC = ("params", "optimizer_states", "grads")
 
 
 def _estimator(*attrs: str) -> Any:
@@ -113,38 +112,23 @@ def _measured_value(params: EstimatorParams, row: dict[str, Any]) -> float | Non
 # -- memory ---------------------------------------------------------------------------------------
 
 def stage_for_rank(report: Any, measured_rank: str) -> Any:
-    """The stage a measurement refers to: ``per_stage:i`` -> stage i, ``last_rank`` -> last stage,
-    ``max_over_ranks`` / ``max_over_reported_ranks`` / unstated -> the peak stage (measured README)."""
-    rank = (measured_rank or "").strip()
-    if rank.startswith("per_stage:"):
-        i = int(rank.split(":", 1)[1])
-        if i >= len(report.stages):
-            raise KindError(f"measured_rank {rank!r} but the estimate has {len(report.stages)} stage(s)")
-        return report.stages[i]
-    if rank == "last_rank":
-        return report.stages[-1]
-    return report.stages[report.peak_stage]
+    """The stage a measurement refers to (``estimator.measured.stage_for_rank``); KindError when absent."""
+    from estimator.measured import stage_for_rank as _stage_for_rank
+
+    try:
+        return _stage_for_rank(report, measured_rank)
+    except ValueError as exc:
+        raise KindError(str(exc)) from None
 
 
 def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str) -> tuple[float, str]:
-    """(estimate MiB, what it is) for a measurement of ``measured_kind`` at ``measured_rank``.
+    """(estimate MiB, what it is), like for like (``estimator.measured.estimate_for_measurement``)."""
+    from estimator.measured import estimate_for_measurement as _estimate_for_measurement
 
-    Like for like (measured README): ``max_allocated`` -> stage total (the estimator models
-    allocated bytes); ``max_reserved`` -> the same total: the caching allocator's reserve is not
-    modelled, so reserved rows are expected to sit above the estimate; ``allocated_steady``
-    (after the optimizer step) and ``params_optimizer`` -> params + optimizer states + grads;
-    ``activations`` -> the activations component.
-    """
-    stage = stage_for_rank(report, measured_rank)
-    kind = (measured_kind or "max_allocated").strip()
-    comp = stage.components
-    if kind in ("max_allocated", "max_reserved"):
-        return stage.total_mb, f"stage {stage.stage} total"
-    if kind in ("allocated_steady", "params_optimizer"):
-        return sum(comp[k] for k in STATIC), f"stage {stage.stage} params+optimizer_states+grads"
-    if kind == "activations":
-        return comp["activations"], f"stage {stage.stage} activations"
-    raise KindError(f"unknown measured_kind {kind!r}")
+    try:
+        return _estimate_for_measurement(report, measured_kind, measured_rank)
+    except ValueError as exc:
+        raise KindError(str(exc)) from None
 
 
 def _routed_static_mb(stage: Any) -> dict[str, float]:
