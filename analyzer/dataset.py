@@ -21,8 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.ingest import ascend, kineto
+from analyzer.ingest import ascend, ascend_db, kineto
 from analyzer.ingest import events as ev
+from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.columns import TABLE_FILES, read_csv_table
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.stream import RawTrace, estimate_complete_events, sniff_layout
@@ -153,7 +154,7 @@ def _ascend_output_dir(p: Path) -> Path | None:
         return p / OUTPUT_DIR
     if p.name == OUTPUT_DIR or (p / "trace_view.json").is_file() or any(
         (p / f).is_file() for f in TABLE_FILES
-    ):
+    ) or ascend_db.find_db(p) is not None:
         return p
     return None
 
@@ -170,7 +171,7 @@ def _rank_hint(p: Path) -> int | None:
 # ------------------------------------------------------------------------------------- readers
 def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None = None,
                      strict: bool = False, max_events: int | None = None,
-                     large_trace_bytes: int = LARGE_TRACE_BYTES) -> RankData:
+                     large_trace_bytes: int = LARGE_TRACE_BYTES, budgets: Budgets | None = None) -> RankData:
     """Read one Ascend rank (``*_ascend_pt``, ``ASCEND_PROFILER_OUTPUT`` or ``trace_view.json``).
 
     ``max_events``: event budget for ``trace_view.json`` (see :func:`load_dataset`)."""
@@ -187,10 +188,17 @@ def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None 
     rank = rank if rank is not None else (info_rank if info_rank is not None else _rank_hint(rank_dir))
     rank = ev.UNKNOWN_RANK if rank is None else rank
     events, base, dropped, totals = ev.empty_events(), 0, DroppedEvents(), "csv"
+    db = ascend_db.find_db(out_dir) if not path.is_file() else None
+    if db is not None and not trace.is_file():
+        return load_db_rank(db, rank_dir, rank, meta, files, warnings)
+    if db is not None:
+        warnings.append(f"{db}: a DB export beside the text export — the text export (trace_view.json) is read, "
+                        "the DB is ignored")
     if trace.is_file():
         files["trace_view.json"] = trace
         warnings.extend(_size_warning(trace, max_events, large_trace_bytes))
-        events, raw = ascend.read_trace_view(trace, rank, progress=progress, max_events=max_events)
+        events, raw = ascend.read_trace_view(trace, rank, progress=progress, max_events=max_events,
+                                             budgets=budgets)
         base, totals = raw.base_ts_us, TOTALS_TRACE
         warnings.extend(raw.warnings)
         if raw.n_dropped_bad:
@@ -229,6 +237,26 @@ def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None 
                     totals_source=totals, dropped_events=dropped)
 
 
+def load_db_rank(db: Path, rank_dir: Path, rank: int, meta: dict[str, Any], files: dict[str, Path],
+                 warnings: list[str]) -> RankData:
+    """One rank of a torch_npu DB export (``ascend_db``): the same RankData as the text export;
+    ``analysis.db`` totals are kept as ``analysis_db.*`` tables and checked against the recomputation."""
+    files[db.name] = db
+    data = ascend_db.read_db_rank(db, rank, meta.get("level"))
+    warnings.extend(data.warnings)
+    meta["db_schema_version"] = data.schema_version
+    if (db.parent / "analysis.db").is_file():
+        files["analysis.db"] = db.parent / "analysis.db"
+    st = data.tables.get("analysis_db.StepTraceTime")
+    if st is not None and len(st):
+        for col, (mine, theirs) in ascend_db.step_trace_check(data.events, st).items():
+            if abs(mine - theirs) > 1e-3 * max(abs(theirs), 1.0):
+                warnings.append(f"{files['analysis.db']}: StepTraceTime {col} {theirs:.3f} us, recomputed from "
+                                f"{db.name} {mine:.3f} us (differs by more than 0.1 %)")
+    return RankData(rank=rank, path=rank_dir, events=data.events, base_ts_us=data.base_ts_us, tables=data.tables,
+                    meta=meta, files=files, warnings=warnings, totals_source=TOTALS_TRACE)
+
+
 def _ascend_meta(rank_dir: Path, files: dict[str, Path], warnings: list[str]) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     infos = sorted(rank_dir.glob("profiler_info*.json"))
@@ -265,10 +293,12 @@ def _ascend_tables(out_dir: Path, base: int | None, files: dict[str, Path], warn
 
 
 def load_kineto_rank(path: Path, rank: int | None = None, progress: bool | None = None,
-                     max_events: int | None = None, large_trace_bytes: int = LARGE_TRACE_BYTES) -> RankData:
+                     max_events: int | None = None, large_trace_bytes: int = LARGE_TRACE_BYTES,
+                     budgets: Budgets | None = None) -> RankData:
     """Read one Kineto trace file (``max_events``: event budget, see :func:`load_dataset`)."""
     size_warnings = _size_warning(path, max_events, large_trace_bytes)
-    events, raw, meta = kineto.read_kineto_trace(path, rank=rank, progress=progress, max_events=max_events)
+    events, raw, meta = kineto.read_kineto_trace(path, rank=rank, progress=progress, max_events=max_events,
+                                                 budgets=budgets)
     warnings = size_warnings + list(raw.warnings)
     r = int(events["rank"].iloc[0]) if len(events) else (rank if rank is not None else ev.UNKNOWN_RANK)
     if kineto.rank_of(meta) is None and rank is None:
@@ -311,7 +341,8 @@ def _apply_budget(raw: RawTrace, dropped: DroppedEvents, totals: str, has_step_c
         by_cat[k] = by_cat.get(k, 0) + v
     thinned = th.summary(ev.TIER_NAMES)
     n_seen = raw.n_complete
-    reason = (f"event budget max_events={th.max_events:,}: kept {n_seen - n_budget:,} of {n_seen:,} complete events; "
+    auto = " (automatic: what fits the memory this process may use; --max-events sets it)" if th.auto else ""
+    reason = (f"event budget max_events={th.max_events:,}{auto}: kept {n_seen - n_budget:,} of {n_seen:,} complete events; "
               + ", ".join(thinned) + " (thinned evenly in time, lower tiers dropped first)")
     reason = f"{dropped.reason}; {reason}" if dropped.count or dropped.reason else reason
     device_dropped = any(th.kept.get(t, 0) < th.seen.get(t, 0) for t in (ev.TIER_STEP, ev.TIER_DEVICE))
@@ -321,7 +352,7 @@ def _apply_budget(raw: RawTrace, dropped: DroppedEvents, totals: str, has_step_c
         else:
             totals = TOTALS_HOST_SAMPLED
     per_cat = ", ".join(f"{k} {v:,}" for k, v in sorted(raw.dropped_by_category.items()))
-    text = (f"{raw.path}: event budget: dropped {n_budget:,} of {n_seen:,} complete events ({per_cat}); "
+    text = (f"{raw.path}: event budget{auto}: dropped {n_budget:,} of {n_seen:,} complete events ({per_cat}); "
             f"{', '.join(thinned)}. Totals source: '{totals}'. Host-side indicators "
             f"({', '.join(HOST_SAMPLED_INDICATORS)}) come from the kept sample and are under-counted")
     if has_api_csv:
@@ -337,7 +368,7 @@ def _apply_budget(raw: RawTrace, dropped: DroppedEvents, totals: str, has_step_c
 
 def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = False,
                  ranks: list[int] | None = None, max_events: int | None = None,
-                 large_trace_bytes: int = LARGE_TRACE_BYTES) -> Dataset:
+                 large_trace_bytes: int = LARGE_TRACE_BYTES, budgets: Budgets | None = None) -> Dataset:
     """Read a profile (see module docstring for accepted layouts).
 
     ``progress``: force the progress bar on/off (default: only for big files on a terminal).
@@ -347,6 +378,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     budget). Beyond it, step markers and device events are kept first and host-side detail is
     thinned evenly over the trace (``stream.Thinning``); ``dropped_events`` counts what was dropped
     per category, ``totals_source`` says where totals then come from, and a warning says it.
+    ``budgets``: ingest budgets per trace (nesting depth, event size, events read, decompressed size;
+    default ``Budgets.for_event_budget(max_events)``, see :mod:`analyzer.ingest.budgets`).
     ``large_trace_bytes``: without a budget, a trace file larger than this gets a warning with the
     estimated memory (default :data:`LARGE_TRACE_BYTES`).
     """
@@ -355,7 +388,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     p = Path(path)
     if not p.exists():
         raise IngestError(p, "<path>", "does not exist")
-    opts: dict[str, Any] = {"progress": progress, "max_events": max_events, "large_trace_bytes": large_trace_bytes}
+    opts: dict[str, Any] = {"progress": progress, "max_events": max_events, "large_trace_bytes": large_trace_bytes,
+                            "budgets": budgets}
     if p.is_file():
         if p.name == "trace_view.json" or (p.suffix == ".json" and sniff_layout(p) == "array"):
             rd = [load_ascend_rank(p, strict=strict, **opts)]
@@ -381,10 +415,40 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     )
 
 
+def _window_us(r: RankData) -> tuple[float, float] | None:
+    if r.events.empty:
+        return None
+    ts = r.events["ts_us"].to_numpy()
+    return r.base_ts_us + float(ts.min()), r.base_ts_us + float((ts + r.events["dur_us"].to_numpy()).max())
+
+
+def mixed_exports(path: Path, rds: list[RankData]) -> list[str]:
+    """A warning when ranks come from DB and text exports, naming the files; a stronger one when
+    their capture windows do not overlap (different runs: their numbers are not one capture)."""
+    def main_file(r: RankData) -> Path | None:
+        return next((f for k, f in r.files.items() if k.endswith(".db") and k != "analysis.db"), None)
+    db = [r for r in rds if main_file(r) is not None]
+    text = [r for r in rds if main_file(r) is None and "trace_view.json" in r.files]
+    if not db or not text:
+        return []
+    out = [f"{path}: ranks mix DB exports ({', '.join(str(main_file(r)) for r in db)}) and text exports "
+           f"({', '.join(str(r.files['trace_view.json']) for r in text)})"]
+    windows = [(r, _window_us(r)) for r in db + text]
+    for r, w in windows:
+        others = [o for o, ow in windows if o is not r and ow is not None and w is not None
+                  and (ow[1] < w[0] or w[1] < ow[0])]
+        if others and r in db:
+            out.append(f"{main_file(r)}: its capture window does not overlap that of "
+                       f"{', '.join(str(o.files.get('trace_view.json') or main_file(o)) for o in others)} — "
+                       "different runs: compare them (ndval compare) rather than analyse them as one cluster")
+    return out
+
+
 def _finish(path: Path, fmt: str, rds: list[RankData]) -> Dataset:
     rds.sort(key=lambda r: r.rank)
     warnings = [f"rank {r.rank}: {w}" for r in rds for w in r.warnings]
     seen = [r.rank for r in rds if r.rank != ev.UNKNOWN_RANK]
     if len(seen) != len(set(seen)):
         warnings.append(f"{path}: duplicate rank ids {seen}")
+    warnings.extend(mixed_exports(path, rds))
     return Dataset(path=path, source_format=fmt, ranks=rds, warnings=warnings)

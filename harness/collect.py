@@ -132,6 +132,7 @@ class CaseItem(pytest.Item):
                 res = spec.make(spec.id or spec.type, target="-", observed=None, expected="-", margin=None,
                                 passed=False, message=f"cannot evaluate: {exc}", evaluable=False)
             res.severity = res.severity or case.severity
+            res.provenance, res.producer = spec.provenance_of(self.result)
             results.append(res)
         waiver = self.effective_waiver()
         if waiver and not opts["strict_waivers"]:

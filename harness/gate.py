@@ -10,7 +10,6 @@ partially broken input is not a verdict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 EXIT_PASS = 0
@@ -21,112 +20,12 @@ EXIT_BROKEN_INPUT = 2
 MIN_CASES = 1
 
 
-@dataclass(frozen=True)
-class Criterion:
-    """One acceptance criterion of the seed issue (§7); assertions point at it with ``criterion: <id>``."""
-
-    id: str
-    title: str
-    threshold: str
-    source: str
-    no_evidence: str = "no case carries evidence for this criterion"
-
-
-SEED_CRITERIA: tuple[Criterion, ...] = (
-    Criterion("P1", "peak HBM estimate/measured in band for configs A–F", "0.85 ≤ ratio ≤ 1.10 (TP=2 stays 1.05–1.10)", "seed §7 P1, §5.2 INT-01/INT-04"),
-    Criterion("P2", "routed-expert params/OS/grads scale linearly with 1/EP when expert_zero3_sharding=false", "y·EP constant, strictly decreasing", "seed §7 P2, §5.1 P2-02..P2-04"),
-    Criterion("P3", "PP_WAIT Pearson r (estimate vs measured, 6 configs)", "r > 0.5", "seed §7 P3"),
-    Criterion("P3-EP", "EP_WAIT Pearson r does not degrade", "r > 0.85", "seed §7 P3"),
-    Criterion("P4-MAG", "EP_WAIT magnitude vs measured", "within 10×", "seed §7 P4, §5.1 P4-01",
-              "the seed publishes only the Pearson r of each wait component, not the measured EP_WAIT seconds "
-              "per config, so there is no measured magnitude to compare with (add a case with measured EP_WAIT "
-              "using magnitude_within and criterion P4-MAG)"),
-    Criterion("P4-TOTAL", "TOTAL Pearson r (estimate vs measured)", "r > 0.5", "seed §7 P4, §5.1 P4-03"),
-    Criterion("SHARE", "no single component dominates TOTAL", "each part ≤ 90 % of TOTAL", "seed §7 P4"),
-    Criterion("NO-REGRESSION", "no regression against the baseline run", "no case/assertion passing in the baseline fails now", "seed §7 (全部现有 UT 无回归)"),
-    Criterion("INT-03", "dense model (num_experts ≤ 1) identical with every fix on or off", "identical results", "seed §7, §5.2 INT-03"),
-)
-
-
-def _evidence(cases: list[dict[str, Any]], criterion: str) -> list[dict[str, Any]]:
-    out = []
-    for rec in cases:
-        for a in rec.get("assertions", []):
-            if a.get("criterion") == criterion:
-                out.append({"nodeid": rec["nodeid"], "case_status": rec["status"], "assertion": a["id"],
-                            "type": a["type"], "status": _assertion_status(a), "observed": a.get("observed"),
-                            "expected": a.get("expected"), "message": a.get("message"),
-                            "waiver": (rec.get("waiver") or {}).get("reason") if a.get("waived") else None})
-        if rec["status"] in ("error", "skipped") and criterion in _criteria_of_record(rec):
-            out.append({"nodeid": rec["nodeid"], "case_status": rec["status"], "assertion": "-", "type": "-",
-                        "status": "not_evaluable", "observed": None, "expected": None, "message": rec.get("message")})
-    return out
-
-
-def _criteria_of_record(rec: dict[str, Any]) -> set[str]:
-    return set(rec.get("criteria", []))
-
-
-def _assertion_status(a: dict[str, Any]) -> str:
+def assertion_status(a: dict[str, Any]) -> str:
     if not a.get("evaluable", True):
         return "not_evaluable"
     if a.get("passed"):
         return "passed"
     return "waived" if a.get("waived") else "failed"
-
-
-def criterion_status(evidence: list[dict[str, Any]]) -> str:
-    """fail if any evidence fails unwaived; waived if any waived; pass if any passes; else not evaluable."""
-    statuses = {e["status"] for e in evidence}
-    if "failed" in statuses:
-        return "fail"
-    if "waived" in statuses:
-        return "waived"
-    if "passed" in statuses:
-        return "pass"
-    return "not evaluable"
-
-
-def seed_criteria_table(cases: list[dict[str, Any]], regressions: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """One row per seed criterion: status, reason, the data behind it."""
-    rows = []
-    for crit in SEED_CRITERIA:
-        if crit.id == "NO-REGRESSION":
-            if regressions is None:
-                status, reason, evidence = "not evaluable", "no --baseline summary given", []
-            else:
-                status = "fail" if regressions else "pass"
-                reason = f"{len(regressions)} regression(s) against the baseline" if regressions else "nothing that passed in the baseline fails now"
-                evidence = regressions
-            rows.append({"id": crit.id, "title": crit.title, "threshold": crit.threshold, "source": crit.source,
-                         "status": status, "reason": reason, "evidence": evidence})
-            continue
-        evidence = _evidence(cases, crit.id)
-        status = criterion_status(evidence)
-        reason = _evidence_text(evidence) if evidence else crit.no_evidence
-        rows.append({"id": crit.id, "title": crit.title, "threshold": crit.threshold, "source": crit.source,
-                     "status": status, "reason": reason, "evidence": evidence})
-    return rows
-
-
-def _observed_text(e: dict[str, Any]) -> str:
-    """``, observed 1.091..1.464 vs [0.85, 1.1]`` for scalar/range observations (lists are in the message)."""
-    obs = e.get("observed")
-    if isinstance(obs, bool) or not isinstance(obs, int | float | str) or obs == "":
-        return ""
-    shown = f"{obs:.4g}" if isinstance(obs, float) else str(obs)
-    return f", observed {shown}" + (f" vs {e['expected']}" if e.get("expected") else "")
-
-
-def _evidence_text(evidence: list[dict[str, Any]]) -> str:
-    """Every evidence item (assertion @ case: status (numbers)); each waiver's reason once, after them."""
-    parts = [f"{e['assertion']} @ {e['nodeid'].split('::')[-1]}: {e['status']}" + _observed_text(e) +
-             (f" ({e['message']})" if e.get("message") else "") for e in evidence]
-    waivers: dict[str, str] = {}
-    for e in evidence:
-        if e.get("waiver"):
-            waivers.setdefault(e["nodeid"].split("::")[-1], " ".join(str(e["waiver"]).split()))
-    return "; ".join(parts) + "".join(f" [waiver of {case}: {reason}]" for case, reason in waivers.items())
 
 
 def regressions_against(baseline: dict[str, Any], cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -142,7 +41,7 @@ def regressions_against(baseline: dict[str, Any], cases: list[dict[str, Any]]) -
             if c["nodeid"] not in now_nodes:
                 out.append({"nodeid": c["nodeid"], "assertion": a["id"], "was": "passed", "now": "missing"})
             elif key in now and not now[key].get("passed"):
-                out.append({"nodeid": c["nodeid"], "assertion": a["id"], "was": "passed", "now": _assertion_status(now[key]),
+                out.append({"nodeid": c["nodeid"], "assertion": a["id"], "was": "passed", "now": assertion_status(now[key]),
                             "observed_before": a.get("observed"), "observed_now": now[key].get("observed")})
     return out
 

@@ -14,6 +14,10 @@ from typing import Any
 #: rows of evidence kept per assertion in the summary (the full table is an attachment)
 MAX_EVIDENCE_ROWS = 200
 
+#: whose numbers a result holds: computed in this run by the subject under test, or recorded from another tool
+EVALUATED = "evaluated"
+RECORDED = "recorded"
+
 
 def to_builtin(value: Any) -> Any:
     """Cast numpy scalars/arrays, tuples, sets and NaN into JSON/execnet-safe builtins."""
@@ -51,6 +55,10 @@ class RunResult:
     values: dict[str, Any] = field(default_factory=dict)
     golden: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    #: ``EVALUATED`` (the subject computed the numbers in this run) or ``RECORDED`` (another tool's numbers)
+    provenance: str = EVALUATED
+    #: who produced the numbers: the subject under test (e.g. ``ndval``) or the recorded tool's name
+    producer: str = "ndval"
 
 
 @dataclass
@@ -71,6 +79,9 @@ class AssertionResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     waived: bool = False
     evaluable: bool = True
+    #: whose number was judged (``EVALUATED`` now by ``producer``, or ``RECORDED`` from ``producer``)
+    provenance: str = EVALUATED
+    producer: str = "ndval"
 
     def to_dict(self) -> dict[str, Any]:
         """Builtin-only dict (rows capped at ``MAX_EVIDENCE_ROWS``)."""

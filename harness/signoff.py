@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import atomic
+from harness.criteria import WHOSE_EVALUATED, WHOSE_RECORDED
 from harness.plots import band_of, estimate_vs_measured_png
+from harness.results import EVALUATED
 
 MAX_PLOTS = 24
 #: characters of an observed value / message shown in the results table (the summary has the rest)
@@ -77,7 +79,7 @@ def _correlations(summary: dict[str, Any]) -> list[list[Any]]:
                 ci = st.get("ci95")
                 rows.append([c["case_id"] + (f"[{c['point']}]" if c["point"] else ""), a["id"], a.get("criterion") or "",
                              a["target"], _fmt(a.get("observed")), st.get("n"), f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "—",
-                             _fmt(st.get("p_value")), a["expected"], "pass" if a["passed"] else ("waived" if a["waived"] else "fail")])
+                             _fmt(st.get("p_value")), a["expected"], _whose(a), _assertion_status(a)])
     return rows
 
 
@@ -114,9 +116,18 @@ def _margin(v: Any) -> str:
 
 
 def _assertion_status(a: dict[str, Any]) -> str:
+    """PASS / FAIL / WAIVED for a number evaluated now; a recorded number only MEETS or MISSES a rule."""
     if not a.get("evaluable", True):
         return "NOT EVALUABLE"
+    if a.get("provenance", EVALUATED) != EVALUATED:
+        return "RECORDED: MEETS RULE" if a["passed"] else "RECORDED: MISSES RULE" + (" (WAIVED)" if a.get("waived") else "")
     return "PASS" if a["passed"] else ("WAIVED" if a.get("waived") else "FAIL")
+
+
+def _whose(a: dict[str, Any]) -> str:
+    """Whose number an assertion judged: the subject's, evaluated now, or another tool's, recorded."""
+    producer = a.get("producer", "ndval")
+    return f"{producer} ({WHOSE_RECORDED})" if a.get("provenance", EVALUATED) != EVALUATED else f"{producer} ({WHOSE_EVALUATED})"
 
 
 def _case_name(c: dict[str, Any]) -> str:
@@ -130,20 +141,21 @@ def _results_by_case(summary: dict[str, Any]) -> list[str | Table | Details]:
     for c in summary["cases"]:
         name = _case_name(c)
         if not c["assertions"]:
-            rows.append([name, c["kind"], c["status"].upper(), "—", "—", "—", "—", "—", "—", "—",
+            rows.append([name, c["kind"], c["status"].upper(), "—", "—", "—", "—", "—", "—", "—", "—",
                          _short(c.get("message") or "", MAX_MESSAGE)])
             continue
         for a in c["assertions"]:
             rows.append([name, c["kind"], c["status"].upper(), a["id"], a.get("criterion") or "", _short(a["target"]),
-                         _short(a.get("observed")), a["expected"], _margin(a.get("margin")), _assertion_status(a),
+                         _short(a.get("observed")), a["expected"], _margin(a.get("margin")), _whose(a), _assertion_status(a),
                          _short(a.get("message") or "", MAX_MESSAGE)])
             if len(a.get("rows") or []) > 1:
                 evidence.append(_evidence(name, a))
     intro = ("One row per assertion: target, observed value, expected band or rule, margin (distance to the "
-             "rule's edge; negative = outside) and status. Per-row evidence (rows, groups, golden fields) is "
+             "rule's edge; negative = outside), whose number it is and status: a number evaluated now passes or "
+             "fails, a recorded number of another tool only meets or misses the rule (context, not evidence). Per-row evidence (rows, groups, golden fields) is "
              "collapsed below each table; the full tables are in summary.json and the Allure attachments.")
     table = Table(["case", "kind", "case status", "assertion", "criterion", "target", "observed", "expected",
-                   "margin", "status", "detail"], rows)
+                   "margin", "whose number", "status", "detail"], rows)
     return [intro, table, *evidence]
 
 
@@ -232,10 +244,15 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
                         [[r["rule"], r["threshold"], r["actual"], _status_mark(r["status"]), ", ".join(r["items"][:8])]
                          for r in gate["rules"]])]))
     secs.append(Section("5. Seed acceptance criteria (sapp-nd validation issue §7)", [
-        "Status per criterion: FAIL = evidence fails unwaived; WAIVED = fails with an unexpired waiver (a known "
-        "finding, shown not hidden); PASS; NOT EVALUABLE = no evidence could be computed (reason given).",
-        Table(["criterion", "what", "threshold", "status", "reason and data"],
-              [[c["id"], c["title"], c["threshold"], _status_mark(c["status"]), c["reason"]] for c in summary["criteria"]])]))
+        "Only numbers evaluated in this run by the subject under test decide a criterion: FAIL = that evidence "
+        "fails unwaived; WAIVED = it fails with an unexpired waiver (a known finding, shown not hidden); PASS = "
+        "it passes; NOT EVALUABLE = nothing could be evaluated now (reason given). Numbers recorded from "
+        "another tool (e.g. the reference tool's published correlations) are shown as context and never make "
+        "a criterion PASS.",
+        Table(["criterion", "what", "threshold", "status", "whose number", "evidence (evaluated now)",
+               "context (recorded, not evidence)"],
+              [[c["id"], c["title"], c["threshold"], _status_mark(c["status"]), c.get("whose", "—"), c["reason"],
+                c.get("context") or "—"] for c in summary["criteria"]])]))
     stats = [[s["group"], s["type"], s["n"], _fmt(s["min"]), _fmt(s["median"]), _fmt(s["max"]), _fmt(s["mean"])]
              for s in summary["statistics"]]
     secs.append(Section("6. Per-criterion statistics", [
@@ -243,7 +260,8 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
         "the signed distribution shows systematic under- or over-estimation that a band alone hides.",
         Table(["criterion / kind", "check", "n", "min", "median", "max", "mean"], stats),
         "Correlations and MAPE (with n, 95 % CI, p-value):",
-        Table(["case", "assertion", "criterion", "target", "observed", "n", "95% CI", "p", "rule", "status"], _correlations(summary))]))
+        Table(["case", "assertion", "criterion", "target", "observed", "n", "95% CI", "p", "rule", "whose number", "status"],
+              _correlations(summary))]))
     secs.append(Section("7. Calibration steps (fitted on one half, judged on the other)", list(_calibration(summary))))
     secs.append(Section("8. Plots (estimate vs measured)", list(_plots(summary))))
     secs.append(Section("9. Results by case", list(_results_by_case(summary))))

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import gate
+from harness import criteria, gate
 from harness.results import to_builtin
 
 SUMMARY_FORMAT = 1
@@ -97,7 +97,7 @@ def build_summary(records: dict[str, dict[str, Any]], collection_errors: dict[st
                    "drift": [{"nodeid": c["nodeid"], **c["golden"]} for c in cases
                              if c.get("golden") and c["golden"]["status"] not in ("match", "regenerated")]},
     }
-    summary["criteria"] = gate.seed_criteria_table(cases, regressions)
+    summary["criteria"] = criteria.seed_criteria_table(cases, regressions)
     summary["gate"] = gate.evaluate_gate(summary)
     return to_builtin(summary)
 

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.ingest import events as ev
+from analyzer.ingest.budgets import Budgets, auto_max_events
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame
 
@@ -173,13 +174,15 @@ def budget_tiers(raw: RawTrace) -> np.ndarray:
 
 
 def read_trace_view(path: Path, rank: int, progress: bool | None = None,
-                    max_events: int | None = None) -> tuple[pd.DataFrame, RawTrace]:
+                    max_events: int | None = None, budgets: Budgets | None = None) -> tuple[pd.DataFrame, RawTrace]:
     """Parse one ``trace_view.json`` into the event table (and the raw trace's metadata).
 
-    ``max_events``: event budget (see ``stream.Thinning``); ``raw.thinning`` then says what was dropped.
+    ``max_events``: event budget (see ``stream.Thinning``; default: ``budgets.auto_max_events``); ``raw.thinning`` then says what was dropped.
     """
-    thinning = Thinning(max_events, budget_tiers) if max_events is not None else None
-    raw = read_trace(path, progress=progress, thinning=thinning)
+    thinning = Thinning(max_events if max_events is not None else auto_max_events(), budget_tiers,
+                        auto=max_events is None)
+    raw = read_trace(path, progress=progress, thinning=thinning,
+                     budgets=budgets or Budgets.for_event_budget(max_events))
     if raw.layout != "array":
         raise IngestError(
             path, "<top level>",

@@ -40,7 +40,7 @@ Exact timestamps: Ascend ``trace_view.json`` writes ``ts`` as a **string** of ab
 three decimals (``"1736408883704643.212"``); a float64 keeps only ~0.2 µs there. Readers subtract an
 integer base (``RankData.base_ts_us``, an ``int`` of epoch µs, the floor of the earliest ``ts``) with
 integer/Decimal arithmetic *before* converting to float, so ``ts_us`` is exact to 1 ns. Kineto
-numbers are parsed as ``Decimal`` (ijson) and handled the same way. Absolute time of a row =
+numbers are read as their text (``decode.exact_relative_us``) and handled the same way. Absolute time of a row =
 ``base_ts_us + ts_us``.
 
 Categories (``category`` column):

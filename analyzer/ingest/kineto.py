@@ -22,14 +22,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-import ijson
 import numpy as np
 import pandas as pd
 
 from analyzer.ingest import events as ev
 from analyzer.ingest.ascend import row_steps
+from analyzer.ingest.budgets import Budgets, auto_max_events
 from analyzer.ingest.errors import IngestError
-from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, open_stream, read_trace, signature_frame
+from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame
 
 COMM_KERNEL_RE = re.compile(r"^nccl|.*ncclKernel|^hccl", re.IGNORECASE)
 DEVICE_CATS: frozenset[str] = frozenset({
@@ -126,29 +126,9 @@ def budget_tiers(raw: RawTrace) -> np.ndarray:
     return ev.tiers(sigs["category"].to_numpy(dtype=object), sigs["side"].to_numpy(dtype=object))
 
 
-def read_meta(path: Path) -> dict[str, Any]:
-    """``distributedInfo`` and ``deviceProperties`` of the trace's top level.
-
-    One streaming pass per key that builds only that value (ijson ``kvitems`` would build the event
-    list too). Damage in the file ends a pass silently: the event pass reports it.
-    """
-    meta: dict[str, Any] = {}
-    for key in META_KEYS:
-        meta[key] = _read_item(path, key)
-    return {k: v for k, v in meta.items() if v is not None}
-
-
-def _read_item(path: Path, key: str) -> Any:
-    fh, counter = open_stream(path)
-    try:
-        for value in ijson.items(fh, key, use_float=True):
-            return value
-    except (ijson.JSONError, EOFError, OSError):
-        return None
-    finally:
-        fh.close()
-        counter.raw.close()
-    return None
+def read_meta(raw: RawTrace) -> dict[str, Any]:
+    """``distributedInfo`` and ``deviceProperties`` of the trace's top level (read in the event pass)."""
+    return {k: raw.top[k] for k in META_KEYS if raw.top.get(k) is not None}
 
 
 def rank_of(meta: dict[str, Any]) -> int | None:
@@ -159,18 +139,22 @@ def rank_of(meta: dict[str, Any]) -> int | None:
 
 
 def read_kineto_trace(path: Path, rank: int | None = None, progress: bool | None = None,
-                      max_events: int | None = None) -> tuple[pd.DataFrame, RawTrace, dict[str, Any]]:
+                      max_events: int | None = None,
+                      budgets: Budgets | None = None) -> tuple[pd.DataFrame, RawTrace, dict[str, Any]]:
     """Parse one Kineto trace into (event table, raw trace, top-level metadata).
 
-    ``max_events``: event budget (see ``stream.Thinning``); ``raw.thinning`` then says what was dropped.
+    ``max_events``: event budget (see ``stream.Thinning``; default: ``budgets.auto_max_events``); ``raw.thinning`` then says what was dropped.
+    ``budgets``: ingest budgets (default: ``Budgets.for_event_budget(max_events)``).
     """
-    thinning = Thinning(max_events, budget_tiers) if max_events is not None else None
-    raw = read_trace(path, progress=progress, thinning=thinning)
+    thinning = Thinning(max_events if max_events is not None else auto_max_events(), budget_tiers,
+                        auto=max_events is None)
+    raw = read_trace(path, progress=progress, thinning=thinning,
+                     budgets=budgets or Budgets.for_event_budget(max_events))
     if raw.layout != "object":
         raise IngestError(path, "<top level>", "a Kineto trace is an object with 'traceEvents'")
     if raw.n_complete == 0 and not raw.truncated:
         raise IngestError(path, "traceEvents", "no complete ('X') events: not a Kineto profiler trace")
-    meta = read_meta(path)
+    meta = read_meta(raw)
     found = rank_of(meta)
     if rank is None:
         rank = found if found is not None else ev.UNKNOWN_RANK

@@ -66,6 +66,10 @@ class AssertionSpec(BaseModel):
             raise AssertionUsageError(f"no result rows match where={self.where!r}")
         return out
 
+    def provenance_of(self, result: RunResult) -> tuple[str, str]:
+        """(provenance, producer) of the number this assertion judges: by default the run result's."""
+        return result.provenance, result.producer
+
     def make(self, name: str, **kw: Any) -> AssertionResult:
         return AssertionResult(type=self.type, id=name, criterion=self.criterion, severity=self.severity, **kw)
 

@@ -20,7 +20,7 @@ from harness.assertions.base import (
     register_assertion,
     row_label,
 )
-from harness.results import AssertionResult, RunResult
+from harness.results import RECORDED, AssertionResult, RunResult
 
 
 def _fisher_ci(r: float, n: int, se_scale: float = 1.0, level: float = 0.95) -> tuple[float, float] | None:
@@ -64,6 +64,13 @@ class _CorrelationGt(AssertionSpec):
 
     def _compute(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
         raise NotImplementedError  # pragma: no cover
+
+    def provenance_of(self, result: RunResult) -> tuple[str, str]:
+        """A ``recorded:`` coefficient is another tool's number even when the kind computed the rest."""
+        prov, producer = super().provenance_of(result)
+        if self.recorded and prov != RECORDED:
+            return RECORDED, "recorded coefficient"
+        return prov, producer
 
     def _meets(self, r: float) -> bool:
         return r >= self.min if self.inclusive else r > self.min

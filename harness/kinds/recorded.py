@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from harness.kinds import KindError, KindParams, RunContext, register_kind
-from harness.results import RunResult
+from harness.results import RECORDED, RunResult
 
 
 class P1WhatIf(KindParams):
@@ -28,6 +28,8 @@ class P1WhatIf(KindParams):
 
 
 class RecordedParams(KindParams):
+    tool: str = Field("reference tool", description="whose results the rows record (named in the sign-off: "
+                                                     "recorded numbers are context, never evidence)")
     what_if: P1WhatIf | None = None
 
 
@@ -56,4 +58,4 @@ def run_recorded(ctx: RunContext) -> RunResult:
                 raise KindError(f"what_if needs columns {wi.estimate!r} and {wi.tp!r} (row has {sorted(row)})")
             row[wi.out] = p1_what_if_mb(float(row[wi.estimate]), int(row[wi.tp]), wi.tp_shardable_overhead_mb,
                                         wi.safety_buffer_mb, wi.legacy_safety_buffer_mb)
-    return RunResult(table=table, golden={"rows": table})
+    return RunResult(table=table, golden={"rows": table}, provenance=RECORDED, producer=params.tool)

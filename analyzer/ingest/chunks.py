@@ -1,0 +1,243 @@
+"""Framing a trace file into chunks of decoded events, in one pass, with the ingest budgets.
+
+Layouts: a bare JSON array of events (Ascend ``trace_view.json``) or an object whose
+``traceEvents`` key holds the array (Kineto); the other top-level keys of the object
+(``distributedInfo``, ``deviceProperties``, ...) are decoded in the same pass, before and after the
+array (:attr:`EventFramer.top`), so no extra pass over the file is needed for metadata.
+
+Fast path: the decompressed bytes are read in chunks of :data:`CHUNK_BYTES`; the last ``},`` of the
+buffer is a candidate boundary between two events and the text up to it is decoded as one array by
+``msgspec`` (:func:`decode.decode_chunk`). A wrong candidate (inside a string or a nested object)
+cannot decode, so a chunk that decodes is framed right. Slow path, for a chunk that does not decode
+or at the end of the file: the exact streaming scanner (``framing.Scanner``) delimits every event,
+which is then decoded alone (:func:`decode.decode_one`); an event over a budget (``budgets.Budgets``)
+is skipped there, counted, and named in a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analyzer.ingest import decode as dec
+from analyzer.ingest.budgets import Budgets
+from analyzer.ingest.framing import Scanner, Source, _depths
+
+#: decompressed bytes read per chunk.
+CHUNK_BYTES = 8 * 2**20
+#: most bytes of top-level content read before / after the event array.
+HEADER_MAX_BYTES = 64 * 2**20
+_KEY = b'"traceEvents"'
+_ARRAY_OPEN = re.compile(rb"\s*:\s*\[")
+_BOM = b"\xef\xbb\xbf"
+_NEXT_EVENT = re.compile(rb"\s*\{")
+#: candidate boundaries tried per chunk before the exact scanner frames it.
+CANDIDATES = 3
+_CLOSE_BRACKET, _COMMA = ord("]"), ord(",")
+
+
+@dataclass
+class EventFramer:
+    """One pass over ``src`` (see module docstring). Call :meth:`open` then iterate :meth:`chunks`."""
+
+    src: Source
+    budgets: Budgets
+    layout: str = ""
+    fmt: dec.Format = dec.GENERIC
+    top: dict[str, Any] = field(default_factory=dict)
+    n_elements: int = 0
+    n_too_deep: int = 0
+    n_too_big: int = 0
+    n_not_events: int = 0
+    truncated: str = ""
+    stopped: str = ""
+    _buf: bytes = b""
+    _eof: bool = False
+
+    def open(self) -> str:
+        """Read the start of the file: ``array``, ``object`` or ``empty`` (raises ``ValueError``
+        when it is not JSON)."""
+        self._buf = self._read()
+        if self._buf.startswith(_BOM):
+            self._buf = self._buf[len(_BOM):]
+        head = self._buf.lstrip()
+        while not head and not self._eof:
+            self._buf = self._read()
+            head = self._buf.lstrip()
+        if not head:
+            self.layout = "empty"
+        elif head[:1] == b"[":
+            self.layout, self._buf = "array", head[1:]
+        elif head[:1] == b"{":
+            self.layout, self.fmt = "object", dec.KINETO
+            self._buf = head
+            self._find_events()
+        else:
+            raise ValueError("not JSON: expected '[' (event array) or '{' (traceEvents object)")
+        return self.layout
+
+    def _read(self) -> bytes:
+        data = self.src.read(CHUNK_BYTES) if not self._eof else b""
+        if not data:
+            self._eof = True
+        return data
+
+    def _find_events(self) -> None:
+        """Position the buffer just inside the ``traceEvents`` array; decode the keys before it."""
+        buf, searched = self._buf, 0
+        while True:
+            at = buf.find(_KEY, searched)
+            while at >= 0:
+                depths, in_str, _ = _depths(np.frombuffer(buf, dtype=np.uint8, count=at), False, False, 0)
+                if not in_str and depths.size and int(depths[-1]) == 1:
+                    m = _ARRAY_OPEN.match(buf, at + len(_KEY))
+                    if m:
+                        self.top.update(_object_prefix(buf[:at]))
+                        self._buf = buf[m.end():]
+                        return
+                at = buf.find(_KEY, at + 1)
+            searched = max(0, len(buf) - len(_KEY))
+            if self._eof or len(buf) > HEADER_MAX_BYTES:
+                self._buf, self._eof = b"", True
+                self.top.update(_object_prefix(buf) if len(buf) <= HEADER_MAX_BYTES else {})
+                return
+            buf += self._read()
+
+    def chunks(self) -> Iterator[list[Any]]:
+        """Decoded events, a chunk at a time, until the array ends, the file ends or a budget stops it."""
+        if self.layout not in ("array", "object") or (self._eof and not self._buf.strip()):
+            return
+        buf = bytearray(b"[") + self._buf  # "[" + the events not decoded yet
+        while not self.stopped:
+            cut, events = self._fast(buf)
+            if events is not None:
+                del buf[1:cut + 2]
+                yield self._count(events)
+            elif not self._eof and (cut < 0 and len(buf) < self.budgets.max_event_bytes):
+                pass  # no boundary yet: read more
+            else:
+                rest, done = yield from self._exact(bytes(buf[1:]))
+                if done:
+                    return
+                buf = bytearray(b"[") + rest
+            if self._check_budgets():
+                return
+            buf += self._read()
+            if self._eof and not buf[1:].strip():
+                self.truncated = self.truncated or "the event array is not closed"
+                return
+
+    def _fast(self, buf: bytearray) -> tuple[int, list[Any] | None]:
+        """``(cut, events)``: the events of ``buf`` (``[`` + event text) before the last candidate
+        boundary that decodes (a ``}`` followed by ``,`` and the ``{`` of the next event; up to
+        :data:`CANDIDATES` tried), or ``(cut, None)`` (``cut`` -1 when no candidate was found). The
+        ``,`` after the candidate is turned into ``]`` for the decode (no copy) and restored."""
+        if self._eof:
+            return -1, None
+        cut, end, tried = -1, len(buf), 0
+        while tried < CANDIDATES:
+            cut = buf.rfind(b"},", 1, end)
+            if cut < 0:
+                return -1, None
+            end = cut
+            if _NEXT_EVENT.match(buf, cut + 2) is None:
+                continue
+            tried += 1
+            buf[cut + 1] = _CLOSE_BRACKET
+            try:
+                with memoryview(buf) as view:
+                    return cut, dec.decode_chunk(view[:cut + 2], self.fmt)
+            except dec.DecodeFailure:
+                continue
+            finally:
+                buf[cut + 1] = _COMMA
+        return cut, None
+
+    def _count(self, events: list[Any]) -> list[Any]:
+        self.n_elements += len(events)
+        return events
+
+    def _check_budgets(self) -> bool:
+        b = self.budgets
+        if b.max_read_events is not None and self.n_elements >= b.max_read_events:
+            self.stopped = (f"events budget: stopped reading after {self.n_elements:,} events "
+                            f"(max_read_events={b.max_read_events:,})")
+        elif b.max_decompressed_bytes is not None and self.src.n_out > b.max_decompressed_bytes:
+            self.stopped = (f"decompressed-size budget: stopped reading after {self.src.n_out:,} bytes "
+                            f"(max_decompressed_bytes={b.max_decompressed_bytes:,})")
+        return bool(self.stopped)
+
+    def _exact(self, buf: bytes) -> Iterator[list[Any]]:
+        """Slow path over ``buf`` (starts between events): decode every complete event alone; skip
+        an event bigger than the budget by streaming over it. Returns ``(rest, done)``: the bytes of
+        the event still open (to be completed by the fast path), and whether the array ended."""
+        sc = Scanner(pos=0)
+        held, held_at, skipping = buf, 0, False
+        while True:
+            found = sc.feed(memoryview(held)[sc.pos - held_at:] if not skipping else memoryview(held))
+            events = []
+            for el in found:
+                if el.start < held_at or el.end - el.start > self.budgets.max_event_bytes:  # the skipped event ended
+                    self.n_too_big += 1
+                elif el.depth > self.budgets.max_depth:
+                    self.n_too_deep += 1
+                else:
+                    one = dec.decode_one(bytes(held[el.start - held_at:el.end - held_at]), self.fmt)
+                    if one is None:
+                        self.n_not_events += 1
+                    else:
+                        events.append(one)
+            self.n_elements += len(found)
+            if events:
+                yield events
+            if sc.closed >= 0:
+                self._tail(held[sc.closed - held_at:] if sc.closed >= held_at else b"")
+                return b"", True
+            if sc.open_start < 0:
+                return b"", False
+            if sc.open_start >= held_at:
+                held, held_at = held[sc.open_start - held_at:], sc.open_start
+            if not skipping and len(held) <= self.budgets.max_event_bytes:
+                if self._eof:
+                    self.truncated = "the last event is incomplete"
+                    return b"", True
+                return bytes(held), False
+            skipping = True  # an event over the size budget: stream over it, keep nothing
+            data = self._read()
+            if not data:
+                self.truncated = "the last event is incomplete (and over the event-size budget)"
+                self.n_too_big += 1
+                return b"", True
+            held, held_at = data, sc.pos
+
+    def _tail(self, rest: bytes | memoryview) -> None:
+        """The top-level keys after the event array (object layout)."""
+        if self.layout != "object":
+            return
+        tail = bytes(rest)
+        while not self._eof and len(tail) <= HEADER_MAX_BYTES:
+            tail += self._read()
+        text = tail.strip()
+        if text.startswith(b","):
+            try:
+                obj = dec.LOOSE_DECODER.decode(b"{" + text[1:])
+            except dec.DecodeFailure:
+                return
+            if isinstance(obj, dict):
+                self.top.update(obj)
+
+
+def _object_prefix(head: bytes) -> dict[str, Any]:
+    """The keys of a top-level object's text cut before one of its keys (``{"a": 1, "b": ...,``)."""
+    text = head.rstrip().rstrip(b",")
+    if text.strip() == b"{":
+        return {}
+    try:
+        obj = dec.LOOSE_DECODER.decode(text + b"}")
+    except dec.DecodeFailure:
+        return {}
+    return obj if isinstance(obj, dict) else {}

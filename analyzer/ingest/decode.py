@@ -1,0 +1,318 @@
+"""Decoding trace events: JSON bytes -> typed per-chunk columns, only the fields the analysis needs.
+
+A chunk of events is decoded in one call by ``msgspec`` into small structs holding only ``ph``,
+``name``, ``cat``, ``pid``, ``tid``, ``ts``, ``dur`` and the few ``args`` keys read below; every other
+key is skipped by the decoder without building anything. Floats in untyped fields (``ts``, the args)
+come back as their **text** (``float_hook=str``), so a numeric epoch ``ts`` with sub-µs digits stays
+exact: :func:`exact_relative_us` subtracts an integer base from the text's integer part before any
+float conversion (Ascend writes ``ts`` as such a string already).
+
+Events that do not fit the types (a list where a string was expected, a ``NaN`` literal, nesting
+deeper than the budget) make the chunk decode fail; the reader then decodes that chunk event by
+event (:func:`decode_one`), so one odd event costs one event, not the chunk.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: bytes per element of the dtype names used in HCCL / NCCL args (message size = count × this).
+DTYPE_BYTES: dict[str, int] = {
+    "fp32": 4, "float32": 4, "float": 4, "fp16": 2, "float16": 2, "half": 2, "bf16": 2,
+    "bfloat16": 2, "int8": 1, "uint8": 1, "int16": 2, "int32": 4, "int64": 8, "uint64": 8,
+    "fp64": 8, "float64": 8, "double": 8, "bool": 1, "char": 1, "byte": 1, "long": 8, "int": 4,
+}
+
+
+class Args(msgspec.Struct, rename={
+    "task_type": "Task Type", "task_type_lc": "task type", "memcpy_direction": "memcpy direction",
+    "collective_name": "Collective name", "data_size": "data size(Byte)", "size": "size(Byte)",
+    "nbytes": "bytes", "msg_nelems": "In msg nelems",
+}):
+    """The ``args`` keys read (every other key is skipped by the decoder)."""
+
+    task_type: Any = None
+    task_type_lc: Any = None
+    memcpy_direction: Any = None
+    collective_name: Any = None
+    correlation: Any = None
+    connection_id: Any = None
+    correlation_id: Any = None
+    data_size: Any = None
+    nbytes: Any = None
+    size: Any = None
+    count: Any = None
+    msg_nelems: Any = None
+    data_type: Any = None
+    dtype: Any = None
+    name: Any = None
+    labels: Any = None
+
+
+class Event(msgspec.Struct):
+    """One trace event, needed fields only (``dur`` UNSET when absent: read as 0, like before)."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: int | str = -1
+    tid: int | str = -1
+    ts: Any = None
+    dur: float | str | msgspec.UnsetType | None = msgspec.UNSET
+    args: Args | None = None
+
+
+class KinetoArgs(msgspec.Struct, rename={"nbytes": "bytes", "collective_name": "Collective name",
+                                       "msg_nelems": "In msg nelems"}):
+    """The ``args`` keys a Kineto trace needs (launch correlation, copy bytes, NCCL collective and
+    message size; ``name`` of metadata events). Defaults are the "absent" values of the columns."""
+
+    correlation: Any = -1
+    nbytes: Any = math.nan
+    collective_name: Any = ""
+    msg_nelems: Any = None
+    dtype: Any = None
+    name: Any = None
+    labels: Any = None
+
+
+class KinetoEvent(msgspec.Struct):
+    """One Kineto event, needed fields only (see :class:`Event`)."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: int | str = -1
+    tid: int | str = -1
+    ts: Any = None
+    dur: float | str | msgspec.UnsetType | None = msgspec.UNSET
+    args: KinetoArgs | None = None
+
+
+_EMPTY_KINETO_ARGS = KinetoArgs()
+
+
+@dataclass(frozen=True)
+class Format:
+    """Decoders of one trace layout: ``generic`` (Ascend arrays; every args key of :class:`Args`) or
+    ``kineto`` (:class:`KinetoArgs`, column-wise extraction: the hot path of big GPU traces)."""
+
+    chunk: msgspec.json.Decoder[Any]
+    one: msgspec.json.Decoder[Any]
+    kineto: bool
+
+
+GENERIC = Format(msgspec.json.Decoder(list[Event], float_hook=str), msgspec.json.Decoder(Event, float_hook=str),
+                 False)
+KINETO = Format(msgspec.json.Decoder(list[KinetoEvent], float_hook=str),
+                msgspec.json.Decoder(KinetoEvent, float_hook=str), True)
+LOOSE_DECODER = msgspec.json.Decoder(float_hook=str)
+_NON_JSON_NUMBER = re.compile(rb"([:,\[]\s*)(?:-?Infinity|NaN)")
+DecodeFailure = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError)
+
+
+def decode_chunk(body: bytes | memoryview, fmt: Format = GENERIC) -> list[Any]:
+    """Events of ``body`` (a JSON array text); raises one of :data:`DecodeFailure`."""
+    return fmt.chunk.decode(body)  # type: ignore[no-any-return]
+
+
+def decode_one(text: bytes, fmt: Format = GENERIC) -> Any:
+    """One event, leniently: typed first; else as plain JSON with odd values converted (``NaN`` /
+    ``Infinity`` read as null, non-string names as their text); None when it is not a JSON object."""
+    try:
+        return fmt.one.decode(text)
+    except DecodeFailure:
+        pass
+    try:
+        obj = LOOSE_DECODER.decode(text)
+    except DecodeFailure:
+        if b"NaN" not in text and b"Infinity" not in text:
+            return None
+        try:
+            obj = LOOSE_DECODER.decode(_NON_JSON_NUMBER.sub(rb"\1null", text))
+        except DecodeFailure:
+            return None
+    if not isinstance(obj, dict):
+        return None
+    event = _from_dict(obj)
+    if fmt.kineto:
+        a = event.args
+        args = None if a is None else KinetoArgs(
+            correlation=_first(a.correlation, a.connection_id, a.correlation_id, -1),
+            nbytes=_first(a.data_size, a.nbytes, a.size, math.nan), collective_name=_first(a.collective_name, ""),
+            msg_nelems=_first(a.count, a.msg_nelems, None), dtype=_first(a.data_type, a.dtype, None),
+            name=a.name, labels=a.labels)
+        return KinetoEvent(event.ph, event.name, event.cat, event.pid, event.tid, event.ts, event.dur, args)
+    return event
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values[:-1] if v is not None), values[-1])
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def _from_dict(obj: dict[str, Any]) -> Event:
+    args = obj.get("args")
+    a = None
+    if isinstance(args, dict):
+        a = Args(**{f: args.get(k) for f, k in _ARG_KEYS.items()})
+    pid, tid = obj.get("pid", -1), obj.get("tid", -1)
+    dur = obj.get("dur", msgspec.UNSET)
+    return Event(ph=_text(obj.get("ph")), name=_text(obj.get("name", "")), cat=_text(obj.get("cat", "")),
+                 pid=pid if isinstance(pid, int | str) else str(pid), tid=tid if isinstance(tid, int | str) else str(tid),
+                 ts=obj.get("ts"), dur=dur if isinstance(dur, float | int | str | None | msgspec.UnsetType) else str(dur),
+                 args=a)
+
+
+#: Args field -> JSON key.
+_ARG_KEYS: dict[str, str] = {f: Args.__struct_encode_fields__[i] for i, f in enumerate(Args.__struct_fields__)}
+
+_NO_ARGS = ("", "", -1, math.nan)
+
+
+def arg_info(a: Args | None) -> tuple[Any, Any, int, float]:
+    """``(task type, aux, correlation, bytes)`` of an event's args (``aux``: memcpy direction or
+    collective name). Bytes: memcpy ``data size(Byte)`` / ``bytes`` / plane ``size(Byte)``, or
+    ``count × sizeof(data_type)`` (HCCL) / ``In msg nelems × sizeof(dtype)`` (NCCL); NaN if unknown."""
+    if a is None:
+        return _NO_ARGS
+    tt = a.task_type if a.task_type is not None else (a.task_type_lc if a.task_type_lc is not None else "")
+    aux = a.memcpy_direction if a.memcpy_direction is not None else (
+        a.collective_name if a.collective_name is not None else "")
+    corr = a.correlation if a.correlation is not None else (
+        a.connection_id if a.connection_id is not None else a.correlation_id)
+    if corr is None:
+        corr = -1
+    elif type(corr) is not int:
+        corr = _as_int(corr)
+    size = a.data_size if a.data_size is not None else (a.nbytes if a.nbytes is not None else a.size)
+    if size is not None:
+        return tt, aux, corr, _as_float(size)
+    count = a.count if a.count is not None else a.msg_nelems
+    if count is None:
+        return tt, aux, corr, math.nan
+    dtype = a.data_type if a.data_type is not None else a.dtype
+    width = DTYPE_BYTES.get(str(dtype).lower().replace("torch.", "")) if dtype is not None else None
+    return tt, aux, corr, (_as_float(count) * width if width is not None else math.nan)
+
+
+def kineto_arg_columns(events: list[KinetoEvent]) -> tuple[list[Any], list[Any], np.ndarray, np.ndarray]:
+    """``(task type, aux, correlation, bytes)`` columns of Kineto events, column-wise (the same
+    values as :func:`arg_info`; Kineto writes no task type)."""
+    args = [e.args if e.args is not None else _EMPTY_KINETO_ARGS for e in events]
+    corr = int64_column([a.correlation for a in args])
+    nbytes = float_column([a.nbytes for a in args])
+    aux = [a.collective_name for a in args]
+    nelems = [a.msg_nelems for a in args]
+    if nelems.count(None) != len(nelems):
+        for i, count in enumerate(nelems):
+            if count is not None and math.isnan(nbytes[i]):
+                a = args[i]
+                width = DTYPE_BYTES.get(str(a.dtype).lower().replace("torch.", "")) if a.dtype is not None else None
+                nbytes[i] = _as_float(count) * width if width is not None else math.nan
+    return [""] * len(events), aux, corr, nbytes
+
+
+def int64_column(values: list[Any]) -> np.ndarray:
+    """int64 array of ids (non-integers and out-of-range values -> -1)."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        out = [_as_int(v) if v is not None else -1 for v in values]
+        return np.array([v if -2**63 <= v < 2**63 else -1 for v in out], dtype=np.int64)
+
+
+def float_column(values: list[Any]) -> np.ndarray:
+    """float64 array (non-numeric -> NaN)."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([_as_float(v) if v is not None else math.nan for v in values], dtype=np.float64)
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return -1
+
+
+def _as_float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+@dataclass
+class Timestamps:
+    """Start times of a chunk relative to ``base`` (µs, float64) and which were unreadable."""
+
+    rel_us: np.ndarray
+    bad: np.ndarray
+    base: int | None
+
+
+def exact_relative_us(values: list[Any], base: int | None) -> Timestamps:
+    """``value − base`` per value, exact to the digit (``base``: the integer part of the first valid
+    value when None).
+
+    Integers are subtracted as int64; text (Ascend strings, Kineto floats as text) is split into its
+    integer part, subtracted as an integer, and its fraction added as a float — no float64 rounding at
+    epoch magnitudes (profiling-formats §0.5). Anything else (null, a list, 1e300) is ``bad``.
+    """
+    n = len(values)
+    if not n:
+        return Timestamps(np.empty(0), np.zeros(0, dtype=bool), base)
+    arr = np.array(values) if n else np.empty(0)
+    if arr.dtype.kind == "i" and arr.ndim == 1:
+        if base is None:
+            base = int(arr[0])
+        return Timestamps((arr - base).astype(np.float64), np.zeros(n, dtype=bool), base)
+    return _text_relative(values, base)
+
+
+_TS_PATTERN = r"^\s*(?P<whole>-?\d{1,18})(?P<frac>\.\d*)?\s*$"
+
+
+def _text_relative(values: list[Any], base: int | None) -> Timestamps:
+    """:func:`exact_relative_us` for chunks holding text (vectorized with Arrow's regex kernels)."""
+    text = pa.array([v if isinstance(v, str) else (str(v) if type(v) is int else None) for v in values],
+                    type=pa.string())
+    parts = pc.extract_regex(text, _TS_PATTERN)
+    whole_txt = pc.struct_field(parts, "whole")
+    bad = np.asarray(pc.is_null(whole_txt).to_numpy(zero_copy_only=False), dtype=bool)
+    whole = pc.cast(pc.fill_null(whole_txt, "0"), pa.int64()).to_numpy(zero_copy_only=False)
+    frac_txt = pc.fill_null(pc.struct_field(parts, "frac"), "")
+    frac = pc.cast(pc.binary_join_element_wise("0", frac_txt, "0", ""), pa.float64()).to_numpy(
+        zero_copy_only=False)
+    if base is None:
+        ok = np.flatnonzero(~bad)
+        base = int(whole[ok[0]]) if ok.size else None
+    rel = (whole - (base or 0)).astype(np.float64) + frac
+    rel[bad] = np.nan
+    return Timestamps(rel, bad, base)
+
+
+def durations_us(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``(dur, bad)``: absent -> 0 (as written by older exporters), numbers and numeric text as
+    float64; null, negative, non-finite or non-numeric -> ``bad``."""
+    try:
+        dur = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        dur = np.array([0.0 if v is msgspec.UNSET else _as_float(v) if v is not None else math.nan
+                        for v in values], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(dur) & (dur >= 0.0))
+    return dur, bad
