@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ndcore import render
+
 Direction = Literal["lower_better", "higher_better", "background"]
 
 # --------------------------------------------------------------------------------------------
@@ -1011,9 +1013,7 @@ def _fmt(v: Any) -> str:
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(_fmt(c).replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+    return render.markdown_table(headers, rows, _fmt)
 
 
 def render_markdown(comparison: Comparison) -> str:
@@ -1067,9 +1067,7 @@ def render_html(comparison: Comparison) -> str:
     d = comparison.to_dict()
 
     def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in row) + "</tr>" for row in rows)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return render.html_table(headers, rows, _fmt)
 
     comp = d["comparability"]
     colour = {"comparable": "#1a7f37", "comparable_with_caveats": "#9a6700", "not_comparable": "#cf222e"}

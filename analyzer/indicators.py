@@ -21,6 +21,7 @@ import pandas as pd
 
 from analyzer import timeline
 from analyzer.ingest import events as ev
+from ndcore.units import BYTES_PER_MIB
 
 Window = tuple[float, float]
 
@@ -32,7 +33,6 @@ HOST_COPY_RE = re.compile(r"memcpy|aten::copy_|aten::_to_copy", re.IGNORECASE)
 ATTENTION_RE = re.compile(r"attention|flash|\bfia\b|sdpa|paged", re.IGNORECASE)
 #: graph replay launches on the host (CUDA graphs, Ascend aclgraph / model execute).
 GRAPH_LAUNCH_RE = re.compile(r"GraphLaunch|aclmdlRI?Execute|aclmdlExecute|ModelExecute", re.IGNORECASE)
-BYTES_PER_MIB = float(1 << 20)
 
 
 @dataclass(frozen=True)

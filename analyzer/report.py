@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from analyzer import confidence
+from ndcore import atomic, render
 
 #: time-breakdown segments: (label, colour); values come from the scope's indicators (µs).
 SEGMENTS: tuple[tuple[str, str], ...] = (
@@ -28,18 +27,7 @@ KIND_COLOURS: dict[str, str] = {"host": "#9b59b6", "compute": "#4f7cff", "commun
 def write_report(path: Path, text: str) -> None:
     """Write a rendered report atomically (temp file in the same folder, then ``os.replace``), so an
     interrupted run never leaves a half-written report where the previous one was."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_text(path, text)
 
 
 def to_json(analysis: Any) -> str:
@@ -58,9 +46,7 @@ def _fmt(v: Any, digits: int = 2) -> str:
 
 
 def _md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(_fmt(c).replace("|", "\\|").replace("\n", " ") for c in r) + " |" for r in rows]
-    return "\n".join(out)
+    return render.markdown_table(headers, rows, _fmt)
 
 
 def breakdown_us(ind: dict[str, Any]) -> dict[str, float] | None:
@@ -204,9 +190,7 @@ def breakdown_svg(seg_us: dict[str, float]) -> str:
 
 
 def _h_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return render.html_table(headers, rows, _fmt)
 
 
 def _scope_html(name: str, sc: dict[str, Any], trigger: float) -> str:

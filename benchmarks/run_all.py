@@ -17,6 +17,7 @@ HERE = Path(__file__).resolve().parent
 #: script -> extra arguments (kept small so `make bench` finishes in a few minutes on 2 cores)
 SCRIPTS: dict[str, list[str]] = {
     "bench_estimator.py": ["--seconds", "3"],
+    "bench_search.py": ["--dask"],
     "bench_analyzer.py": ["--copies", "50"],
     "vtrain_accuracy.py": [],
 }

@@ -34,7 +34,7 @@ from estimator import calibrate
 from estimator.config import EstimatorConfig, load_config
 from estimator.measured import config_from_measured_row
 from harness import paths
-from harness.kinds.estimator import measured_host_launch_cost
+from harness.kinds.estimator.host_cost import measured_host_launch_cost
 
 SOURCE_ID = "vtrain_single"
 

@@ -12,14 +12,15 @@ method (scipy).
 
 from __future__ import annotations
 
-import hashlib
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize
+
+from ndcore import stats
+from ndcore.hashing import first_byte_of_sha256
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
@@ -36,20 +37,7 @@ def split_half(case_id: str) -> str:
 
     Deterministic and independent of row order, so the split is the same on every machine.
     """
-    return "fit" if hashlib.sha256(case_id.encode("utf-8")).digest()[0] % 2 == 0 else "holdout"
-
-
-def mape(estimated: Sequence[float], measured: Sequence[float]) -> float:
-    """Mean absolute percentage error ``100·mean(|est − meas| / meas)``."""
-    e, m = np.asarray(estimated, float), np.asarray(measured, float)
-    return float(100.0 * np.mean(np.abs(e - m) / m))
-
-
-def spearman(estimated: Sequence[float], measured: Sequence[float]) -> float:
-    """Spearman rank correlation (scipy, average ranks for ties); NaN when either side is constant."""
-    if len(estimated) < 2 or np.ptp(estimated) == 0 or np.ptp(measured) == 0:
-        return float("nan")
-    return float(stats.spearmanr(estimated, measured).statistic)
+    return "fit" if first_byte_of_sha256(case_id) % 2 == 0 else "holdout"
 
 
 def log_sq_error(estimated: Sequence[float], measured: Sequence[float]) -> float:
@@ -84,21 +72,16 @@ class Accuracy:
 
 
 def accuracy(estimated: Sequence[float], measured: Sequence[float], groups: Sequence[str]) -> Accuracy:
-    """Pooled Spearman, median within-group Spearman (groups with ≥ 3 rows), MAPE, median est/meas."""
+    """Pooled Spearman, median within-group Spearman (groups with ≥ 3 rows; constant groups left
+    out, ``ndcore.stats``), MAPE (%), median est/meas."""
     e, m = np.asarray(estimated, float), np.asarray(measured, float)
-    per_group = []
-    for g in sorted(set(groups)):
-        idx = [i for i, x in enumerate(groups) if x == g]
-        if len(idx) >= 3:
-            r = spearman(e[idx], m[idx])
-            if not math.isnan(r):
-                per_group.append(r)
+    per_group = stats.grouped("spearman", e, m, groups, min_n=3)
     return Accuracy(
         n=len(e),
-        spearman_pooled=spearman(e, m),
-        spearman_group_median=float(np.median(per_group)) if per_group else float("nan"),
-        groups=len(per_group),
-        mape_pct=mape(e, m),
+        spearman_pooled=stats.spearman(e, m),
+        spearman_group_median=stats.summarise(per_group, "median"),
+        groups=sum(g.r is not None for g in per_group),
+        mape_pct=100.0 * stats.mape(e, m),
         median_ratio=float(np.median(e / m)),
     )
 

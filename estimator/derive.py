@@ -111,14 +111,23 @@ def shard_factors(cfg: EstimatorConfig) -> ShardFactors:
 
 
 def megatron_expert_tp(cfg: EstimatorConfig) -> int:
-    """Megatron's expert tensor-parallel size: ``etp`` if set, else tp (Megatron default)."""
-    return cfg.parallel.etp or cfg.parallel.tp
+    """Expert tensor-parallel size: ``etp`` if set, else tp (Megatron's default) when the expert groups
+    ep·tp fit the stage's dp·tp·cp ranks (ep divides dp·cp), else 1 (the reference's fallback).
+
+    Config validation requires ep | dp·cp without etp under the ``megatron``/``fsdp2`` profiles, so
+    there it is always ``etp or tp``; the fallback only applies to ``sapp-nd`` configs.
+    """
+    p = cfg.parallel
+    if p.etp:
+        return p.etp
+    return p.tp if (p.dp * p.cp) % p.ep == 0 else 1
 
 
 def expert_data_parallel(cfg: EstimatorConfig) -> int:
-    """Megatron expert-data-parallel size EDP = dp·tp·cp/(etp·ep) (per pipeline stage).
+    """Expert-data-parallel size EDP = dp·tp·cp/(t_exp·ep) per pipeline stage, t_exp from
+    :func:`megatron_expert_tp` — the one rule the memory and the step-time model share.
 
-    Config validation guarantees ep·etp divides dp·tp·cp for the ``megatron``/``fsdp2`` profiles.
+    Config validation guarantees ep·(etp or 1) divides dp·tp·cp, so the quotient is a whole number ≥ 1.
     """
     p = cfg.parallel
     return p.dp * p.tp * p.cp // (megatron_expert_tp(cfg) * p.ep)

@@ -6,8 +6,7 @@ from (file and line when it was read from YAML), plus a "did you mean" hint for 
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
+from ndcore.yamlsrc import did_you_mean as did_you_mean  # re-exported: estimator.config uses it
 
 
 class ConfigError(ValueError):
@@ -47,9 +46,3 @@ class ConfigError(ValueError):
         return ConfigError(
             self.field, self.rule, file=self.file or file, line=self.line or line, hint=self.hint
         )
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """``"did you mean 'x'?"`` for the closest candidate (difflib ratio ≥ 0.6), else None."""
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ndcore.units import MIB_PER_GIB
+
 Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
 
 
@@ -54,7 +56,7 @@ class HardwareSpec(BaseModel):
     @property
     def hbm_mb(self) -> float:
         """Device memory in MiB."""
-        return self.hbm_gib * 1024.0
+        return self.hbm_gib * MIB_PER_GIB
 
 
 def _lv(name: str, max_devices: int | None, bw: float, eff: float, lat: float) -> dict[str, Any]:

@@ -129,11 +129,21 @@ def _text(row: Mapping[str, str], column: str) -> str:
     return (row.get(column) or "").strip()
 
 
+class NotStated(ConfigError):
+    """A value the estimate needs is empty in the row: the source did not state it.
+
+    The row is *not evaluable* (never guessed, never dropped); ``field`` names the column.
+    """
+
+    def __init__(self, column: str) -> None:
+        super().__init__(column, "not stated by the source (empty cell); the estimate needs it")
+
+
 def _int(row: Mapping[str, str], column: str, *, required: bool = False) -> int | None:
     raw = _text(row, column)
     if not raw:
         if required:
-            raise ConfigError(column, "required column is empty")
+            raise NotStated(column)
         return None
     try:
         value = float(raw)
@@ -265,7 +275,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
     flash_text = _text(row, "flash_attention").lower()
     flash = (not flash_text.startswith("no")) if flash_text else _default("flash_attention", assumed)
     vpp = _int(row, "vpp") or 1
-    world = _int(row, "world_size", required=True)
+    world = _int(row, "world_size")  # only checks dp·tp·pp·cp; not needed by the estimate
     train: dict[str, Any] = {
         "seq_length": _int(row, "seq_length", required=True),
         "micro_batch_size": _int(row, "micro_batch_size", required=True),
@@ -295,7 +305,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
         "parallel": parallel,
         "recompute": _recompute(row),
         "precision": _precision(row, assumed),
-        "hardware": {"preset": hardware_preset(_text(row, "hardware")), "devices": world},
+        "hardware": {"preset": hardware_preset(_text(row, "hardware")), **({"devices": world} if world else {})},
     }
     if options := _options(row):
         config["options"] = options

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from estimator import presets
 from estimator.config import load_config
-from estimator.errors import ConfigError
-from estimator.measured import config_from_measured_row, estimate_for_measurement
+from estimator.measured import NotStated, config_from_measured_row, estimate_for_measurement
 from estimator.memory import estimate_memory
 
 MIB_PER_GIB = 1024.0
@@ -45,14 +44,14 @@ class RowError:
 
 
 def row_error(row: dict[str, str]) -> RowError:
-    """Estimate one measured row like for like; a ConfigError makes it not evaluable (column named)."""
+    """Estimate one measured row like for like; an empty needed cell makes it not evaluable (column named)."""
     case_id = row.get("case_id", "")
     measured = float(row["measured_gib"]) if row.get("measured_gib") else None
     try:
         config = config_from_measured_row(row)
         config["options"] = {**config.get("options", {}), **presets.fixed()}
         report = estimate_memory(load_config(config))
-    except ConfigError as exc:
+    except NotStated as exc:
         return RowError(case_id, measured, None, not_evaluable=f"column {exc.field}: {exc.rule}")
     value, what = estimate_for_measurement(report, row.get("measured_kind", ""), row.get("measured_rank", ""))
     return RowError(case_id, measured, value / MIB_PER_GIB, what)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ndcore.render import markdown_table
+
 #: where the facts come from
 SEED_SOURCE = (
     "seeds/sapp-nd-validation-issue.zh.md §1 (mindspore-ai/hyper-parallel issue #669 = gitcode #272, "
@@ -118,14 +120,13 @@ def accuracy_table_markdown() -> str:
     """The A-F table as Markdown: peaks in MB (MiB) and ratios to measured."""
     names = list(ACCURACY_VARIANTS)
     head = ["config", "EP", "TP", "DP", "measured", "reference (recorded)", *names]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for r in accuracy_rows():
         meas = r["measured_mb"]
         cells = [r["config"], str(r["ep"]), str(r["tp"]), str(r["dp"]), f"{meas:.0f}",
                  f"{r['reference_mb']:.0f} ({r['reference_mb'] / meas:.2f})"]
-        cells += [f"{r[n]:.0f} ({r[n] / meas:.2f})" for n in names]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(cells + [f"{r[n]:.0f} ({r[n] / meas:.2f})" for n in names])
+    return markdown_table(head, rows)
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m estimator.seed` prints the A-F table

@@ -16,9 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness import atomic
 from harness.plots import band_of, estimate_vs_measured_png
 from harness.results import AssertionResult
+from ndcore import atomic
 
 SEVERITY = {"blocker": "blocker", "major": "critical", "minor": "minor"}
 

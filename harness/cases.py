@@ -9,8 +9,6 @@ point, one per ``matrix`` combination (ids like ``ep2-tp1``), or one per data ro
 from __future__ import annotations
 
 import datetime as dt
-import difflib
-import hashlib
 import itertools
 import os
 from dataclasses import dataclass, field
@@ -22,7 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness import paths
 from harness.assertions import AssertionSpec, load_assertions
 from harness.kinds import load_kinds
-from harness.yamlsrc import CaseError, Located, confine, deep_merge, format_loc, load_located
+from ndcore import rows as rowfilter
+from ndcore.hashing import sha256_file
+from ndcore.yamlsrc import CaseError, Located, confine, deep_merge, did_you_mean, format_loc, load_located
 
 SCHEMA_VERSION = 1
 CASE_SUFFIX = ".case.yaml"
@@ -116,11 +116,16 @@ class LoadedFile:
 
 
 def find_cases_root(path: Path) -> Path:
-    """Nearest ancestor named ``validation_cases`` (else the repository's cases folder)."""
-    for parent in path.resolve().parents:
+    """The project's cases folder when ``path`` is inside it, else the nearest ancestor named
+    ``validation_cases``, else the project's cases folder."""
+    project_cases = paths.cases_dir()
+    resolved = path.resolve()
+    if project_cases in resolved.parents:
+        return project_cases
+    for parent in resolved.parents:
         if parent.name == "validation_cases":
             return parent
-    return paths.cases_dir()
+    return project_cases
 
 
 def today() -> dt.date:
@@ -143,8 +148,8 @@ def _pydantic_error(exc: ValidationError, located: Located, prefix: tuple) -> Ca
 
 
 def _did_you_mean(word: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(word, options, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(word, options)
+    return f" ({hint})" if hint else ""
 
 
 def _set_dotted(target: dict, dotted: str, value: Any) -> dict:
@@ -200,10 +205,6 @@ def read_table(path: Path, sheet: str | None, text: bool = False) -> list[dict[s
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def load_data(spec: DataSpec, case_file: Path, cases_root: Path, located: Located, loc: tuple) -> tuple[list[dict], dict, str | None]:
     """Rows of the case's data, its provenance (path, sha256, n rows) and an unavailability reason."""
     where = located.where
@@ -236,9 +237,11 @@ def load_data(spec: DataSpec, case_file: Path, cases_root: Path, located: Locate
             raise CaseError(file, line, format_loc((*loc, fld)), f"cannot read {path.name}: {exc}") from None
         prov |= {"path": str(path), "sha256": digest}
     rows = [{spec.columns.get(k, k): v for k, v in r.items()} for r in rows]
-    for col, want in spec.where.items():
-        allowed = want if isinstance(want, list) else [want]
-        rows = [r for r in rows if r.get(col) in allowed]
+    try:
+        rows = rowfilter.select(rows, spec.where)
+    except rowfilter.RowFilterError as exc:
+        file, line = where((*loc, "where"))
+        raise CaseError(file, line, format_loc((*loc, "where")), str(exc)) from None
     prov["rows"] = len(rows)
     return rows, prov, None
 

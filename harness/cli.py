@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from harness.project import ProjectConfigError
+
 #: subcommand -> (module implementing add_arguments/run, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("harness.commands.validate", "run every validation case, write reports and the sign-off"),
@@ -21,6 +23,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "report": ("harness.commands.report", "render the Allure HTML report (needs Node.js)"),
     "estimate": ("estimator.cli_estimate", "estimate per-stage memory and step-time parts"),
     "ablate": ("estimator.cli_ablate", "run the seed's ablations EXP-1..EXP-4"),
+    "search": ("harness.commands.search", "rank every parallel layout of a cluster (Pareto front, rejections)"),
+    "reconstruct-seed": ("estimator.cli_reconstruct", "reconstruct the seed's run from the recorded estimates; INT-01"),
     "analyze": ("analyzer.cli_analyze", "analyze a profiler output (Ascend or Kineto)"),
     "compare": ("analyzer.cli_compare", "compare a before/after pair of profiles"),
 }
@@ -64,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(args._module)
     try:
         return int(module.run(args) or 0)
+    except ProjectConfigError as exc:  # the project's [tool.ndval] is unreadable: broken input
+        print(f"ndval {args.command}: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # output piped into `head` and friends: not an error of ours
         sys.stderr.close()
         return 0

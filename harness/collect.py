@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from tabulate import tabulate
 
-from harness import golden
+from harness import golden, paths
 from harness.assertions import AssertionUsageError, EvalContext
 from harness.cases import LoadedCase, Point, load_case_file
 from harness.kinds import KINDS, KindError, RunContext
 from harness.results import AssertionResult, RunResult, to_builtin
-from harness.yamlsrc import CaseError
+from ndcore.yamlsrc import CaseError
 
 PAYLOAD_KEY = "ndval.record"
 RECORD_VERSION = 1
@@ -139,7 +139,8 @@ class CaseItem(pytest.Item):
             for res in results:
                 if not res.passed and res.evaluable and (waiver.assertions is None or res.id in waiver.assertions):
                     res.waived = True
-        failed = [r for r in results if not r.passed and not r.waived]
+        failed = [r for r in results if not r.passed and not r.waived and (r.evaluable or broken)]
+        gaps = [r for r in results if not r.evaluable and not broken]
         waived = [r for r in results if r.waived]
         stale = bool(waiver) and not any(not r.passed for r in results)
         notes = []
@@ -151,6 +152,8 @@ class CaseItem(pytest.Item):
             status = "failed"
         elif waived:
             status = "waived"
+        elif gaps and len(gaps) == len(results):
+            status = "not_evaluable"
         else:
             status = "passed"
         if stale and opts["strict_waivers"]:
@@ -164,6 +167,8 @@ class CaseItem(pytest.Item):
             raise CaseFailure(results, header + ("\nstale waiver under --strict-waivers" if stale and not failed else ""))
         if waived:
             pytest.xfail(f"waived until {waiver.expires} ({waiver.issue})")
+        if status == "not_evaluable":
+            pytest.skip("not evaluable: " + "; ".join(r.message for r in gaps))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailure):
@@ -261,5 +266,8 @@ OPTIONS_KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def golden_root_for(cases_root: Path) -> Path:
-    """``golden/`` beside the ``validation_cases/`` folder."""
+    """The project's golden folder for the project's cases; ``golden/`` beside any other cases folder."""
+    project = paths.project()
+    if cases_root.resolve() == project.cases:
+        return project.golden
     return cases_root.parent / "golden"

@@ -17,8 +17,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from harness.assertions import AssertionSpec, load_assertions
-from harness.atomic import write_text
 from harness.kinds import load_kinds
+from ndcore.atomic import write_text
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "harness.md"
 _BASE_FIELDS = set(AssertionSpec.model_fields)

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 import yaml
 
-from harness import atomic
 from harness.results import to_builtin
+from ndcore import atomic
 
 GOLDEN_FORMAT = 1
 SIGNIFICANT = 10

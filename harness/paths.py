@@ -1,51 +1,56 @@
-"""Where ndval finds the shared, read-only data (one place for every path default).
+"""Where ndval finds cases, goldens, reports and the shared read-only data (one place for every path).
 
-The real profiler outputs and published measurements live beside the checkout in
-``../shared/data`` and are read in place, never copied into the repository. Each location can
-be moved with an environment variable so CI and users can point elsewhere.
+Every location comes from the project (``harness.project.find_project``: the nearest
+``ndval.toml`` or ``pyproject.toml`` with ``[tool.ndval]`` upward from the working directory,
+else the working directory) and its settings; environment variables override them
+(``NDVAL_REPORTS_DIR``, ``NDVAL_SHARED_DIR``, ``NDVAL_MEASURED_DIR``, ``NDVAL_PROFILES_DIR``).
+Real profiler outputs and published measurements are read in place, never copied.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from harness.project import Project, find_project
+
+#: ndval's own source tree (the installed package's parent), not the project being validated
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-#: environment variable -> default location (relative to the repository root)
-_DEFAULTS: dict[str, Path] = {
-    "NDVAL_SHARED_DIR": REPO_ROOT.parent / "shared",
-}
+
+def project() -> Project:
+    """The current project (found from ``$NDVAL_PROJECT_ROOT`` or the working directory)."""
+    return find_project()
+
+
+def project_root() -> Path:
+    return project().root
 
 
 def shared_dir() -> Path:
-    """Root of the shared material (``$NDVAL_SHARED_DIR``, default ``../shared``)."""
-    return Path(os.environ.get("NDVAL_SHARED_DIR", _DEFAULTS["NDVAL_SHARED_DIR"])).resolve()
+    """Root of the shared material (``$NDVAL_SHARED_DIR``, else the project's ``shared``, default ``../shared``)."""
+    return project().shared
 
 
 def profiles_dir() -> Path:
-    """Real profiler outputs (``$NDVAL_PROFILES_DIR``, default ``<shared>/data/profiles``)."""
-    env = os.environ.get("NDVAL_PROFILES_DIR")
-    return Path(env).resolve() if env else shared_dir() / "data" / "profiles"
+    """Real profiler outputs (``$NDVAL_PROFILES_DIR``, else ``profiles``, default ``<shared>/data/profiles``)."""
+    return project().profiles
 
 
 def measured_dir() -> Path:
-    """Published measurements (``$NDVAL_MEASURED_DIR``, default ``<shared>/data/measured``)."""
-    env = os.environ.get("NDVAL_MEASURED_DIR")
-    return Path(env).resolve() if env else shared_dir() / "data" / "measured"
+    """Published measurements (``$NDVAL_MEASURED_DIR``, else ``measured``, default ``<shared>/data/measured``)."""
+    return project().measured
 
 
 def cases_dir() -> Path:
-    """The validation cases tree (``validation_cases/`` in the repository)."""
-    return REPO_ROOT / "validation_cases"
+    """The validation cases tree (the project's ``cases``, default ``validation_cases/``)."""
+    return project().cases
 
 
 def golden_dir() -> Path:
-    """Golden outputs, mirroring ``validation_cases/``."""
-    return REPO_ROOT / "golden"
+    """Golden outputs, mirroring the cases tree (the project's ``golden``, default ``golden/``)."""
+    return project().golden
 
 
 def reports_dir() -> Path:
-    """Generated output (``$NDVAL_REPORTS_DIR``, default ``reports/``)."""
-    env = os.environ.get("NDVAL_REPORTS_DIR")
-    return Path(env).resolve() if env else REPO_ROOT / "reports"
+    """Generated output (``$NDVAL_REPORTS_DIR``, else the project's ``reports``, default ``reports/``)."""
+    return project().reports

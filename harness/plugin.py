@@ -8,13 +8,14 @@ The work lives elsewhere: collection in ``harness.collect``, aggregation/gate/re
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from harness import paths
 from harness.cases import CASE_SUFFIX, find_cases_root
 from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, CaseFile, golden_root_for
+from harness.project import find_project
 from harness.session import NdvalSession, matches_globs
 
 
@@ -33,7 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--strict-waivers", action="store_true", default=False,
                     help="waivers do not excuse failures, and a waiver that is no longer needed fails")
     group.addoption("--ndval-reports", default=None, metavar="DIR",
-                    help="folder for summary.json and golden review files (default $NDVAL_REPORTS_DIR or <rootdir>/reports)")
+                    help="folder for summary.json and golden review files (default $NDVAL_REPORTS_DIR, else the "
+                         "project's reports folder: [tool.ndval] reports, default <project root>/reports)")
 
 
 def _is_case_path(config: pytest.Config, path: Path) -> bool:
@@ -42,13 +44,14 @@ def _is_case_path(config: pytest.Config, path: Path) -> bool:
     globs = config.getoption("cases") or []
     if globs:
         return matches_globs(path, globs, config.rootpath)
-    return any(p.name == "validation_cases" for p in path.resolve().parents)
+    parents = path.resolve().parents
+    return paths.cases_dir() in parents or any(p.name == "validation_cases" for p in parents)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ndval_tag(name): tag of a validation case (from its YAML)")
     config.addinivalue_line("markers", "ndval_kind(name): kind of a validation case")
-    reports = config.getoption("ndval_reports") or os.environ.get("NDVAL_REPORTS_DIR") or str(config.rootpath / "reports")
+    reports = config.getoption("ndval_reports") or str(find_project(config.invocation_params.dir).reports)
     mode = "regen_all" if config.getoption("regen_all_golden") else "update" if config.getoption("update_golden") else "check"
     config.stash[OPTIONS_KEY] = {
         "golden_mode": mode, "strict_waivers": config.getoption("strict_waivers"),

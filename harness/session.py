@@ -16,11 +16,13 @@ from typing import Any
 
 import pytest
 
-from harness import atomic, golden
+from harness import golden
 from harness.cases import iter_case_files, load_case_file
 from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, record_of
+from harness.project import find_project
 from harness.summary import build_summary
-from harness.yamlsrc import CaseError
+from ndcore import atomic
+from ndcore.yamlsrc import CaseError
 
 
 class NdvalSession:
@@ -101,7 +103,7 @@ class NdvalSession:
                "workers": getattr(self.config.option, "numprocesses", None),
                "golden_mode": opts["golden_mode"], "strict_waivers": opts["strict_waivers"],
                "selection": {"keyword": self.config.option.keyword or None, "cases": opts["cases_globs"] or None}}
-        self.summary = build_summary(self.records, self.collection_errors, repo=Path(self.config.rootpath),
+        self.summary = build_summary(self.records, self.collection_errors, repo=find_project(self.config.invocation_params.dir).root,
                                      baseline=baseline, unused_goldens=self._unused_goldens(), run=run)
         reports = opts["reports_dir"]
         atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))

@@ -10,17 +10,15 @@ waivers and known issues, broken input, artifacts with checksums, reproduction, 
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import atomic
 from harness.criteria import WHOSE_EVALUATED, WHOSE_RECORDED
 from harness.plots import band_of, estimate_vs_measured_png
 from harness.results import EVALUATED
+from ndcore import atomic
+from ndcore.hashing import sha256_bytes, sha256_file
+from ndcore.render import Details, Image, Section, Table, document_html, document_markdown
 
 MAX_PLOTS = 24
 #: characters of an observed value / message shown in the results table (the summary has the rest)
@@ -29,33 +27,6 @@ MAX_MESSAGE = 220
 #: evidence columns shown first (what the row is) and last (its verdict); the rest alphabetically
 _EVIDENCE_FIRST = ("row", "group", "part", "field", "n", "estimate", "measured", "value", "r")
 _EVIDENCE_LAST = ("used", "passed", "note")
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[Any]]
-
-
-@dataclass
-class Image:
-    title: str
-    png: bytes
-    filename: str
-
-
-@dataclass
-class Details:
-    """A collapsed block (HTML ``<details>``; the same tag in Markdown): long per-row evidence."""
-
-    summary: str
-    blocks: list[str | Table] = field(default_factory=list)
-
-
-@dataclass
-class Section:
-    title: str
-    blocks: list[str | Table | Image | Details] = field(default_factory=list)
 
 
 def _fmt(v: Any) -> str:
@@ -210,11 +181,11 @@ def _artifacts(reports: Path) -> list[list[Any]]:
     for name in ("summary.json", "junit.xml"):
         p = reports / name
         if p.is_file():
-            rows.append([name, p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest()])
+            rows.append([name, p.stat().st_size, sha256_file(p)])
     allure = reports / "allure-results"
     if allure.is_dir():
         files = sorted(allure.iterdir())
-        digest = hashlib.sha256(b"".join(f.name.encode() for f in files)).hexdigest()
+        digest = sha256_bytes(b"".join(f.name.encode() for f in files))
         rows.append([f"allure-results/ ({len(files)} files)", sum(f.stat().st_size for f in files), f"names: {digest}"])
     return rows
 
@@ -236,9 +207,13 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
         kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
     secs.append(Section("3. Scope", [
         f"{counts['items']} case items from {len(summary['case_files'])} case files; {counts['passed']} passed, "
-        f"{counts['failed']} failed, {counts['waived']} waived, {counts['error']} broken, {counts['skipped']} skipped; "
+        f"{counts['failed']} failed, {counts['waived']} waived, {counts['error']} broken, {counts['skipped']} skipped, "
+        f"{counts.get('not_evaluable', 0)} not evaluable ({len(summary.get('not_evaluable', []))} data rows missing a "
+        "needed value); "
         f"{counts['collection_errors']} collection error(s).",
         Table(["kind", "items"], [[k, v] for k, v in sorted(kinds.items())]),
+        Table(["not evaluable (node)", "row", "reason"],
+              [[r["nodeid"], r["row"], r["reason"]] for r in summary.get("not_evaluable", [])]),
         Table(["case file", "sha256"], [[k, v] for k, v in sorted(summary["case_files"].items())])]))
     secs.append(Section("4. Gate", [Table(["rule", "threshold", "actual", "status", "items"],
                         [[r["rule"], r["threshold"], r["actual"], _status_mark(r["status"]), ", ".join(r["items"][:8])]
@@ -291,39 +266,6 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
     return title, secs
 
 
-def _md_cell(v: Any) -> str:
-    return _fmt(v).replace("|", "\\|").replace("\n", " ")
-
-
-def _md_blocks(blocks: list[Any], image_dir: str) -> list[str]:
-    out: list[str] = []
-    for b in blocks:
-        if isinstance(b, Table):
-            if not b.rows:
-                out += ["(none)", ""]
-                continue
-            out.append("| " + " | ".join(b.headers) + " |")
-            out.append("|" + "---|" * len(b.headers))
-            out += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in b.rows]
-            out.append("")
-        elif isinstance(b, Image):
-            out += [f"![{b.title}]({image_dir}/{b.filename})", ""]
-        elif isinstance(b, Details):  # GitHub-flavoured Markdown renders the HTML tag, blank lines around the table
-            out += ["<details>", f"<summary>{html.escape(b.summary)}</summary>", "", *_md_blocks(b.blocks, image_dir),
-                    "</details>", ""]
-        else:
-            out += [b, ""]
-    return out
-
-
-def render_markdown(title: str, sections: list[Section], image_dir: str) -> str:
-    out = [f"# {title}", ""]
-    for sec in sections:
-        out += [f"## {sec.title}", ""]
-        out += _md_blocks(sec.blocks, image_dir)
-    return "\n".join(out)
-
-
 _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse;margin:.5em 0 1.2em}"
         "td,th{border:1px solid #ccc;padding:3px 6px;font-size:12px;vertical-align:top;text-align:left}th{background:#f2f2f2}"
         ".PASS{background:#dff5df}.FAIL{background:#fbdada}.WAIVED{background:#fff1c6}.NOT.EVALUABLE,.BROKEN{background:#e8e8f8}"
@@ -331,36 +273,13 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}table
         "details{margin:2px 0}summary{cursor:pointer;font-size:12px}")
 
 
-def _html_blocks(blocks: list[Any]) -> list[str]:
-    parts: list[str] = []
-    for b in blocks:
-        if isinstance(b, Table):
-            if not b.rows:
-                parts.append("<p>(none)</p>")
-                continue
-            head = "".join(f"<th>{html.escape(h)}</th>" for h in b.headers)
-            body = "".join("<tr>" + "".join(f"<td class='{html.escape(_fmt(v))}'>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
-                           for row in b.rows)
-            parts.append(f"<table><tr>{head}</tr>{body}</table>")
-        elif isinstance(b, Image):
-            data = base64.b64encode(b.png).decode("ascii")
-            parts.append(f"<figure><img alt='{html.escape(b.title)}' src='data:image/png;base64,{data}'>"
-                         f"<figcaption>{html.escape(b.title)}</figcaption></figure>")
-        elif isinstance(b, Details):
-            parts.append(f"<details><summary>{html.escape(b.summary)}</summary>{''.join(_html_blocks(b.blocks))}</details>")
-        else:
-            parts.append(f"<p>{html.escape(b)}</p>")
-    return parts
+def render_markdown(title: str, sections: list[Section], image_dir: str) -> str:
+    return document_markdown(title, sections, image_dir, _fmt)
 
 
 def render_html(title: str, sections: list[Section]) -> str:
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>"]
-    for sec in sections:
-        parts.append(f"<h2>{html.escape(sec.title)}</h2>")
-        parts += _html_blocks(sec.blocks)
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    """Status cells carry their text as class (PASS green, FAIL red...)."""
+    return document_html(title, sections, _CSS, _fmt, classed=True)
 
 
 def write(summary: dict[str, Any], md_path: Path, reports: Path) -> tuple[Path, Path]:

@@ -23,12 +23,12 @@ from estimator.memory.static import (
     layer_static,
 )
 from estimator.profiles import profile_of, tp_shardable_overhead_mb
+from ndcore.units import BYTES_PER_MIB
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, RecomputeMode
     from estimator.derive import StageLayout
 
-MIB = 1024 * 1024
 
 #: memory component names, in report order (spec §2)
 COMPONENTS = (
@@ -224,15 +224,15 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
         safety = opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1)
         overhead = tp_shardable_overhead_mb(cfg) / p.tp
     components = {
-        "params": totals.params / MIB,
-        "optimizer_states": totals.optimizer_states / MIB,
-        "grads": (totals.grads if fsdp2.grads_live(cfg) else 0.0) / MIB,
-        "activations": activations / MIB,
-        "comm_buffers": comm / MIB,
-        "backward_overhead": bwd / MIB,
+        "params": totals.params / BYTES_PER_MIB,
+        "optimizer_states": totals.optimizer_states / BYTES_PER_MIB,
+        "grads": (totals.grads if fsdp2.grads_live(cfg) else 0.0) / BYTES_PER_MIB,
+        "activations": activations / BYTES_PER_MIB,
+        "comm_buffers": comm / BYTES_PER_MIB,
+        "backward_overhead": bwd / BYTES_PER_MIB,
         "safety_buffer": safety,
         "tp_shardable_overhead": overhead,
-        "other": fsdp2.unsharded_live_bytes(cfg, layout) / MIB,
+        "other": fsdp2.unsharded_live_bytes(cfg, layout) / BYTES_PER_MIB,
     }
     return StageMemory(
         stage=layout.stage,
@@ -241,5 +241,5 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
         in_flight=tuple(mus),
         recompute=mode,
         static_detail=static,
-        reserve={k: v / MIB for k, v in fsdp2.reserve_terms(cfg, layout, mode).items()},
+        reserve={k: v / BYTES_PER_MIB for k, v in fsdp2.reserve_terms(cfg, layout, mode).items()},
     )

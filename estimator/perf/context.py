@@ -70,7 +70,7 @@ def context(cfg: EstimatorConfig) -> Ctx:
         seq=cfg.train.seq_length,
         tp=p.tp, cp=p.cp, dp=p.dp, pp=p.pp, ep=p.ep,
         t_exp=degrees.t_exp,
-        edp=max(1, p.dp * p.tp * p.cp // (degrees.t_exp * p.ep)),
+        edp=derive.expert_data_parallel(cfg),
         sp=p.sequence_parallel and p.tp > 1,
         b_compute=DTYPE_BYTES[cfg.precision.compute],
         b_param=DTYPE_BYTES[cfg.precision.params or prof.params_dtype],

@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from estimator.perf.comm import Collective
-
-BYTES_PER_GB = 1e9
-SECONDS_PER_US = 1e-6
+from ndcore.units import BYTES_PER_GB, S_PER_US
 
 
 class LevelLike(Protocol):
@@ -102,7 +100,7 @@ def ring_time_s(
     for n_l, lvl in zip(level_fanout(group_size, stride, levels), levels, strict=True):
         if n_l > 1:
             total += k * (n_l - 1) / n_l * shard / effective_bytes_per_s(lvl)
-            total += k * (n_l - 1) * lvl.latency_us * SECONDS_PER_US
+            total += k * (n_l - 1) * lvl.latency_us * S_PER_US
         shard /= n_l
     return total
 
@@ -123,7 +121,7 @@ def all_to_all_time_s(size_bytes: float, group_size: int, stride: int, levels: S
     for m, lvl in zip(members_per_domain(group_size, stride, levels), levels, strict=True):
         peers = m - prev
         if peers > 0:
-            total += peers * chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * SECONDS_PER_US
+            total += peers * chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * S_PER_US
         prev = m
     return total
 
@@ -133,7 +131,7 @@ def p2p_time_s(size_bytes: float, stride: int, levels: Sequence[LevelLike]) -> f
     ``S/bw_L + lat_L``."""
     members = members_per_domain(2, stride, levels)
     lvl = levels[next(i for i, m in enumerate(members) if m >= 2)]
-    return size_bytes / effective_bytes_per_s(lvl) + lvl.latency_us * SECONDS_PER_US
+    return size_bytes / effective_bytes_per_s(lvl) + lvl.latency_us * S_PER_US
 
 
 def collective_time_s(c: Collective, stride: int, levels: Sequence[LevelLike]) -> float:

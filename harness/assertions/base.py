@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.results import AssertionResult, RunResult
+from ndcore import rows as rowfilter
 
 Severity = Literal["blocker", "major", "minor"]
 
@@ -49,19 +50,11 @@ class AssertionSpec(BaseModel):
 
     # -- helpers shared by the row-wise types -------------------------------------------------
     def rows(self, result: RunResult) -> list[dict[str, Any]]:
-        """Table rows selected by ``where``; an empty selection is a usage error."""
-        out = []
-        for row in result.table:
-            ok = True
-            for col, want in self.where.items():
-                if col not in row:
-                    raise AssertionUsageError(f"where: column {col!r} not in the result table ({sorted(row)})")
-                allowed = want if isinstance(want, list) else [want]
-                if row[col] not in allowed:
-                    ok = False
-                    break
-            if ok:
-                out.append(row)
+        """Table rows selected by ``where`` (``ndcore.rows``); an empty selection is a usage error."""
+        try:
+            out = rowfilter.select(result.table, self.where)
+        except rowfilter.RowFilterError as exc:
+            raise AssertionUsageError(str(exc)) from None
         if not out:
             raise AssertionUsageError(f"no result rows match where={self.where!r}")
         return out

@@ -4,9 +4,6 @@ coefficient; with n, p-value and a 95 % confidence interval; constant input fail
 
 from __future__ import annotations
 
-import math
-import statistics
-import warnings
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -21,27 +18,7 @@ from harness.assertions.base import (
     row_label,
 )
 from harness.results import RECORDED, AssertionResult, RunResult
-
-
-def _fisher_ci(r: float, n: int, se_scale: float = 1.0, level: float = 0.95) -> tuple[float, float] | None:
-    """Fisher-z confidence interval of a correlation: tanh(atanh(r) ± z·s/√(n−3)); None when n ≤ 3."""
-    from scipy import stats as st
-
-    if n <= 3 or abs(r) >= 1:
-        return None
-    z = st.norm.ppf(0.5 + level / 2)
-    half = z * se_scale / math.sqrt(n - 3)
-    return (math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half))
-
-
-def _r_pvalue(r: float, n: int) -> float | None:
-    """Two-sided p-value of r under H0 ρ=0: t = r·√((n−2)/(1−r²)) with n−2 degrees of freedom."""
-    from scipy import stats as st
-
-    if n <= 2 or abs(r) >= 1:
-        return None
-    t = r * math.sqrt((n - 2) / (1 - r * r))
-    return float(2 * st.t.sf(abs(t), n - 2))
+from ndcore import stats as ndstats
 
 
 class _CorrelationGt(AssertionSpec):
@@ -61,9 +38,11 @@ class _CorrelationGt(AssertionSpec):
                                                                               "compared with min (with group_by)")
 
     method: ClassVar[str] = ""
+    stat: ClassVar[ndstats.Method]
 
-    def _compute(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
-        raise NotImplementedError  # pragma: no cover
+    def _compute(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float | None, tuple[float, float] | None]:
+        c = ndstats.correlation(self.stat, x, y)
+        return c.r, c.p_value, c.ci95
 
     def provenance_of(self, result: RunResult) -> tuple[str, str]:
         """A ``recorded:`` coefficient is another tool's number even when the kind computed the rest."""
@@ -95,8 +74,8 @@ class _CorrelationGt(AssertionSpec):
                 raise AssertionUsageError(f"recorded: needs exactly one row (where= selected {len(rows)})")
             r = float(column(rows, self.recorded)[0])
             n = self.n
-            p = _r_pvalue(r, n) if n else None
-            ci = _fisher_ci(r, n) if n else None
+            p = ndstats.r_pvalue(r, n) if n else None
+            ci = ndstats.fisher_ci(r, n) if n else None
             target = f"recorded {self.method} {self.recorded} ({row_label(rows[0], None, 0)})"
         else:
             if not (self.x and self.y):
@@ -110,8 +89,8 @@ class _CorrelationGt(AssertionSpec):
                 return self.make(name, target=target, observed=None, expected=expected, margin=None,
                                  passed=False, message=f"needs at least {self.min_n} finite pairs, got {n}",
                                  stats={"n": n})
-            if np.ptp(x) == 0 or np.ptp(y) == 0:
-                which = self.x if np.ptp(x) == 0 else self.y
+            if ndstats.is_constant(x) or ndstats.is_constant(y):
+                which = self.x if ndstats.is_constant(x) else self.y
                 return self.make(name, target=target, observed=None, expected=expected, margin=None,
                                  passed=False, stats={"n": n},
                                  message=f"constant input: every {which} is {x[0] if which == self.x else y[0]:g}; "
@@ -128,42 +107,37 @@ class _CorrelationGt(AssertionSpec):
         """The coefficient within each ``group_by`` group, summarised by ``statistic`` (median by default).
 
         A group with fewer than ``min_n`` finite pairs, or constant in x or y (the coefficient is
-        undefined), is left out and counted — the rule of ``estimator.calibrate.accuracy``.
+        undefined), is left out and counted — ``ndcore.stats.grouped``, as in ``estimator.calibrate.accuracy``.
         """
         missing = [g for g in self.group_by if any(g not in r for r in rows)]
         if missing:
             raise AssertionUsageError(f"group_by: column(s) {missing} not in the result table (have {sorted(rows[0])})")
-        groups: dict[tuple, list[dict[str, Any]]] = {}
-        for row in rows:
-            groups.setdefault(tuple(row[g] for g in self.group_by), []).append(row)
+        keys = [tuple(row[g] for g in self.group_by) for row in rows]
         target = f"{self.method}({self.x}, {self.y}) within groups of {', '.join(self.group_by)}"
-        coeffs, evidence, n_pairs = [], [], 0
-        for key, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
-            x, y = self._pairs(members)
-            label = "/".join(map(str, key))
-            n_pairs += len(x)
-            if len(x) < self.min_n:
-                evidence.append({"group": label, "n": len(x), "r": None, "used": False,
-                                 "passed": None, "note": f"left out: fewer than {self.min_n} finite pairs"})
-                continue
-            if np.ptp(x) == 0 or np.ptp(y) == 0:
-                evidence.append({"group": label, "n": len(x), "r": None, "used": False, "passed": None,
-                                 "note": f"left out: constant {self.x if np.ptp(x) == 0 else self.y}"})
-                continue
-            r, p, _ = self._compute(x, y)
-            coeffs.append(r)
-            evidence.append({"group": label, "n": len(x), "r": r, "p_value": p, "used": True,
-                             "passed": self._meets(r)})
-        left_out = len(groups) - len(coeffs)
+        per_group = ndstats.grouped(self.stat, column(rows, self.x), column(rows, self.y), keys, self.min_n)
+        names = {"constant x": f"constant {self.x}", "constant y": f"constant {self.y}"}
+        evidence: list[dict[str, Any]] = []
+        for g in per_group:
+            label = "/".join(map(str, g.key))
+            if g.r is None:
+                evidence.append({"group": label, "n": g.n, "r": None, "used": False, "passed": None,
+                                 "note": f"left out: {names.get(g.left_out or '', g.left_out)}"})
+            else:
+                evidence.append({"group": label, "n": g.n, "r": g.r, "p_value": g.p_value, "used": True,
+                                 "passed": self._meets(g.r)})
+        coeffs = [g.r for g in per_group if g.r is not None]
+        n_pairs = sum(g.n for g in per_group)
+        left_out = len(per_group) - len(coeffs)
         stats: dict[str, Any] = {"n": n_pairs, "group_by": list(self.group_by), "statistic": self.statistic,
                                  "n_groups": len(coeffs), "n_groups_left_out": left_out}
         if not coeffs:
             return self.make(name, target=target, observed=None, expected=expected, margin=None, passed=False,
                              stats=stats, rows=evidence,
                              message=f"no group of {self.group_by} has {self.min_n}+ finite, non-constant pairs "
-                                     f"({len(groups)} group(s))")
-        value = {"median": statistics.median, "mean": statistics.fmean, "min": min}[self.statistic](coeffs)
-        stats |= {"r": value, "median": statistics.median(coeffs), "mean": statistics.fmean(coeffs),
+                                     f"({len(per_group)} group(s))")
+        value = ndstats.summarise(per_group, self.statistic)
+        stats |= {"r": value, "median": ndstats.summarise(per_group, "median"),
+                  "mean": ndstats.summarise(per_group, "mean"),
                   "min": min(coeffs), "max": max(coeffs),
                   "share_groups_meeting_rule": sum(map(self._meets, coeffs)) / len(coeffs)}
         return self.make(name, target=target, observed=value, expected=expected, margin=value - self.min,
@@ -180,13 +154,7 @@ class PearsonRGt(_CorrelationGt):
 
     type: Literal["pearson_r_gt"]
     method: ClassVar[str] = "Pearson r"
-
-    def _compute(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
-        from scipy import stats as st
-
-        res = st.pearsonr(x, y)
-        ci = res.confidence_interval(0.95) if len(x) > 3 else None
-        return float(res.statistic), float(res.pvalue), (float(ci.low), float(ci.high)) if ci else None
+    stat: ClassVar[ndstats.Method] = "pearson"
 
 
 @register_assertion
@@ -198,12 +166,4 @@ class SpearmanRhoGt(_CorrelationGt):
 
     type: Literal["spearman_rho_gt"]
     method: ClassVar[str] = "Spearman rho"
-
-    def _compute(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
-        from scipy import stats as st
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = st.spearmanr(x, y)
-        rho = float(res.statistic)
-        return rho, float(res.pvalue), _fisher_ci(rho, len(x), se_scale=1.03)
+    stat: ClassVar[ndstats.Method] = "spearman"

@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 
 from harness import gate, paths
-from harness.cases import read_table, sha256_file
+from harness.cases import read_table
+from ndcore.hashing import sha256_file
 
 #: canonical column -> accepted (normalised) header spellings
 REQUIRED: dict[str, tuple[str, ...]] = {

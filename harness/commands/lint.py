@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness import gate, paths
 from harness.cases import find_cases_root, iter_case_files, load_case_file
-from harness.yamlsrc import CaseError
+from ndcore.yamlsrc import CaseError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

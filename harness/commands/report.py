@@ -23,9 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def allure_command() -> list[str] | None:
     """How to call Allure 3 here, or None when Node.js/npx is missing."""
-    local = paths.REPO_ROOT / "node_modules" / ".bin" / "allure"
-    if local.exists() and shutil.which("node"):
-        return [str(local)]
+    for base in (paths.project_root(), paths.REPO_ROOT):
+        local = base / "node_modules" / ".bin" / "allure"
+        if local.exists() and shutil.which("node"):
+            return [str(local)]
     if shutil.which("node") and shutil.which("npx"):
         return ["npx", "--yes", ALLURE_NPM]
     return None
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     full = [*cmd, "generate", str(results), "-o", str(out)]
     print("running:", " ".join(full), flush=True)
-    proc = subprocess.run(full, cwd=paths.REPO_ROOT, check=False)
+    proc = subprocess.run(full, cwd=paths.project_root(), check=False)
     index = out / "index.html"
     if proc.returncode != 0 or not index.is_file():
         print(f"ndval report: allure generate failed (exit {proc.returncode}); no {index}")

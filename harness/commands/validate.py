@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -96,7 +97,10 @@ def _run_locked(args: argparse.Namespace, reports: Path) -> int:
     clean(reports)
     cmd = pytest_command(args, reports)
     print("running:", " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, cwd=paths.REPO_ROOT, check=False)
+    project = paths.project()
+    print(project.describe(), flush=True)
+    env = {**os.environ, "NDVAL_PROJECT_ROOT": str(project.root)}
+    proc = subprocess.run(cmd, cwd=project.root, env=env, check=False)
     summary_path = reports / "summary.json"
     if not summary_path.is_file():
         print(f"ndval validate: no summary written (pytest exit {proc.returncode}); broken input", file=sys.stderr)

@@ -18,17 +18,17 @@ def test_split_is_deterministic_and_balanced() -> None:
     assert 400 < halves.count("fit") < 600
 
 
-def test_metrics_toy() -> None:
-    # |2−1|/1 = 100 %, |3−3|/3 = 0 → mean 50 %
-    assert calibrate.mape([2.0, 3.0], [1.0, 3.0]) == 50.0
-    assert calibrate.spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
-    assert calibrate.spearman([1, 2, 3], [30, 20, 10]) == pytest.approx(-1.0)
-    assert math.isnan(calibrate.spearman([1, 1, 1], [1, 2, 3]))
-
-
 def test_accuracy_groups_need_three_rows() -> None:
     acc = calibrate.accuracy([1, 2, 3, 1, 2], [1, 2, 3, 2, 1], ["a", "a", "a", "b", "b"])
     assert acc.groups == 1 and acc.spearman_group_median == pytest.approx(1.0)
+    # 0, 0, 0, |1−2|/2 = 50 %, |2−1|/1 = 100 % → mean 30 %
+    assert acc.mape_pct == pytest.approx(30.0)
+
+
+def test_accuracy_leaves_constant_groups_out() -> None:
+    acc = calibrate.accuracy([1, 1, 1, 1, 2, 3], [1, 2, 3, 3, 2, 1], ["a", "a", "a", "b", "b", "b"])
+    assert acc.groups == 1 and acc.spearman_group_median == pytest.approx(-1.0)
+    assert not math.isnan(acc.spearman_pooled)
 
 
 def test_fit_recovers_synthetic_efficiency() -> None:

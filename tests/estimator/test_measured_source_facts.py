@@ -93,7 +93,7 @@ def test_dense_7b_ci_rows_get_no_facts() -> None:
 
 
 def _ratios(measured_dir: Path, where) -> dict[str, float]:
-    from harness.kinds.estimator import estimate_for_measurement  # the case's like-for-like mapping
+    from harness.kinds.estimator.memory import estimate_for_measurement  # the case's like-for-like mapping
 
     out = {}
     with (measured_dir / "memory_cases.csv").open(newline="") as fh:

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import estimator
-from estimator import calibrate
 from estimator.measured import config_from_measured_row
+from ndcore import stats
 
 
 def _rows(measured_dir: Path, source: str) -> tuple[list[float], list[float]]:
@@ -37,7 +37,7 @@ def _rows(measured_dir: Path, source: str) -> tuple[list[float], list[float]]:
 def test_rank_correlation_without_calibration(measured_dir: Path, source: str, n: int) -> None:
     meas, est = _rows(measured_dir, source)
     assert len(meas) == n
-    rho = calibrate.spearman(est, meas)
+    rho = stats.spearman(est, meas)
     ratio = np.asarray(est) / np.asarray(meas)
     print(f"\n{source}: n={n} Spearman {rho:.3f}, est/meas at raw peak {ratio.min():.2f}..{ratio.max():.2f}")
     assert rho >= 0.9
@@ -49,6 +49,6 @@ def test_rank_correlation_without_calibration(measured_dir: Path, source: str, n
 @pytest.mark.parametrize("source", ["megatron_ci", "mbridge_recompute_moonlight"])
 def test_other_sources_report(measured_dir: Path, source: str) -> None:
     meas, est = _rows(measured_dir, source)
-    rho = calibrate.spearman(est, meas)
+    rho = stats.spearman(est, meas)
     print(f"\n{source}: n={len(meas)} Spearman {rho:.3f} (reported, no bar)")
     assert len(meas) == 6 and all(e > 0 for e in est)

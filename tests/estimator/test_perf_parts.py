@@ -1,4 +1,4 @@
-"""Step-time assembly on toy and bundled configs: modes, schedules, coefficients, report, search."""
+"""Step-time assembly on toy and bundled configs: modes, schedules, coefficients, report."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 import estimator
-from estimator import search
 from estimator.perf import compute, parts
 
 GPT: dict[str, Any] = {  # synthetic GPT, Narayanan-style dims
@@ -106,16 +105,6 @@ def test_cli_estimate_prints_time_parts(capsys: pytest.CaptureFixture[str]) -> N
 def test_imbalance_helper_feeds_compute() -> None:
     imb = compute.ep_rank_load_imbalance([4, 0, 2, 2], 2)  # loads (4, 4): balanced
     assert imb == 1.0
-
-
-def test_search_ranks_and_filters() -> None:
-    base = estimator.load_config("estimator/examples/deepseek-v3-mini-A.yaml")
-    res = search.search(base, 32, {"parallel.tp": (1, 2), "parallel.pp": (2,), "parallel.ep": (2, 4, 8, 3)})
-    assert len(res.ranked) == 6
-    assert [c.total_s for c in res.ranked] == sorted(c.total_s for c in res.ranked)
-    assert any("invalid" in why for _, why in res.rejected)  # ep = 3 does not divide 32 experts
-    tiny = search.search(base, 32, {"parallel.tp": (1,), "parallel.pp": (2,), "parallel.ep": (2,)}, 1e9)
-    assert not tiny.ranked and "OOM" in tiny.rejected[0][1]
 
 
 def test_ep_token_distribution_skews_compute_and_comm() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cases import expand_matrix, load_case_file
-from harness.yamlsrc import CaseError, field_at_line
+from ndcore.yamlsrc import CaseError, field_at_line
 
 HEAD = """\
 id: synthetic-load

@@ -12,7 +12,7 @@ import pytest
 from harness import cli, paths
 from harness.cases import case_json_schema, iter_case_files
 from harness.gate import EXIT_BROKEN_INPUT, EXIT_PASS
-from harness.yamlsrc import load_located
+from ndcore.yamlsrc import load_located
 
 #: a synthetic spreadsheet: made-up configs of the bundled scaled-down DeepSeek-V3 model
 SYNTHETIC_ROWS = [("syn-a", 2, 1, 16, 2, 10000.0), ("syn-b", 4, 2, 8, 2, 6000.0)]
@@ -21,7 +21,8 @@ SYNTHETIC_ROWS = [("syn-a", 2, 1, 16, 2, 10000.0), ("syn-b", 4, 2, 8, 2, 6000.0)
 def _tree(tmp_path: Path) -> Path:
     root = tmp_path / "validation_cases"
     (root / "models").mkdir(parents=True)
-    shutil.copyfile(paths.cases_dir() / "models" / "deepseek-v3-mini.yaml", root / "models" / "deepseek-v3-mini.yaml")
+    shutil.copyfile(paths.REPO_ROOT / "validation_cases" / "models" / "deepseek-v3-mini.yaml",
+                    root / "models" / "deepseek-v3-mini.yaml")
     return root
 
 

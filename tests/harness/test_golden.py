@@ -87,7 +87,7 @@ def test_atomic_write_gives_a_normal_file_mode(tmp_path) -> None:
     """mkstemp's 0o600 must not leak into goldens and reports; an existing file keeps its mode."""
     import os
 
-    from harness.atomic import write_text
+    from ndcore.atomic import write_text
 
     umask = os.umask(0o022)
     try:

@@ -15,7 +15,7 @@ import pytest
 
 import estimator
 from harness.kinds import KindError, RunContext
-from harness.kinds import estimator as est_kind
+from harness.kinds.estimator import host_cost, perf
 from harness.signoff import _calibration, _host_cost
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL
 
@@ -36,7 +36,7 @@ SYNTHETIC_CONFIG: dict[str, Any] = {
 def control_record(profile_path) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     """The measured record of the real control trace (about 2 s to read; once per module)."""
     profile_path(CONTROL)  # skips when the data is absent
-    return est_kind.measured_host_launch_cost(CONTROL)
+    return host_cost.measured_host_launch_cost(CONTROL)
 
 
 def test_record_of_the_real_control_trace(control_record: dict[str, Any]) -> None:
@@ -49,20 +49,20 @@ def test_record_of_the_real_control_trace(control_record: dict[str, Any]) -> Non
 
 
 def test_host_options() -> None:
-    assert est_kind.host_options(None) == {}
-    assert est_kind.host_options({"value_us": 12.5, "p25_us": 1.0}) == {"host_launch_cost_us": 12.5}
+    assert host_cost.host_options(None) == {}
+    assert host_cost.host_options({"value_us": 12.5, "p25_us": 1.0}) == {"host_launch_cost_us": 12.5}
 
 
 def test_absent_profile_skips_the_case(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("NDVAL_PROFILES_DIR", str(tmp_path))
     with pytest.raises(pytest.skip.Exception, match=re.escape("data not available: profile 'kineto/no-such.json.gz'")):
-        est_kind.measured_host_launch_cost("kineto/no-such.json.gz")
+        host_cost.measured_host_launch_cost("kineto/no-such.json.gz")
 
 
 def test_absent_profiles_folder_skips_the_case(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("NDVAL_PROFILES_DIR", str(tmp_path / "absent"))
     with pytest.raises(pytest.skip.Exception, match=r"profiles folder .* is absent"):
-        est_kind.measured_host_launch_cost(CONTROL)
+        host_cost.measured_host_launch_cost(CONTROL)
 
 
 def test_unreadable_profile_is_a_kind_error(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -70,20 +70,20 @@ def test_unreadable_profile_is_a_kind_error(tmp_path, monkeypatch) -> None:  # t
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv("NDVAL_PROFILES_DIR", str(tmp_path))
     with pytest.raises(KindError, match=r"^host_launch_cost_from: empty: .*no profile found"):
-        est_kind.measured_host_launch_cost("empty")
+        host_cost.measured_host_launch_cost("empty")
 
 
 def test_profile_without_launches_is_a_kind_error(profile_path) -> None:  # type: ignore[no-untyped-def]
     """ascend/msinsight-level0 has task-queue enqueue/dequeue rows but no runtime-layer launch calls."""
     profile_path("ascend/msinsight-level0")
     with pytest.raises(KindError, match=r"host_launch_cost_from: ascend/msinsight-level0: no host thread launches twice"):
-        est_kind.measured_host_launch_cost("ascend/msinsight-level0")
+        host_cost.measured_host_launch_cost("ascend/msinsight-level0")
 
 
 def test_host_cost_rendering(control_record: dict[str, Any]) -> None:
     text = _host_cost(control_record)
     assert text.startswith(f"30.0 measured on {CONTROL} (p25 20.0, p75 43.0, 9448 intervals; analyzer.indicators")
-    assert _host_cost(est_kind.HOST_DEFAULT) == est_kind.HOST_DEFAULT
+    assert _host_cost(host_cost.HOST_DEFAULT) == host_cost.HOST_DEFAULT
     assert _host_cost(None) == "profile default"
 
 
@@ -102,7 +102,7 @@ def measured(monkeypatch) -> dict[str, Any]:  # type: ignore[no-untyped-def]
         assert relative == CONTROL
         return SYNTHETIC_RECORD
 
-    monkeypatch.setattr(est_kind, "measured_host_launch_cost", fake)
+    monkeypatch.setattr(host_cost, "measured_host_launch_cost", fake)
     return SYNTHETIC_RECORD
 
 
@@ -112,14 +112,14 @@ def _total_s(**options: Any) -> float:
 
 
 def test_run_perf_applies_the_measured_cost_to_every_row(measured: dict[str, Any]) -> None:
-    params = est_kind.PerfParams(config=SYNTHETIC_CONFIG, host_launch_cost_from=CONTROL)
+    params = perf.PerfParams(config=SYNTHETIC_CONFIG, host_launch_cost_from=CONTROL)
     rows = [{"config": "a"}, {"config": "b"}]
-    res = est_kind.run_perf(RunContext(case_id="t", params=params, rows=rows))
+    res = perf.run_perf(RunContext(case_id="t", params=params, rows=rows))
     assert res.values["host_launch_cost"] == measured
     want = _total_s(host_launch_cost_us=30.0)
     assert want > _total_s()  # the measured 30 µs is not the 5 µs default on this host-bound config
     assert [r["TOTAL_s"] for r in res.table] == pytest.approx([want, want], rel=1e-12)
-    plain = est_kind.run_perf(RunContext(case_id="t", params=est_kind.PerfParams(config=SYNTHETIC_CONFIG), rows=rows))
+    plain = perf.run_perf(RunContext(case_id="t", params=perf.PerfParams(config=SYNTHETIC_CONFIG), rows=rows))
     assert "host_launch_cost" not in plain.values
     assert plain.table[0]["TOTAL_s"] == pytest.approx(_total_s(), rel=1e-12)
 
@@ -127,9 +127,9 @@ def test_run_perf_applies_the_measured_cost_to_every_row(measured: dict[str, Any
 def _calibrated(host_from: str | None) -> Any:
     """SYNTHETIC rows: one toy config, made-up measured step times, calibrated on half of them."""
     rows = [{"case_id": f"synthetic-{i}", "step_ms": 20.0 + i} for i in range(12)]
-    params = est_kind.PerfParams(config=SYNTHETIC_CONFIG, measured="step_ms", host_launch_cost_from=host_from,
+    params = perf.PerfParams(config=SYNTHETIC_CONFIG, measured="step_ms", host_launch_cost_from=host_from,
                                  calibrate={"fit": "compute_efficiency", "loo_subsample": 2})
-    return est_kind.run_perf(RunContext(case_id="t", params=params, rows=rows))
+    return perf.run_perf(RunContext(case_id="t", params=params, rows=rows))
 
 
 def test_calibration_record_names_the_host_cost(measured: dict[str, Any]) -> None:
@@ -143,10 +143,10 @@ def test_calibration_record_names_the_host_cost(measured: dict[str, Any]) -> Non
         assert r["total_at_peak_ms"] == pytest.approx(
             1e3 * _total_s(host_launch_cost_us=30.0, compute_efficiency=1.0), rel=1e-9)
     default = _calibrated(None)
-    assert default.values["calibration"]["host_launch_cost"] == est_kind.HOST_DEFAULT
+    assert default.values["calibration"]["host_launch_cost"] == host_cost.HOST_DEFAULT
     assert "host_launch_cost" not in default.values
     summary = {"cases": [{"nodeid": "cases.py::measured", "values": res.values},
                          {"nodeid": "cases.py::default", "values": default.values}]}
     line = next(x for x in _calibration(summary) if isinstance(x, str) and x.startswith("Host cost per kernel"))
     assert f"measured: host µs per launch 30.0 measured on {CONTROL}" in line
-    assert f"default: host µs per launch {est_kind.HOST_DEFAULT}" in line
+    assert f"default: host µs per launch {host_cost.HOST_DEFAULT}" in line

@@ -13,7 +13,9 @@ import pytest
 import estimator
 from estimator import calibrate
 from harness.kinds import KINDS, KindError, RunContext, load_kinds
-from harness.kinds import estimator as est_kind
+from harness.kinds.estimator import common as est_common
+from harness.kinds.estimator import memory as est_memory
+from harness.kinds.estimator import perf as est_perf
 from harness.kinds.recorded import p1_what_if_mb
 
 
@@ -37,13 +39,13 @@ def _stage(i: int, total: float, acts: float = 1.0) -> SimpleNamespace:
 def test_estimate_for_measurement_is_like_for_like() -> None:
     """Synthetic two-stage report: stage 0 total 10 (peak), stage 1 total 8."""
     report = SimpleNamespace(stages=[_stage(0, 10.0, acts=4.0), _stage(1, 8.0)], peak_stage=0)
-    assert est_kind.estimate_for_measurement(report, "max_allocated", "max_over_ranks")[0] == 10.0
-    assert est_kind.estimate_for_measurement(report, "max_reserved", "last_rank")[0] == 8.0
-    assert est_kind.estimate_for_measurement(report, "max_allocated", "per_stage:1")[0] == 8.0
-    assert est_kind.estimate_for_measurement(report, "allocated_steady", "last_rank")[0] == 6.0  # 1 + 2 + 3
-    assert est_kind.estimate_for_measurement(report, "activations", "")[0] == 4.0
+    assert est_memory.estimate_for_measurement(report, "max_allocated", "max_over_ranks")[0] == 10.0
+    assert est_memory.estimate_for_measurement(report, "max_reserved", "last_rank")[0] == 8.0
+    assert est_memory.estimate_for_measurement(report, "max_allocated", "per_stage:1")[0] == 8.0
+    assert est_memory.estimate_for_measurement(report, "allocated_steady", "last_rank")[0] == 6.0  # 1 + 2 + 3
+    assert est_memory.estimate_for_measurement(report, "activations", "")[0] == 4.0
     with pytest.raises(KindError, match="per_stage:2"):
-        est_kind.estimate_for_measurement(report, "max_allocated", "per_stage:2")
+        est_memory.estimate_for_measurement(report, "max_allocated", "per_stage:2")
 
 
 def test_missing_estimator_makes_the_kind_unavailable_with_a_reason(monkeypatch) -> None:
@@ -66,10 +68,10 @@ def test_perf_calibration_step_fits_on_one_half_and_applies_the_value(measured_d
     with (measured_dir / "step_time_cases.csv").open(newline="", encoding="utf-8") as fh:
         rows = [r for r in csv.DictReader(fh) if r["source_id"] == "vtrain_single"][:48]
     groups = ["model_name", "world_size", "global_batch_size"]
-    params = est_kind.PerfParams(from_measured=True, profile="megatron", preset="fixed", label="case_id",
+    params = est_perf.PerfParams(from_measured=True, profile="megatron", preset="fixed", label="case_id",
                                  keep_columns=groups,
                                  calibrate={"fit": "compute_efficiency", "group_by": groups, "loo_subsample": 2})
-    res = est_kind.run_perf(RunContext(case_id="t", params=params, rows=rows))
+    res = est_perf.run_perf(RunContext(case_id="t", params=params, rows=rows))
     cal = res.values["calibration"]
     eff = res.values["compute_efficiency"]
     assert eff == cal["value"] and calibrate.EFF_MIN <= eff <= calibrate.EFF_MAX
@@ -79,7 +81,7 @@ def test_perf_calibration_step_fits_on_one_half_and_applies_the_value(measured_d
     assert cal["rows_fit"] == halves.count("fit") and cal["rows_holdout"] == halves.count("holdout") == 48 - halves.count("fit")
     # "applies the value": every row's total equals estimate_perf run with options.compute_efficiency = eff
     ctx = RunContext(case_id="t", params=params, rows=rows)
-    cfgs = [est_kind.build_config(params, r, ctx) for r in rows]
+    cfgs = [est_common.build_config(params, r, ctx) for r in rows]
 
     def totals_s(e: float) -> list[float]:
         return [estimator.estimate_perf(c.model_copy(update={"options": c.options.model_copy(
@@ -105,6 +107,6 @@ def test_perf_calibration_step_fits_on_one_half_and_applies_the_value(measured_d
 
 
 def test_calibration_needs_its_columns() -> None:
-    params = est_kind.PerfParams(from_measured=True, calibrate={"fit": "compute_efficiency", "id_column": "run"})
+    params = est_perf.PerfParams(from_measured=True, calibrate={"fit": "compute_efficiency", "id_column": "run"})
     with pytest.raises(KindError, match=r"calibrate: column\(s\) \['run'\] not in the data"):
-        est_kind.run_perf(RunContext(case_id="t", params=params, rows=[{"case_id": "a"}]))
+        est_perf.run_perf(RunContext(case_id="t", params=params, rows=[{"case_id": "a"}]))

@@ -3,12 +3,15 @@
 A case error must name the file, the line and the field, so the loader composes the YAML node
 tree itself (PyYAML safe loader) and records ``path tuple -> (file, line)`` for every value.
 ``{ref: models/x.yaml, ...}`` mappings are replaced by the referenced file (confined to the cases
-tree); other keys beside ``ref`` override the referenced values (deep merge).
+tree); other keys beside ``ref`` override the referenced values (deep merge). ``did_you_mean``
+gives the hint for a misspelt name.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,3 +195,9 @@ def load_located(path: Path, cases_root: Path) -> Located:
     builder = _Builder(cases_root)
     builder.located.data = builder.load(path)
     return builder.located
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """``"did you mean 'x'?"`` for the closest candidate (difflib ratio ≥ 0.6), else None."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None

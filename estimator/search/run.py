@@ -1,0 +1,137 @@
+"""Running a sweep in this process: enumerate the layouts, price each, reduce to a bounded result.
+
+Rows of every evaluated layout are kept only when asked (``keep_rows``, for CSV/Parquet output);
+otherwise memory stays bounded by ``top_k`` and the Pareto front whatever the size of the space.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+from estimator.config import EstimatorConfig
+from estimator.search.evaluate import Candidate, Rejection, evaluate, search_base
+from estimator.search.rank import OBJECTIVES, Partial
+from estimator.search.space import DEFAULT_SPACE, Layout, SkippedLayout, layouts, space_size
+
+#: layouts priced between two progress updates / partial reductions
+CHUNK = 256
+
+
+@dataclass
+class SearchResult:
+    """The outcome of a sweep: counts, rejections by reason, the top K, the Pareto front."""
+
+    partial: Partial
+    elapsed_s: float = 0.0
+    path: str = "scalar"
+    devices: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ranked(self) -> list[Candidate]:
+        return self.partial.ranked
+
+    @property
+    def pareto(self) -> list[Candidate]:
+        return self.partial.pareto
+
+    @property
+    def rejected(self) -> dict[str, int]:
+        return dict(self.partial.rejected.most_common())
+
+    @property
+    def configs_per_s(self) -> float:
+        return self.partial.evaluated / self.elapsed_s if self.elapsed_s > 0 else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of ``ndval search --json`` (see docs/search.md)."""
+        p = self.partial
+        return {
+            "devices": self.devices,
+            "objective": p.objective,
+            "evaluated": p.evaluated,
+            "feasible": p.feasible,
+            "rejected": self.rejected,
+            "rejected_examples": dict(p.examples),
+            "ranked": [c.to_dict() for c in p.ranked],
+            "pareto": [c.to_dict() for c in p.pareto],
+            "configs_per_s": self.configs_per_s,
+            "elapsed_s": self.elapsed_s,
+            "path": self.path,
+        }
+
+
+def row_of(outcome: Candidate | Rejection) -> dict[str, Any]:
+    """One flat table row (CSV/Parquet) for an evaluated layout."""
+    base = {k: v for k, v in outcome.overrides.items()}
+    if isinstance(outcome, Rejection):
+        return {**base, "feasible": False, "reason": outcome.reason, "message": outcome.message}
+    return {**base, "feasible": True, "split": outcome.split, "peak_mb": outcome.peak_mb,
+            "total_s": outcome.total_s, "tokens_per_s": outcome.tokens_per_s, "mfu": outcome.mfu}
+
+
+def sweep(
+    base_data: Mapping[str, Any], points: Iterable[Layout | SkippedLayout], partial: Partial,
+    memory_margin_mb: float = 0.0, on_chunk: Callable[[int], None] | None = None,
+    rows: list[dict[str, Any]] | None = None,
+) -> Partial:
+    """Price ``points`` chunk by chunk into ``partial`` (``on_chunk(n)`` after each chunk)."""
+    it = iter(points)
+    while chunk := list(islice(it, CHUNK)):
+        outcomes = [evaluate(base_data, layout, memory_margin_mb) for layout in chunk]
+        partial.add(outcomes)
+        if rows is not None:
+            rows.extend(row_of(o) for o in outcomes)
+        if on_chunk:
+            on_chunk(len(chunk))
+    return partial
+
+
+def search(
+    base: EstimatorConfig, devices: int, space: Mapping[str, Sequence[Any]] | None = None,
+    memory_margin_mb: float = 0.0, *, objective: str = "time", top_k: int | None = 20,
+    keep_rows: bool = False, progress: bool = False,
+) -> SearchResult:
+    """Rank the layouts of ``space`` (default :data:`DEFAULT_SPACE`) on ``devices`` devices.
+
+    The global batch of ``base`` is held fixed; a layout whose peak exceeds device memory minus
+    ``memory_margin_mb`` is rejected as OOM. ``top_k=None`` keeps every feasible layout ranked.
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective {objective!r}: known {', '.join(OBJECTIVES)}")
+    space = dict(space or DEFAULT_SPACE)
+    base_data = search_base(base, space)
+    partial = Partial(objective=objective, top_k=top_k if top_k is not None else sys.maxsize)
+    rows: list[dict[str, Any]] | None = [] if keep_rows else None
+    start = time.perf_counter()
+    total = sum(1 for _ in layouts(base, devices, space)) if progress and space_size(space) <= 10**6 else None
+    with _progress(total, progress) as advance:
+        sweep(base_data, layouts(base, devices, space), partial, memory_margin_mb, advance, rows)
+    return SearchResult(partial, time.perf_counter() - start, "scalar", devices, rows or [])
+
+
+class _progress:
+    """A rich progress bar on stderr (only when asked and stderr is a terminal); yields ``advance``."""
+
+    def __init__(self, total: int | None, enabled: bool) -> None:
+        self.total, self.enabled, self.bar = total, enabled and sys.stderr.isatty(), None
+
+    def __enter__(self) -> Callable[[int], None]:
+        if not self.enabled:
+            return lambda n: None
+        from rich.console import Console
+        from rich.progress import Progress
+
+        self.bar = Progress(console=Console(stderr=True), transient=True)
+        self.bar.start()
+        task = self.bar.add_task("pricing layouts", total=self.total)
+        return lambda n: self.bar.advance(task, n) if self.bar else None
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar:
+            self.bar.stop()

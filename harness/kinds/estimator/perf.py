@@ -1,0 +1,159 @@
+"""Kind ``estimator.perf``: the step-time model per row, optionally after a declared calibration step."""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Any, Literal
+
+from pydantic import Field
+
+from harness.kinds import KindError, KindParams, RunContext, register_kind
+from harness.kinds.estimator import host_cost
+from harness.kinds.estimator.common import (
+    EstimatorParams,
+    build_config,
+    estimator_api,
+    measured_value,
+    requires_api,
+    row_label,
+)
+from harness.results import RunResult
+from ndcore.units import MS_PER_S
+
+REAL_PARTS = ("COMP", "DP_WAIT", "MP_WAIT", "EP_WAIT", "CP_WAIT", "PP_WAIT", "TOTAL")
+
+
+class CalibrateSpec(KindParams):
+    """A declared calibration step (issue 3: at most one global compute efficiency, fitted on half of the rows).
+
+    Calls ``estimator.calibrate.calibrate_efficiency`` (the one implementation): the halves are
+    ``estimator.calibrate.split_half`` of each row's ``id_column`` (parity of the first SHA-256
+    byte, independent of row order); the efficiency minimising Σ(log est − log meas)² over the
+    ``fit`` half is applied to every row, and each row is marked ``half: fit | holdout`` so the
+    assertions can be evaluated on the held-out half (``where: {half: holdout}``).
+    """
+
+    fit: Literal["compute_efficiency"] = Field(description="the one global knob fitted (options.compute_efficiency)")
+    split: Literal["half"] = Field("half", description="estimator.calibrate.split_half of id_column")
+    fit_on: Literal["fit"] = Field("fit", description="the half the knob is fitted on; figures are reported on the other "
+                                                     "(not `on:` — YAML 1.1 reads a bare on as true)")
+    id_column: str = Field("case_id", description="data column hashed to choose each row's half")
+    group_by: list[str] = Field(default_factory=list, description="data columns of the within-group Spearman "
+                                                                  "that estimator.calibrate reports per half")
+    loo_subsample: int = Field(10, ge=1, description="rows of the fit half refitted leave-one-out (LOO MAPE)")
+
+
+class PerfParams(EstimatorParams):
+    """``estimator.perf`` params: the row configs, optional calibration, data columns kept in the table."""
+
+    calibrate: CalibrateSpec | None = Field(None, description="fit one global knob on half the rows first")
+    host_launch_cost_from: str | None = Field(
+        None, description="profile (relative to the profiles folder) whose measured host time per launch (analyzer "
+                          "indicator host_us_per_launch) sets options.host_launch_cost_us on every row (before any "
+                          "fit): measured on independent data, not fitted; the case skips when the profile is absent")
+    keep_columns: list[str] = Field(default_factory=list, description="data columns copied into the result table "
+                                                                      "(e.g. for group_by in assertions)")
+
+
+def _measured_step_ms(params: EstimatorParams, row: dict[str, Any]) -> float | None:
+    if params.from_measured and row.get("measured_step_ms") not in (None, ""):
+        return float(row["measured_step_ms"])
+    return measured_value(params, row)
+
+
+def calibrate_rows(params: PerfParams, rows: list[dict[str, Any]], ctx: RunContext,
+                   host: dict[str, Any] | None = None) -> tuple[float, list[str], dict[str, Any]]:
+    """(fitted efficiency, each row's half, the calibration record) through ``estimator.calibrate``;
+    ``host`` (a :func:`measured_host_launch_cost` record, not fitted) sets the host cost of every row."""
+    fixed = host_cost.host_options(host)
+    try:
+        calibrate = importlib.import_module("estimator.calibrate")
+    except ImportError as exc:
+        raise KindError(f"estimator.calibrate is not importable: {exc}") from None
+    spec = params.calibrate
+    assert spec is not None
+    missing = [c for c in (spec.id_column, *spec.group_by) if any(c not in r for r in rows)]
+    if missing:
+        raise KindError(f"calibrate: column(s) {missing} not in the data (have {sorted(rows[0]) if rows else []})")
+    halves = [calibrate.split_half(str(r[spec.id_column])) for r in rows]
+    used = [i for i, r in enumerate(rows) if (_measured_step_ms(params, r) or 0.0) > 0]
+    cfgs = [build_config(params, rows[i], ctx, fixed) for i in used]
+    estimate = calibrate.efficiency_estimator(cfgs)
+    ids = [str(rows[i][spec.id_column]) for i in used]
+    measured_s = [_measured_step_ms(params, rows[i]) / MS_PER_S for i in used]
+    groups = ["|".join(str(rows[i][c]) for c in spec.group_by) for i in used]
+    try:
+        cal = calibrate.calibrate_efficiency(estimate, ids, measured_s, groups, spec.loo_subsample)
+    except ValueError as exc:
+        raise KindError(f"calibrate: {exc}") from None
+    record = {
+        "fitted": spec.fit, "value": cal.efficiency, "bounds": [calibrate.EFF_MIN, calibrate.EFF_MAX],
+        "method": "estimator.calibrate.calibrate_efficiency: least squares of log(est) - log(meas) on the fit half "
+                  f"(bounded Brent); halves by estimator.calibrate.split_half({spec.id_column})",
+        "rows_fit": cal.fit_rows, "rows_holdout": cal.holdout_rows, "rows_unmeasured": len(rows) - len(used),
+        "group_by": list(spec.group_by), "fit": cal.fit.as_dict(), "holdout": cal.holdout.as_dict(),
+        "holdout_at_peak": cal.uncalibrated_holdout.as_dict(), "loo_mape_pct_fit_half": cal.loo_mape_pct,
+        "loo_subsample": spec.loo_subsample,
+        "host_launch_cost": host or host_cost.HOST_DEFAULT,
+    }
+    return cal.efficiency, halves, record
+
+
+@register_kind("estimator.perf", params=PerfParams, requires=requires_api("load_config", "estimate_perf", "presets"))
+def run_perf(ctx: RunContext) -> RunResult:
+    """Estimator step-time model on N configs: RealParts (s) per row, TOTAL in ms beside measured step ms.
+
+    With ``calibrate``: one global compute efficiency is fitted on the ``fit`` half first
+    (``estimator.calibrate``) and every row is estimated with it; ``half`` marks each row and
+    ``total_at_peak_ms`` keeps the uncalibrated TOTAL (efficiency 1.0) beside it.
+    """
+    params: PerfParams = ctx.params
+    est = estimator_api("estimate_perf")
+    rows = ctx.rows or [{}]
+    values: dict[str, Any] = {}
+    halves: list[str | None] = [None] * len(rows)
+    host = host_cost.measured_host_launch_cost(params.host_launch_cost_from) if params.host_launch_cost_from else None
+    extra: dict[str, Any] = host_cost.host_options(host)
+    if host is not None:
+        values["host_launch_cost"] = host
+    if params.calibrate is not None:
+        eff, halves, record = calibrate_rows(params, rows, ctx, host)
+        extra[params.calibrate.fit] = eff
+        values |= {params.calibrate.fit: eff, "calibration": record}
+    table, golden = [], {}
+    for i, row in enumerate(rows):
+        cfg = build_config(params, row, ctx, extra)
+        report = est.estimate_perf(cfg)
+        label = row_label(params, row, i)
+        out: dict[str, Any] = {"config": label}
+        out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "source_id") if k in row}
+        for col in params.keep_columns:
+            if col not in row:
+                raise KindError(f"keep_columns: column {col!r} not in the data (have {sorted(row)})")
+            out[col] = row[col]
+        for part in REAL_PARTS:
+            out[f"{part}_s"] = float(report.real_parts[part])
+        out["total_ms"] = out["TOTAL_s"] * MS_PER_S
+        if halves[i] is not None:
+            out["half"] = halves[i]
+            at_peak = build_config(params, row, ctx, extra | {"compute_efficiency": 1.0})
+            out["total_at_peak_ms"] = float(est.estimate_perf(at_peak).real_parts["TOTAL"]) * MS_PER_S
+        out["straggler_stage"] = report.straggler_stage
+        if params.from_measured and row.get("measured_step_ms") not in (None, ""):
+            out["measured_step_ms"] = float(row["measured_step_ms"])
+        measured = measured_value(params, row)
+        if measured is not None:
+            out["measured"] = measured
+        table.append(out)
+        golden[label] = {"real_parts": dict(report.real_parts), "perf_parts": dict(report.perf_parts),
+                         "stage_times_s": list(report.stage_times_s), "straggler_stage": report.straggler_stage,
+                         "unit": report.unit}
+    finite = [r for r in table if math.isfinite(r["total_ms"])]
+    values["n_finite"] = len(finite)
+    notes = []
+    if params.calibrate is not None:
+        cal = values["calibration"]
+        notes.append(f"calibration: {cal['fitted']} = {cal['value']:.4f} fitted on {cal['rows_fit']} rows "
+                     f"(fit half), figures on {cal['rows_holdout']} held-out rows")
+    return RunResult(table=table, golden=golden, values=values, notes=notes)
