@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.ndval-installed
 
-.PHONY: setup test validate lint report bench clean
+.PHONY: setup test validate lint report bench clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,18 @@ validate: $(STAMP)
 
 report: $(STAMP)
 	$(BIN)/ndval report
+
+# headless Chromium for the browser tests (Debian package, as root) + the Playwright driver (no browser
+# download); without it those tests skip with the reason. See ../shared/reference/browser-testing.md.
+CHROMIUM ?= /usr/bin/chromium
+browser: $(STAMP)
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	  else echo "make browser: $(CHROMIUM) missing and not root: see ../shared/reference/browser-testing.md" >&2; exit 1; fi; \
+	fi
+	$(BIN)/python -m pip install --quiet 'playwright>=1.44'
+	@$(CHROMIUM) --version
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

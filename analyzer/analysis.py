@@ -10,16 +10,26 @@ field names, stable keys).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analyzer import breakdown, cluster, confidence, gains, phases, recommend, rootcause
+from analyzer import (
+    breakdown,
+    cluster,
+    cluster_comm,
+    confidence,
+    gains,
+    phases,
+    plausibility,
+    recommend,
+    rootcause,
+)
 from analyzer.bottleneck import NONE, Verdict, locate
-from analyzer.dataset import Dataset, RankData
+from analyzer.dataset import Dataset, DroppedEvents, RankData
 from analyzer.indicators import (
     IndicatorSet,
     ScopeInput,
@@ -28,6 +38,7 @@ from analyzer.indicators import (
     in_windows_mask,
 )
 from analyzer.ingest import events as ev
+from analyzer.ingest.errors import IngestError
 from analyzer.thresholds import Thresholds, resolve
 
 SCHEMA_VERSION = 1
@@ -289,9 +300,29 @@ def _boundary_warnings(plan: phases.PhasePlan, scopes: dict[str, ScopeResult], r
     return out
 
 
+def _screened(rank: RankData) -> tuple[RankData, list[str]]:
+    """``rank`` with its implausible events set aside (:mod:`analyzer.plausibility`) and the warning saying so.
+
+    Raises ``IngestError`` when nothing is left to analyse: no plausible event and no table (a file
+    holding just ``{`` is then refused like one holding ``{"traceEvents": []}``)."""
+    screen = plausibility.screen_events(rank.events, rank.base_ts_us)
+    if screen.kept.empty and not rank.tables and rank.communication is None:
+        why = (f"all {screen.total:,} events are implausible ({', '.join(screen.set_aside)})" if screen.total
+               else "no complete event (ph 'X') and no table to analyse")
+        raise IngestError(rank.files.get("trace") or rank.files.get("trace_view.json") or rank.path, "traceEvents", why)
+    warning = screen.warning(rank.rank, str(rank.files.get("trace") or rank.files.get("trace_view.json") or rank.path))
+    if warning is None:
+        return rank, []
+    by_cat = {**rank.dropped_events.by_category, "implausible": screen.n_set_aside}
+    reason = "; ".join(r for r in (rank.dropped_events.reason, "implausible ts/dur or step order") if r)
+    dropped = DroppedEvents(rank.dropped_events.count + screen.n_set_aside, reason, by_cat)
+    return dataclasses.replace(rank, events=screen.kept, dropped_events=dropped), [warning]
+
+
 def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str | None = None,
                  n_ranks: int = 1) -> RankAnalysis:
-    """All scopes of one rank."""
+    """All scopes of one rank (its implausible events set aside first, with a warning)."""
+    rank, screen_warnings = _screened(rank)
     plan = phases.plan_phases(rank.events, th, rank.tables.get("step_trace_time"), phase_override)
     world = _world_size(rank, n_ranks)
     comm_ok = _comm_applicable(rank, world)
@@ -308,7 +339,7 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
         graph_note = [f"rank {rank.rank}: graph-mode detection skipped: the event budget thinned the host "
                       f"{', '.join(host_thinned)} events it counts"]
     sb, sb_src = _step_breakdown(rank, fmt)
-    warnings = _boundary_warnings(plan, scopes, rank, graph) + graph_note
+    warnings = screen_warnings + _boundary_warnings(plan, scopes, rank, graph) + graph_note
     meta = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
     return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
@@ -355,6 +386,21 @@ def _cluster_row(ra: RankAnalysis) -> dict[str, float | None]:
             "host_exclusive_us": ind.value("host_exclusive_per_step_us")}
 
 
+def _with_comm(summary: cluster.ClusterSummary, dataset: Dataset) -> cluster.ClusterSummary:
+    """The cluster summary plus per-rank wait vs transfer and the slowest links (``cluster_comm``)."""
+    splits, links, notes = [], [], set()
+    for r in dataset.ranks:
+        split, rank_links, note = cluster_comm.rank_comm(r)
+        if split is not None:
+            splits.append(split.to_dict())
+        links.extend(rank_links)
+        if note:
+            notes.add(note)
+    return replace(summary, comm_split=tuple(splits),
+                   slowest_links=tuple(link.to_dict() for link in cluster_comm.slowest_links(links)),
+                   comm_note="; ".join(sorted(notes)))
+
+
 def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Path | None = None,
             phase_override: str | None = None) -> Analysis:
     """Analyse every rank of ``dataset``; add a cluster summary when there are ≥ 2 ranks."""
@@ -364,5 +410,7 @@ def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Pa
     ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks)) for r in dataset.ranks)
     summary = cluster.summarize({ra.rank: _cluster_row(ra) for ra in ranks}, th.v("clusterSpreadPct"),
                                 "overall scope indicators per step (µs/step)")
+    if summary is not None:
+        summary = _with_comm(summary, dataset)
     warnings = list(dataset.warnings) + [w for ra in ranks for w in ra.warnings]
     return Analysis(str(dataset.path), dataset.source_format, th, phase_override, ranks, summary, tuple(warnings))

@@ -89,8 +89,25 @@ class KinetoStepBreakdown:
         return 100.0 * self.memcpy_us / self.span_us if self.span_us > 0 else float("nan")
 
 
+#: the columns the breakdowns read (selected before any row filter, so filters copy only these).
+BREAKDOWN_COLUMNS: tuple[str, ...] = ("name", "category", "sub", "ts_us", "dur_us", "step")
+
+
 def _device(events: pd.DataFrame) -> pd.DataFrame:
-    return events[events["side"] == ev.SIDE_DEVICE]
+    cols = [c for c in BREAKDOWN_COLUMNS if c in events.columns]
+    return events.loc[(events["side"] == ev.SIDE_DEVICE).to_numpy(), cols]
+
+
+def by_step(rows: pd.DataFrame, steps: list[int]) -> list[pd.DataFrame]:
+    """``rows`` of each step in ``steps`` (file order kept within a step): one stable sort of the
+    step column and a binary search per step — O(n log n) for all steps, instead of one full filter
+    per step (O(steps × n))."""
+    step_col = rows["step"].to_numpy()
+    order = np.argsort(step_col, kind="stable")
+    sorted_steps = step_col[order]
+    lo = np.searchsorted(sorted_steps, steps, side="left")
+    hi = np.searchsorted(sorted_steps, steps, side="right")
+    return [rows.iloc[order[a:b]] for a, b in zip(lo, hi, strict=True)]
 
 
 def comm_op_rows(events: pd.DataFrame) -> pd.DataFrame:
@@ -123,7 +140,7 @@ def ascend_step_breakdown(events: pd.DataFrame) -> list[AscendStepBreakdown]:
     steps = sorted(int(s) for s in events.loc[events["category"] == ev.STEP, "step"].unique())
     if not steps:
         return [ascend_breakdown(dev)]
-    return [ascend_breakdown(dev[dev["step"] == s], s) for s in steps]
+    return [ascend_breakdown(part, s) for part, s in zip(by_step(dev, steps), steps, strict=True)]
 
 
 def ascend_overlap_totals(events: pd.DataFrame) -> pd.DataFrame:
@@ -162,7 +179,7 @@ def kineto_step_breakdown(events: pd.DataFrame) -> list[KinetoStepBreakdown]:
     steps = sorted(int(s) for s in events.loc[events["category"] == ev.STEP, "step"].unique())
     if not steps:
         return [kineto_breakdown(dev)]
-    return [kineto_breakdown(dev[dev["step"] == s], s) for s in steps]
+    return [kineto_breakdown(part, s) for part, s in zip(by_step(dev, steps), steps, strict=True)]
 
 
 def hta_window(events: pd.DataFrame, include_last_step: bool = False) -> pd.DataFrame:

@@ -29,6 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-events", type=int, default=None, metavar="N",
                         help="event budget per rank: keep at most N trace events (step markers and device events "
                         "first, host detail thinned evenly); what was dropped and the totals source are reported")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="ranks read in parallel (default: one per CPU, at most one per rank)")
+    parser.add_argument("--backend", choices=("process", "dask", "serial"), default="process",
+                        help="how ranks are read in parallel: a process pool (default), Dask (a distributed "
+                        "client when one is active; needs dask installed) or one after the other")
 
 
 def _summary(analysis: object) -> str:
@@ -54,6 +59,13 @@ def _summary(analysis: object) -> str:
         c = d["cluster"]
         lines.append(f"cluster: slowest rank by step time {c['slowest_rank_by_step_time']}; "
                      + ", ".join(f"{s['metric']} slowest {s['slowest_rank']} (+{s['spread_pct']:.2f} % vs mean)" for s in c["spreads"]))
+        lines.append("cluster: slowest ranks " + ", ".join(f"{r['rank']} ({r['step_us']:.1f} us/step)" for r in c["slowest_ranks"]))
+        if c["slowest_links"]:
+            lines.append("cluster: slowest links " + ", ".join(
+                f"{x['link']} {x['transport']} {x['bandwidth_gbps']:.2f} GB/s" for x in c["slowest_links"]))
+        for sp in c["comm_split"]:
+            lines.append(f"cluster: rank {sp['rank']} communication {sp['elapse_us']:.1f} us = transfer "
+                         f"{sp['transfer_us']:.1f} + wait {sp['wait_us']:.1f} + idle {sp['idle_us']:.1f} ({sp['source']})")
     for w in d["warnings"]:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
@@ -71,12 +83,13 @@ def run(args: argparse.Namespace) -> int:
         thresholds = resolve(args.thresholds)
         if not args.path.exists():
             raise IngestError(args.path, "<path>", "does not exist")
-        analysis = analyze(load_dataset(args.path, max_events=getattr(args, "max_events", None)),
-                           thresholds=thresholds, phase_override=args.phase)
+        dataset = load_dataset(args.path, max_events=getattr(args, "max_events", None),
+                               workers=getattr(args, "workers", None), backend=getattr(args, "backend", "process"))
+        analysis = analyze(dataset, thresholds=thresholds, phase_override=args.phase)
     except (IngestError, ThresholdError) as exc:
         print(f"ndval analyze: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RuntimeError) as exc:
         print(f"ndval analyze: error: {args.path}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(_summary(analysis))

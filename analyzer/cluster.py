@@ -8,7 +8,7 @@ no cluster view.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,16 @@ class ClusterSummary:
     spreads: tuple[Spread, ...]
     spread_gate_pct: float
     source: str
+    #: communication of the cluster (``cluster_comm``): per-rank wait vs transfer, slowest links.
+    comm_split: tuple[dict[str, Any], ...] = ()
+    slowest_links: tuple[dict[str, Any], ...] = ()
+    comm_note: str = ""
+    top: int = field(default=5)
+
+    def slowest_ranks(self, metric: str = "step_us") -> list[tuple[int, float]]:
+        """``(rank, value)`` of the ``top`` ranks with the largest ``metric``, slowest first."""
+        vals = [(r, float(v)) for r, row in self.per_rank.items() if (v := row.get(metric)) is not None]
+        return sorted(vals, key=lambda x: (-x[1], x[0]))[:self.top]
 
     @property
     def slowest_rank(self) -> int | None:
@@ -59,7 +69,10 @@ class ClusterSummary:
                 "spread_gate_pct": self.spread_gate_pct, "source": self.source,
                 "per_rank": {str(k): {m: None if v is None else round(v, 3) for m, v in row.items()}
                              for k, row in self.per_rank.items()},
-                "spreads": [s.to_dict() for s in self.spreads]}
+                "spreads": [s.to_dict() for s in self.spreads],
+                "slowest_ranks": [{"rank": r, "step_us": round(v, 3)} for r, v in self.slowest_ranks()],
+                "slowest_links": list(self.slowest_links), "comm_split": list(self.comm_split),
+                "comm_note": self.comm_note}
 
 
 def spread_pct(values: np.ndarray) -> float:

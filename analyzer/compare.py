@@ -545,8 +545,8 @@ def check_window(before: float | None, after: float | None) -> Check:
 
 
 def _set_flag(check_id: str, what: str, before: Iterable[Any], after: Iterable[Any],
-              show: Any = str) -> Check:
-    """A flag-only check on two sets (spec §4): fires when both are known and differ.
+              show: Any = str, blocking: bool = False) -> Check:
+    """A check on two sets (spec §4): fires when both are known and differ (``blocking`` as given).
 
     Reasons read ``different <what>: <before> vs <after>`` / ``same <what> (<before>)``; ``show``
     formats one sorted list.
@@ -556,23 +556,25 @@ def _set_flag(check_id: str, what: str, before: Iterable[Any], after: Iterable[A
         return Check(check_id, False, False, f"{what} unknown on a side; not checked", b, a)
     fired = b != a
     reason = f"different {what}: {show(b)} vs {show(a)}" if fired else f"same {what} ({show(b)})"
-    return Check(check_id, fired, False, reason, b, a)
+    return Check(check_id, fired, blocking, reason, b, a)
 
 
 def check_hardware(before: Sequence[str], after: Sequence[str]) -> Check:
-    """Spec §4 (flag only): the sides were captured on different device models (Kineto
-    ``deviceProperties[].name``, Ascend ``profiler_info`` / trace metadata)."""
-    return _set_flag("hardware", "hardware", before, after, show=", ".join)
+    """Spec §4: the sides were captured on different device models (Kineto ``deviceProperties[].name``,
+    Ascend ``profiler_info`` / trace metadata). Blocking: a before/after change across hardware is not
+    the effect of an optimisation (HTA's TraceDiff pair, A100 vs V100, must read "not comparable")."""
+    return _set_flag("hardware", "hardware", before, after, show=", ".join, blocking=True)
 
 
 def check_world_size(before: int | None, after: int | None) -> Check:
-    """Spec §4 (flag only): different world sizes (Kineto ``distributedInfo.world_size``, Ascend
-    communication groups / rank count)."""
+    """Spec §4: different world sizes (Kineto ``distributedInfo.world_size``, Ascend communication
+    groups / rank count). Blocking: another world size is another workload (communication volume and
+    per-rank work change), not an optimisation of the same one."""
     if before is None or after is None:
-        return Check("world_size", False, False, "world size unknown on a side; not checked", before, after)
+        return Check("world_size", False, True, "world size unknown on a side; not checked", before, after)
     fired = before != after
     reason = f"different world size: {before} vs {after}" if fired else f"same world size ({before})"
-    return Check("world_size", fired, False, reason, before, after)
+    return Check("world_size", fired, True, reason, before, after)
 
 
 def check_rank(before: Sequence[int], after: Sequence[int]) -> Check:
@@ -582,8 +584,8 @@ def check_rank(before: Sequence[int], after: Sequence[int]) -> Check:
 
 
 def comparability_checks(before: SideSummary, after: SideSummary) -> list[Check]:
-    """Every check of seed §7.3 in its order (the first six block), then the spec's hardware,
-    world-size and rank flags."""
+    """Every check of seed §7.3 in its order (the first six block), then the spec's hardware and
+    world-size checks (blocking) and the rank flag."""
     return [
         check_step_count(before.step_count, after.step_count),
         check_phase_mix(before.phase_shares_pct, after.phase_shares_pct),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.columns import TABLE_FILES, read_csv_table
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.stream import RawTrace, estimate_complete_events, sniff_layout
+from analyzer.parallel import map_ranks
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 #: what each missing Ascend file disables (for the warning text).
@@ -75,8 +77,12 @@ class DroppedEvents(tuple):
         self.by_category = dict(by_category or {})
         return self
 
-    def __getnewargs__(self) -> tuple[int, str]:  # pickle / copy
+    def __getnewargs__(self) -> tuple[int, str]:  # copy
         return (self[0], self[1])
+
+    def __reduce__(self) -> tuple[type[DroppedEvents], tuple[int, str, dict[str, int]]]:
+        """Pickle with ``by_category`` (ranks read in worker processes)."""
+        return (DroppedEvents, (self[0], self[1], dict(self.by_category)))
 
     @property
     def count(self) -> int:
@@ -368,7 +374,8 @@ def _apply_budget(raw: RawTrace, dropped: DroppedEvents, totals: str, has_step_c
 
 def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = False,
                  ranks: list[int] | None = None, max_events: int | None = None,
-                 large_trace_bytes: int = LARGE_TRACE_BYTES, budgets: Budgets | None = None) -> Dataset:
+                 large_trace_bytes: int = LARGE_TRACE_BYTES, budgets: Budgets | None = None,
+                 workers: int | None = None, backend: str = "process") -> Dataset:
     """Read a profile (see module docstring for accepted layouts).
 
     ``progress``: force the progress bar on/off (default: only for big files on a terminal).
@@ -380,6 +387,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     per category, ``totals_source`` says where totals then come from, and a warning says it.
     ``budgets``: ingest budgets per trace (nesting depth, event size, events read, decompressed size;
     default ``Budgets.for_event_budget(max_events)``, see :mod:`analyzer.ingest.budgets`).
+    ``workers`` / ``backend``: a folder of several ranks is read in parallel, one task per rank
+    (:func:`analyzer.parallel.map_ranks`: process pool by default, ``"dask"``, or ``"serial"``).
     ``large_trace_bytes``: without a budget, a trace file larger than this gets a warning with the
     estimated memory (default :data:`LARGE_TRACE_BYTES`).
     """
@@ -400,13 +409,15 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     if _ascend_output_dir(p) is not None:
         return _finish(p, "ascend", [load_ascend_rank(p, strict=strict, **opts)])
     rank_dirs = _rank_dirs(p)
+    par = {"workers": workers, "backend": backend, "progress": progress}
+    opts = dict(opts, progress=False)  # one bar over the ranks, none per file
     if rank_dirs:
-        rds = [load_ascend_rank(d, strict=strict, **opts) for d in rank_dirs
-               if ranks is None or _rank_hint(d) in ranks or _rank_hint(d) is None]
+        wanted = [d for d in rank_dirs if ranks is None or _rank_hint(d) in ranks or _rank_hint(d) is None]
+        rds = map_ranks(partial(load_ascend_rank, strict=strict, **opts), wanted, label="reading Ascend ranks", **par)
         return _finish(p, "ascend", [r for r in rds if ranks is None or r.rank in ranks])
     traces = sorted(f for f in p.iterdir() if _is_kineto_file(f))
     if traces:
-        rds = [load_kineto_rank(f, **opts) for f in traces]
+        rds = map_ranks(partial(load_kineto_rank, **opts), traces, label="reading Kineto traces", **par)
         return _finish(p, "kineto", [r for r in rds if ranks is None or r.rank in ranks])
     raise IngestError(
         p, "<folder>",

@@ -127,7 +127,7 @@ def marker_steps(events: pd.DataFrame) -> list[Step]:
 def scope_steps(events: pd.DataFrame) -> list[Step]:
     """Steps from vLLM model-step scopes (annotation rows such as ``execute_model``)."""
     ann = events[(events["category"] == ev.ANNOTATION) & (events["side"] == ev.SIDE_HOST)]
-    rows = ann[ann["name"].astype(str).str.strip().str.match(VLLM_STEP_RE)].sort_values("ts_us")
+    rows = ann[ev.matches(ann["name"], lambda v: bool(VLLM_STEP_RE.match(v.strip())))].sort_values("ts_us")
     return [Step(i, -1, float(t), float(t + d)) for i, (t, d) in enumerate(zip(rows["ts_us"], rows["dur_us"], strict=True))]
 
 
@@ -216,10 +216,12 @@ def _labels_from_table(table: pd.DataFrame | None, steps: list[Step]) -> tuple[l
 
 
 def _labels_from_annotations(events: pd.DataFrame, steps: list[Step]) -> tuple[list[Step] | None, list[Window], list[Window], str]:
-    ann = events[(events["category"] == ev.ANNOTATION) & events["name"].astype(str).str.contains(PHASE_RE)]
+    ann = events[events["category"] == ev.ANNOTATION]
+    ann = ann[ev.matches(ann["name"], lambda v: bool(PHASE_RE.search(v)))]
     if ann.empty:
         return None, [], [], "no mstx / vLLM scope ranges naming prefill or decode"
-    kind = ann["name"].astype(str).str.lower().str.contains("prefill").map({True: PREFILL, False: DECODE})
+    kind = pd.Series(np.where(ev.matches(ann["name"], lambda v: "prefill" in v.lower()), PREFILL, DECODE),
+                     index=ann.index)
     spans = {p: timeline.from_events(ann[kind == p]) for p in PHASES}
     out = []
     for s in steps:

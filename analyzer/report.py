@@ -45,6 +45,24 @@ def _fmt(v: Any, digits: int = 2) -> str:
     return str(v)
 
 
+def _md_cluster_comm(c: dict[str, Any]) -> list[str]:
+    """Slowest ranks, slowest links and per-rank wait vs transfer (Markdown lines)."""
+    out = ["Slowest ranks: " + ", ".join(f"{r['rank']} ({r['step_us']} µs/step)" for r in c["slowest_ranks"]), ""]
+    if c["slowest_links"]:
+        out += ["Slowest links (lowest bandwidth):", "",
+                _md_table(["link", "transport", "size MB", "time ms", "GB/s"],
+                          [[x["link"], x["transport"], x["size_mb"], x["time_ms"], x["bandwidth_gbps"]]
+                           for x in c["slowest_links"]]), ""]
+    if c["comm_split"]:
+        out += ["Communication time per rank, wait vs transfer (µs):", "",
+                _md_table(["rank", "elapse", "transfer", "wait", "idle", "wait %", "source"],
+                          [[x["rank"], x["elapse_us"], x["transfer_us"], x["wait_us"], x["idle_us"], x["wait_pct"],
+                            x["source"]] for x in c["comm_split"]]), ""]
+    if c["comm_note"]:
+        out += [f"Communication detail: {c['comm_note']}", ""]
+    return out
+
+
 def _md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return render.markdown_table(headers, rows, _fmt)
 
@@ -124,6 +142,7 @@ def to_markdown(analysis: Any) -> str:
                              [[s["metric"], s["slowest_rank"], s["max_us"], s["mean_us"], s["min_us"], s["spread_pct"],
                                s["flagged"]] for s in c["spreads"]]))
         out.append("")
+        out += _md_cluster_comm(c)
     for r in d["ranks"]:
         p = r["phases"]
         out += [f"## Rank {r['rank']}", "", f"- path: `{r['path']}`; totals source: {r['totals_source']}",

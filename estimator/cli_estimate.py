@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -71,6 +72,17 @@ def format_memory_table(report: MemoryReport) -> str:
     return "\n".join(lines)
 
 
+def non_finite_fields(doc: Any, path: str = "") -> list[str]:
+    """Dotted paths of every NaN/±inf float inside ``doc`` (mappings and lists walked)."""
+    if isinstance(doc, float):
+        return [] if math.isfinite(doc) else [path or "<root>"]
+    if isinstance(doc, dict):
+        return [p for k, v in doc.items() for p in non_finite_fields(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(doc, list | tuple):
+        return [p for i, v in enumerate(doc) for p in non_finite_fields(v, f"{path}[{i}]")]
+    return []
+
+
 def run(args: argparse.Namespace) -> int:
     """Estimate and print; 2 on a configuration error."""
     try:
@@ -82,7 +94,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG_ERROR
     if args.json:
         doc: dict[str, Any] = {"config": str(args.config), "memory": memory.to_dict(), "perf": perf.to_dict()}
-        print(json.dumps(doc, indent=2, default=str))
+        bad = non_finite_fields(doc)
+        if bad:  # strict JSON has no NaN/Infinity: say which numbers overflowed instead of printing them
+            print(f"ndval estimate: {args.config}: the estimate is not finite at {', '.join(bad[:5])}"
+                  f"{' ...' if len(bad) > 5 else ''} (the configuration's sizes overflow a float)", file=sys.stderr)
+            return EXIT_CONFIG_ERROR
+        print(json.dumps(doc, indent=2, default=str, allow_nan=False))
         return 0
     print(f"{cfg.model.name}: profile {cfg.profile}, tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
           f"dp={cfg.parallel.dp} cp={cfg.parallel.cp} ep={cfg.parallel.ep}, hardware {cfg.hardware.name}")

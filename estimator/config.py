@@ -124,6 +124,9 @@ def _check_cross_fields(cfg: EstimatorConfig) -> None:
             )
     elif p.ep > 1:
         raise config_rule("parallel.ep", "must be 1 for a dense model (model.num_experts ≤ 1)")
+    elif p.etp is not None and p.etp != 1:
+        raise config_rule("parallel.etp", "expert tensor parallelism needs routed experts: leave it unset (or 1) for "
+                          f"a dense model (model.num_experts ≤ 1); got {p.etp}")
     devices = cfg.hardware.devices
     if devices is not None and devices != p.world_size:
         raise config_rule(

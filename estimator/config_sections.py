@@ -5,7 +5,7 @@ precision, options. Each is a frozen pydantic model that rejects unknown fields;
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -26,15 +26,46 @@ def config_rule(field: str, rule: str) -> PydanticCustomError:
     return PydanticCustomError("config_rule", "{rule}", {"field": field, "rule": rule})
 
 
+#: largest integer any field may hold: beyond 2**53 an int no longer converts to a float exactly, and
+#: no model dimension, batch or degree comes near it
+MAX_INT = 2**53
+#: most transformer layers (``model.num_layers``) a run may have: the largest published models have a
+#: few hundred; the estimate works per layer, and 4096 layers take about 0.25 s
+MAX_LAYERS = 4096
+#: most multi-token-prediction layers (``model.mtp_layers``): published models use 1–4; the MTP
+#: terms are not linear in this count, 1024 take under 0.1 s (10^6 took minutes)
+MAX_MTP_LAYERS = 1024
+
+
+def in_int_range(value: Any) -> Any:
+    """Reject ints beyond ±MAX_INT anywhere inside ``value`` (lists and mappings walked)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        raise ValueError(f"must be at most 2**53 in magnitude; got {value:.3e}")
+    if isinstance(value, dict):
+        for item in value.values():
+            in_int_range(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            in_int_range(item)
+    return value
+
+
 class StrictSection(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """Frozen, no unknown fields, every float finite (no NaN/inf), every int within ±2**53."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _numbers_in_range(cls, value: Any) -> Any:
+        return in_int_range(value)
 
 
 class ModelConfig(StrictSection):
     """Model dimensions (spec §3 ``model``). ``assumed`` maps field -> reason for assumed values."""
 
     name: str = "model"
-    num_layers: int = Field(ge=1)
+    num_layers: int = Field(ge=1, le=MAX_LAYERS)
     num_dense_layers: int = Field(default=0, ge=0)
     hidden_size: int = Field(ge=1)
     ffn_hidden_size: int | None = Field(default=None, ge=1)
@@ -54,7 +85,7 @@ class ModelConfig(StrictSection):
     shared_expert_ffn_hidden_size: int | None = Field(
         default=None, ge=1, description="TOTAL shared-expert width (default num_shared_experts·moe_ffn)"
     )
-    mtp_layers: int = Field(default=0, ge=0)
+    mtp_layers: int = Field(default=0, ge=0, le=MAX_MTP_LAYERS)
     vocab_size: int = Field(ge=1)
     padded_vocab_size: int | None = Field(default=None, ge=1)
     tied_embeddings: bool = False

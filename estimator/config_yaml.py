@@ -35,9 +35,13 @@ def read_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError("<file>", f"cannot read: {exc.strerror}", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError("<file>", f"not UTF-8 text (byte {exc.start}: {exc.reason})", file=str(path)) from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise ConfigError("<yaml>", "nested too deeply to read", file=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ConfigError(

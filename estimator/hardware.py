@@ -9,7 +9,7 @@ bandwidth and ``latency_us`` a per-step latency; both are modelling assumptions 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -21,7 +21,7 @@ Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
 class NetworkLevel(BaseModel):
     """One level of the network hierarchy (intra-node, then inter-node ...)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str
     max_devices: int | None = Field(default=None, ge=1, description="group size that fits; None = unbounded")
@@ -33,11 +33,11 @@ class NetworkLevel(BaseModel):
 class HardwareSpec(BaseModel):
     """A device type and its network; ``devices`` (world size) is optional."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str
     hbm_gib: float = Field(gt=0)
-    peak_tflops: dict[Dtype, float]
+    peak_tflops: dict[Dtype, Annotated[float, Field(gt=0)]]
     devices_per_node: int = Field(ge=1)
     levels: list[NetworkLevel] = Field(min_length=1)
     devices: int | None = Field(default=None, ge=1)

@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "reconstruct-seed": ("estimator.cli_reconstruct", "reconstruct the seed's run from the recorded estimates; INT-01"),
     "analyze": ("analyzer.cli_analyze", "analyze a profiler output (Ascend or Kineto)"),
     "compare": ("analyzer.cli_compare", "compare a before/after pair of profiles"),
+    "serve": ("harness.commands.serve", "serve profiles: local HTTP API and page with the swimlane"),
 }
 
 

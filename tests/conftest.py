@@ -8,6 +8,9 @@ import pytest
 
 from harness import paths
 
+#: the shared headless-Chromium fixtures (``browser``, ``page``); they skip when no browser is installed.
+pytest_plugins = ["tests.browser"]
+
 
 def _require(path: Path, what: str) -> Path:
     if not path.exists():

@@ -17,3 +17,7 @@ class IngestError(ValueError):
         self.rule = rule
         where = str(self.path) if self.path is not None else "<input>"
         super().__init__(f"{where}: {field}: {rule}")
+
+    def __reduce__(self) -> tuple[type[IngestError], tuple[Path | None, str, str]]:
+        """Pickle by the three parts (errors of ranks read in worker processes come back whole)."""
+        return (IngestError, (self.path, self.field, self.rule))

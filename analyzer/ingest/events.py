@@ -237,6 +237,12 @@ def per_value(values: pd.Series, fn: Callable[[str], Any], dtype: Any = object) 
     return results[codes] if len(values) else np.empty(0, dtype=dtype)
 
 
+def matches(values: pd.Series, test: Callable[[str], bool]) -> np.ndarray:
+    """Boolean per row of ``test(name)``, evaluated once per distinct value (a categorical ``name``
+    column is never converted to one string per row)."""
+    return per_value(values, test, bool)
+
+
 # ------------------------------------------------------------------------ columnar table building
 #: budget tiers (lower = kept first; see ``analyzer.ingest.stream.Thinning``): step markers are never
 #: dropped; every device row (the device timeline the time totals come from); host sync ops and

@@ -21,7 +21,8 @@ def test_kineto_pair_prints_headline_operators_and_warnings(profile_path, tmp_pa
     assert "different hardware: NVIDIA A100-PG509-200 vs Tesla V100-SXM2-16GB" in printed
     assert "different world size: 8 vs 2" in printed
     payload = json.loads(out_json.read_text())
-    assert {"hardware", "world_size", "rank"} <= set(payload["comparability"]["flags"])
+    assert {"hardware", "world_size"} <= set(payload["comparability"]["blocking"])
+    assert "rank" in payload["comparability"]["flags"] and payload["comparability"]["comparable"] is False
     assert payload["sides"]["before"]["world_size"] == 8 and payload["sides"]["after"]["world_size"] == 2
     assert payload["sides"]["before"]["ranks"] == [3] and payload["sides"]["after"]["ranks"] == [1]
     assert len(payload["operators"]["saved"]) == 8 and len(payload["operators"]["added"]) == 8

@@ -214,13 +214,22 @@ def test_totals_source_rule():
     [
         (cmp.check_bottleneck, ("host", "compute")),
         (cmp.check_window, (100_000.0, 79_000.0)),
-        (cmp.check_hardware, (("NVIDIA A100-PG509-200",), ("Tesla V100-SXM2-16GB",))),
-        (cmp.check_world_size, (8, 2)),
         (cmp.check_rank, ((3,), (1,))),
     ],
 )
 def test_flag_only_checks_fire_but_do_not_block(check, args):
     assert _fired(check(*args)) == (True, False)
+
+
+@pytest.mark.parametrize(
+    ("check", "args"),
+    [
+        (cmp.check_hardware, (("NVIDIA A100-PG509-200",), ("Tesla V100-SXM2-16GB",))),
+        (cmp.check_world_size, (8, 2)),
+    ],
+)
+def test_hardware_and_world_size_changes_block(check, args):
+    assert _fired(check(*args)) == (True, True)
 
 
 def test_flag_only_checks_quiet_when_equal():

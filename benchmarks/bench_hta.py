@@ -1,0 +1,158 @@
+"""ndval vs Holistic Trace Analysis 0.5.0 on Kineto traces of 109k, 1M and 2M events, in one run.
+
+Traces are built from the shared real pair by ``make_traces.py`` (``control.json.gz`` replicated
+1, 10 and 19 times) into a temp dir (never committed). For each size this prints:
+
+- **ingest**: ``stream.read_trace`` of the uncompressed trace in this process — events/s from wall
+  time and from CPU time (one core: the decoder runs on the main thread; no gzip here);
+- **end to end**: ``ndval analyze --json`` and HTA (``TraceAnalysis`` + ``get_comm_comp_overlap`` +
+  ``get_temporal_breakdown``) each in its own process: wall seconds, events/s and peak RSS (from
+  ``wait4``), the ratio HTA/ndval, and peak RSS / trace size;
+- **overlap**: ndval's ``hta_window_overlap_pct`` vs HTA's ``comp_comm_overlap_pctg`` (points).
+
+HTA is not a project dependency: it is installed into ``benchmarks/.hta-venv`` (git-ignored) from
+PyPI on first use (``--no-hta`` skips it; a failed install is reported and the ndval half still runs).
+The machine's load average is printed: on a shared machine wall times of both tools stretch alike,
+CPU-time rates less so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+HTA_VENV = HERE / ".hta-venv"
+HTA_VERSION = "0.5.0"
+#: copies of control.json.gz per size label (109k events each).
+SIZES: dict[str, int] = {"109k": 1, "1M": 10, "2M": 19}
+TARGETS = {"ingest_events_per_s": 1_000_000, "speedup_vs_hta": 10.0, "rss_over_trace": 1.5, "overlap_points": 0.05}
+
+_HTA_SCRIPT = """
+import json, sys, time
+t0 = time.perf_counter()
+from hta.trace_analysis import TraceAnalysis
+a = TraceAnalysis(trace_dir=sys.argv[1])
+o = a.get_comm_comp_overlap(visualize=False)
+a.get_temporal_breakdown(visualize=False)
+print("HTA_RESULT " + json.dumps({"overlap_pct": float(o["comp_comm_overlap_pctg"].iloc[0]),
+                                  "seconds": time.perf_counter() - t0}))
+"""
+
+
+def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[int, float, int, str]:
+    """``(exit code, wall s, peak RSS bytes, stdout)`` of a child process (RSS from ``wait4``)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, time.perf_counter() - start, int(usage.ru_maxrss) * 1024, out
+
+
+def ensure_hta() -> Path | None:
+    """The HTA venv's python, creating it on first use; None (with the reason printed) when it fails."""
+    python = HTA_VENV / "bin" / "python"
+    if python.exists() and subprocess.call([str(python), "-c", "import hta"], stderr=subprocess.DEVNULL) == 0:
+        return python
+    print(f"installing HolisticTraceAnalysis=={HTA_VERSION} into {HTA_VENV} (PyPI) ...", flush=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(HTA_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", f"HolisticTraceAnalysis=={HTA_VERSION}"],
+                       check=True, capture_output=True, text=True)
+    except subprocess.CalledProcessError as exc:
+        print(f"HTA could not be installed: {(exc.stderr or str(exc)).strip().splitlines()[-1:]}")
+        return None
+    return python
+
+
+def ingest(path: Path) -> dict[str, float]:
+    """``read_trace`` in this process: events, wall and CPU seconds."""
+    sys.path.insert(0, str(ROOT))
+    from analyzer.ingest.stream import read_trace
+
+    w0, c0 = time.perf_counter(), time.process_time()
+    raw = read_trace(path)
+    return {"events": raw.n_seen, "complete": raw.n_complete, "wall_s": time.perf_counter() - w0,
+            "cpu_s": time.process_time() - c0}
+
+
+def ndval_e2e(path: Path, out: Path) -> dict[str, Any]:
+    ndval = ROOT / ".venv" / "bin" / "ndval"
+    rc, wall, rss, _ = run_measured([str(ndval), "analyze", str(path), "--json", str(out)])
+    overlap = None
+    if rc in (0, 1) and out.exists():
+        overlap = json.loads(out.read_text())["ranks"][0].get("hta_window_overlap_pct")
+    return {"rc": rc, "wall_s": wall, "rss": rss, "overlap_pct": overlap}
+
+
+def hta_e2e(python: Path, trace_dir: Path) -> dict[str, Any]:
+    rc, wall, rss, out = run_measured([str(python), "-c", _HTA_SCRIPT, str(trace_dir)], cwd=trace_dir)
+    line = next((x for x in out.splitlines() if x.startswith("HTA_RESULT ")), None)
+    res = json.loads(line.removeprefix("HTA_RESULT ")) if line else {}
+    return {"rc": rc, "wall_s": wall, "rss": rss, "overlap_pct": res.get("overlap_pct")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default=",".join(SIZES), help=f"comma list of {list(SIZES)}")
+    ap.add_argument("--no-hta", action="store_true", help="skip HTA (ndval numbers only)")
+    ap.add_argument("--keep", type=Path, default=None, help="build the traces here and keep them")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    from make_traces import build
+
+    python = None if args.no_hta else ensure_hta()
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ndval-bench-") as tmp:
+        base = args.keep or Path(tmp)
+        for label in args.sizes.split(","):
+            size_dir = base / label
+            size_dir.mkdir(parents=True, exist_ok=True)
+            trace = next(size_dir.glob("kineto_*.json"), None) or build(SIZES[label], size_dir)
+            mb = trace.stat().st_size
+            ing = ingest(trace)
+            nd = ndval_e2e(trace, base / f"{label}.analysis.json")
+            ht = hta_e2e(python, size_dir) if python else None
+            rows.append((label, mb, ing, nd, ht))
+            _print_row(label, mb, ing, nd, ht)
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    _print_summary(rows)
+    return 0
+
+
+def _print_row(label: str, size: int, ing: dict[str, float], nd: dict[str, Any], ht: dict[str, Any] | None) -> None:
+    n = ing["events"]
+    print(f"\n[{label}] {n:,} events, {size / 2**20:.0f} MiB uncompressed")
+    print(f"  ingest (read_trace): {ing['wall_s']:.2f} s wall = {n / ing['wall_s']:,.0f} events/s; "
+          f"{ing['cpu_s']:.2f} s CPU = {n / ing['cpu_s']:,.0f} events/s per core")
+    print(f"  ndval analyze: exit {nd['rc']}, {nd['wall_s']:.2f} s = {n / nd['wall_s']:,.0f} events/s, peak RSS "
+          f"{nd['rss'] / 2**20:.0f} MiB = {nd['rss'] / size:.2f} x trace, overlap {nd['overlap_pct']}")
+    if ht:
+        print(f"  HTA {HTA_VERSION}: exit {ht['rc']}, {ht['wall_s']:.2f} s = {n / ht['wall_s']:,.0f} events/s, peak RSS "
+              f"{ht['rss'] / 2**20:.0f} MiB, overlap {ht['overlap_pct']}")
+        print(f"  ratio HTA / ndval end to end: {ht['wall_s'] / nd['wall_s']:.2f} x")
+
+
+def _print_summary(rows: list[tuple[str, int, dict[str, float], dict[str, Any], dict[str, Any] | None]]) -> None:
+    print("\nsummary vs targets (" + ", ".join(f"{k} {v}" for k, v in TARGETS.items()) + "):")
+    for label, size, ing, nd, ht in rows:
+        parts = [f"ingest {ing['events'] / ing['cpu_s']:,.0f} ev/s CPU",
+                 f"RSS {nd['rss'] / size:.2f} x trace"]
+        if ht and ht["overlap_pct"] is not None and nd["overlap_pct"] is not None:
+            parts.append(f"speed-up {ht['wall_s'] / nd['wall_s']:.1f} x")
+            parts.append(f"overlap diff {abs(ht['overlap_pct'] - nd['overlap_pct']):.3f} points")
+        print(f"  {label}: " + "; ".join(parts))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

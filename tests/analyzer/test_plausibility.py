@@ -1,0 +1,152 @@
+"""Implausible traces never get a silent verdict: set aside with a warning naming the count, or refused.
+
+The mutated traces are SYNTHETIC (``tests.analyzer.synthetic``: a communication-bound capture, 6 steps)
+except the last test, which mutates a copy of the real Kineto control trace in a tmp dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analyzer import cli_analyze
+from analyzer.analysis import analyze
+from analyzer.dataset import load_dataset
+from analyzer.ingest.errors import IngestError
+from tests.analyzer import synthetic as sy
+
+Mutation = Callable[[list[dict[str, Any]]], None]
+
+
+def _complete(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("ph") == "X"]
+
+
+def _every_ts_huge(events: list[dict[str, Any]]) -> None:
+    for e in _complete(events):
+        e["ts"] = 1e300
+
+
+def _one_dur_huge(events: list[dict[str, Any]]) -> None:
+    _complete(events)[5]["dur"] = 1e300
+
+
+def _no_dur(events: list[dict[str, Any]]) -> None:
+    for e in _complete(events):
+        e.pop("dur", None)
+
+
+def _step_far_away(events: list[dict[str, Any]]) -> None:
+    next(e for e in events if e.get("name") == "ProfilerStep#3")["ts"] = 1e18
+
+
+def _tenth_huge(events: list[dict[str, Any]]) -> None:
+    rnd = random.Random(0)
+    for e in _complete(events):
+        if rnd.random() < 0.1:
+            e["ts"] = 1e300
+
+
+def _steps_swapped(events: list[dict[str, Any]]) -> None:
+    a = next(e for e in events if e.get("name") == "ProfilerStep#2")
+    b = next(e for e in events if e.get("name") == "ProfilerStep#4")
+    a["name"], b["name"] = b["name"], a["name"]
+
+
+def _rank(tmp_path: Path, mutate: Mutation) -> Path:
+    rank_dir = sy.write_rank(tmp_path, sy.comm_bound_steps(6))
+    trace = rank_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    events = json.loads(trace.read_text(encoding="utf-8"))
+    mutate(events)
+    trace.write_text(json.dumps(events), encoding="utf-8")
+    return rank_dir
+
+
+def _set_aside_warning(analysis: Any) -> tuple[int, str]:
+    """(events set aside, the warning naming that count): the reader's "bad ts/dur" drop (a ts beyond the
+    physical range never becomes a row) or the analysis' plausibility screen."""
+    count = analysis.primary.dropped_events["count"]
+    hits = [w for w in analysis.warnings if ("implausible trace" in w or "bad ts/dur" in w)
+            and (f"{count} " in w or f"{count:,} " in w)]
+    assert hits, (count, analysis.warnings)
+    return count, hits[0]
+
+
+@pytest.mark.parametrize(("mutate", "n_aside", "rule"), [
+    (_one_dur_huge, 1, "duration outside the physical range"),
+    (_step_far_away, 1, ""),
+    (_tenth_huge, None, ""),
+    (_steps_swapped, 2, "step marker(s) out of order"),
+], ids=["dur-1e300", "ProfilerStep-at-1e18", "10pct-ts-1e300", "steps-out-of-order"])
+def test_implausible_events_are_set_aside_with_a_warning(tmp_path: Path, mutate: Mutation, n_aside: int | None,
+                                                         rule: str) -> None:
+    analysis = analyze(load_dataset(_rank(tmp_path, mutate)))
+    count, warning = _set_aside_warning(analysis)
+    assert rule in warning and "trace_view.json" in warning
+    assert (n_aside is None and count > 10) or count == n_aside
+    assert analysis.verdict.kind == analyze(load_dataset(_rank(tmp_path / "clean", lambda e: None))).verdict.kind
+
+
+@pytest.mark.parametrize(("mutate", "rule"), [
+    (_every_ts_huge, ""),
+    (_no_dur, "every dur missing or 0"),
+], ids=["every-ts-1e300", "every-dur-missing"])
+def test_nothing_plausible_means_no_verdict(tmp_path: Path, mutate: Mutation, rule: str) -> None:
+    with pytest.raises(IngestError) as info:
+        analyze(load_dataset(_rank(tmp_path, mutate)))
+    assert rule in info.value.rule and "trace_view.json" in str(info.value)
+
+
+def test_clean_trace_sets_nothing_aside(tmp_path: Path) -> None:
+    analysis = analyze(load_dataset(_rank(tmp_path, lambda e: None)))
+    assert not [w for w in analysis.warnings if "implausible" in w]
+    assert "implausible" not in analysis.primary.dropped_events["by_category"]
+
+
+@pytest.mark.parametrize("text", ["{", '{"traceEvents": []}', '{"traceEvents": [', '{"traceEvents": [{"ph": "M"}'])
+def test_same_input_shape_same_exit_code(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file holding just ``{`` exited 0 with a verdict while an empty ``traceEvents`` exited 2."""
+    path = tmp_path / "trace.json"
+    path.write_text(text, encoding="utf-8")
+    parser = argparse.ArgumentParser()
+    cli_analyze.add_arguments(parser)
+    assert cli_analyze.run(parser.parse_args([str(path)])) == cli_analyze.EXIT_BAD_INPUT
+    assert str(path) in capsys.readouterr().err
+
+
+def test_screen_window_and_step_order_rules() -> None:
+    """Unit check of the rules on a hand-built SYNTHETIC table (µs)."""
+    from analyzer.plausibility import screen_events
+
+    n = 200
+    ts = np.linspace(0.0, 1e5, n)
+    ts[7] = 5e12  # start far outside the capture window (but inside the physical range)
+    names = [f"k{i}" for i in range(n)]
+    cats = ["compute"] * n
+    for i, step in ((10, 1), (20, 3), (30, 2), (40, 4)):
+        names[i], cats[i] = f"ProfilerStep#{step}", "step"
+    events = pd.DataFrame({"name": names, "category": cats, "ts_us": ts, "dur_us": np.full(n, 10.0),
+                           "step": np.where(np.arange(n) > 30, 2, 1)})
+    screen = screen_events(events, 1_700_000_000_000_000)
+    assert screen.set_aside == {"start outside the capture window": 1, "step marker(s) out of order": 1}
+    assert len(screen.kept) == n - 2 and (screen.kept["step"] != 3).all()
+
+
+def test_real_kineto_trace_with_a_tenth_of_ts_at_1e300_is_warned(profile_path, tmp_path: Path) -> None:
+    """The real control trace read "host dispatch 96.8" with no warning once 10 % of ts were 1e300."""
+    doc = json.loads(gzip.decompress(profile_path("kineto/hta-trace-diff/control.json.gz").read_bytes()))
+    _tenth_huge(doc["traceEvents"])
+    path = tmp_path / "control.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    analysis = analyze(load_dataset(path))
+    count, _ = _set_aside_warning(analysis)
+    assert count > 5000  # ~10 % of the 74,937 complete events

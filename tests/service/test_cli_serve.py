@@ -1,0 +1,55 @@
+"""``ndval serve`` as a process: binds 127.0.0.1 on a free port, prints the URL, serves, lists failures."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from harness.cli import build_parser
+
+#: no proxy from the environment for 127.0.0.1
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def test_serve_defaults_to_localhost_and_a_free_port() -> None:
+    args = build_parser("serve").parse_args(["serve", "a", "b"])
+    assert (args.host, args.port, args.paths) == ("127.0.0.1", 0, ["a", "b"])
+
+
+def test_serve_process_lists_a_bad_path_as_failed_and_serves_the_rest(synthetic_dataset: Path,
+                                                                       not_a_profile: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "serve", str(not_a_profile), str(synthetic_dataset)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", first)
+        assert m, first
+        url = m.group(0)
+        deadline = time.monotonic() + 60
+        while True:
+            rows = json.loads(OPENER.open(url + "api/datasets", timeout=10).read())["datasets"]
+            if all(r["status"] in ("ready", "failed") for r in rows) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        by_id = {r["id"]: r for r in rows}
+        assert by_id[not_a_profile.name]["status"] == "failed" and by_id[not_a_profile.name]["reason"]
+        assert by_id["rank0_ascend_pt"]["status"] == "ready"
+        page = OPENER.open(url, timeout=10).read().decode()
+        assert "<title>ndval serve" in page
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_serve_refuses_a_bad_threshold_file(synthetic_dataset: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "th.yaml"
+    bad.write_text("hostOnlyGate: [1, 2]\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "harness.cli", "serve", str(synthetic_dataset), "--thresholds", str(bad)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "hostOnlyGate" in out.stderr
