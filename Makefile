@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.ndval-installed
 
-.PHONY: setup test validate lint report bench clean browser
+.PHONY: setup test test-mutation validate lint report bench clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ lint: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -n auto tests
+
+# targeted mutants of the seed formulas, analyzer weights/gains and assertion bands (slow; not in `make test`):
+# each must be killed by its tests; extra arguments: make test-mutation MUTATION_ARGS="-k weight"
+test-mutation: $(STAMP)
+	$(BIN)/python tools/mutation.py $(MUTATION_ARGS)
 
 # extra arguments: make validate VALIDATE_ARGS="--cases 'recorded/*' --baseline old/summary.json"
 # GNU make exits 2 whenever a recipe fails; the gate's own code (1 gate failed, 2 broken input) is

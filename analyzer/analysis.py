@@ -248,7 +248,7 @@ def _scope_input(name: str, windows: tuple[tuple[float, float], ...], rank: Rank
     return ScopeInput(
         name=name, windows=windows, step_count=len(steps), step_source=plan.step_source, kernel_details=kd,
         kernel_reason=kreason, overlap=overlap, overlap_source=overlap_source,
-        gap_floor_us=th.v("idleGapFloorUs"), step_durs_us=tuple(s.dur_us for s in steps),
+        gap_floor_us=th.v("idleGapFloorUs"), step_durs_us=tuple(s.dur_us for s in steps), peak_tflops=th.v("peakTflops"),
         trace_truncated=not rank.device_complete and not rank.events.empty,
     )
 
@@ -295,6 +295,10 @@ def _boundary_warnings(plan: phases.PhasePlan, scopes: dict[str, ScopeResult], r
     if not ov["mac_ratio"].available:
         out.append(f"rank {rank.rank}: MAC/MTE2 utilisation unavailable ({ov['mac_ratio'].reason}); compute- vs "
                    "memory-bound can only be stated conditionally")
+    util = ov.value("matmul_flops_utilisation_pct")
+    if util is not None and util > 100.0:
+        out.append(f"rank {rank.rank}: matmul throughput {ov.value('matmul_tflops'):.1f} TFLOPS is {util:.0f} % of "
+                   "peakTflops: the peak is set for another chip or precision, or the kernel shapes were misread (seed §9)")
     if all(s.verdict.kind == NONE for s in scopes.values()):
         out.append(f"rank {rank.rank}: no scope reaches the trigger score — only closeness and missing evidence are given")
     return out

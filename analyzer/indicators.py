@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer import timeline
+from analyzer import flops, timeline
 from analyzer.ingest import events as ev
 from ndcore.units import BYTES_PER_MIB
 
@@ -182,6 +182,7 @@ class ScopeInput:
     gap_floor_us: float = 50.0
     step_durs_us: tuple[float, ...] = ()
     trace_truncated: bool = False
+    peak_tflops: float = 320.0
 
 
 def compute_indicators(events: pd.DataFrame, scope: ScopeInput) -> IndicatorSet:
@@ -432,6 +433,13 @@ def _util_indicators(b: _Builder, scope: ScopeInput) -> None:
         else:
             val, reason = duration_weighted(kd, col, cores)
         b.add(key, val, "ratio", label, f"Σ {col}·dur / Σ dur over {'/'.join(cores)} rows", src, "utilisation", reason)
+    tflops, why = flops.matmul_tflops(kd)
+    why = scope.kernel_reason if kd is None else why
+    fsrc = "kernel_details.csv matmul rows: FLOPs = 2·numel(A)·N from Input/Output Shapes (analyzer.flops)"
+    b.add("matmul_tflops", tflops, "TFLOPS", "matmul throughput", "Σ FLOPs / Σ Duration(us)", fsrc, "utilisation", why)
+    b.add("matmul_flops_utilisation_pct", flops.utilisation_pct(tflops, scope.peak_tflops), "%",
+          "matmul FLOPs utilisation", f"100 · matmul_tflops / peakTflops ({scope.peak_tflops:g})", fsrc,
+          "utilisation", why)
 
 
 def graph_mode_signal(events: pd.DataFrame, kernels_per_launch_gate: float) -> tuple[bool, str]:

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from tabulate import tabulate
 
-from harness import golden, paths
+from harness import golden, paths, subjects
 from harness.assertions import AssertionUsageError, EvalContext
 from harness.cases import LoadedCase, Point, load_case_file
 from harness.kinds import KINDS, KindError, RunContext
 from harness.results import AssertionResult, RunResult, to_builtin
+from harness.subjects import SubjectError
 from ndcore.yamlsrc import CaseError
 
 PAYLOAD_KEY = "ndval.record"
@@ -98,13 +99,22 @@ class CaseItem(pytest.Item):
             self._record(status="skipped", message=self.point.unavailable)
             pytest.skip(self.point.unavailable)
         kind = KINDS[self.loaded.case.kind]
+        try:
+            subject = subjects.resolve()
+        except SubjectError as exc:
+            self._record(status="error", message=str(exc))
+            raise CaseBroken(str(exc)) from None
+        skip = subjects.skip_reason(kind.name, subject)
+        if skip:
+            self._record(status="skipped", message=skip)
+            pytest.skip(skip)
         reason = kind.requires()
         if reason:
             self._record(status="error", message=f"kind {kind.name} cannot run here: {reason}")
             raise CaseBroken(f"kind {kind.name} cannot run here: {reason}")
         ctx = RunContext(case_id=self.loaded.case.id, params=self.point.params, rows=self.point.rows,
                          point=self.point.overrides, case_file=self.path,
-                         cases_root=self.config.stash[CASES_ROOT_KEY](self.path))
+                         cases_root=self.config.stash[CASES_ROOT_KEY](self.path), subject=subject)
         try:
             self.result = kind.run(ctx)
         except pytest.skip.Exception as exc:  # the kind skipped (e.g. its data is absent): keep the reason

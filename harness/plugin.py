@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import paths
+from harness import paths, subjects
 from harness.cases import CASE_SUFFIX, find_cases_root
 from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, CaseFile, golden_root_for
 from harness.project import find_project
@@ -33,6 +33,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="previous summary.json: regressions against it fail the gate")
     group.addoption("--strict-waivers", action="store_true", default=False,
                     help="waivers do not excuse failures, and a waiver that is no longer needed fails")
+    group.addoption("--subject", default=None, metavar="NAME",
+                    help="subject under test: ndval (default), an ndval.subjects entry point or a command "
+                         "declared in [tool.ndval.subjects.NAME]")
     group.addoption("--ndval-reports", default=None, metavar="DIR",
                     help="folder for summary.json and golden review files (default $NDVAL_REPORTS_DIR, else the "
                          "project's reports folder: [tool.ndval] reports, default <project root>/reports)")
@@ -60,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "baseline": config.getoption("baseline"), "allure": getattr(config.option, "allure_report_dir", None),
     }
     config.stash[CASES_ROOT_KEY] = find_cases_root
+    subjects.select(config.getoption("subject"))
     args = [str(a) for a in config.args]
     if config.getoption("cases") or any("validation_cases" in a or CASE_SUFFIX in a for a in args):
         # one broken case must not stop the others (acceptance: the summary counts it)

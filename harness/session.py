@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from harness import golden
+from harness import golden, subjects
 from harness.cases import iter_case_files, load_case_file
 from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, record_of
 from harness.project import find_project
@@ -101,7 +101,7 @@ class NdvalSession:
         run = {"started": dt.datetime.fromtimestamp(self.started, dt.UTC).isoformat(timespec="seconds"),
                "duration_s": round(time.time() - self.started, 3), "argv": list(self.config.invocation_params.args),
                "workers": getattr(self.config.option, "numprocesses", None),
-               "golden_mode": opts["golden_mode"], "strict_waivers": opts["strict_waivers"],
+               "subject": subjects.selected_name(), "golden_mode": opts["golden_mode"], "strict_waivers": opts["strict_waivers"],
                "selection": {"keyword": self.config.option.keyword or None, "cases": opts["cases_globs"] or None}}
         self.summary = build_summary(self.records, self.collection_errors, repo=find_project(self.config.invocation_params.dir).root,
                                      baseline=baseline, unused_goldens=self._unused_goldens(), run=run)

@@ -198,7 +198,7 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
     secs = [Section("1. Release identity and provenance", [Table(["item", "value"], [
         ["git commit", sha], ["working tree dirty (tracked files)", prov["git"]["dirty"]],
         ["run started (UTC)", summary["run"].get("started")], ["command", " ".join(summary["run"].get("argv", []))],
-        ["golden mode", summary["run"].get("golden_mode")], ["gate verdict", f"{gate['verdict']} (exit {gate['exit_code']})"]])])]
+        ["subject under test", summary["run"].get("subject", "ndval")], ["golden mode", summary["run"].get("golden_mode")], ["gate verdict", f"{gate['verdict']} (exit {gate['exit_code']})"]])])]
     secs.append(Section("2. Environment", [Table(["component", "version"],
                         [["python", prov["python"]], ["platform", prov["platform"]]] +
                         [[k, v or "not installed"] for k, v in prov["packages"].items()])]))

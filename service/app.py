@@ -201,6 +201,7 @@ class Api:
         answer = lanes.query(rl, start, end, budget)
         return json_response({"dataset": entry.id, "rank": rl.rank, "base_ts_us": rl.base_ts_us,
                               "span_us": list(rl.span_us), "window_us": [start, end],
+                              "capture": entry.capture_fidelity(rl.rank),
                               "lanes": [ln.describe() for ln in rl.lanes], **answer})
 
     def evidence(self, request: Request) -> Response:

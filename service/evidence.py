@@ -77,8 +77,8 @@ def locate(rl: RankLanes, metric: str, windows: list[tuple[float, float]]) -> di
     events = [{"lane": ln, "start_us": round(s, 3), "end_us": round(s + d, 3), "dur_us": round(d, 3),
                "name": rl.names[int(rl.lanes[ln].name_code[i])], "category": rl.categories[int(rl.lanes[ln].category_code[i])]}
               for d, s, ln, i in found[:TOP_EVENTS]]
-    if events:
-        a, b = events[0]["start_us"], events[0]["end_us"]
+    if found:
+        a, b = found[0][1], found[0][1] + found[0][0]
         pad = max((b - a) / 2, 1.0)
         focus = [a - pad, b + pad]
     else:

@@ -134,13 +134,16 @@ def build_rank_lanes(rank: int, events: pd.DataFrame, base_ts_us: int = 0) -> Ra
     pid = events["pid"].to_numpy(dtype=np.int64)
     tid = events["tid"].to_numpy(dtype=np.int64)
     step = events["step"].to_numpy(dtype=np.int64)
-    keys = pd.DataFrame({"side": side, "pid": pid, "tid": tid})
-    group = keys.groupby(["side", "pid", "tid"], sort=True).indices
+    device_first = (side != "host").astype(np.int64)  # host lanes first, then by pid, tid; events by start
+    order_all = np.lexsort((start, tid, pid, device_first))
+    keys = np.stack([device_first[order_all], pid[order_all], tid[order_all]])
+    bounds = np.r_[0, np.flatnonzero(np.any(keys[:, 1:] != keys[:, :-1], axis=0)) + 1, start.size]
     lanes = []
-    for i, ((s, p, t), rows) in enumerate(sorted(group.items(), key=lambda kv: (kv[0][0] != "host", kv[0][1:]))):
-        order = rows[np.argsort(start[rows], kind="stable")]
+    for i, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)):
+        order = order_all[lo:hi]
         e = end[order]
-        lanes.append(Lane(i, str(s), int(p), int(t), _lane_label(str(s), int(p), int(t), str(stream[order[0]])),
+        sd, p, t = str(side[order[0]]), int(pid[order[0]]), int(tid[order[0]])
+        lanes.append(Lane(i, sd, p, t, _lane_label(sd, p, t, str(stream[order[0]])),
                           start[order], e, np.maximum.accumulate(e), e - start[order], name_code[order],
                           cat_code[order], step[order]))
     return RankLanes(rank, int(base_ts_us), tuple(lanes), names, categories,

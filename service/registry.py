@@ -149,7 +149,7 @@ class Entry:
                     more = f"; and {len(links) - 5} more" if len(links) > 5 else ""
                     raise PermissionError(f"{self.path}: refused — {len(links)} symbolic link(s) pointing outside "
                                           f"the dataset: {'; '.join(links[:5])}{more}")
-                self.dataset = analyzer.load_dataset(self.path, max_events=self.max_events, progress=False)
+                self.dataset = analyzer.load_dataset(self.path, max_events=self.max_events)
                 self.status = READY
             except Exception as exc:  # any failure is this dataset's own; the others are still served
                 self.status, self.error = FAILED, f"{type(exc).__name__}: {exc}"
@@ -188,6 +188,15 @@ class Entry:
                 self.analyses[key] = analyzer.analyze(ds, thresholds=thresholds,
                                                       phase_override=None if phase == "overall" else phase)
             return self.analyses[key]
+
+    def capture_fidelity(self, rank: int) -> dict[str, Any]:
+        """What the swimlane of ``rank`` can show: events dropped at ingest (bad ts/dur, event budget)
+        and where totals come from — a sampled trace draws fewer events than the capture held."""
+        rd = self.ready_dataset().rank(rank)
+        dropped = rd.dropped_events
+        count, reason = int(dropped[0]), str(dropped[1])
+        return {"complete": count == 0 and rd.totals_source == "trace", "dropped_events": count,
+                "dropped_reason": reason, "totals_source": rd.totals_source}
 
     def rank_lanes(self, rank: int | None) -> RankLanes:
         """The swimlane index of ``rank`` (default: the lowest rank), built once."""

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--regen-all-golden", action="store_true", help="rewrite every selected golden and pass")
     parser.add_argument("--baseline", default=None, metavar="SUMMARY.json", help="previous summary for the regression rule")
     parser.add_argument("--strict-waivers", action="store_true", help="waivers excuse nothing; stale waivers fail")
+    parser.add_argument("--subject", default=None, metavar="NAME",
+                        help="subject under test: ndval (default), an ndval.subjects entry point, or a command of "
+                             "[tool.ndval.subjects.NAME] (default: the project's subject setting)")
     parser.add_argument("--reports", default=None, metavar="DIR", help="reports folder (default reports/)")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments after --")
 
@@ -43,6 +46,8 @@ def pytest_command(args: argparse.Namespace, reports: Path) -> list[str]:
         cmd += ["--cases", glob]
     if args.keyword:
         cmd += ["-k", args.keyword]
+    if args.subject:
+        cmd += ["--subject", args.subject]
     for flag in ("update_golden", "regen_all_golden", "strict_waivers"):
         if getattr(args, flag):
             cmd.append("--" + flag.replace("_", "-"))

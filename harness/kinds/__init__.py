@@ -45,6 +45,8 @@ class RunContext:
     point: dict[str, Any] = field(default_factory=dict)
     case_file: Path | None = None
     cases_root: Path | None = None
+    #: the subject under test (``harness.subjects.Subject``); None: ndval's own code
+    subject: Any = None
 
 
 KindRun = Callable[[RunContext], RunResult]

@@ -52,8 +52,12 @@ class Swimlane {
     s.dataset.start = a.window_us[0]; s.dataset.end = a.window_us[1]; s.dataset.merged = a.merged_items;
     const kinds = a.aggregated ? `${a.merged_items} merged item(s) holding ${a.events_merged} events` : "all real events";
     const omitted = a.omitted_lanes.length ? `; ${a.omitted_lanes.length} lane(s) omitted (budget)` : "";
+    const c = a.capture;
+    s.dataset.complete = String(c.complete);
+    const fidelity = c.complete ? "" : ` — capture not complete: ${c.dropped_events} event(s) dropped at ingest` +
+      `${c.dropped_reason ? ` (${c.dropped_reason})` : ""}, totals source '${c.totals_source}'`;
     s.textContent = `rank ${a.rank}: ${a.item_count} item(s) ≤ budget ${a.budget} for ${a.events_in_window} event(s) in ` +
-      `[${fmtUs(a.window_us[0])}, ${fmtUs(a.window_us[1])}] µs (${fmtUs(a.window_us[1] - a.window_us[0])} µs wide); ${kinds}${omitted}`;
+      `[${fmtUs(a.window_us[0])}, ${fmtUs(a.window_us[1])}] µs (${fmtUs(a.window_us[1] - a.window_us[0])} µs wide); ${kinds}${omitted}${fidelity}`;
     const st = document.getElementById("sl-start"), en = document.getElementById("sl-end");
     if (st && en) { st.value = a.window_us[0].toFixed(3); en.value = a.window_us[1].toFixed(3); }
   }

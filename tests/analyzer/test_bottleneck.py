@@ -56,6 +56,12 @@ def test_comm_needs_both_gates_and_latency_subtype() -> None:
     c = score_comm(exposed, TH)
     # 55 × 1 + 20 × sev(30 us vs <=60, sat 30 -> 1) + 15 × sev(overlap 10 vs <40, sat 20 -> 1)
     assert c.subtype == "latency-bound" and c.score == pytest.approx(90.0)
+    # bandwidth-bound, overlap fine: 55 × 1 + 15 × sev(24 MiB vs >= 16, sat 32 -> 0.5 + 0.5 × 8/16 = 0.75)
+    # + 15 × 0 (overlap 50 % is not < 40 %) = 66.25
+    big = make_indicators(comm_pct_of_device=40, comm_exposed_pct=30, comm_overlap_pct=50,
+                          comm_duration_median_us=500, comm_message_median_mb=24)
+    c = score_comm(big, TH)
+    assert c.subtype == "bandwidth-bound" and c.score == pytest.approx(55 + 15 * 0.75, abs=0.05)  # score has 1 decimal
 
 
 def test_evidence_rows_carry_threshold_and_unavailable_reason() -> None:

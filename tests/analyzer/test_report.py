@@ -11,7 +11,7 @@ import pytest
 from analyzer import analyze, load_dataset, report
 from tests.analyzer import synthetic as S
 
-UNIT_TOKENS = ("_us", "_pct", "_count", "_ratio", "_mb", "per_step")
+UNIT_TOKENS = ("_us", "_pct", "_count", "_ratio", "_mb", "per_step", "_tflops")
 
 
 @pytest.fixture(scope="module")

@@ -68,8 +68,15 @@ def test_pearson_computed_with_ci_and_recorded_fact_with_p_value() -> None:
     rec = check({"type": "pearson_r_gt", "recorded": "r", "n": 6, "min": 0.5, "where": {"c": "PP_WAIT"}},
                 [{"c": "PP_WAIT", "r": -0.197}, {"c": "COMP", "r": 0.999}])
     assert not rec.passed and rec.observed == pytest.approx(-0.197)
-    # t = r·sqrt((n-2)/(1-r²)) = -0.197·sqrt(4/0.961) = -0.402 → two-sided p ≈ 0.708 with 4 dof
-    assert rec.stats["p_value"] == pytest.approx(0.708, abs=0.01)
+    # t = r·sqrt((n-2)/(1-r²)) = -0.197·sqrt(4/0.961) = -0.402 → two-sided p ≈ 0.708 with 4 dof; Student's t
+    # with 4 dof has the closed form F(t) = 1/2 + (3/4)·x·(1 − x²/3), x = t / sqrt(4 + t²)
+    t = -0.197 * math.sqrt(4 / (1 - 0.197**2))
+    x = t / math.sqrt(4 + t * t)
+    cdf = 0.5 + 0.75 * x * (1 - x * x / 3)
+    assert rec.stats["p_value"] == pytest.approx(2 * min(cdf, 1 - cdf), rel=1e-9)
+    # and its Fisher-z interval: tanh(atanh(-0.197) ± 1.959964 / sqrt(6 − 3))
+    z, half = math.atanh(-0.197), 1.959964 / math.sqrt(3)
+    assert rec.stats["ci95"] == pytest.approx([math.tanh(z - half), math.tanh(z + half)], abs=1e-6)
 
 
 def test_spearman_and_mape() -> None:
@@ -155,3 +162,30 @@ def test_grouped_spearman_usage_errors_and_no_usable_group() -> None:
         check({"type": "spearman_rho_gt", "recorded": "r", "n": 6, "min": 0.5, "group_by": ["model"]}, [{"r": 0.9, "model": "a"}])
     res = check({"type": "spearman_rho_gt", "x": "e", "y": "m", "min": 0.5, "group_by": ["config"]}, _grouped_table())
     assert not res.passed and res.observed is None and "no group" in res.message
+
+
+def test_band_edges_are_exact() -> None:
+    """Each band holds exactly its edges (the seed's 0.85-1.10, 20 %, 10x, 90 %): values on the edge pass,
+    values a hair outside fail — a band widened by even 0.5 % fails this test. SYNTHETIC rows, m = 1000."""
+
+    def rows(*estimates: float) -> list[dict]:
+        return [{"e": e, "m": 1000.0} for e in estimates]
+
+    ratio = {"type": "ratio_within", "estimate": "e", "measured": "m", "lo": 0.85, "hi": 1.10}
+    err = {"type": "rel_error_le", "estimate": "e", "measured": "m", "max": 0.20}
+    mag = {"type": "magnitude_within", "estimate": "e", "measured": "m", "factor": 10.0}
+    cases = [(ratio, (850.0,), True), (ratio, (1100.0,), True), (ratio, (848.0,), False), (ratio, (1102.0,), False),
+             # |error|: 20 % under and over pass; 20.2 % under fails as 20.2 % over does
+             (err, (800.0,), True), (err, (1200.0,), True), (err, (798.0,), False), (err, (1202.0,), False),
+             (mag, (10000.0,), True), (mag, (100.0,), True), (mag, (10050.0,), False), (mag, (99.5,), False)]
+    for spec, est, ok in cases:
+        assert check(spec, rows(*est)).passed is ok, (spec["type"], est)
+    mape = {"type": "mape_le", "estimate": "e", "measured": "m", "max": 0.05}
+    assert check(mape, rows(950.0, 1050.0)).passed  # mean |err| = 0.05
+    assert not check(mape, rows(950.0, 1050.8)).passed  # 0.0504
+    share = {"type": "share_le", "parts": ["a", "b"], "total": "t", "max": 0.9}
+    assert check(share, [{"a": 9.0, "b": 1.0, "t": 10.0}]).passed
+    assert not check(share, [{"a": 9.02, "b": 0.98, "t": 10.0}]).passed
+    score = {"type": "score_between", "field": "s", "lo": 0.5, "hi": 0.8}
+    assert check(score, values={"s": 0.5}).passed and check(score, values={"s": 0.8}).passed
+    assert not check(score, values={"s": 0.498}).passed and not check(score, values={"s": 0.802}).passed

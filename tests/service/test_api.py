@@ -177,3 +177,12 @@ def test_real_trace_timeline_budget_and_one_ms_window_is_real(profile_path) -> N
     assert 0 < len(truth) <= 2000
     assert ans["merged_items"] == 0 and ans["item_count"] == len(truth)
     assert sorted(it["name"] for it in ans["items"]) == sorted(map(str, truth["name"]))
+
+
+def test_timeline_says_when_the_trace_was_sampled(synthetic_dataset: Path) -> None:
+    full = client_for([synthetic_dataset]).get("/api/datasets/rank0_ascend_pt/timeline?budget=10").json()
+    assert full["capture"] == {"complete": True, "dropped_events": 0, "dropped_reason": "", "totals_source": "trace"}
+    sampled = client_for([synthetic_dataset], max_events=300).get("/api/datasets/rank0_ascend_pt/timeline").json()
+    cap = sampled["capture"]
+    assert cap["complete"] is False and cap["dropped_events"] > 0 and "event budget" in cap["dropped_reason"]
+    assert sampled["events_in_window"] <= 300 + 12  # the kept events (step markers are never dropped)

@@ -100,6 +100,7 @@ def test_swimlane_budget_zoom_to_one_ms_and_evidence_jump(page, server) -> None:
     page.wait_for_selector("[data-testid=sl-status][data-items]", timeout=60_000)
     full = status(page)
     assert full["items"] <= full["budget"] and full["events"] == 4384 and full["merged"] > 0
+    assert page.locator("[data-testid=sl-status]").get_attribute("data-complete") == "true"  # nothing sampled
     lanes = page.request.get(server.url + "/api/datasets/msinsight-level1/timeline?rank=0&budget=1").json()["lanes"]
     assert any(ln["side"] == "host" for ln in lanes) and any(ln["side"] == "device" for ln in lanes)
     save_screenshot(page, "serve-swimlane")

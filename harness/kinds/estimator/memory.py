@@ -6,12 +6,12 @@ from typing import Any
 
 from pydantic import Field
 
+from harness import subjects
 from harness.kinds import KindError, RunContext, register_kind
 from harness.kinds.estimator.common import (
     EstimatorParams,
     RowNotEvaluable,
     build_config,
-    estimator_api,
     measured_value,
     requires_api,
     row_label,
@@ -19,6 +19,7 @@ from harness.kinds.estimator.common import (
 from harness.results import RunResult
 from ndcore.units import BYTES_PER_MIB, MIB_PER_GIB
 
+STATIC = ("params", "optimizer_states", "grads")
 
 def stage_for_rank(report: Any, measured_rank: str) -> Any:
     """The stage a measurement refers to (``estimator.measured.stage_for_rank``); KindError when absent."""
@@ -35,6 +36,13 @@ def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str
     ``max_reserved`` rows are compared with the stage's reserved estimate)."""
     from estimator.measured import estimate_for_measurement as _estimate_for_measurement
 
+    stage = stage_for_rank(report, measured_rank)
+    kind = (measured_kind or "max_allocated").strip()
+    needed = {"allocated_steady": STATIC, "params_optimizer": STATIC, "activations": ("activations",)}.get(kind, ())
+    missing = [k for k in needed if k not in stage.components]
+    if missing:
+        raise KindError(f"measured_kind {kind!r} needs the estimate's components {missing} (stage {stage.stage} "
+                        f"has {sorted(stage.components) or 'none'})")
     try:
         return _estimate_for_measurement(report, measured_kind, measured_rank)
     except ValueError as exc:
@@ -68,7 +76,7 @@ class MemoryParams(EstimatorParams):
 def run_memory(ctx: RunContext) -> RunResult:
     """Estimator memory model on N configs: estimate_mb per row beside the measurement (MiB)."""
     params: MemoryParams = ctx.params
-    est = estimator_api("estimate_memory")
+    subject = ctx.subject or subjects.resolve(subjects.BUILTIN)
     rows = ctx.rows or [{}]
     table, golden, notes = [], {}, []
     for i, row in enumerate(rows):
@@ -79,7 +87,10 @@ def run_memory(ctx: RunContext) -> RunResult:
             table.append(_not_evaluable_row(params, row, label, str(exc)))
             notes.append(f"{label}: not evaluable - {exc}")
             continue
-        report = est.estimate_memory(cfg)
+        try:
+            report = subject.memory(cfg)
+        except subjects.SubjectError as exc:
+            raise KindError(f"row {label!r}: {exc}") from None
         notes += [f"{label}: {w}" for w in report.warnings]
         out: dict[str, Any] = {"config": label}
         out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
@@ -104,4 +115,4 @@ def run_memory(ctx: RunContext) -> RunResult:
             out[key] = max(r[key] for r in routed)
         table.append(out)
         golden[label] = {k: v for k, v in report.to_dict().items() if k != "warnings"}
-    return RunResult(table=table, golden=golden, notes=notes)
+    return RunResult(table=table, golden=golden, notes=notes, producer=subject.name)

@@ -1,0 +1,139 @@
+"""Pluggable subjects: a team's estimator as an external command runs the measured-memory cases;
+a failing command is a BROKEN case with its stderr tail, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness import paths, subjects
+from harness.gate import EXIT_BROKEN_INPUT
+
+#: a ten-line estimator (synthetic formula): weights from the model dims, Adam states, no activations
+SCRIPT_ESTIMATOR = """\
+import json, sys
+cfg = json.load(sys.stdin)
+par, model = cfg["parallel"], cfg["model"]
+weights_mb = 12 * model["num_layers"] * model["hidden_size"] ** 2 * 2 / 2**20 / (par["tp"] * par["pp"])
+parts = {"params": weights_mb, "optimizer_states": 6 * weights_mb, "grads": weights_mb, "activations": 0.0}
+total = sum(parts.values())
+print("estimating", par, file=sys.stderr)
+print(json.dumps({"peak_mb": total, "stages": [{"stage": 0, "total_mb": total, "components": parts}]}))
+"""
+
+FAILING = {
+    "crashes": ("import sys\nsys.stderr.write('estimator crashed: no model named x\\n')\nsys.exit(3)\n",
+                "command exited 3", "estimator crashed: no model named x"),
+    "garbles": ("import sys\nprint('peak is about 10 GiB')\nsys.stderr.write('warning: guessed\\n')\n",
+                "stdout is not JSON", "warning: guessed"),
+    "hangs": ("import sys, time\nsys.stderr.write('loading model...\\n'); sys.stderr.flush()\ntime.sleep(30)\n",
+              "timed out after 1 s", "loading model..."),
+    "off-schema": ("import json\nprint(json.dumps({'peak': 1.0}))\n", "do not follow the schema: field peak_mb", "(empty)"),
+}
+
+CASE = """\
+id: team-measured-memory
+title: published peaks (Megatron-LM CI, max allocated) vs the subject's estimate
+kind: estimator.memory
+owner: team
+severity: major
+source: ../shared/data/measured/memory_cases.csv (Megatron-LM CI golden values)
+data: {measured: memory_cases.csv, where: {source_id: megatron_ci, measured_kind: max_allocated}}
+params: {from_measured: true, profile: megatron, preset: fixed, label: case_id}
+expect:
+  - {type: ratio_within, id: band, estimate: estimate_mb, measured: measured_mb, lo: 0.90, hi: 1.10}
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, measured_dir: Path, monkeypatch) -> Path:
+    """A team project: its subjects in [tool.ndval], one measured-memory case over the real CSV."""
+    monkeypatch.setenv("NDVAL_MEASURED_DIR", str(measured_dir))
+    monkeypatch.delenv("NDVAL_SUBJECT", raising=False)
+    root = pytester.path
+    tables = [f'[tool.ndval.subjects.script-est]\ncommand = ["{sys.executable}", "tools/estimate.py"]\n']
+    for name, (body, _, _) in FAILING.items():
+        (root / "tools" / f"{name}.py").parent.mkdir(exist_ok=True)
+        (root / "tools" / f"{name}.py").write_text(body, encoding="utf-8")
+        tables.append(f'[tool.ndval.subjects.{name}]\ncommand = ["{sys.executable}", "tools/{name}.py"]\ntimeout_s = 1\n')
+    (root / "tools" / "estimate.py").write_text(SCRIPT_ESTIMATOR, encoding="utf-8")
+    (root / "pyproject.toml").write_text('[tool.ndval]\nsubject = "script-est"\n\n' + "\n".join(tables), encoding="utf-8")
+    (root / "validation_cases" / "memory").mkdir(parents=True)
+    (root / "validation_cases" / "memory" / "peaks.case.yaml").write_text(CASE, encoding="utf-8")
+    return root
+
+
+def _summary(root: Path) -> dict:
+    return json.loads((root / "reports" / "summary.json").read_text(encoding="utf-8"))
+
+
+def _script_peak_mb(cfg: dict) -> float:
+    par, model = cfg["parallel"], cfg["model"]
+    return 8 * 12 * model["num_layers"] * model["hidden_size"] ** 2 * 2 / 2**20 / (par["tp"] * par["pp"])
+
+
+def test_script_estimator_runs_the_measured_memory_case(pytester: pytest.Pytester, project: Path) -> None:
+    result = pytester.runpytest("validation_cases")
+    assert "Traceback" not in result.stdout.str()
+    s = _summary(project)
+    (case,) = s["cases"]
+    assert case["status"] in ("passed", "failed", "waived"), case["message"]
+    assert s["run"]["subject"] == "script-est"
+    band = case["assertions"][0]
+    assert band["producer"] == "script-est" and band["provenance"] == "evaluated"
+    assert len(case["table"]) == 6 and all(r["estimate_of"] == "stage 0 total" for r in case["table"])
+    # the numbers are the script's: recompute them from the config ndval handed it
+    import csv
+
+    from estimator.measured import config_from_measured_row
+
+    rows = {r["case_id"]: r for r in csv.DictReader((Path(paths.measured_dir()) / "memory_cases.csv").open())}
+    for r in case["table"]:
+        cfg = config_from_measured_row(rows[r["config"]], profile="megatron")
+        assert r["estimate_mb"] == pytest.approx(_script_peak_mb(cfg))
+
+
+@pytest.mark.parametrize("name", sorted(FAILING))
+def test_a_failing_subject_command_is_broken_with_its_stderr_tail(pytester: pytest.Pytester, project: Path,
+                                                                   name: str) -> None:
+    _, reason, tail = FAILING[name]
+    result = pytester.runpytest("validation_cases", "--subject", name)
+    out = result.stdout.str()
+    assert result.ret == EXIT_BROKEN_INPUT
+    result.assert_outcomes(errors=1)
+    assert "Traceback" not in out and "BROKEN" in out and reason in out
+    (case,) = _summary(project)["cases"]
+    assert case["status"] == "error" and reason in case["message"] and tail in case["message"]
+
+
+def test_unknown_subject_and_kinds_it_does_not_provide(pytester: pytest.Pytester, project: Path) -> None:
+    result = pytester.runpytest("validation_cases", "--subject", "nobody")
+    assert result.ret == EXIT_BROKEN_INPUT and "unknown subject 'nobody'; known: ndval, crashes" in result.stdout.str()
+    script = subjects.resolve("script-est")
+    assert subjects.skip_reason("estimator.perf", script).startswith("subject 'script-est': kind estimator.perf runs")
+    assert subjects.skip_reason("recorded.results", script) is None
+    assert subjects.skip_reason("estimator.perf", subjects.resolve("ndval")) is None
+
+
+def test_entry_point_subject_is_a_python_callable(monkeypatch) -> None:
+    import importlib.metadata
+
+    def team(task: str, config: dict) -> dict:
+        return {"peak_mb": 42.0 * config["parallel"]["tp"]}
+
+    team.tasks = ("memory",)
+    module = type(sys)("team_subject_mod")
+    module.team = team
+    monkeypatch.setitem(sys.modules, "team_subject_mod", module)
+    ep = importlib.metadata.EntryPoint(name="team", value="team_subject_mod:team", group="ndval.subjects")
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda **kw: [ep] if kw.get("group") == "ndval.subjects" else real(**kw))
+    subject = subjects.resolve("team")
+    res = subject.memory({"parallel": {"tp": 2}})
+    assert (res.peak_mb, res.peak_stage, res.stages[0].total_mb) == (84.0, 0, 84.0)
+    assert textwrap.dedent(subject.how) == "entry point team_subject_mod:team"

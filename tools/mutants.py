@@ -1,0 +1,227 @@
+"""The targeted mutants of ``tools/mutation.py``: seed formulas, analyzer weights and gain factors,
+harness assertion bands. Each is an exact substitution in the code as it is now; when the code moves,
+the mutation run reports the mutant as stale and this list is updated with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One deliberate breakage and the tests that must notice it."""
+
+    id: str
+    group: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    why: str
+
+
+P1 = ("tests/estimator/test_seed_p1.py",)
+P4 = ("tests/estimator/test_seed_p4.py", "tests/estimator/test_perf_seed_configs.py", "tests/estimator/test_ablation.py")
+PERF = ("tests/estimator/test_perf_seed_configs.py",)
+SCORES = ("tests/analyzer/test_bottleneck.py", "tests/analyzer/test_report.py")
+GAINS = ("tests/analyzer/test_gains.py", "tests/analyzer/test_compare_wiring.py")
+MERGE = ("tests/analyzer/test_merge_phases_confidence.py",)
+COMPARE = ("tests/analyzer/test_compare_rules.py", "tests/analyzer/test_compare_real.py",
+           "tests/analyzer/test_compare_wiring.py")
+BANDS = ("tests/harness/test_assertions.py",)
+KINDS = ("tests/harness/test_kinds.py",)
+
+_STAGE = "estimator/memory/stage.py"
+_ASSEMBLY = "estimator/perf/assembly.py"
+_BOTTLENECK = "analyzer/bottleneck.py"
+_GAINS = "analyzer/gains.py"
+_ROWWISE = "harness/assertions/rowwise.py"
+_CORR = "harness/assertions/correlation.py"
+_STATS = "ndcore/stats.py"
+
+_SEED: tuple[Mutant, ...] = (
+    Mutant("p1-safety-buffer-not-over-tp", "seed-formula", _STAGE,
+           "opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1)", "opts.safety_buffer_mb", P1,
+           "seed §4.1.1: effective safety buffer = safety_buffer_mb / tp"),
+    Mutant("p1-overhead-not-over-tp", "seed-formula", _STAGE,
+           "overhead = tp_shardable_overhead_mb(cfg) / p.tp", "overhead = tp_shardable_overhead_mb(cfg)", P1,
+           "seed §4.1.2: TP-shardable overhead / tp"),
+    Mutant("p1-terms-on-every-stage", "seed-formula", _STAGE,
+           "    if dynamic > 0:\n        opts = cfg.options", "    if True:\n        opts = cfg.options", P1,
+           "seed P1: terms only on stages with dynamic memory"),
+    Mutant("p1-extra-term-in-other", "seed-formula", _STAGE,
+           '"other": _fsdp2_unsharded_bytes(cfg, layout) / BYTES_PER_MIB,',
+           '"other": _fsdp2_unsharded_bytes(cfg, layout) / BYTES_PER_MIB + 1.0,',
+           P1, "seed P1-05: no term beyond activations, comm buffers and backward overhead"),
+    Mutant("memory-warns-late", "seed-formula", "estimator/memory/__init__.py",
+           "if peak > hbm_mb:", "if peak > 1.001 * hbm_mb:", ("tests/estimator/test_memory.py",),
+           "a peak above device memory is warned about"),
+    Mutant("p1-what-if-no-legacy-buffer", "seed-formula", "harness/kinds/recorded.py",
+           "safety_mb / tp - legacy_safety_mb", "safety_mb / tp", KINDS,
+           "seed P1 what-if: the reference's flat 1 GiB buffer is removed"),
+    Mutant("p4-ep-left-in-bytes", "seed-formula", "estimator/perf/context.py",
+           'keep_bytes = ctx.score or (dim == "ep" and not o.convert_ep_comm_to_time)',
+           'keep_bytes = ctx.score or (dim == "ep" and o.convert_ep_comm_to_time)', P4,
+           "seed P4: EP comm converted to seconds when convert_ep_comm_to_time"),
+    Mutant("p4-a2a-wire-bytes-no-ep-factor", "seed-formula", "estimator/perf/comm.py",
+           'factor = 2.0 * (n - 1) / n if c.kind == "all_reduce" else (n - 1) / n',
+           'factor = 2.0 * (n - 1) / n if c.kind == "all_reduce" else 1.0', P4,
+           "seed P4-05: all-to-all wire bytes (ep−1)/ep"),
+    Mutant("net-a2a-one-peer", "seed-formula", "estimator/perf/network.py",
+           "total += peers * chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * S_PER_US",
+           "total += chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * S_PER_US", P4,
+           "all-to-all: S/n to each of the n−1 peers"),
+    Mutant("net-a2a-no-latency", "seed-formula", "estimator/perf/network.py",
+           "total += peers * chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * S_PER_US",
+           "total += peers * chunk / effective_bytes_per_s(lvl)", P4,
+           "all-to-all: one latency per peer"),
+    Mutant("pipe-1f1b-no-warmup", "seed-formula", "estimator/perf/pipeline.py",
+           "return sum(stage_s) + (num_micro_batches - 1) * max(stage_s)",
+           "return num_micro_batches * max(stage_s)", PERF,
+           "reference §3.4: 1F1B = Σ s_i + (m − 1)·max s_i"),
+    Mutant("pipe-ep-overlap-half", "seed-formula", "estimator/perf/pipeline.py",
+           "return stage_s - ratio * ep_comm_s", "return stage_s - 0.5 * ratio * ep_comm_s", PERF,
+           "seed P3: s' = s − ratio·ep_comm"),
+    Mutant("pipe-ep-hidden-ignores-ratio", "seed-formula", "estimator/perf/stage.py",
+           "self.ep_comm * (1.0 - ratio)", "self.ep_comm * (1.0 - 0.5 * ratio)", PERF,
+           "seed P3 with the host bound: hidden EP = ratio·ep_comm"),
+    Mutant("real-pp-wait-no-pp-comm", "seed-formula", _ASSEMBLY,
+           '"PP_WAIT": perf["BUBBLE"] + perf["PP_COMM"],', '"PP_WAIT": perf["BUBBLE"],', PERF,
+           "seed §2.3: PP_WAIT = BUBBLE + PP_COMM"),
+    Mutant("mfu-two-flops-per-fw", "seed-formula", _ASSEMBLY,
+           "sum(3.0 * s.fw_flops for s in stages)", "sum(2.0 * s.fw_flops for s in stages)", PERF,
+           "model FLOPs = 3 × forward (fw + 2 × bw)"),
+    Mutant("tokens-without-dp", "seed-formula", _ASSEMBLY,
+           "tokens = m * cfg.train.micro_batch_size * cfg.train.seq_length * p.dp",
+           "tokens = m * cfg.train.micro_batch_size * cfg.train.seq_length", PERF,
+           "tokens per step = m·b·s·dp"),
+)
+
+_WEIGHT_LINES = {
+    "host": ("W_HOST_PRIMARY, W_HOST_SUPPORT, W_HOST_BUSY = 45.0, 35.0, 20.0", (45.0, 35.0, 20.0)),
+    "compute": ("W_COMPUTE_BUSY, W_COMPUTE_COMM_LOW, W_COMPUTE_BOUND, W_MEMORY_BOUND = 55.0, 25.0, 20.0, 12.0",
+                (55.0, 25.0, 20.0, 12.0)),
+    "comm": ("W_COMM_SHARE, W_COMM_LATENCY, W_COMM_BANDWIDTH, W_COMM_OVERLAP = 55.0, 20.0, 15.0, 15.0",
+             (55.0, 20.0, 15.0, 15.0)),
+    "copy": ("W_COPY_SHARE, W_COPY_SYNC, W_COPY_H2D = 45.0, 12.0, 10.0", (45.0, 12.0, 10.0)),
+}
+
+
+def _weight_mutants() -> tuple[Mutant, ...]:
+    """Each seed §2 weight lowered by 10 % (one at a time)."""
+    out = []
+    for kind, (line, values) in _WEIGHT_LINES.items():
+        head = line.split(" = ")[0]
+        for i, v in enumerate(values):
+            mutated = list(values)
+            mutated[i] = round(v * 0.9, 2)
+            new = head + " = " + ", ".join(f"{x}" for x in mutated)
+            name = head.split(", ")[i].removeprefix("W_").lower().replace("_", "-")
+            out.append(Mutant(f"weight-{name}", "analyzer-weight", _BOTTLENECK, line, new, SCORES,
+                              f"seed §2 {kind} weight {v:g} -> {mutated[i]:g}"))
+    return tuple(out)
+
+
+_ANALYZER: tuple[Mutant, ...] = (
+    Mutant("severity-floor", "analyzer-weight", "analyzer/thresholds.py",
+           "return 0.5 + 0.5 * clamp01(dist / max(1e-9, span))", "return 0.4 + 0.6 * clamp01(dist / max(1e-9, span))",
+           SCORES, "seed §2: severity = 0.5 + 0.5 × clamp01(...)"),
+    Mutant("trigger-score-35", "analyzer-weight", "analyzer/thresholds_default.yaml",
+           "  triggerScore:\n    value: 40\n", "  triggerScore:\n    value: 35\n", (*SCORES, "tests/analyzer/test_thresholds.py"),
+           "seed §2: trigger score 40"),
+    Mutant("gain-graph-mode-factor", "analyzer-gain", _GAINS,
+           "GRAPH_MODE_FACTOR, GRAPH_MODE_CAP = 0.75, 0.8", "GRAPH_MODE_FACTOR, GRAPH_MODE_CAP = 0.7, 0.8", GAINS,
+           "seed §6.1 graph mode 0.75"),
+    Mutant("gain-graph-mode-cap", "analyzer-gain", _GAINS,
+           "GRAPH_MODE_FACTOR, GRAPH_MODE_CAP = 0.75, 0.8", "GRAPH_MODE_FACTOR, GRAPH_MODE_CAP = 0.75, 0.9", GAINS,
+           "seed §6.1 graph mode cap 0.8"),
+    Mutant("gain-sync-factor", "analyzer-gain", _GAINS, "SYNC_REMOVAL_FACTOR = 0.8", "SYNC_REMOVAL_FACTOR = 0.7",
+           GAINS, "seed §6.1 sync removal 0.8"),
+    Mutant("gain-comm-overlap-factor", "analyzer-gain", _GAINS, "COMM_OVERLAP_FACTOR = 0.6", "COMM_OVERLAP_FACTOR = 0.5",
+           GAINS, "seed §6.1 comm overlap 0.6"),
+    Mutant("gain-comm-batch-factor", "analyzer-gain", _GAINS, "COMM_BATCH_FACTOR = 0.7", "COMM_BATCH_FACTOR = 0.6",
+           GAINS, "seed §6.1 comm batch 0.7"),
+    Mutant("gain-d2h-factor", "analyzer-gain", _GAINS, "D2H_ASYNC_FACTOR = 0.7", "D2H_ASYNC_FACTOR = 0.6",
+           GAINS, "seed §6.1 D2H async 0.7"),
+    Mutant("gain-concurrency-bonus", "analyzer-gain", _GAINS,
+           "CONCURRENCY_BONUS_PCT, CONCURRENCY_CAP_PCT = 15.0, 60.0",
+           "CONCURRENCY_BONUS_PCT, CONCURRENCY_CAP_PCT = 10.0, 60.0", GAINS, "seed §6.1 concurrency +15 %"),
+    Mutant("gain-concurrency-cap", "analyzer-gain", _GAINS,
+           "CONCURRENCY_BONUS_PCT, CONCURRENCY_CAP_PCT = 15.0, 60.0",
+           "CONCURRENCY_BONUS_PCT, CONCURRENCY_CAP_PCT = 15.0, 70.0", GAINS, "seed §6.1 concurrency cap 60 %"),
+    Mutant("gain-low-fraction", "analyzer-gain", _GAINS, "LOW_FRACTION = 0.6", "LOW_FRACTION = 0.5", GAINS,
+           "seed §6.1 interval 60 %-100 %"),
+    Mutant("gain-combined-no-cap", "analyzer-gain", _GAINS,
+           "return CombinedGain(lows, min(cap_pct, est), cap_pct", "return CombinedGain(lows, est, cap_pct", GAINS,
+           "seed §6.3 optimistic = min(70 %, Σ estimates)"),
+    Mutant("priority-weight-term", "analyzer-gain", "analyzer/recommend.py",
+           "return 20.0 * PRIORITY_WEIGHT[priority]", "return 15.0 * PRIORITY_WEIGHT[priority]",
+           ("tests/analyzer/test_recommend.py",), "seed §5 priorityScore 20 × weight"),
+    Mutant("verdict-gain-factor", "analyzer-gain", "analyzer/compare.py",
+           "VERDICT_GAIN_FACTOR = 0.5", "VERDICT_GAIN_FACTOR = 0.4", COMPARE, "seed §7.2 threshold = gain × 0.5"),
+    Mutant("verdict-primary-is-last-target", "analyzer-gain", "analyzer/compare.py",
+           "        if primary is None and imp is not None:\n", "        if imp is not None:\n", COMPARE,
+           "seed §7.2: observed = improvement of the primary (first available) target metric"),
+    Mutant("cluster-spread-max-minus-min", "analyzer-gain", "analyzer/cluster.py",
+           "100.0 * (float(values.max()) - mean) / mean", "100.0 * (float(values.max()) - float(values.min())) / mean",
+           ("tests/analyzer/test_analysis_real.py",), "cluster spread = (max − mean) / mean"),
+    Mutant("flops-no-factor-two", "analyzer-gain", "analyzer/flops.py",
+           "return 2.0 * math.prod(out) * k_a", "return math.prod(out) * k_a", ("tests/analyzer/test_flops.py",),
+           "seed §9: matmul FLOPs = 2·M·N·K"),
+    Mutant("flops-peak-ignored", "analyzer-gain", "analyzer/flops.py",
+           "100.0 * tflops / peak_tflops", "100.0 * tflops / 320.0", ("tests/analyzer/test_flops.py",),
+           "seed §9: utilisation against the configured peakTflops"),
+    Mutant("calibrate-fits-the-holdout", "seed-formula", "estimator/calibrate.py",
+           "eff = fit_efficiency(estimate, fit_idx, meas[fit_idx])", "eff = fit_efficiency(estimate, hold_idx, meas[hold_idx])",
+           KINDS, "calibration fits on the fit half only"),
+    Mutant("merge-first-scope-only", "analyzer-merge", "analyzer/analysis.py",
+           '"scopes": tuple(where[r.id])', '"scopes": tuple(where[r.id][:1])', MERGE,
+           "seed §1: list every scope a merged recommendation applies to"),
+    Mutant("merge-keeps-first-not-most-evidence", "analyzer-merge", "analyzer/analysis.py",
+           "if r.id not in best or len(r.basis) > len(best[r.id].basis):", "if r.id not in best:", MERGE,
+           "seed §1: keep the recommendation with the most evidence"),
+    Mutant("phases-not-filtered", "analyzer-merge", "analyzer/recommend.py",
+           "            if not applies(t, scope, phase):\n                continue\n", "", MERGE,
+           "seed §5: templates apply only in their phases"),
+)
+
+_BANDS: tuple[Mutant, ...] = (
+    Mutant("band-ratio-widened", "assertion-band", _ROWWISE,
+           "return self.lo <= value <= self.hi,", "return self.lo - 0.005 <= value <= self.hi + 0.005,", BANDS,
+           "ratio_within: [lo, hi] exactly"),
+    Mutant("band-ratio-no-upper", "assertion-band", _ROWWISE,
+           "return self.lo <= value <= self.hi,", "return self.lo <= value,", BANDS, "ratio_within: upper edge"),
+    Mutant("band-error-signed", "assertion-band", _ROWWISE,
+           "return abs(value) <= self.max, self.max - abs(value)", "return value <= self.max, self.max - abs(value)",
+           BANDS, "rel_error_le: |error|, not the signed error"),
+    Mutant("band-error-widened", "assertion-band", _ROWWISE,
+           "return abs(value) <= self.max, self.max - abs(value)",
+           "return abs(value) <= self.max * 1.01, self.max - abs(value)", BANDS, "rel_error_le: max exactly"),
+    Mutant("band-magnitude-widened", "assertion-band", _ROWWISE,
+           "return value <= self.factor, self.factor - value", "return value <= self.factor * 1.01, self.factor - value",
+           BANDS, "magnitude_within: factor exactly"),
+    Mutant("band-mape-widened", "assertion-band", _ROWWISE,
+           "passed=mape <= self.max, stats=stats,", "passed=mape <= self.max * 1.01, stats=stats,", BANDS,
+           "mape_le: max exactly"),
+    Mutant("band-share-widened", "assertion-band", "harness/assertions/shape.py",
+           "ok = not math.isnan(share) and share <= self.max", "ok = not math.isnan(share) and share <= self.max + 0.005",
+           BANDS, "share_le: seed §7 90 % exactly"),
+    Mutant("band-score-widened", "assertion-band", "harness/assertions/values.py",
+           "passed=self.lo <= got <= self.hi,", "passed=self.lo - 0.005 <= got <= self.hi + 0.005,", BANDS,
+           "score_between: [lo, hi] exactly"),
+    Mutant("band-corr-inclusive", "assertion-band", _CORR,
+           "return r >= self.min if self.inclusive else r > self.min",
+           "return r >= self.min", BANDS, "correlation: '>' unless inclusive"),
+    Mutant("band-pearson-is-spearman", "assertion-band", _STATS,
+           "        res = st.pearsonr(xs, ys)\n", "        res = st.pearsonr(st.rankdata(xs), st.rankdata(ys))\n", BANDS,
+           "pearson_r_gt computes Pearson's r, not a rank correlation"),
+    Mutant("band-fisher-dof", "assertion-band", _STATS,
+           "half = z * se_scale / math.sqrt(n - 3)", "half = z * se_scale / math.sqrt(n - 2)", BANDS,
+           "Fisher z interval: se = 1/sqrt(n − 3)"),
+    Mutant("band-p-value-dof", "assertion-band", _STATS,
+           "return float(2 * st.t.sf(abs(t), n - 2))", "return float(2 * st.t.sf(abs(t), n - 1))", BANDS,
+           "recorded r p-value: t with n − 2 dof"),
+)
+
+MUTANTS: tuple[Mutant, ...] = _SEED + _weight_mutants() + _ANALYZER + _BANDS
