@@ -19,6 +19,7 @@ lint: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest -n auto tests
 
 # targeted mutants of the seed formulas, analyzer weights/gains and assertion bands (slow; not in `make test`):

@@ -104,11 +104,13 @@ def _scope_md(name: str, sc: dict[str, Any]) -> list[str]:
                        f"*Triggers:* {'; '.join(h['triggers'])}. *Check:* {' '.join(h['checks'])}")
     if sc["recommendations"]:
         out += ["", "#### Recommendations", ""]
-        out.append(_md_table(["id", "priority", "priority score", "expected gain %", "range %", "confidence", "version check"],
+        out.append(_md_table(["id", "priority", "priority score", "expected gain %", "range %", "confidence", "version check",
+                              "phases"],
                              [[r["id"], r["priority"], r["priority_score"], r["expected_gain_pct"],
                                None if not r["expected_gain"] else f"{r['expected_gain']['low_pct']:.1f}–{r['expected_gain']['high_pct']:.1f}",
                                None if not r["expected_gain"] else r["expected_gain"]["confidence"],
-                               r["needs_version_confirmation"]] for r in sc["recommendations"]]))
+                               r["needs_version_confirmation"], ", ".join(r["applicable_phases"])]
+                              for r in sc["recommendations"]]))
         for r in sc["recommendations"]:
             g = r["expected_gain"]
             out.append(f"\n- **{r['id']}** — {r['title']}. Actions: "
@@ -232,10 +234,11 @@ def _scope_html(name: str, sc: dict[str, Any], trigger: float) -> str:
             f"{html.escape('; '.join(h['triggers']))}</li>" for h in sc["hypotheses"]) + "</ul>")
     if sc["recommendations"]:
         parts.append("<h4>Recommendations</h4>")
-        parts.append(_h_table(["id", "title", "priority score", "expected gain %", "basis", "version check"],
+        parts.append(_h_table(["id", "title", "priority score", "expected gain %", "basis", "version check", "phases"],
                               [[r["id"], r["title"], r["priority_score"], r["expected_gain_pct"],
                                 r["expected_gain"]["basis"] if r["expected_gain"] else "not derivable",
-                                r["version_note"] or "—"] for r in sc["recommendations"]]))
+                                r["version_note"] or "—", ", ".join(r["applicable_phases"])]
+                               for r in sc["recommendations"]]))
         cg = sc["combined_gain"]
         parts.append(f"<p>Combined gain: conservative {cg['conservative_pct']:.1f} %, optimistic "
                      f"{cg['optimistic_pct']:.1f} % (cap {cg['cap_pct']:g} %). {html.escape(cg['note'])}.</p>")

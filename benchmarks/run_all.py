@@ -20,6 +20,7 @@ SCRIPTS: dict[str, list[str]] = {
     "bench_search.py": ["--dask"],
     "bench_analyzer.py": ["--copies", "50"],
     "vtrain_accuracy.py": [],
+    "step_time_accuracy.py": [],
     # ndval vs HTA 0.5.0 on 109k / 1M / 2M-event Kineto traces (HTA in its own venv; minutes, not seconds)
     "bench_hta.py": [],
     # 64 ranks replicated from the shared Level1 pair, one made slower: parallel read, slowest rank/link

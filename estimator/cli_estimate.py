@@ -1,4 +1,4 @@
-"""``ndval estimate RUN.yaml [--json] [--set key=value ...] [--preset legacy|fixed]``.
+"""``ndval estimate RUN.yaml [--json] [--set key=value ...] [--preset legacy|fixed] [--hardware-overlay FILE]``.
 
 Prints the per-stage memory table (MiB) and the step-time parts (``estimator.perf``).
 A bad configuration prints one ``ConfigError`` line on stderr and exits with code 2.
@@ -18,6 +18,7 @@ from estimator import presets
 from estimator.config import EstimatorConfig, load_config
 from estimator.errors import ConfigError
 from estimator.memory import COMPONENTS, MemoryReport, estimate_memory
+from estimator.overlay import apply_overlay
 from estimator.perf.parts import estimate_perf, format_perf_table
 
 #: exit code for an invalid configuration
@@ -33,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="override a field, e.g. --set parallel.tp=2 (repeatable)",
     )
     parser.add_argument(
+        "--hardware-overlay", default=None, metavar="OVERLAY.yaml",
+        help="device efficiencies replacing the preset's (written by ndval calibrate --from-profile)",
+    )
+    parser.add_argument(
         "--preset", choices=sorted(presets.PRESETS), default=None,
         help="merge an option preset (legacy: the reference before the fixes; fixed: every fix on)",
     )
@@ -43,7 +48,10 @@ def _load(args: argparse.Namespace) -> EstimatorConfig:
     if args.preset:
         overrides += [f"options.{k}={_yaml_scalar(v)}" for k, v in presets.PRESETS[args.preset]().items()]
     overrides += list(args.overrides)
-    return load_config(args.config, overrides or None)
+    cfg = load_config(args.config, overrides or None)
+    if getattr(args, "hardware_overlay", None):
+        cfg = apply_overlay(cfg, args.hardware_overlay)
+    return cfg
 
 
 def _yaml_scalar(value: Any) -> str:

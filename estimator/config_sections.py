@@ -290,7 +290,13 @@ class OptionsConfig(StrictSection):
     tp_comm_half_hack: bool = Field(default=False, description="P3/P4: reference's comm[TP] /= 2")
     perf_mode: Literal["time", "score"] = "time"
     compute_efficiency: float = Field(
-        default=1.0, gt=0, le=1, description="achieved share of peak FLOP/s; 1.0 = raw peak (uncalibrated)"
+        default=1.0, gt=0, le=1,
+        description="derating of the compute passes: time / eff (raw peak model: achieved share of peak FLOP/s)",
+    )
+    operator_roofline: bool = Field(
+        default=True,
+        description="price each operator on the hardware's sourced efficiencies (estimator.perf.roofline); "
+                    "off: GEMM FLOPs at raw peak (legacy())",
     )
     host_launch_overhead: bool = Field(
         default=True,

@@ -9,6 +9,7 @@ bandwidth and ``latency_us`` a per-step latency; both are modelling assumptions 
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -30,8 +31,63 @@ class NetworkLevel(BaseModel):
     latency_us: float = Field(default=0.0, ge=0)
 
 
+#: a size table: ``(min size, efficiency)`` pairs; the efficiency of the largest threshold the size
+#: reaches applies (Calculon's lookup: thresholds scanned from the largest down), below every
+#: threshold the smallest one's efficiency
+SizeTable = list[tuple[float, float]]
+
+
+def table_value(table: SizeTable, size: float) -> float:
+    """Efficiency of ``size`` in a :data:`SizeTable` (step function, see there)."""
+    ordered = sorted(table, key=lambda row: -row[0])
+    for threshold, eff in ordered:
+        if size >= threshold:
+            return eff
+    return ordered[-1][1]
+
+
+class DeviceEfficiency(BaseModel):
+    """Achieved share of a device's peaks per operator class, as data with a source (operator roofline).
+
+    ``matmul``: GEMM efficiency by the GEMM's size in GFLOP (:data:`SizeTable`); ``attention_fwd`` /
+    ``attention_bwd``: fused (flash) attention forward / backward against its full, non-causal FLOP
+    count; ``hbm_gb_s``: HBM bandwidth (GB/s, 1e9 B/s) and ``memory``: its achieved share by the
+    bytes one kernel moves in MB; ``kernel_latency_us``: fixed time added to each kernel's memory
+    term. ``sources``: field -> citation. All efficiencies in (0, 1].
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hbm_gb_s: float = Field(gt=0, allow_inf_nan=False)
+    matmul: SizeTable = Field(min_length=1)
+    attention_fwd: float = Field(gt=0, le=1)
+    attention_bwd: float = Field(gt=0, le=1)
+    memory: SizeTable = Field(min_length=1)
+    kernel_latency_us: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _efficiencies_in_range(self) -> DeviceEfficiency:
+        for name in ("matmul", "memory"):
+            for threshold, eff in getattr(self, name):
+                if not (0 < eff <= 1) or threshold < 0 or math.isnan(threshold):
+                    raise ValueError(f"{name}: each row is (min size >= 0, efficiency in (0, 1]); got "
+                                     f"({threshold}, {eff})")
+        return self
+
+    def matmul_eff(self, gflop: float) -> float:
+        """GEMM efficiency of one GEMM of ``gflop`` GFLOP."""
+        return table_value(self.matmul, gflop)
+
+    def memory_eff(self, megabytes: float) -> float:
+        """HBM efficiency of one kernel moving ``megabytes`` MB."""
+        return table_value(self.memory, megabytes)
+
+
 class HardwareSpec(BaseModel):
-    """A device type and its network; ``devices`` (world size) is optional."""
+    """A device type and its network; ``devices`` (world size) is optional. ``efficiency`` (None: the
+    step-time model prices compute at raw peak, no memory-bound operators) feeds the operator
+    roofline (:mod:`estimator.perf.roofline`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -41,6 +97,7 @@ class HardwareSpec(BaseModel):
     devices_per_node: int = Field(ge=1)
     levels: list[NetworkLevel] = Field(min_length=1)
     devices: int | None = Field(default=None, ge=1)
+    efficiency: DeviceEfficiency | None = None
     provenance: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -66,6 +123,30 @@ def _lv(name: str, max_devices: int | None, bw: float, eff: float, lat: float) -
 #: efficiency / latency defaults shared by presets: the reference tool's helper constants
 #: (reference §3.3: level efficiency 0.7 node / 0.9 cluster, latency 1e-5 / 2e-5 s).
 _REF_NET = "efficiency and latency: SAPP-ND comm_time helper constants (reference §3.3); assumption"
+
+#: SimuMax's published system files (MooreThreads/SimuMax@4dcaae513b configs/system/): per op class
+#: an efficient_factor against the datasheet peak, an HBM efficient_factor and a latency_us added
+#: to every operator's memory-access time (simumax/core/config.py compute_mem_access_time)
+_SIMUMAX = "MooreThreads/SimuMax@4dcaae513b configs/system/{}"
+
+
+def _simumax_eff(file: str, hbm_gb_s: float, hbm_source: str, matmul: float, sdp_fwd: float, sdp_bwd: float,
+                 mem: float, latency_us: float) -> dict[str, Any]:
+    """A :class:`DeviceEfficiency` mapping from one SimuMax system file (flat tables: one size row)."""
+    src = _SIMUMAX.format(file)
+    return {
+        "hbm_gb_s": hbm_gb_s, "matmul": [(0.0, matmul)], "attention_fwd": sdp_fwd, "attention_bwd": sdp_bwd,
+        "memory": [(0.0, mem)], "kernel_latency_us": latency_us,
+        "sources": {
+            "hbm_gb_s": hbm_source,
+            "matmul": f"{src}: accelerator.op.matmul.efficient_factor",
+            "attention_fwd": f"{src}: accelerator.op.sdp_fwd.efficient_factor",
+            "attention_bwd": f"{src}: accelerator.op.sdp_bwd.efficient_factor",
+            "memory": f"{src}: accelerator.bandwidth efficient_factor",
+            "kernel_latency_us": f"{src}: accelerator.bandwidth latency_us (added per operator memory access)",
+        },
+    }
+
 
 PRESETS: dict[str, dict[str, Any]] = {
     "ascend-910b": {
@@ -104,6 +185,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "peak_tflops": {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5},
         "devices_per_node": 8,
         "levels": [_lv("nvlink3", 8, 300.0, 0.7, 10.0), _lv("ib-hdr", None, 25.0, 0.9, 20.0)],
+        "efficiency": _simumax_eff("a100_bf16.json", 2039.0, "NVIDIA A100 80GB SXM datasheet: 2,039 GB/s",
+                                   0.75, 0.75, 0.75, 0.7, 40.0),
         "provenance": {
             "hbm_gib": "NVIDIA A100 80GB datasheet (81920 MiB)",
             "peak_tflops": "NVIDIA A100 datasheet, dense (no sparsity); fp32 non-tensor-core",
@@ -117,6 +200,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "fp8": 1979.0},
         "devices_per_node": 8,
         "levels": [_lv("nvlink4", 8, 450.0, 0.7, 10.0), _lv("ib-ndr", None, 50.0, 0.9, 20.0)],
+        "efficiency": _simumax_eff("h100_nvlink.json", 3350.0, "NVIDIA H100 SXM5 datasheet: 3.35 TB/s",
+                                   0.70, 0.72, 0.55, 0.85, 20.0),
         "provenance": {
             "hbm_gib": "NVIDIA H100 SXM5 80GB datasheet",
             "peak_tflops": "NVIDIA H100 SXM5 datasheet, dense (no sparsity)",
@@ -130,6 +215,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "fp8": 1979.0},
         "devices_per_node": 8,
         "levels": [_lv("nvlink4", 8, 450.0, 0.7, 10.0), _lv("ib-ndr", None, 50.0, 0.9, 20.0)],
+        "efficiency": _simumax_eff("h100_nvlink.json", 4800.0, "NVIDIA H200 SXM datasheet: 4.8 TB/s; the "
+                                   "efficiencies are SimuMax's H100 file (same tensor cores; assumption)",
+                                   0.70, 0.72, 0.55, 0.85, 20.0),
         "provenance": {
             "hbm_gib": "NVIDIA H200 SXM 141 GB (decimal) datasheet; ~140 GiB usable, rounded",
             "peak_tflops": "NVIDIA H200 SXM datasheet, dense (same tensor cores as H100)",
@@ -143,6 +231,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "peak_tflops": {"bf16": 2250.0, "fp16": 2250.0, "fp32": 80.0, "fp8": 4500.0},
         "devices_per_node": 8,
         "levels": [_lv("nvlink5", 8, 900.0, 0.7, 10.0), _lv("ib-ndr", None, 50.0, 0.9, 20.0)],
+        "efficiency": _simumax_eff("b200_bf16_ceperm.json", 8000.0, "NVIDIA DGX B200 datasheet: 64 TB/s HBM3e "
+                                   "for 8 GPUs = 8 TB/s per GPU", 0.48780765792034037, 0.7059717796465379,
+                                   0.6943225842672003, 0.666, 30.0),
         "provenance": {
             "hbm_gib": "DGX B200: 1,440 GB HBM3e for 8 GPUs = 180 GB per GPU (decimal); rounded",
             "peak_tflops": "NVIDIA DGX B200 datasheet per GPU, dense (no sparsity); fp32 approximate",

@@ -80,6 +80,11 @@ _VTRAIN_MODEL = (
     "Megatron-DeepSpeed runs (data/README.md): core attention is unfused - torch.baddbmm (QK^T), "
     "FusedScaleMaskSoftmax, attention dropout, torch.bmm (PV), permute().contiguous() - no flash attention"
 )
+_VTRAIN_POSITIONS = (
+    "VIA-Research/vTrain@f8dda8473a src/model/gpt_modeling.py ShardedGptEmbeddings: learned absolute positions "
+    "(self.position_embeddings = nn.Embedding(max_sequence_length, hidden_size), added to the word embeddings); "
+    "no rotary embedding in the layer"
+)
 
 
 #: published facts about a source's runs that its CSV cells leave empty or cannot express:
@@ -87,7 +92,10 @@ _VTRAIN_MODEL = (
 #: A CSV cell that states the value wins over a fact (facts fill empty cells only).
 SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
     ("korthikanti2022_fig1", None): {"train.flash_attention": (False, _KORTHIKANTI_SCORES)},
-    ("vtrain_single", None): {"train.flash_attention": (False, _VTRAIN_MODEL)},
+    ("vtrain_single", None): {
+        "train.flash_attention": (False, _VTRAIN_MODEL),
+        "model.position_embedding": ("learned", _VTRAIN_POSITIONS),
+    },
     ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed"): _mcore_moe_facts(
         "gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed", "2afeef845d"
     ),

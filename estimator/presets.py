@@ -14,7 +14,7 @@ def legacy() -> dict[str, Any]:
 
     Flat 1 GiB safety buffer (not /tp), no TP-shardable overhead term, no EP/bubble overlap,
     EP comm left in bytes, and both comm hacks (``comm[DP] = 0``, ``comm[TP] /= 2``) on; no host
-    kernel-launch term (the reference has none).
+    kernel-launch term and no operator roofline (GEMM FLOPs at raw peak; the reference has neither).
     """
     return {
         "safety_buffer_mb": 1024.0,
@@ -26,6 +26,7 @@ def legacy() -> dict[str, Any]:
         "dp_comm_zero_hack": True,
         "tp_comm_half_hack": True,
         "host_launch_overhead": False,
+        "operator_roofline": False,
     }
 
 
@@ -35,7 +36,8 @@ def fixed() -> dict[str, Any]:
     Safety buffer 1024 MiB scaled /tp (P1), TP-shardable overhead at the profile default (None:
     2676 MiB under ``sapp-nd``, 0 otherwise; P1), EP comm fully overlapping the bubble (P3, ratio
     1.0), EP comm converted to seconds with overlap 0 (P4), hacks off; stage passes bounded below by
-    the host kernel-launch time (``host_launch_overhead``, docs/step-time-accuracy.md).
+    the host kernel-launch time (``host_launch_overhead``) and each operator priced on the hardware's
+    sourced efficiencies (``operator_roofline``, docs/step-time-accuracy.md).
     """
     return {
         "safety_buffer_mb": 1024.0,
@@ -47,6 +49,7 @@ def fixed() -> dict[str, Any]:
         "dp_comm_zero_hack": False,
         "tp_comm_half_hack": False,
         "host_launch_overhead": True,
+        "operator_roofline": True,
     }
 
 

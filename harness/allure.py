@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.options import CASES_ROOT_KEY
 from harness.plots import band_of, estimate_vs_measured_png
 from harness.results import AssertionResult
 from ndcore import atomic
@@ -51,8 +52,6 @@ def _table_csv(table: list[dict[str, Any]]) -> str:
 def labels_for(item: Any) -> dict[str, Any]:
     """The Allure labels of a case item (also used by tests)."""
     case = item.loaded.case
-    from harness.collect import CASES_ROOT_KEY
-
     root = item.config.stash[CASES_ROOT_KEY](item.path)
     rel = item.path.resolve().relative_to(root.resolve())
     epic = rel.parts[0] if len(rel.parts) > 1 else "cases"

@@ -21,6 +21,7 @@ from harness import golden, paths, subjects
 from harness.assertions import AssertionUsageError, EvalContext
 from harness.cases import LoadedCase, Point, load_case_file
 from harness.kinds import KINDS, KindError, RunContext
+from harness.options import CASES_ROOT_KEY, OPTIONS_KEY
 from harness.results import AssertionResult, RunResult, to_builtin
 from harness.subjects import SubjectError
 from ndcore.yamlsrc import CaseError
@@ -145,7 +146,7 @@ class CaseItem(pytest.Item):
             res.provenance, res.producer = spec.provenance_of(self.result)
             results.append(res)
         waiver = self.effective_waiver()
-        if waiver and not opts["strict_waivers"]:
+        if waiver and not opts.strict_waivers:
             for res in results:
                 if not res.passed and res.evaluable and (waiver.assertions is None or res.id in waiver.assertions):
                     res.waived = True
@@ -166,14 +167,14 @@ class CaseItem(pytest.Item):
             status = "not_evaluable"
         else:
             status = "passed"
-        if stale and opts["strict_waivers"]:
+        if stale and opts.strict_waivers:
             status = "failed"
         self._record(status=status, results=results, message="; ".join(broken + notes))
         self._allure(results, status)
         header = f"case {self.nodeid} — {case.title}\n{self.path}:{self.loaded.line}"
         if broken:
             raise CaseBroken(header + "\n" + "\n".join(broken) + "\n" + self._table(results))
-        if failed or (stale and opts["strict_waivers"]):
+        if failed or (stale and opts.strict_waivers):
             raise CaseFailure(results, header + ("\nstale waiver under --strict-waivers" if stale and not failed else ""))
         if waived:
             pytest.xfail(f"waived until {waiver.expires} ({waiver.issue})")
@@ -215,9 +216,9 @@ class CaseItem(pytest.Item):
     def _golden_check(self, result: RunResult, spec: Any) -> AssertionResult:
         opts = self.config.stash[OPTIONS_KEY]
         root = self.config.stash[CASES_ROOT_KEY](self.path)
-        path = golden.golden_path(opts["golden_root"](root), root, self.path, self.loaded.case.id, self.point.id)
-        review = opts["reports_dir"] / "golden" / path.parent.relative_to(opts["golden_root"](root))
-        outcome = golden.check(self.loaded.case.id, result.golden, path, review, opts["golden_mode"], spec.rel, spec.abs)
+        path = golden.golden_path(opts.golden_root(root), root, self.path, self.loaded.case.id, self.point.id)
+        review = opts.reports_dir / "golden" / path.parent.relative_to(opts.golden_root(root))
+        outcome = golden.check(self.loaded.case.id, result.golden, path, review, opts.golden_mode, spec.rel, spec.abs)
         self._golden = outcome
         return spec.make(spec.id or "golden", target=f"golden {path.name}", observed=outcome.status,
                          expected="match", margin=None, passed=outcome.passed, message=outcome.message(),
@@ -248,7 +249,7 @@ class CaseItem(pytest.Item):
         self.user_properties.append((PAYLOAD_KEY, text))
 
     def _allure(self, results: list[AssertionResult], status: str) -> None:
-        if not self.config.stash[OPTIONS_KEY]["allure"]:
+        if not self.config.stash[OPTIONS_KEY].allure:
             return
         from harness import allure as allure_support
 
@@ -267,12 +268,11 @@ def record_of(user_properties: list[tuple[str, Any]]) -> dict[str, Any] | None:
     """The payload recorded by a ``CaseItem`` (None for other items)."""
     for key, value in user_properties:
         if key == PAYLOAD_KEY:
-            return json.loads(value)
+            record: dict[str, Any] = json.loads(value)
+            return record
     return None
 
 
-CASES_ROOT_KEY = pytest.StashKey[Any]()
-OPTIONS_KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def golden_root_for(cases_root: Path) -> Path:

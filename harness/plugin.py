@@ -14,7 +14,8 @@ import pytest
 
 from harness import paths, subjects
 from harness.cases import CASE_SUFFIX, find_cases_root
-from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, CaseFile, golden_root_for
+from harness.collect import CaseFile, golden_root_for
+from harness.options import CASES_ROOT_KEY, OPTIONS_KEY, GoldenMode, PluginOptions
 from harness.project import find_project
 from harness.session import NdvalSession, matches_globs
 
@@ -55,13 +56,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ndval_tag(name): tag of a validation case (from its YAML)")
     config.addinivalue_line("markers", "ndval_kind(name): kind of a validation case")
     reports = config.getoption("ndval_reports") or str(find_project(config.invocation_params.dir).reports)
-    mode = "regen_all" if config.getoption("regen_all_golden") else "update" if config.getoption("update_golden") else "check"
-    config.stash[OPTIONS_KEY] = {
-        "golden_mode": mode, "strict_waivers": config.getoption("strict_waivers"),
-        "reports_dir": Path(reports).resolve(), "golden_root": golden_root_for,
-        "cases_globs": config.getoption("cases") or [], "signoff": config.getoption("signoff"),
-        "baseline": config.getoption("baseline"), "allure": getattr(config.option, "allure_report_dir", None),
-    }
+    mode: GoldenMode = "regen_all" if config.getoption("regen_all_golden") else "update" if config.getoption("update_golden") else "check"
+    config.stash[OPTIONS_KEY] = PluginOptions(
+        golden_mode=mode, strict_waivers=bool(config.getoption("strict_waivers")),
+        reports_dir=Path(reports).resolve(), golden_root=golden_root_for,
+        cases_globs=list(config.getoption("cases") or []), signoff=config.getoption("signoff"),
+        baseline=config.getoption("baseline"), allure=getattr(config.option, "allure_report_dir", None),
+    )
     config.stash[CASES_ROOT_KEY] = find_cases_root
     subjects.select(config.getoption("subject"))
     args = [str(a) for a in config.args]

@@ -18,7 +18,8 @@ import pytest
 
 from harness import golden, subjects
 from harness.cases import iter_case_files, load_case_file
-from harness.collect import CASES_ROOT_KEY, OPTIONS_KEY, record_of
+from harness.collect import record_of
+from harness.options import CASES_ROOT_KEY, OPTIONS_KEY
 from harness.project import find_project
 from harness.summary import build_summary
 from ndcore import atomic
@@ -81,12 +82,12 @@ class NdvalSession:
                 for lc in loaded.cases:
                     if any(s.type == "golden_match" for s in lc.expect):
                         for pt in lc.points:
-                            out.add(golden.golden_path(opts["golden_root"](root), root, path, lc.case.id, pt.id))
+                            out.add(golden.golden_path(opts.golden_root(root), root, path, lc.case.id, pt.id))
         return out
 
     def _unused_goldens(self) -> list[str]:
         opts = self.config.stash[OPTIONS_KEY]
-        roots = {opts["golden_root"](r) for r in self.cases_roots}
+        roots = {opts.golden_root(r) for r in self.cases_roots}
         expected = self._expected_goldens()
         return [str(p) for r in sorted(roots) for p in golden.unused_goldens(r, expected)]
 
@@ -96,18 +97,18 @@ class NdvalSession:
             return
         opts = self.config.stash[OPTIONS_KEY]
         baseline = None
-        if opts["baseline"]:
-            baseline = json.loads(Path(opts["baseline"]).read_text(encoding="utf-8"))
+        if opts.baseline:
+            baseline = json.loads(Path(opts.baseline).read_text(encoding="utf-8"))
         run = {"started": dt.datetime.fromtimestamp(self.started, dt.UTC).isoformat(timespec="seconds"),
                "duration_s": round(time.time() - self.started, 3), "argv": list(self.config.invocation_params.args),
                "workers": getattr(self.config.option, "numprocesses", None),
-               "subject": subjects.selected_name(), "golden_mode": opts["golden_mode"], "strict_waivers": opts["strict_waivers"],
-               "selection": {"keyword": self.config.option.keyword or None, "cases": opts["cases_globs"] or None}}
+               "subject": subjects.selected_name(), "golden_mode": opts.golden_mode, "strict_waivers": opts.strict_waivers,
+               "selection": {"keyword": self.config.option.keyword or None, "cases": opts.cases_globs or None}}
         self.summary = build_summary(self.records, self.collection_errors, repo=find_project(self.config.invocation_params.dir).root,
                                      baseline=baseline, unused_goldens=self._unused_goldens(), run=run)
-        reports = opts["reports_dir"]
+        reports = opts.reports_dir
         atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))
-        alluredir = opts["allure"]
+        alluredir = opts.allure
         if alluredir:
             from harness import allure as allure_support
 
@@ -117,11 +118,11 @@ class NdvalSession:
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Write the sign-off last, after junitxml wrote junit.xml (its artifacts table checksums it)."""
-        signoff_path = config.stash[OPTIONS_KEY]["signoff"]
+        signoff_path = config.stash[OPTIONS_KEY].signoff
         if self.summary and signoff_path:
             from harness import signoff
 
-            signoff.write(self.summary, Path(signoff_path), config.stash[OPTIONS_KEY]["reports_dir"])
+            signoff.write(self.summary, Path(signoff_path), config.stash[OPTIONS_KEY].reports_dir)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
         if not self.summary:
@@ -135,7 +136,7 @@ class NdvalSession:
             tr.write_line(f"  [{r['status'].upper():4}] {r['rule']}: {r['actual']} (threshold {r['threshold']})")
         for g in s["golden"]["unused"][:20]:
             tr.write_line(f"  unused golden (not deleted): {g}")
-        tr.write_line(f"summary: {self.config.stash[OPTIONS_KEY]['reports_dir'] / 'summary.json'}")
+        tr.write_line(f"summary: {self.config.stash[OPTIONS_KEY].reports_dir / 'summary.json'}")
         tr.write_line(f"gate verdict: {s['gate']['verdict']} (exit {s['gate']['exit_code']})",
                       bold=True, red=s["gate"]["exit_code"] != 0, green=s["gate"]["exit_code"] == 0)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-_CHUNK = 1 << 20
+from ndcore.units import BYTES_PER_MIB
+
+_CHUNK = int(BYTES_PER_MIB)
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -155,5 +155,6 @@ def summarise(per_group: Sequence[GroupCorrelation], statistic: Summary = "media
     coeffs = [g.r for g in per_group if g.r is not None]
     if not coeffs:
         return float("nan")
-    summary = {"median": statistics.median, "mean": statistics.fmean, "min": min}[statistic]
-    return float(summary(coeffs))
+    summaries: dict[str, Callable[[list[float]], float]] = {"median": statistics.median, "mean": statistics.fmean,
+                                                            "min": min}
+    return float(summaries[statistic](coeffs))

@@ -82,7 +82,7 @@ def field_at_line(text: str, line: int) -> str | None:
     a ``- key:`` line opens the next item of the sequence under the enclosing key.
     """
     stack: list[tuple[int, Any]] = []
-    items: dict[tuple, int] = {}
+    items: dict[tuple[Any, ...], int] = {}
     for raw in text.splitlines()[:line]:
         m = _KEY_LINE.match(raw)
         if not m:
@@ -152,7 +152,7 @@ class _Builder:
             return [self._build(v, (*loc, i), file, stack) for i, v in enumerate(node.value)]
         return self._scalar.construct_object(node, deep=True)
 
-    def _resolve_ref(self, mapping: dict, loc: Loc, file: str, line: int, stack: tuple[str, ...]) -> Any:
+    def _resolve_ref(self, mapping: dict[Any, Any], loc: Loc, file: str, line: int, stack: tuple[str, ...]) -> Any:
         ref = mapping.pop("ref")
         field_path = format_loc((*loc, "ref"))
         if not isinstance(ref, str):
@@ -175,7 +175,7 @@ class _Builder:
         return base
 
 
-def deep_merge(base: dict, over: dict) -> dict:
+def deep_merge(base: dict[Any, Any], over: dict[Any, Any]) -> dict[Any, Any]:
     """Return ``base`` updated by ``over``; nested mappings merge, everything else replaces."""
     out = dict(base)
     for key, value in over.items():
@@ -197,7 +197,13 @@ def load_located(path: Path, cases_root: Path) -> Located:
     return builder.located
 
 
-def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """``"did you mean 'x'?"`` for the closest candidate (difflib ratio ≥ 0.6), else None."""
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to ``name`` with a difflib ratio ≥ 0.6, else None."""
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """``"did you mean 'x'?"`` for the :func:`closest` candidate, else None."""
+    near = closest(name, candidates)
+    return f"did you mean {near!r}?" if near else None

@@ -86,10 +86,11 @@ def assemble(
     hidden = [_hidden_ep(s, ratio) for s in stages]
     st = pipeline.step_time(
         lambda h: schedule_time(schedule, stages, m, vpp, h), hidden, [s.per_micro_batch for s in stages], m,
-        [s.dp_comm for s in stages],
+        [s.dp_comm + s.optimizer for s in stages],
     )
     strag = stages[st.straggler_stage]
     perf = {name: m * strag.part(name) for name in MB_PARTS}
+    perf["BW_COMPUTE"] += strag.optimizer  # the per-step optimizer step (operator roofline; 0 otherwise)
     perf["DP_COMM"] = strag.dp_comm
     perf["PP_COMM"] = pp_comm
     perf["BUBBLE"] = st.bubble * bubble_coefficient

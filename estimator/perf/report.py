@@ -66,7 +66,27 @@ def format_perf_table(report: PerfReport) -> str:
         "",
         tabulate(real, headers=["RealPart", f"[{u}/step]", "% of TOTAL"], floatfmt=".4g"),
     ]
+    if any(st.by_class for st in report.stages):
+        lines += ["", format_class_table(report)]
     if report.mode == "time":
         lines.append(f"tokens/s {report.tokens_per_s:.4g}   MFU {100 * report.mfu:.2f} %")
     lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines)
+
+
+def format_class_table(report: PerfReport) -> str:
+    """Device time per operator class per stage (seconds per micro-batch, all passes; optimizer per
+    step), beside the stage's comm and exposed host time — the class names ``ndval calibrate`` and
+    the analyzer's kernel classes use (``analyzer.kernel_classes``)."""
+    from tabulate import tabulate
+
+    from estimator.perf.operators import OP_CLASSES
+
+    rows = []
+    for st in report.stages:
+        by = {**st.by_class, "optimizer": st.optimizer}
+        rows.append([st.stage, *(by.get(c, 0.0) for c in OP_CLASSES), st.mp_comm, st.ep_comm, st.cp_comm,
+                     sum(st.exposed_host()), st.dp_comm])
+    head = ["stage", *(f"{c}" + (" [s/step]" if c == "optimizer" else "") for c in OP_CLASSES),
+            "collective tp", "collective ep", "collective cp", "exposed host", "collective dp [s/step]"]
+    return "operator classes [s per micro-batch]\n" + tabulate(rows, headers=head, floatfmt=".4g")

@@ -8,13 +8,14 @@ DP/ZeRO traffic. Stages with the same layers, extras and recompute mode are pric
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from estimator import derive, params
-from estimator.perf import comm, compute, kernels, layers
+from estimator.perf import comm, compute, kernels, layers, operators, roofline
 from estimator.perf.context import Ctx, comm_value, compute_value, context
+from estimator.profiles import resolved_bytes
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
@@ -67,6 +68,8 @@ class StageCost:
     kernels_fw: float = 0.0
     kernels_bw: float = 0.0
     kernels_rec: float = 0.0
+    optimizer: float = 0.0  # per step: the optimizer step over the local shard (operator roofline only)
+    by_class: dict[str, float] = field(default_factory=dict)  # device seconds per micro-batch per operator class
 
     def pass_comm(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
         """(forward, backward, recompute) share of the stage's TP + EP + CP comm per micro-batch
@@ -183,6 +186,11 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         if layout.has_head:
             launches += kernels.head_pass_kernels(ctx.tp)
     dp_cs, dp_stride_exp, dp_cs_exp = dp_collectives(cfg, ctx, layout)
+    timed = [compute_value(ctx, fw), compute_value(ctx, bw), compute_value(ctx, rec)]
+    optimizer, by_class = 0.0, {}
+    if roofline.roofline_active(cfg):
+        r = roofline.stage_roofline(cfg, ctx, layout, optimizer_ops(cfg, ctx, layout))
+        timed, optimizer, by_class = [r.forward, r.backward, r.recompute], r.optimizer, r.by_class
     values = {
         "tp": comm_value(cfg, ctx, tp_cs, 1, "tp"),
         "ep": comm_value(cfg, ctx, ep_cs, ctx.t_exp, "ep"),
@@ -191,9 +199,9 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
     }
     return StageCost(
         stage=layout.stage,
-        fw_compute=compute_value(ctx, fw),
-        bw_compute=compute_value(ctx, bw),
-        recompute=compute_value(ctx, rec),
+        fw_compute=timed[0],
+        bw_compute=timed[1],
+        recompute=timed[2],
         mp_comm=values["tp"], ep_comm=values["ep"], cp_comm=values["cp"], dp_comm=values["dp"],
         ep=stage_ep,
         fw_flops=fw,
@@ -207,7 +215,40 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         host_rec=launches.recompute * ctx.host_launch_s,
         full_recompute=full,
         kernels_fw=launches.forward, kernels_bw=launches.backward, kernels_rec=launches.recompute,
+        optimizer=optimizer, by_class=by_class,
     )
+
+
+def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> tuple[float, float]:
+    """Parameters of the stage one device holds: (non-expert, routed experts).
+
+    Non-expert (attention, norms, dense MLP, shared experts, embedding, head): ``/tp`` except the
+    parts every TP rank holds whole (``LayerParams.held_non_expert``); routed experts ``/(ep·t_exp)``.
+    """
+    m = cfg.model
+    dense = routed = 0.0
+    for index, n in layers.layer_groups(cfg, layout.layers):
+        lp = params.layer_params(m, index)
+        dense += n * (lp.held_non_expert(ctx.tp) + lp.shared / ctx.tp)
+        routed += n * lp.routed / (derive.layer_ep(cfg, index) * ctx.t_exp) if lp.routed else 0.0
+    if layout.has_embedding:
+        dense += (params.embedding_params(m) + params.position_embedding_params(m, ctx.seq)) / ctx.tp
+    if layout.has_head:
+        dense += params.head_params(m) / ctx.tp
+    return dense, routed
+
+
+def optimizer_ops(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> list[operators.Op]:
+    """The optimizer step of one device: Adam over its shard (``/(dp·cp)`` non-expert, ``/edp`` routed with
+    the distributed optimizer, else everything it holds), reading master params (or params), grads
+    and both moments and writing them back plus the low-precision copy (:func:`resolved_bytes`)."""
+    dense, routed = stage_params(cfg, ctx, layout)
+    if cfg.parallel.distributed_optimizer:
+        dense, routed = dense / (ctx.dp * ctx.cp), routed / ctx.edp
+    rb = resolved_bytes(cfg)
+    main = rb.master_params or rb.params
+    per_param = 2 * main + rb.grads + 4 * rb.optimizer_state + (rb.params if rb.master_params else 0)
+    return operators.optimizer_ops(dense + routed, per_param, rb.grads)
 
 
 def dp_collectives(
@@ -219,17 +260,8 @@ def dp_collectives(
     parts every TP rank holds whole (``LayerParams.held_non_expert``), reduced over the ``dp·cp``
     group (stride tp). Routed experts: ``routed/(ep·t_exp)`` over the expert-data-parallel group ``dp·tp·cp/(t_exp·ep)`` (stride ``t_exp·ep``).
     """
-    m, p = cfg.model, cfg.parallel
-    dense = routed = 0.0
-    for index, n in layers.layer_groups(cfg, layout.layers):
-        lp = params.layer_params(m, index)
-        dense += n * (lp.held_non_expert(ctx.tp) + lp.shared / ctx.tp)
-        routed += n * lp.routed / (derive.layer_ep(cfg, index) * ctx.t_exp) if lp.routed else 0.0
-    if layout.has_embedding:
-        dense += (params.embedding_params(m) + params.position_embedding_params(m, ctx.seq)) / ctx.tp
-    if layout.has_head:
-        dense += params.head_params(m) / ctx.tp
-    dist = p.distributed_optimizer
+    dense, routed = stage_params(cfg, ctx, layout)
+    dist = cfg.parallel.distributed_optimizer
     non_exp = comm.dp_step_collectives(dense, ctx.b_grad, ctx.b_param, ctx.dp * ctx.cp, dist)
     exp = comm.dp_step_collectives(routed, ctx.b_grad, ctx.b_param, ctx.edp, dist)
     return non_exp, ctx.t_exp * ctx.ep, exp

@@ -10,7 +10,6 @@ stay inside validation_cases/, its checksum is recorded), the case is linted and
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import shutil
 import sys
@@ -22,6 +21,7 @@ import yaml
 from harness import gate, paths
 from harness.cases import read_table
 from ndcore.hashing import sha256_file
+from ndcore.yamlsrc import closest
 
 #: canonical column -> accepted (normalised) header spellings
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -62,8 +62,8 @@ def map_columns(headers: list[str], source: str) -> dict[str, str]:
         if hit is not None:
             found[canon] = hit
         elif canon in REQUIRED:
-            close = difflib.get_close_matches(aliases[0], list(norm), n=1, cutoff=0.6)
-            hint = f" (did you mean {norm[close[0]]!r}?)" if close else ""
+            near = closest(aliases[0], norm)
+            hint = f" (did you mean {norm[near]!r}?)" if near else ""
             missing.append(f"missing column {canon!r} (accepted headers: {', '.join(aliases)}){hint}")
     if missing:
         raise SpreadsheetError(f"{source}: " + "; ".join(missing) + f". Columns found: {', '.join(map(str, headers))}")

@@ -121,3 +121,5 @@ def test_confidence_list_on_real_captures(profile_path, sample: str, expected: l
     assert "1. Capture prefill and decode separately" in warnings_part
     assert ("2. Enable the AI Core metrics (PipeUtilization)" in warnings_part) is expected[1]
     assert "<h3>How to raise confidence" in report.to_html(a)
+    # the applicable phases of each recommendation are a column of the report (seed §5 "适用阶段")
+    assert "| phases |" in md and "| prefill, decode, overall |" in md

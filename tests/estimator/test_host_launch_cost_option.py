@@ -2,6 +2,8 @@
 
 SYNTHETIC toy configs (tiny layers on an H100, the pattern of test_perf_host.py) whose kernels are so
 short that the host launch bound binds; the 5 µs default is ``estimator.profiles.HOST_LAUNCH_COST``.
+The device side is the raw-peak model (``operator_roofline: false``): the operator roofline adds a
+sourced per-kernel latency (H100: 20 µs) that would outlast a 5 µs host launch.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def _raw(profile: str = "megatron", model: dict[str, Any] = SYNTHETIC_DENSE_MODE
         "parallel": {"tp": 2, "pp": 2, "dp": 2, "ep": 2 if model.get("num_experts") else 1},
         "recompute": {"mode": "full"},
         "hardware": {"preset": "h100-80g", "devices": 8},
-        "options": options,
+        "options": {"operator_roofline": False, **options},
     }
 
 

@@ -68,7 +68,8 @@ def test_profile_data_has_a_source() -> None:
 
 
 def _cfg(model: dict[str, Any], **options: Any) -> dict[str, Any]:
-    """Synthetic toy config: tiny layers on an H100, so the host launch time dominates."""
+    """Synthetic toy config: tiny layers on an H100, so the host launch time dominates (raw-peak device
+    model: the operator roofline's sourced 20 µs per-kernel latency would outlast a 5 µs launch)."""
     return {
         "profile": "megatron",
         "model": copy.deepcopy(model),
@@ -76,7 +77,7 @@ def _cfg(model: dict[str, Any], **options: Any) -> dict[str, Any]:
         "parallel": {"tp": 2, "pp": 2, "dp": 2, "ep": 2 if model.get("num_experts") else 1},
         "recompute": {"mode": "full"},
         "hardware": {"preset": "h100-80g", "devices": 8},
-        "options": options,
+        "options": {"operator_roofline": False, **options},
     }
 
 
@@ -119,7 +120,7 @@ def test_sapp_nd_profile_has_no_host_term_and_is_unchanged() -> None:
     raw = _cfg(SYNTHETIC_MOE_MODEL)
     raw["profile"] = "sapp-nd"
     on = estimator.estimate_perf(estimator.load_config(raw))
-    raw["options"] = {"host_launch_overhead": False}
+    raw["options"] = {**raw["options"], "host_launch_overhead": False}
     off = estimator.estimate_perf(estimator.load_config(raw))
     assert on.real_parts == off.real_parts and on.perf_parts == off.perf_parts
 
@@ -143,8 +144,10 @@ def test_ep_hidden_in_bubble_never_shortens_a_host_bound_pass() -> None:
     assert loose.per_micro_batch - loose.per_micro_batch_ep_hidden(1.0) == pytest.approx(3.0)
 
 
-def test_fast_calibration_path_matches_estimate_perf_with_host_term() -> None:
-    cfgs = [estimator.load_config(_cfg(m)) for m in (SYNTHETIC_DENSE_MODEL, SYNTHETIC_MOE_MODEL)]
+@pytest.mark.parametrize("roofline", [False, True])
+def test_fast_calibration_path_matches_estimate_perf_with_host_term(roofline: bool) -> None:
+    cfgs = [estimator.load_config(_cfg(m, operator_roofline=roofline, host_launch_cost_us=30.0))
+            for m in (SYNTHETIC_DENSE_MODEL, SYNTHETIC_MOE_MODEL)]
     fast = calibrate.efficiency_estimator(cfgs)
     for i, cfg in enumerate(cfgs):
         for eff in (0.05, 0.5):

@@ -1,10 +1,11 @@
-"""Step-time ranking on the other published measurements, with NO calibration (raw peak).
+"""Step time on the other published measurements, with NOTHING fitted (issue 11 bars).
 
 Rows of ``../shared/data/measured/step_time_cases.csv`` other than vTrain: SimuMax on 8×B200
-(18 rows: llama3-70b and DeepSeek-V2 truncated, TP/PP/EP layouts × 4/8/32 micro-batches) and
-Korthikanti et al. 2022 Table 5 (8 rows: 22B-1T, full vs selective recompute). The issue's rank bar
-(Spearman ≥ 0.9) is asserted per source; est/meas at raw peak is printed (it is the achieved share
-of peak the model would need). Megatron-CI and Moonlight rows are reported only (run with -s).
+(18 rows: llama3-70b and DeepSeek-V2 truncated, TP/PP/EP layouts × 4/8/32 micro-batches; bars MAPE
+≤ 15 %, Spearman ≥ 0.95) and Korthikanti et al. 2022 Table 5 (8 rows: 22B-1T, full vs selective
+recompute; MAPE ≤ 10 %), through the operator roofline on the presets' sourced efficiencies.
+Megatron-CI and Moonlight rows are reported (run with -s); their MAPE ≤ 25 % target is missed and
+waived in the validation cases with the numbers.
 """
 
 from __future__ import annotations
@@ -33,16 +34,19 @@ def _rows(measured_dir: Path, source: str) -> tuple[list[float], list[float]]:
 
 
 @pytest.mark.needs_data
-@pytest.mark.parametrize("source,n", [("simumax_b200_v1.2", 18), ("korthikanti2022_tab5", 8)])
-def test_rank_correlation_without_calibration(measured_dir: Path, source: str, n: int) -> None:
+@pytest.mark.parametrize("source,n,max_mape_pct,min_rho", [
+    ("simumax_b200_v1.2", 18, 15.0, 0.95), ("korthikanti2022_tab5", 8, 10.0, 0.9),
+])
+def test_issue_bars_without_calibration(measured_dir: Path, source: str, n: int, max_mape_pct: float,
+                                        min_rho: float) -> None:
     meas, est = _rows(measured_dir, source)
     assert len(meas) == n
-    rho = stats.spearman(est, meas)
+    rho, err = stats.spearman(est, meas), 100.0 * stats.mape(est, meas)
     ratio = np.asarray(est) / np.asarray(meas)
-    print(f"\n{source}: n={n} Spearman {rho:.3f}, est/meas at raw peak {ratio.min():.2f}..{ratio.max():.2f}")
-    assert rho >= 0.9
-    # raw peak can only be faster than reality: the needed efficiency is below 1
-    assert np.all(ratio < 1.0)
+    print(f"\n{source}: n={n} Spearman {rho:.3f}, MAPE {err:.1f} %, est/meas {ratio.min():.2f}..{ratio.max():.2f}")
+    assert rho >= min_rho and err <= max_mape_pct
+    # the roofline is neither all-high nor all-low on these rows
+    assert ratio.min() < 1.0 < ratio.max()
 
 
 @pytest.mark.needs_data
@@ -50,5 +54,6 @@ def test_rank_correlation_without_calibration(measured_dir: Path, source: str, n
 def test_other_sources_report(measured_dir: Path, source: str) -> None:
     meas, est = _rows(measured_dir, source)
     rho = stats.spearman(est, meas)
-    print(f"\n{source}: n={len(meas)} Spearman {rho:.3f} (reported, no bar)")
+    print(f"\n{source}: n={len(meas)} Spearman {rho:.3f}, MAPE {100.0 * stats.mape(est, meas):.1f} % "
+          "(waived target 25 %)")
     assert len(meas) == 6 and all(e > 0 for e in est)

@@ -17,6 +17,8 @@ GPT: dict[str, Any] = {  # synthetic GPT, Narayanan-style dims
     "train": {"seq_length": 1024, "micro_batch_size": 2, "num_micro_batches": 4},
     "parallel": {"tp": 1, "pp": 1, "dp": 1},
     "hardware": "a100-80g",
+    # the FLOP formulas are checked on the raw-peak model (test_perf_roofline.py prices operators)
+    "options": {"operator_roofline": False},
 }
 
 

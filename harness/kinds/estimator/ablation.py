@@ -17,6 +17,9 @@ from harness.kinds.estimator.common import (
 )
 from harness.results import RunResult
 
+Experiment = Literal["EXP-1", "EXP-2", "EXP-3", "EXP-4"]
+EXPERIMENTS: tuple[Experiment, ...] = ("EXP-1", "EXP-2", "EXP-3", "EXP-4")
+
 
 class Exp3(KindParams):
     config: str = Field(description="label of the data row whose EP stays fixed")
@@ -27,8 +30,7 @@ class AblationParams(EstimatorParams):
     base: Literal["legacy_seconds", "legacy", "fixed"] = Field(
         "legacy_seconds", description="options the experiments start from (estimator.ablation.legacy_seconds: "
                                       "the reference before the fixes with EP priced in seconds)")
-    experiments: list[Literal["EXP-1", "EXP-2", "EXP-3", "EXP-4"]] = Field(
-        default_factory=lambda: ["EXP-1", "EXP-2", "EXP-3", "EXP-4"])
+    experiments: list[Experiment] = Field(default_factory=lambda: list(EXPERIMENTS))
     exp3: Exp3 | None = None
 
 

@@ -17,6 +17,9 @@ from harness.kinds.estimator.common import (
 )
 from harness.results import RunResult
 
+Compared = Literal["memory", "perf"]
+COMPARED: tuple[Compared, ...] = ("memory", "perf")
+
 
 class Variant(KindParams):
     preset: Literal["legacy", "fixed", "none"] = "none"
@@ -27,10 +30,10 @@ class Variant(KindParams):
 class InvarianceParams(EstimatorParams):
     a: Variant = Field(description="first variant (column a)")
     b: Variant = Field(description="second variant (column b)")
-    compare: list[Literal["memory", "perf"]] = Field(default_factory=lambda: ["memory", "perf"])
+    compare: list[Compared] = Field(default_factory=lambda: list(COMPARED))
 
 
-def _flatten_results(est: Any, cfg: Any, compare: list[str]) -> dict[str, float]:
+def _flatten_results(est: Any, cfg: Any, compare: list[Compared]) -> dict[str, float]:
     out: dict[str, float] = {}
     if "memory" in compare:
         for s in est.estimate_memory(cfg).stages:

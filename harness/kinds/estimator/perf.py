@@ -81,7 +81,7 @@ def calibrate_rows(params: PerfParams, rows: list[dict[str, Any]], ctx: RunConte
     cfgs = [build_config(params, rows[i], ctx, fixed) for i in used]
     estimate = calibrate.efficiency_estimator(cfgs)
     ids = [str(rows[i][spec.id_column]) for i in used]
-    measured_s = [_measured_step_ms(params, rows[i]) / MS_PER_S for i in used]
+    measured_s = [(_measured_step_ms(params, rows[i]) or 0.0) / MS_PER_S for i in used]  # used: all > 0
     groups = ["|".join(str(rows[i][c]) for c in spec.group_by) for i in used]
     try:
         cal = calibrate.calibrate_efficiency(estimate, ids, measured_s, groups, spec.loo_subsample)
@@ -118,7 +118,8 @@ def run_perf(ctx: RunContext) -> RunResult:
     if host is not None:
         values["host_launch_cost"] = host
     if params.calibrate is not None:
-        eff, halves, record = calibrate_rows(params, rows, ctx, host)
+        eff, fitted_halves, record = calibrate_rows(params, rows, ctx, host)
+        halves = list(fitted_halves)
         extra[params.calibrate.fit] = eff
         values |= {params.calibrate.fit: eff, "calibration": record}
     table, golden = [], {}

@@ -1,0 +1,222 @@
+"""Operators one rank runs per layer and micro-batch, with FLOPs, bytes moved and kernels (operator roofline).
+
+Each :class:`Op` is one forward operator of a Megatron-style layer on one rank (TP/CP-local shapes)
+and carries its backward: FLOPs, bytes read + written in HBM, and kernel counts per pass.
+:mod:`estimator.perf.roofline` prices them. Shapes (``T`` = ``b·s/cp`` local tokens, ``T_n`` =
+``T/tp`` with sequence parallelism else ``T``, ``B`` = bytes per element of the compute dtype):
+
+* **GEMM** ``[M, K] @ [K, N]``: ``2·M·K·N`` FLOPs, ``(M·K + K·N + M·N)·B`` bytes; backward = the
+  input- and weight-gradient GEMMs of the same size (2 kernels, 2× FLOPs and bytes; Narayanan et
+  al. 2021 §5.1).
+* **flash attention** (own class ``attention``): ``2·T·s·a·(d_qk + d_v)/tp`` FLOPs (no causal
+  halving, the convention of :func:`compute.attention_core_flops` and of SimuMax's sdp factors),
+  bytes Q + K + V + O; backward 2.5× the FLOPs (five GEMM-like products against two: Dao 2023,
+  FlashAttention-2 §3.1; SimuMax ``dense_module.py`` ``bwd_grad_act_flops = 5·base``) and 2× the
+  bytes, 2 kernels (``kernels.OP_KERNELS['FLASH']``).
+* **element-wise** (class ``elementwise``; memory-bound, FLOPs not counted): bytes read + written;
+  backward reads the output gradient and the saved input and writes the input gradient, 1.5× the
+  forward bytes. Counted: input and post-attention norms, RoPE on q and k, unfused attention's
+  fused scale-mask-softmax and dropout over ``b·(a/tp)·(s/cp)·s`` scores (+1 byte of mask per
+  element) and the permute copy, bias-dropout-add residuals (+1 byte of mask), the MLP activation
+  (GeLU reads ``F``, SwiGLU ``2F`` per token and writes ``F``), MoE router softmax + top-k and
+  token permute / unpermute (``k`` copies of each token), the embedding lookup (+ learned position
+  add, + dropout) whose backward writes the table's gradient, the final norm and the
+  vocab-parallel cross entropy (reads the logits, writes and re-reads fp32 values: ``(B + 8)`` bytes
+  per logit forward, ``(4 + B)`` backward).
+
+FLOPs of the GEMM and attention operators add up to :mod:`estimator.perf.layers`' per-layer count
+(every projection ``/tp``, routed experts ``k·T`` tokens over the local experts × the load
+imbalance). Modules (``Op.modules``) are Megatron's recompute-module names; selective recompute
+re-runs the operators of the listed modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from estimator.perf import compute
+
+if TYPE_CHECKING:
+    from estimator.config import ModelConfig
+
+#: device operator classes the roofline prices (the analyzer's kernel-class names for the same work)
+OP_CLASSES = ("gemm", "attention", "elementwise", "optimizer")
+#: element-wise backward bytes over forward bytes (read dY + saved X, write dX)
+ELEMENTWISE_BACKWARD_BYTES = 1.5
+#: flash-attention backward FLOPs over forward (FlashAttention-2 §3.1)
+FLASH_BACKWARD_FLOPS = 2.5
+
+
+@dataclass(frozen=True)
+class Op:
+    """One forward operator and its backward, ``count`` identical copies (e.g. local experts)."""
+
+    name: str
+    op_class: str
+    modules: tuple[str, ...]
+    flops: float
+    bytes: float
+    kernels: float
+    bw_flops: float
+    bw_bytes: float
+    bw_kernels: float
+    count: float = 1.0
+
+
+def gemm(name: str, modules: tuple[str, ...], m: float, k: float, n: float, b: int, count: float = 1.0) -> Op:
+    """``[m, k] @ [k, n]`` in a ``b``-byte dtype; backward = two GEMMs of the same size."""
+    flops = compute.matmul_flops(m, k, n)
+    moved = (m * k + k * n + m * n) * b
+    return Op(name, "gemm", modules, flops, moved, 1.0, 2.0 * flops, 2.0 * moved, 2.0, count)
+
+
+def elementwise(name: str, modules: tuple[str, ...], moved: float, kernels: float = 1.0,
+                bw_kernels: float = 1.0, bw_bytes: float | None = None) -> Op:
+    """A memory-bound operator moving ``moved`` bytes forward (backward 1.5× unless given)."""
+    back = ELEMENTWISE_BACKWARD_BYTES * moved if bw_bytes is None else bw_bytes
+    return Op(name, "elementwise", modules, 0.0, moved, kernels, 0.0, back, bw_kernels)
+
+
+@dataclass(frozen=True)
+class LayerDims:
+    """Per-rank shapes of one layer (see the module docstring)."""
+
+    tokens: float  # T = b·s/cp
+    norm_tokens: float  # T_n
+    batch: float  # b
+    seq: int  # s (keys per query)
+    tp: int
+    cp: int
+    b: int  # bytes per element, compute dtype
+    flash: bool
+    ring_blocks: int  # core-attention kernels per layer with a CP ring (cp), else 1
+    imbalance: float  # busiest EP rank's routed load / mean
+
+
+def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
+    """Input norm, projections (+ RoPE), core attention, output projection and residual."""
+    h, a, b, t, tn = model.hidden_size, model.num_attention_heads, d.b, d.tokens, d.norm_tokens
+    ops = [elementwise("input_norm", ("layernorm",), 2 * tn * h * b, bw_kernels=2)]
+    if model.attention == "mla":
+        assert model.kv_lora_rank and model.qk_head_dim and model.v_head_dim
+        rope = model.qk_rope_head_dim or 0
+        d_qk, d_v, n_kv = model.qk_head_dim + rope, model.v_head_dim, a
+        r_kv, q_dim = model.kv_lora_rank, a * d_qk
+        if model.q_lora_rank:
+            ops += [gemm("q_down", ("attn_proj",), t, h, model.q_lora_rank / d.tp, b),
+                    elementwise("q_norm", ("attn_proj",), 2 * t * model.q_lora_rank * b, bw_kernels=2),
+                    gemm("q_up", ("attn_proj", "mla_up_proj"), t, model.q_lora_rank, q_dim / d.tp, b)]
+        else:
+            ops.append(gemm("q_proj", ("attn_proj",), t, h, q_dim / d.tp, b))
+        ops += [gemm("kv_down", ("attn_proj",), t, h, (r_kv + rope) / d.tp, b),
+                elementwise("kv_norm", ("attn_proj",), 2 * t * r_kv * b, bw_kernels=2),
+                gemm("kv_up", ("attn_proj", "mla_up_proj"), t, r_kv, a * (model.qk_head_dim + d_v) / d.tp, b)]
+    else:
+        d_qk = d_v = model.head_size
+        n_kv = model.kv_heads
+        ops.append(gemm("qkv", ("attn_proj",), t, h, (a + 2 * n_kv) * d_qk / d.tp, b))
+    if model.position_embedding == "rope" or model.attention == "mla":
+        ops += [elementwise("rope_q", ("attn_proj",), 2 * t * a * d_qk / d.tp * b),
+                elementwise("rope_k", ("attn_proj",), 2 * t * n_kv * d_qk / d.tp * b)]
+    ops += core_attention_ops(d, a, n_kv, d_qk, d_v)
+    ops += [gemm("out_proj", ("attn_proj",), t, a * d_v / d.tp, h, b),
+            elementwise("residual_attn", ("residual",), (3 * b + 1) * tn * h)]
+    return ops
+
+
+def core_attention_ops(d: LayerDims, a: int, n_kv: int, d_qk: int, d_v: int) -> list[Op]:
+    """Flash attention (one ``attention`` operator), or unfused: QKᵀ ``baddbmm``, scale-mask-softmax,
+    dropout, ``bmm`` PV and the permute copy (Megatron ``CoreAttention``)."""
+    t, b, heads = d.tokens, d.b, a / d.tp
+    q, o = t * heads * d_qk * b, t * heads * d_v * b
+    kv = d.batch * d.seq * n_kv / d.tp * (d_qk + d_v) * b
+    if d.flash:
+        flops = compute.attention_core_flops(t, d.seq, a, d_qk, d_v) / d.tp
+        k = float(d.ring_blocks)
+        return [Op("flash_attention", "attention", ("core_attn",), flops, q + kv + o, k,
+                   FLASH_BACKWARD_FLOPS * flops, 2.0 * (q + kv + o), 2.0 * k)]
+    scores = d.batch * heads * (t / d.batch) * d.seq  # b·(a/tp)·(s/cp)·s
+    qk = Op("attn_scores", "gemm", ("core_attn",), 2.0 * scores * d_qk, q + kv / 2 + scores * b, 1.0,
+            4.0 * scores * d_qk, 2.0 * (q + kv / 2 + scores * b), 2.0)
+    pv = Op("attn_values", "gemm", ("core_attn",), 2.0 * scores * d_v, scores * b + kv / 2 + o, 1.0,
+            4.0 * scores * d_v, 2.0 * (scores * b + kv / 2 + o), 2.0)
+    return [
+        qk,
+        elementwise("softmax", ("core_attn",), 2 * scores * b),
+        elementwise("attn_dropout", ("core_attn",), (2 * b + 1) * scores),
+        pv,
+        elementwise("attn_permute", ("core_attn",), 2 * o),
+    ]
+
+
+def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> list[Op]:
+    """Post-attention norm, the dense MLP or the MoE block, and the residual."""
+    h, b, t, tn = model.hidden_size, d.b, d.tokens, d.norm_tokens
+    ops = [elementwise("post_attn_norm", ("layernorm",), 2 * tn * h * b, bw_kernels=2)]
+    if not moe:
+        ops += _ffn_ops("mlp", ("mlp",), ("mlp",), h, model.dense_ffn / d.tp, t, b, model.activation)
+    else:
+        e, k = model.num_experts, model.moe_topk
+        ops += [gemm("router", ("moe",), t, h, e / d.tp, b),
+                elementwise("router_softmax", ("moe",), 2 * tn * e * 4),
+                elementwise("router_topk", ("moe",), tn * e * 4 + 2 * tn * k * 4),
+                elementwise("permute", ("moe",), (1 + k) * tn * h * b),
+                elementwise("unpermute", ("moe",), (1 + k) * tn * h * b)]
+        per_expert = k * t * d.imbalance / max(1, local_experts)
+        ops += _ffn_ops("expert", ("moe",), ("moe", "moe_act"), h, model.expert_ffn / d.tp, per_expert, b,
+                        model.activation, count=float(local_experts))
+        if model.shared_ffn_total:
+            ops += _ffn_ops("shared", ("moe", "shared_experts"), ("moe", "shared_experts"), h,
+                            model.shared_ffn_total / d.tp, t, b, model.activation)
+    ops.append(elementwise("residual_mlp", ("residual",), (3 * b + 1) * tn * h))
+    return ops
+
+
+def _ffn_ops(name: str, modules: tuple[str, ...], act_modules: tuple[str, ...], h: int, ffn: float, tokens: float,
+             b: int, activation: str, count: float = 1.0) -> list[Op]:
+    """fc1 (gate and up fused for gated activations), activation, fc2 on ``tokens`` tokens."""
+    gated = compute.MLP_MATMULS[activation] == 3
+    width = (2 if gated else 1) * ffn
+    act = elementwise(f"{name}_activation", act_modules, (width + ffn) * tokens * b)
+    return [gemm(f"{name}_fc1", modules, tokens, h, width, b, count),
+            Op(act.name, act.op_class, act.modules, 0.0, act.bytes, 1.0, 0.0, act.bw_bytes, 1.0, count),
+            gemm(f"{name}_fc2", modules, tokens, ffn, h, b, count)]
+
+
+def embedding_ops(model: ModelConfig, d: LayerDims, b_grad: int) -> list[Op]:
+    """Word lookup (backward: the table's gradient, ``V/tp·h`` accumulated in ``b_grad`` bytes), learned
+    position lookup and add, embedding dropout (first stage, per micro-batch)."""
+    h, b, t = model.hidden_size, d.b, d.tokens
+    table = model.vocab / d.tp * h * b_grad
+    ops = [elementwise("embedding", (), 2 * t * h * b, bw_bytes=t * h * b + 2 * table)]
+    if model.position_embedding == "learned":
+        ops.append(elementwise("position_add", (), 4 * t * h * b, kernels=2))
+    ops.append(elementwise("embedding_dropout", (), (2 * b + 1) * t * h))
+    return ops
+
+
+def head_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
+    """Final norm, logits GEMM ``[T, h] @ [h, V/tp]`` and the vocab-parallel cross entropy (last stage)."""
+    h, b, t = model.hidden_size, d.b, d.tokens
+    logits = t * model.vocab / d.tp
+    return [elementwise("final_norm", (), 2 * d.norm_tokens * h * b, bw_kernels=2),
+            gemm("logits", (), t, h, model.vocab / d.tp, b),
+            elementwise("cross_entropy", (), (b + 8) * logits, kernels=6, bw_kernels=2, bw_bytes=(4 + b) * logits)]
+
+
+def mtp_extra_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
+    """DeepSeek MTP module beyond its transformer layer: two norms, concat, projection ``2h → h`` and a
+    second head."""
+    h, b, t = model.hidden_size, d.b, d.tokens
+    return [elementwise("mtp_norms", (), 4 * t * h * b, kernels=2, bw_kernels=4),
+            elementwise("mtp_concat", (), 4 * t * h * b),
+            gemm("mtp_proj", (), t, 2 * h / d.tp, h, b), *head_ops(model, d)]
+
+
+def optimizer_ops(params_local: float, bytes_per_param: float, grad_bytes: int) -> list[Op]:
+    """One optimizer step over ``params_local`` parameters of this rank's shard: Adam reads and writes
+    ``bytes_per_param`` (master params, grads, both moments, the low-precision copy), and the
+    grad-norm + clipping pass reads the grads twice and writes them once (per step, no backward)."""
+    return [Op("adam", "optimizer", (), 0.0, params_local * bytes_per_param, 1.0, 0.0, 0.0, 0.0),
+            Op("grad_norm_clip", "optimizer", (), 0.0, 3.0 * params_local * grad_bytes, 2.0, 0.0, 0.0, 0.0)]

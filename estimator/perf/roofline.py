@@ -1,0 +1,137 @@
+"""Operator roofline: each operator of a stage priced on the device's sourced efficiencies.
+
+One kernel group (an :class:`estimator.perf.operators.Op` pass) takes
+
+``max(FLOPs / (peak[precision] · eff_c), bytes / (HBM · eff_mem(bytes per kernel)) + kernels · latency)``
+
+with ``eff_c`` = ``matmul(GFLOP per kernel)`` for GEMMs and ``attention_fwd`` / ``attention_bwd`` for
+flash attention (:class:`estimator.hardware.DeviceEfficiency`, data with its source). The latency
+sits in the memory term as in the source of the numbers (SimuMax ``compute_mem_access_time``: bytes /
+(bandwidth · efficiency) + latency per operator; the op takes the larger of that and its compute time).
+``options.compute_efficiency`` derates every operator time (``t / eff``; 1.0 = as priced).
+
+Applies in ``time`` mode with ``options.operator_roofline`` on and a hardware ``efficiency`` block;
+otherwise the stage prices GEMM FLOPs at ``peak · compute_efficiency`` and nothing else
+(:func:`estimator.perf.context.compute_value`, the reference's model, ``legacy()``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from estimator import derive
+from estimator.perf import operators as ops_
+from estimator.perf.layers import is_moe_layer, layer_groups
+
+if TYPE_CHECKING:
+    from estimator.config import EstimatorConfig
+    from estimator.hardware import DeviceEfficiency
+    from estimator.perf.context import Ctx
+
+BYTES_PER_MB = 1e6
+FLOPS_PER_GFLOP = 1e9
+
+
+def roofline_active(cfg: EstimatorConfig) -> bool:
+    """True when the stage compute is priced operator by operator (see the module docstring)."""
+    o = cfg.options
+    return o.perf_mode == "time" and o.operator_roofline and cfg.hardware.efficiency is not None
+
+
+def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, backward: bool,
+                   eff: DeviceEfficiency, peak_flops: float) -> float:
+    """Seconds of ``kernels`` equal kernels doing ``flops`` and moving ``moved`` bytes in all (roofline)."""
+    per_kernel = max(kernels, 1.0)
+    compute_s = 0.0
+    if flops:
+        if op_class == "attention":
+            e = eff.attention_bwd if backward else eff.attention_fwd
+        else:
+            e = eff.matmul_eff(flops / per_kernel / FLOPS_PER_GFLOP)
+        compute_s = flops / (peak_flops * e)
+    memory_s = 0.0
+    if moved:
+        bw = eff.hbm_gb_s * 1e9 * eff.memory_eff(moved / per_kernel / BYTES_PER_MB)
+        memory_s = moved / bw + kernels * eff.kernel_latency_us * 1e-6
+    return max(compute_s, memory_s)
+
+
+def op_pass_s(op: ops_.Op, backward: bool, eff: DeviceEfficiency, peak_flops: float) -> float:
+    """Seconds of one pass (forward or backward) of ``op`` and its ``count`` copies."""
+    if backward:
+        return op.count * kernel_group_s(op.bw_flops, op.bw_bytes, op.bw_kernels, op.op_class, True, eff, peak_flops)
+    return op.count * kernel_group_s(op.flops, op.bytes, op.kernels, op.op_class, False, eff, peak_flops)
+
+
+@dataclass(frozen=True)
+class StageRoofline:
+    """Device compute seconds of one stage per micro-batch by pass, per operator class (all passes),
+    and the per-step optimizer seconds."""
+
+    forward: float
+    backward: float
+    recompute: float
+    by_class: dict[str, float]
+    optimizer: float
+
+
+def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
+    """Per-rank shapes shared by the stage's layers."""
+    local = ctx.tokens / ctx.cp
+    ring = ctx.cp if ctx.cp > 1 and cfg.parallel.cp_comm_type != "a2a" else 1
+    return ops_.LayerDims(
+        tokens=local, norm_tokens=local / (ctx.tp if ctx.sp else 1), batch=ctx.tokens / ctx.seq, seq=ctx.seq,
+        tp=ctx.tp, cp=ctx.cp, b=ctx.b_compute, flash=cfg.train.flash_attention, ring_blocks=ring,
+        imbalance=ctx.expert_imbalance,
+    )
+
+
+def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int) -> list[ops_.Op]:
+    """Forward operators of layer ``index`` on one rank (attention block, MLP or MoE block, MTP extras)."""
+    m = cfg.model
+    moe = is_moe_layer(m, index)
+    local = max(1, m.num_experts // max(1, derive.layer_ep(cfg, index))) if moe else 0
+    out = ops_.attention_ops(m, dims) + ops_.mlp_ops(m, dims, moe, local)
+    if derive.layer_kind(m, index) == "mtp":
+        out += ops_.mtp_extra_ops(m, dims)
+    return out
+
+
+def _recomputed(op: ops_.Op, mode: str, modules: frozenset[str]) -> bool:
+    if mode == "full":
+        return True
+    return mode == "selective" and bool(modules & set(op.modules))
+
+
+def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, optimizer_ops: list[ops_.Op],
+                   ) -> StageRoofline:
+    """Forward, backward and recompute seconds of one stage per micro-batch (layers, embedding, head)
+    and its optimizer step, each operator priced by :func:`op_pass_s`; the passes (not the per-step
+    optimizer) are derated by ``options.compute_efficiency``."""
+    eff = cfg.hardware.efficiency
+    assert eff is not None
+    peak = ctx.peak_flops / cfg.options.compute_efficiency
+    derate = 1.0 / cfg.options.compute_efficiency
+    dims = layer_dims(cfg, ctx)
+    mode = cfg.stage_recompute(layout.stage)
+    modules = frozenset(cfg.recompute.modules) or frozenset({"core_attn"})
+    groups: list[tuple[list[ops_.Op], float, bool]] = [
+        (layer_ops(cfg, dims, index), float(n), True) for index, n in layer_groups(cfg, layout.layers)
+    ]
+    if layout.has_embedding:
+        groups.append((ops_.embedding_ops(cfg.model, dims, ctx.b_grad), 1.0, False))
+    if layout.has_head:
+        groups.append((ops_.head_ops(cfg.model, dims), 1.0, False))
+    fw = bw = rec = 0.0
+    by_class: dict[str, float] = defaultdict(float)
+    for ops, n, layer in groups:
+        for op in ops:
+            f = op_pass_s(op, False, eff, peak) * n * derate
+            b = op_pass_s(op, True, eff, peak) * n * derate
+            r = f if layer and _recomputed(op, mode, modules) else 0.0
+            fw, bw, rec = fw + f, bw + b, rec + r
+            by_class[op.op_class] += f + b + r
+    optimizer = sum(op_pass_s(op, False, eff, peak) for op in optimizer_ops)
+    return StageRoofline(fw, bw, rec, dict(by_class), optimizer)
