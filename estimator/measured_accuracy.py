@@ -21,8 +21,8 @@ from estimator import presets
 from estimator.config import load_config
 from estimator.measured import NotStated, config_from_measured_row, estimate_for_measurement
 from estimator.memory import estimate_memory
+from ndcore.units import MIB_PER_GIB
 
-MIB_PER_GIB = 1024.0
 BAND = (0.90, 1.10)
 
 

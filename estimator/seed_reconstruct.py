@@ -35,6 +35,7 @@ from estimator.config_yaml import BUNDLED_CASES_DIR, read_yaml
 from estimator.memory import estimate_memory
 from estimator.params import layer_params, total_params
 from estimator.seed import SEED_CONFIGS, seed_run
+from ndcore.units import BYTES_PER_MIB
 
 LABELS = tuple(SEED_CONFIGS)
 #: config pairs whose recorded differences show the additive structure (same tp / same ep)
@@ -46,7 +47,6 @@ SEED_OUTPUT_ACTIVATION_MB = 2084.0
 SEED_ROUTED_PARAMS_MB = 304.0
 SEED_ROUTED_OS_MB = 608.0
 SEED_TOTAL_PARAMS = 1.3e9
-MIB = 2**20
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ def broken_facts(model: Mapping[str, Any], train: Mapping[str, Any], rel: float 
     cfg = _config(model, train)
     m, tr = cfg.model, cfg.train
     sb = tr.seq_length * tr.micro_batch_size
-    out_act = sb * (2 * m.vocab + 4 * m.hidden_size) / MIB
+    out_act = sb * (2 * m.vocab + 4 * m.hidden_size) / BYTES_PER_MIB
     stage1 = estimate_memory(cfg).stages[1].static_detail.routed
     total = total_params(m)
     routed_layer = sum(layer_params(m, i).routed for i in range(m.num_layers)) / m.num_layers
@@ -211,10 +211,10 @@ def broken_facts(model: Mapping[str, Any], train: Mapping[str, Any], rel: float 
     if abs(out_act / SEED_OUTPUT_ACTIVATION_MB - 1) > rel:
         broken.append(f"output activation s·b·(2V+4h) = {out_act:.0f} MB, seed {SEED_OUTPUT_ACTIVATION_MB:.0f} "
                       "(legacy() counts it twice, in activations and backward overhead)")
-    if abs(stage1.params / MIB / SEED_ROUTED_PARAMS_MB - 1) > rel:
-        broken.append(f"routed params on stage 1 = {stage1.params / MIB:.0f} MB (config A), seed {SEED_ROUTED_PARAMS_MB:.0f}")
-    if abs(stage1.optimizer_states / MIB / SEED_ROUTED_OS_MB - 1) > rel:
-        broken.append(f"routed optimizer states on stage 1 = {stage1.optimizer_states / MIB:.0f} MB, seed {SEED_ROUTED_OS_MB:.0f}")
+    if abs(stage1.params / BYTES_PER_MIB / SEED_ROUTED_PARAMS_MB - 1) > rel:
+        broken.append(f"routed params on stage 1 = {stage1.params / BYTES_PER_MIB:.0f} MB (config A), seed {SEED_ROUTED_PARAMS_MB:.0f}")
+    if abs(stage1.optimizer_states / BYTES_PER_MIB / SEED_ROUTED_OS_MB - 1) > rel:
+        broken.append(f"routed optimizer states on stage 1 = {stage1.optimizer_states / BYTES_PER_MIB:.0f} MB, seed {SEED_ROUTED_OS_MB:.0f}")
     if abs(total / SEED_TOTAL_PARAMS - 1) > 0.25:
         broken.append(f"{total / 1e9:.2f}B parameters ({routed_layer / 1e6:.0f}M routed per layer), seed ~1.3B")
     return broken
