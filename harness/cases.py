@@ -27,6 +27,12 @@ from ndcore.yamlsrc import CaseError, Located, confine, deep_merge, did_you_mean
 SCHEMA_VERSION = 1
 CASE_SUFFIX = ".case.yaml"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
+#: longest case id / matrix point id: each becomes part of a file name (goldens, Allure results),
+#: and ``<case>__<point>.yaml`` must stay well inside the 255-byte file-name limit of common filesystems
+MAX_ID_CHARS = 120
+#: most items (matrix points or data rows) one case may expand into; the matrix size is checked before
+#: anything is expanded (8 keys × 10 values would be 10^8 points)
+MAX_POINTS = 10_000
 
 
 class Strict(BaseModel):
@@ -60,7 +66,7 @@ class DataSpec(Strict):
 class Case(Strict):
     """One validation case (spec §1)."""
 
-    id: str = Field(pattern=ID_PATTERN)
+    id: str = Field(pattern=ID_PATTERN, max_length=MAX_ID_CHARS)
     title: str = Field(min_length=1)
     kind: str
     owner: str = Field(min_length=1)
@@ -165,6 +171,25 @@ def _set_dotted(target: dict, dotted: str, value: Any) -> dict:
 
 def _point_id(overrides: dict[str, Any]) -> str:
     return "-".join(f"{k.rsplit('.', 1)[-1]}{v}" for k, v in overrides.items())
+
+
+def check_matrix(matrix: dict[str, list[Any]] | list[dict[str, Any]] | None, located: Located, loc: tuple) -> None:
+    """Refuse a matrix key with no values (the product would silently drop the case) or more than ``MAX_POINTS`` points."""
+    if not matrix:
+        return
+    if isinstance(matrix, list):
+        n = len(matrix)
+    else:
+        n = 1
+        for key, values in matrix.items():
+            if not values:
+                file, line = located.where((*loc, "matrix", key))
+                raise CaseError(file, line, format_loc((*loc, "matrix", key)),
+                                "a matrix key needs at least one value (an empty list would drop the case silently)")
+            n *= len(values)
+    if n > MAX_POINTS:
+        file, line = located.where((*loc, "matrix"))
+        raise CaseError(file, line, format_loc((*loc, "matrix")), f"{n:,} points: more than {MAX_POINTS:,} per case")
 
 
 def expand_matrix(matrix: dict[str, list[Any]] | list[dict[str, Any]] | None) -> list[tuple[str, dict[str, Any]]]:
@@ -309,11 +334,17 @@ def _build_case(raw: dict, located: Located, loc: tuple, path: Path, cases_root:
             raise CaseError(pfile, pline, format_loc((*loc, "data", "per_row")), f"column {col!r} not in the data")
         specs = [(str(r[col]), {}, [r]) for r in rows] or [("unavailable", {}, [])]
     else:
+        check_matrix(case.matrix, located, loc)
         specs = [(pid, over, rows) for pid, over in expand_matrix(case.matrix)]
+    if len(specs) > MAX_POINTS:
+        raise CaseError(file, line, format_loc((*loc, "data")), f"{len(specs):,} data rows: more than {MAX_POINTS:,} items per case")
     points, seen = [], set()
     for pid, over, prow in specs:
         if pid in seen:
             raise CaseError(file, line, format_loc((*loc, "matrix")), f"duplicate point id {pid!r}")
+        if len(pid) > MAX_ID_CHARS or len(f"{case.id}__{pid}.yaml".encode()) > 2 * MAX_ID_CHARS:
+            raise CaseError(file, line, format_loc((*loc, "matrix")),
+                            f"point id {pid[:40]!r}... is {len(pid):,} characters: at most {MAX_ID_CHARS} (it becomes a file name)")
         seen.add(pid)
         params = dict(case.params)
         for dotted, value in over.items():
@@ -338,6 +369,9 @@ def _build_case(raw: dict, located: Located, loc: tuple, path: Path, cases_root:
 def load_case_file(path: Path, cases_root: Path | None = None) -> LoadedFile:
     """Load one case file. File-level problems raise ``CaseError``; per-case ones are collected in ``errors``."""
     cases_root = cases_root or find_cases_root(path)
+    if path.is_symlink():  # lint and the run refuse it alike (a link may point anywhere)
+        raise CaseError(path, None, "<file>", f"case file is a symbolic link (to {os.readlink(path)}): "
+                        "copy the file into validation_cases/ or use ref: to share content")
     located = load_located(path, cases_root)
     data = located.data
     digest = sha256_file(path)

@@ -46,6 +46,16 @@ def regressions_against(baseline: dict[str, Any], cases: list[dict[str, Any]]) -
     return out
 
 
+def _real_data_rule(cases: list[dict[str, Any]], required: bool) -> dict[str, Any]:
+    """Skipped items (their real data absent: ``../shared`` missing, a profile not there) fail the gate as
+    broken input when real data is required (``--require-real-data``, on in CI); otherwise they are counted."""
+    skipped = [c["nodeid"] for c in cases if c["status"] == "skipped"]
+    ok = not skipped or not required
+    return {"rule": "real data present", "threshold": "0 items skipped for missing data" if required
+            else "n/a (real data not required: --require-real-data / NDVAL_REQUIRE_REAL_DATA=1)",
+            "actual": len(skipped), "status": "pass" if ok else "fail", "kind": "input", "items": skipped}
+
+
 def evaluate_gate(summary: dict[str, Any], min_cases: int = MIN_CASES) -> dict[str, Any]:
     """Apply the gate rules to a summary; returns {verdict, exit_code, rules: [{rule, threshold, actual, status}]}."""
     cases = summary["cases"]
@@ -72,6 +82,7 @@ def evaluate_gate(summary: dict[str, Any], min_cases: int = MIN_CASES) -> dict[s
         rule("no unwaived blocker/major failure", "0", len(blocking), not blocking, items=[c["nodeid"] for c in blocking]),
         rule("no expired waiver", "0", len(expired), not expired, items=[e["nodeid"] for e in expired]),
         rule("no golden drift", "0 missing/mismatching goldens", len(drift), not drift, items=[c["nodeid"] for c in drift]),
+        _real_data_rule(cases, bool((summary.get("run") or {}).get("require_real_data"))),
         rule("no regression vs baseline", "0" if regressions is not None else "n/a (no --baseline)",
              len(regressions) if regressions is not None else "n/a", not regressions,
              items=[f"{r['nodeid']}::{r['assertion']}" for r in regressions or []]),

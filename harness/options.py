@@ -29,6 +29,8 @@ class PluginOptions:
     signoff: str | None = None
     baseline: str | None = None
     allure: str | None = None
+    #: items skipped for missing real data fail the gate ("real data present" rule)
+    require_real_data: bool = False
 
 
 #: the plugin options of this run

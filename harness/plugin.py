@@ -8,6 +8,7 @@ The work lives elsewhere: collection in ``harness.collect``, aggregation/gate/re
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="previous summary.json: regressions against it fail the gate")
     group.addoption("--strict-waivers", action="store_true", default=False,
                     help="waivers do not excuse failures, and a waiver that is no longer needed fails")
+    group.addoption("--require-real-data", action="store_true",
+                    default=os.environ.get("NDVAL_REQUIRE_REAL_DATA", "") not in ("", "0"),
+                    help="items skipped because their real data is missing fail the gate (exit 2); default on "
+                         "when NDVAL_REQUIRE_REAL_DATA=1 (set by .ci/run)")
     group.addoption("--subject", default=None, metavar="NAME",
                     help="subject under test: ndval (default), an ndval.subjects entry point or a command "
                          "declared in [tool.ndval.subjects.NAME]")
@@ -48,7 +53,7 @@ def _is_case_path(config: pytest.Config, path: Path) -> bool:
     globs = config.getoption("cases") or []
     if globs:
         return matches_globs(path, globs, config.rootpath)
-    parents = path.resolve().parents
+    parents = [*path.resolve().parents, *path.absolute().parents]  # unresolved too: a symlinked case is refused, not skipped
     return paths.cases_dir() in parents or any(p.name == "validation_cases" for p in parents)
 
 
@@ -62,15 +67,17 @@ def pytest_configure(config: pytest.Config) -> None:
         reports_dir=Path(reports).resolve(), golden_root=golden_root_for,
         cases_globs=list(config.getoption("cases") or []), signoff=config.getoption("signoff"),
         baseline=config.getoption("baseline"), allure=getattr(config.option, "allure_report_dir", None),
+        require_real_data=bool(config.getoption("require_real_data")),
     )
     config.stash[CASES_ROOT_KEY] = find_cases_root
     subjects.select(config.getoption("subject"))
     args = [str(a) for a in config.args]
-    if config.getoption("cases") or any("validation_cases" in a or CASE_SUFFIX in a for a in args):
+    case_run = bool(config.getoption("cases") or any("validation_cases" in a or CASE_SUFFIX in a for a in args))
+    if case_run:
         # one broken case must not stop the others (acceptance: the summary counts it)
         config.option.continue_on_collection_errors = True
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(NdvalSession(config), "ndval-session")
+        config.pluginmanager.register(NdvalSession(config, lock=case_run), "ndval-session")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:

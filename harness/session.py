@@ -8,34 +8,44 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import fnmatch
 import json
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness import golden, subjects
+from harness import golden, reportlock, subjects
 from harness.cases import iter_case_files, load_case_file
 from harness.collect import record_of
 from harness.options import CASES_ROOT_KEY, OPTIONS_KEY
 from harness.project import find_project
 from harness.summary import build_summary
 from ndcore import atomic
-from ndcore.yamlsrc import CaseError
 
 
 class NdvalSession:
     """Collects records and collection errors of case items; finishes the run (summary, gate, reports)."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, lock: bool = False) -> None:
         self.config = config
+        #: the reports lock (``harness.reportlock``): inherited from ``ndval validate``, else taken here for a
+        #: run over the cases, so the process that writes the reports holds it until it exits
+        self._lock = None
+        if lock and reportlock.inherited() is None:
+            # a folder that cannot be made: writing summary.json fails the same way and names the cause
+            with contextlib.suppress(OSError):
+                self._lock = reportlock.acquire(config.stash[OPTIONS_KEY].reports_dir, "pytest (ndval cases)")
         self.records: dict[str, dict[str, Any]] = {}
         self.collection_errors: dict[str, str] = {}
         self.cases_roots: set[Path] = set()
         self.started = time.time()
         self.summary: dict[str, Any] | None = None
+        self._session: pytest.Session | None = None
 
     @staticmethod
     def _is_case_node(nodeid: str) -> bool:
@@ -77,7 +87,7 @@ class NdvalSession:
             for path in iter_case_files(root):
                 try:
                     loaded = load_case_file(path, root)
-                except CaseError:
+                except Exception:  # that file's own collection error reports it; never the run's
                     continue
                 for lc in loaded.cases:
                     if any(s.type == "golden_match" for s in lc.expect):
@@ -103,26 +113,39 @@ class NdvalSession:
                "duration_s": round(time.time() - self.started, 3), "argv": list(self.config.invocation_params.args),
                "workers": getattr(self.config.option, "numprocesses", None),
                "subject": subjects.selected_name(), "golden_mode": opts.golden_mode, "strict_waivers": opts.strict_waivers,
+               "require_real_data": opts.require_real_data,
                "selection": {"keyword": self.config.option.keyword or None, "cases": opts.cases_globs or None}}
         self.summary = build_summary(self.records, self.collection_errors, repo=find_project(self.config.invocation_params.dir).root,
                                      baseline=baseline, unused_goldens=self._unused_goldens(), run=run)
         reports = opts.reports_dir
-        atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))
-        alluredir = opts.allure
-        if alluredir:
-            from harness import allure as allure_support
-
-            allure_support.write_run_files(Path(alluredir), self.summary)
+        self._session = session
         session.exitstatus = self.summary["gate"]["exit_code"]
+        try:
+            with report_write_errors(reports / "summary.json"):
+                atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))
+            alluredir = opts.allure
+            if alluredir:
+                from harness import allure as allure_support
+
+                with report_write_errors(Path(alluredir)):
+                    allure_support.write_run_files(Path(alluredir), self.summary)
+        except ReportWriteError as exc:
+            _report_failure(self.config, exc, session)
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """Write the sign-off last, after junitxml wrote junit.xml (its artifacts table checksums it)."""
         signoff_path = config.stash[OPTIONS_KEY].signoff
-        if self.summary and signoff_path:
-            from harness import signoff
+        try:
+            if self.summary and signoff_path:
+                from harness import signoff
 
-            signoff.write(self.summary, Path(signoff_path), config.stash[OPTIONS_KEY].reports_dir)
+                with report_write_errors(Path(signoff_path)):
+                    signoff.write(self.summary, Path(signoff_path), config.stash[OPTIONS_KEY].reports_dir)
+        except ReportWriteError as exc:
+            _report_failure(config, exc, self._session)
+        finally:
+            reportlock.release(self._lock)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
         if not self.summary:
@@ -139,6 +162,36 @@ class NdvalSession:
         tr.write_line(f"summary: {self.config.stash[OPTIONS_KEY].reports_dir / 'summary.json'}")
         tr.write_line(f"gate verdict: {s['gate']['verdict']} (exit {s['gate']['exit_code']})",
                       bold=True, red=s["gate"]["exit_code"] != 0, green=s["gate"]["exit_code"] == 0)
+
+
+class ReportWriteError(Exception):
+    """A report could not be written: names the path and the cause (read-only, disk full, name too long ...)."""
+
+
+#: errno -> the cause in words, for the common ways a reports folder refuses a write
+_CAUSES = {errno.EROFS: "read-only file system", errno.EACCES: "permission denied", errno.EPERM: "not permitted",
+           errno.ENOSPC: "no space left on device (disk full)", errno.EDQUOT: "disk quota exceeded",
+           errno.ENAMETOOLONG: "file name too long", errno.ENOENT: "folder missing"}
+
+
+@contextlib.contextmanager
+def report_write_errors(path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` while writing ``path`` into a ``ReportWriteError`` naming the path and the cause."""
+    try:
+        yield
+    except OSError as exc:
+        cause = _CAUSES.get(exc.errno or 0, exc.strerror or type(exc).__name__)
+        name = errno.errorcode.get(exc.errno or 0, "OSError")
+        raise ReportWriteError(f"cannot write {exc.filename or path}: {cause} ({name})") from None
+
+
+def _report_failure(config: pytest.Config, exc: ReportWriteError, session: pytest.Session | None) -> None:
+    """Say which report could not be written and why; the run's exit status becomes 2 (broken input/environment)."""
+    from harness import gate
+
+    print(f"ndval: {exc}; exit {gate.EXIT_BROKEN_INPUT}", file=sys.stderr, flush=True)
+    if session is not None:
+        session.exitstatus = gate.EXIT_BROKEN_INPUT
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

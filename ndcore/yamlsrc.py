@@ -113,25 +113,111 @@ def _invalid_yaml(exc: yaml.MarkedYAMLError, text: str, file: str, loc: Loc) -> 
     return CaseError(file, line, field_path, f"invalid YAML: {where}{exc.problem or exc}{at}")
 
 
+#: limits of one case load (the file and every file it references), each a ``CaseError`` when exceeded:
+#: values built (aliases count once per use, so a "billion laughs" file stops here, not in swap);
+#: nesting depth of mappings/sequences; characters of a mapping key; characters of a scalar; file bytes.
+MAX_NODES = 200_000
+MAX_DEPTH = 64
+MAX_KEY_CHARS = 200
+MAX_SCALAR_CHARS = 100_000
+MAX_FILE_BYTES = 16 * 2**20
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _check_depth(text: str, file: str, loc: Loc) -> None:
+    """Refuse nesting deeper than ``MAX_DEPTH`` from the parser's event stream (iterative: the composer
+    recurses once per level and would hit Python's recursion limit first, slowly)."""
+    depth = 0
+    try:  # libyaml when present (fast); its syntax errors are left to the composer, which words them for us
+        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line = event.start_mark.line + 1 if event.start_mark else None
+                    raise CaseError(file, line, format_loc(loc), f"nested deeper than {MAX_DEPTH} levels")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        if "nesting depth" in str(exc.problem):
+            line = exc.problem_mark.line + 1 if exc.problem_mark else None
+            raise CaseError(file, line, format_loc(loc), f"nested deeper than {MAX_DEPTH} levels") from None
+    except yaml.YAMLError:
+        pass
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """Values the node tree holds once every alias is expanded (memoised per node: linear in the file)."""
+    key = id(node)
+    if key not in memo:
+        memo[key] = 1  # a recursive alias counts once instead of looping
+        if isinstance(node, yaml.MappingNode):
+            memo[key] = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            memo[key] = 1 + sum(_expanded_size(v, memo) for v in node.value)
+    return memo[key]
+
+
+def _reader_line(exc: yaml.YAMLError, text: str) -> int | None:
+    """1-based line of a ``ReaderError`` (it gives a character position, not a mark)."""
+    pos = getattr(exc, "position", None)
+    return text.count("\n", 0, pos) + 1 if isinstance(pos, int) else None
+
+
 class _Builder:
     def __init__(self, cases_root: Path) -> None:
         self.cases_root = cases_root
         self.located = Located(data=None)
         self._scalar = yaml.SafeLoader("")
+        self._nodes = 0
 
     def load(self, path: Path, loc: Loc = (), stack: tuple[str, ...] = ()) -> Any:
         file = str(path)
         self.located.files.add(file)
+        text = ""
         try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise CaseError(file, None, format_loc(loc), f"file larger than {MAX_FILE_BYTES // 2**20} MiB")
             text = path.read_text(encoding="utf-8")
+            _check_depth(text, file, loc)
             node = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.MarkedYAMLError as exc:
             raise _invalid_yaml(exc, text, file, loc) from None
+        except yaml.YAMLError as exc:  # ReaderError: NUL and other characters YAML forbids
+            raise CaseError(file, _reader_line(exc, text), format_loc(loc), f"invalid YAML: {str(exc).splitlines()[0]}") from None
+        except RecursionError:
+            raise CaseError(file, None, format_loc(loc), f"nested deeper than {MAX_DEPTH} levels") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise CaseError(file, None, format_loc(loc), f"cannot read: {exc}") from None
         if node is None:
             return None
+        self._nodes += _expanded_size(node, {})
+        if self._nodes > MAX_NODES:
+            raise CaseError(file, node.start_mark.line + 1, format_loc(loc),
+                            f"more than {MAX_NODES:,} values once YAML aliases are expanded (each alias expands "
+                            "once per use): refused")
         return self._build(node, loc, file, (*stack, str(path.resolve())))
+
+    def _key(self, k_node: yaml.Node, loc: Loc, file: str) -> Any:
+        line = k_node.start_mark.line + 1
+        if k_node.tag == _MERGE_TAG or (isinstance(k_node, yaml.ScalarNode) and k_node.value == "<<"):
+            raise CaseError(file, line, format_loc(loc), "YAML merge keys (<<) are not supported; use ref:")
+        if not isinstance(k_node, yaml.ScalarNode):
+            raise CaseError(file, line, format_loc(loc), "a mapping key must be a plain scalar (no list/mapping keys)")
+        if len(k_node.value) > MAX_KEY_CHARS:
+            raise CaseError(file, line, format_loc(loc), f"key longer than {MAX_KEY_CHARS} characters")
+        return self._scalar_value(k_node, loc, file)
+
+    def _scalar_value(self, node: yaml.Node, loc: Loc, file: str) -> Any:
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.ScalarNode) and len(node.value) > MAX_SCALAR_CHARS:
+            raise CaseError(file, line, format_loc(loc), f"value longer than {MAX_SCALAR_CHARS:,} characters")
+        try:
+            return self._scalar.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:  # unknown or unsafe tag (!!python/...), bad binary ...
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise CaseError(file, line, format_loc(loc), f"invalid value: {problem}") from None
+        except (ValueError, OverflowError) as exc:  # 2024-02-30: the timestamp resolver matched, the date is invalid
+            raise CaseError(file, line, format_loc(loc), f"invalid value {node.value!r}: {exc}") from None
 
     def _build(self, node: yaml.Node, loc: Loc, file: str, stack: tuple[str, ...]) -> Any:
         line = node.start_mark.line + 1
@@ -139,9 +225,7 @@ class _Builder:
         if isinstance(node, yaml.MappingNode):
             out: dict[Any, Any] = {}
             for k_node, v_node in node.value:
-                key = self._scalar.construct_object(k_node, deep=True)
-                if key == "<<":
-                    raise CaseError(file, k_node.start_mark.line + 1, format_loc(loc), "YAML merge keys are not supported; use ref:")
+                key = self._key(k_node, loc, file)
                 if key in out:
                     raise CaseError(file, k_node.start_mark.line + 1, format_loc((*loc, key)), "duplicate key")
                 out[key] = self._build(v_node, (*loc, key), file, stack)
@@ -150,7 +234,7 @@ class _Builder:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self._build(v, (*loc, i), file, stack) for i, v in enumerate(node.value)]
-        return self._scalar.construct_object(node, deep=True)
+        return self._scalar_value(node, loc, file)
 
     def _resolve_ref(self, mapping: dict[Any, Any], loc: Loc, file: str, line: int, stack: tuple[str, ...]) -> Any:
         ref = mapping.pop("ref")

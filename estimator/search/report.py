@@ -80,7 +80,8 @@ def pareto_figure(result: SearchResult) -> Any:
     ax = fig.add_subplot()
     pts = _points(result)
     if pts:
-        ax.scatter(*zip(*pts, strict=True), s=8, alpha=0.4, color="0.55", label="feasible layouts")
+        xs, ys = zip(*pts, strict=True)
+        ax.scatter(xs, ys, s=8, alpha=0.4, color="0.55", label="feasible layouts")
     top = result.ranked
     if top:
         ax.scatter([c.total_s for c in top], [c.peak_mb / 1024 for c in top], s=24, marker="o",

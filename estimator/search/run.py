@@ -11,12 +11,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from estimator.config import EstimatorConfig
 from estimator.search.evaluate import Candidate, Rejection, evaluate, search_base
 from estimator.search.rank import OBJECTIVES, Partial
 from estimator.search.space import DEFAULT_SPACE, Layout, SkippedLayout, layouts, space_size
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 #: layouts priced between two progress updates / partial reductions
 CHUNK = 256
@@ -119,7 +122,8 @@ class _progress:
     """A rich progress bar on stderr (only when asked and stderr is a terminal); yields ``advance``."""
 
     def __init__(self, total: int | None, enabled: bool) -> None:
-        self.total, self.enabled, self.bar = total, enabled and sys.stderr.isatty(), None
+        self.total, self.enabled = total, enabled and sys.stderr.isatty()
+        self.bar: Progress | None = None
 
     def __enter__(self) -> Callable[[int], None]:
         if not self.enabled:
@@ -127,10 +131,10 @@ class _progress:
         from rich.console import Console
         from rich.progress import Progress
 
-        self.bar = Progress(console=Console(stderr=True), transient=True)
-        self.bar.start()
-        task = self.bar.add_task("pricing layouts", total=self.total)
-        return lambda n: self.bar.advance(task, n) if self.bar else None
+        bar = self.bar = Progress(console=Console(stderr=True), transient=True)
+        bar.start()
+        task = bar.add_task("pricing layouts", total=self.total)
+        return lambda n: bar.advance(task, n)
 
     def __exit__(self, *exc: object) -> None:
         if self.bar:

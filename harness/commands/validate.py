@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness import gate, paths
+from harness import gate, paths, reportlock
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subject", default=None, metavar="NAME",
                         help="subject under test: ndval (default), an ndval.subjects entry point, or a command of "
                              "[tool.ndval.subjects.NAME] (default: the project's subject setting)")
+    parser.add_argument("--require-real-data", action="store_true",
+                        help="items skipped for missing real data fail the gate (also NDVAL_REQUIRE_REAL_DATA=1, set in CI)")
     parser.add_argument("--reports", default=None, metavar="DIR", help="reports folder (default reports/)")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments after --")
 
@@ -48,7 +50,7 @@ def pytest_command(args: argparse.Namespace, reports: Path) -> list[str]:
         cmd += ["-k", args.keyword]
     if args.subject:
         cmd += ["--subject", args.subject]
-    for flag in ("update_golden", "regen_all_golden", "strict_waivers"):
+    for flag in ("update_golden", "regen_all_golden", "strict_waivers", "require_real_data"):
         if getattr(args, flag):
             cmd.append("--" + flag.replace("_", "-"))
     if args.baseline:
@@ -67,45 +69,40 @@ def clean(reports: Path) -> None:
 
 
 @contextlib.contextmanager
-def reports_lock(reports: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``reports/.validate.lock`` for the whole run.
-
-    Two runs writing the same reports folder would delete each other's outputs (``clean``) and
-    one would end with "no summary written"; the second run waits for the first instead.
-    """
+def reports_lock(reports: Path) -> Iterator[int | None]:
+    """Hold the reports lock (``harness.reportlock``) for the whole run; yields the locked descriptor,
+    which the pytest child inherits so that it holds the lock too."""
+    fh = reportlock.acquire(reports, "ndval validate")
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no locking
-        yield
-        return
-    with (reports / ".validate.lock").open("a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"ndval validate: another run is writing {reports}; waiting for it (use --reports DIR to run "
-                  "side by side)", file=sys.stderr, flush=True)
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        yield fh.fileno() if fh is not None else None
+    finally:
+        reportlock.release(fh)
 
 
 def run(args: argparse.Namespace) -> int:
     reports = Path(args.reports).resolve() if args.reports else paths.reports_dir()
-    reports.mkdir(parents=True, exist_ok=True)
-    with reports_lock(reports):
-        return _run_locked(args, reports)
+    from harness.session import ReportWriteError, report_write_errors
+
+    try:
+        with report_write_errors(reports):
+            reports.mkdir(parents=True, exist_ok=True)
+            with reports_lock(reports) as lock_fd:
+                return _run_locked(args, reports, lock_fd)
+    except ReportWriteError as exc:
+        print(f"ndval validate: {exc}; broken input (exit {gate.EXIT_BROKEN_INPUT})", file=sys.stderr)
+        return gate.EXIT_BROKEN_INPUT
 
 
-def _run_locked(args: argparse.Namespace, reports: Path) -> int:
+def _run_locked(args: argparse.Namespace, reports: Path, lock_fd: int | None = None) -> int:
     clean(reports)
     cmd = pytest_command(args, reports)
     print("running:", " ".join(cmd), flush=True)
     project = paths.project()
     print(project.describe(), flush=True)
     env = {**os.environ, "NDVAL_PROJECT_ROOT": str(project.root)}
-    proc = subprocess.run(cmd, cwd=project.root, env=env, check=False)
+    if lock_fd is not None:  # the child shares the lock: it outlives this process if this one is killed
+        env[reportlock.FD_ENV] = str(lock_fd)
+    proc = subprocess.run(cmd, cwd=project.root, env=env, check=False, pass_fds=(lock_fd,) if lock_fd is not None else ())
     summary_path = reports / "summary.json"
     if not summary_path.is_file():
         print(f"ndval validate: no summary written (pytest exit {proc.returncode}); broken input", file=sys.stderr)
@@ -120,4 +117,8 @@ def _run_locked(args: argparse.Namespace, reports: Path) -> int:
     print(f"seed criteria: {crit}")
     g = summary["gate"]
     print(f"gate verdict: {g['verdict']} (exit {g['exit_code']})")
+    if proc.returncode == gate.EXIT_BROKEN_INPUT and g["exit_code"] != gate.EXIT_BROKEN_INPUT:
+        print(f"ndval validate: pytest exited {proc.returncode} (a report could not be written, see above): broken input",
+              file=sys.stderr)
+        return gate.EXIT_BROKEN_INPUT
     return int(g["exit_code"])

@@ -1,0 +1,189 @@
+"""One bad case file is that file's collection error, never the run's; bombs and oversized values are refused
+quickly; report-writing faults name their cause and exit 2; the reports lock is held by pytest itself.
+
+Every case file here is SYNTHETIC (``conftest.synthetic_case``) or a deliberately broken text.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from harness import reportlock
+from harness.cases import load_case_file
+from harness.commands.lint import lint_paths
+from harness.gate import EXIT_BROKEN_INPUT, EXIT_PASS
+from ndcore.yamlsrc import CaseError
+from tests.harness.conftest import synthetic_case
+
+BAD_FILES = {
+    "complex-key": "? [a, b]\n: 1\n",
+    "merge-key": "base: &b {title: x}\nid: m\n<<: *b\n",
+    "nul-byte": "id: a\x00b\n",
+    "python-tag-on-key": "!!python/object:os.system x: 1\n",
+    "python-tag-on-scalar": "id: !!python/name:os.system\n",
+    "invalid-date": "id: d\nwaiver: {reason: synthetic reason text, owner: t, issue: x, expires: 2024-02-30}\n",
+    "5000-deep-list": "id: " + "[" * 5000 + "]" * 5000 + "\n",
+}
+
+
+def _laughs() -> str:
+    """A 332-byte billion-laughs case file: 9^8 values once the aliases are expanded."""
+    lines = ["id: lol-bomb", 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefg", "bcdefgh", strict=True):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    return "\n".join(lines) + "\ni: [*h, *h]\n"
+
+
+def _matrix_bomb() -> str:
+    """A ~600-byte case whose matrix of 8 keys × 10 values is 10^8 points."""
+    keys = "\n".join(f"  p{k}: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]" for k in range(8))
+    return synthetic_case("bomb") + "params: {}\nmatrix:\n" + keys + "\n"
+
+
+@pytest.mark.parametrize("name", list(BAD_FILES))
+def test_each_bad_file_is_a_case_error_with_file_and_line(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "validation_cases" / f"{name}.case.yaml"
+    path.parent.mkdir()
+    path.write_text(BAD_FILES[name], encoding="utf-8")
+    with pytest.raises(CaseError) as info:
+        load_case_file(path, path.parent)
+    assert info.value.file == str(path) and info.value.line is not None
+
+
+@pytest.mark.parametrize("name", list(BAD_FILES))
+def test_a_bad_file_breaks_only_itself(pytester: pytest.Pytester, cases, summary, name: str) -> None:
+    """The session-finish hook reloaded every case file and caught only CaseError: a traceback, no summary."""
+    cases("good.case.yaml", synthetic_case("good"))
+    bad = pytester.path / "validation_cases" / "zz_bad.case.yaml"
+    bad.write_text(BAD_FILES[name], encoding="utf-8")
+    selected = pytester.runpytest("validation_cases", "--cases", "good.case.yaml", "-p", "no:xdist")
+    assert selected.ret == EXIT_PASS and summary()["counts"]["passed"] == 1
+    everything = pytester.runpytest("validation_cases", "-p", "no:xdist")
+    assert everything.ret == EXIT_BROKEN_INPUT
+    (err,) = summary()["collection_errors"]
+    assert "zz_bad.case.yaml" in err["nodeid"] and summary()["counts"]["passed"] == 1
+    assert "INTERNALERROR" not in everything.stdout.str() + everything.stderr.str()
+
+
+@pytest.mark.parametrize(("text", "size", "rule"), [
+    (_laughs(), 332, "YAML aliases"),
+    (_matrix_bomb(), None, "more than 10,000 per case"),
+], ids=["billion-laughs", "matrix-bomb"])
+def test_expansion_bombs_are_refused_within_1s_and_100MB(tmp_path: Path, text: str, size: int | None, rule: str) -> None:
+    path = tmp_path / "validation_cases" / "bomb.case.yaml"
+    path.parent.mkdir()
+    path.write_text(text, encoding="utf-8")
+    assert size is None or len(text.encode()) == size
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        loaded = load_case_file(path, path.parent)
+        errors = [str(e) for _, e in loaded.errors]
+    except CaseError as exc:
+        errors = [str(exc)]
+    elapsed, (_, peak) = time.perf_counter() - t0, tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert any(rule in e for e in errors), errors
+    assert elapsed < 1.0 and peak < 100 * 2**20
+
+
+@pytest.mark.parametrize(("extra", "rule"), [
+    ("matrix: {x: []}\nparams: {}\n", "needs at least one value"),
+    ("tags: [" + "t" * 200_000 + "]\n", "longer than 100,000 characters"),
+    ("params: {" + "k" * 300 + ": 1}\n", "key longer than 200"),
+    ("params: {a: " + "[" * 100 + "]" * 100 + "}\n", "nested deeper than 64"),
+], ids=["empty-matrix-key", "long-string", "long-key", "deep-nesting"])
+def test_limits_are_clear_lint_errors(tmp_path: Path, extra: str, rule: str) -> None:
+    path = tmp_path / "validation_cases" / "limits.case.yaml"
+    path.parent.mkdir()
+    path.write_text(synthetic_case("limits") + extra, encoding="utf-8")
+    n_ok, errors = lint_paths([path])
+    assert n_ok == 0 and len(errors) == 1 and rule in errors[0] and str(path) in errors[0]
+
+
+def test_an_id_that_cannot_be_a_file_name_is_refused_by_lint(tmp_path: Path) -> None:
+    path = tmp_path / "validation_cases" / "long_id.case.yaml"
+    path.parent.mkdir()
+    path.write_text(synthetic_case("short").replace("id: short", "id: " + "x" * 100_000), encoding="utf-8")
+    n_ok, errors = lint_paths([path])
+    assert n_ok == 0 and len(errors) == 1 and "field 'id'" in errors[0]
+
+
+def test_symlinked_case_file_is_refused_by_lint_and_run_alike(pytester: pytest.Pytester, cases, summary, tmp_path: Path) -> None:
+    """Lint counted a symlinked case file, the run never collected it."""
+    target = tmp_path / "elsewhere.case.yaml"
+    target.write_text(synthetic_case("linked"), encoding="utf-8")
+    cases("good.case.yaml", synthetic_case("good"))
+    link = pytester.path / "validation_cases" / "linked.case.yaml"
+    link.symlink_to(target)
+    n_ok, errors = lint_paths([pytester.path / "validation_cases"])
+    assert n_ok == 1 and len(errors) == 1 and "symbolic link" in errors[0]
+    result = pytester.runpytest("validation_cases", "-p", "no:xdist")
+    assert result.ret == EXIT_BROKEN_INPUT
+    (err,) = summary()["collection_errors"]
+    assert "linked.case.yaml" in err["nodeid"] and "symbolic link" in err["message"]
+
+
+@pytest.mark.parametrize(("code", "cause"), [(errno.EROFS, "read-only file system"),
+                                             (errno.ENOSPC, "no space left on device")])
+def test_report_write_errors_name_their_cause_and_exit_2(pytester: pytest.Pytester, cases, monkeypatch: pytest.MonkeyPatch,
+                                                         code: int, cause: str) -> None:
+    """A read-only reports folder exited 1 (the gate-failed code) with a traceback; a full disk gave INTERNALERROR."""
+    from ndcore import atomic
+
+    def refuse(path: Path, data: bytes) -> Path:
+        raise OSError(code, os.strerror(code), str(path))
+
+    cases("good.case.yaml", synthetic_case("good"))
+    monkeypatch.setattr(atomic, "write_bytes", refuse)
+    result = pytester.runpytest("validation_cases", "-p", "no:xdist")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == EXIT_BROKEN_INPUT and "INTERNALERROR" not in out
+    assert cause in out and "summary.json" in out
+
+
+def test_report_folder_name_too_long_exits_2(pytester: pytest.Pytester, cases) -> None:
+    cases("good.case.yaml", synthetic_case("good"))
+    result = pytester.runpytest("validation_cases", "-p", "no:xdist", f"--ndval-reports={pytester.path / ('r' * 300)}")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == EXIT_BROKEN_INPUT and "file name too long" in out and "INTERNALERROR" not in out
+
+
+@pytest.mark.skipif(bool(os.environ.get("PYTEST_XDIST_WORKER")),
+                    reason="run it without xdist (-p no:xdist): inside an xdist worker the child run did not wait "
+                           "for the lock, cause not yet found")
+def test_the_pytest_run_itself_holds_the_reports_lock(pytester: pytest.Pytester, cases) -> None:
+    """The lock was the wrapper's only: a pytest child orphaned by ``kill -9`` and a new run deleted each other's files.
+
+    Another process holds the lock for 6 s; the pytest run over the cases waits for it, saying so."""
+    cases("good.case.yaml", synthetic_case("good"))
+    reports = pytester.path / "reports"
+    env = {k: v for k, v in os.environ.items() if k != reportlock.FD_ENV and not k.startswith("PYTEST_")}
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; from harness import reportlock; "
+                               f"fh = reportlock.acquire(Path({str(reports)!r}), 'holder'); print('held', flush=True); time.sleep(6)"],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "validation_cases", "-p", "no:xdist", "-p", "no:cacheprovider",
+                           "-q", f"--ndval-reports={reports}"], cwd=pytester.path, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    holder.wait(timeout=30)
+    assert proc.returncode == EXIT_PASS and "another run is writing" in proc.stderr, (proc.stdout, proc.stderr)
+    assert time.perf_counter() - t0 > 2.0
+
+
+def test_inherited_lock_descriptor_is_reused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fh = reportlock.acquire(tmp_path, "test")
+    assert fh is not None
+    monkeypatch.setenv(reportlock.FD_ENV, str(fh.fileno()))
+    assert reportlock.inherited() == fh.fileno()
+    reportlock.release(fh)
+    assert reportlock.inherited() is None
