@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "estimate": ("estimator.cli_estimate", "estimate per-stage memory and step-time parts"),
     "ablate": ("estimator.cli_ablate", "run the seed's ablations EXP-1..EXP-4"),
     "calibrate": ("harness.commands.calibrate", "derive device efficiencies from a profile into a hardware overlay"),
+    "explain": ("harness.commands.explain", "lay an estimate and a profile of the run side by side per operator class"),
     "search": ("harness.commands.search", "rank every parallel layout of a cluster (Pareto front, rejections)"),
     "reconstruct-seed": ("estimator.cli_reconstruct", "reconstruct the seed's run from the recorded estimates; INT-01"),
     "analyze": ("analyzer.cli_analyze", "analyze a profiler output (Ascend or Kineto)"),

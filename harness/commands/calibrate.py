@@ -57,8 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="OVERLAY.yaml", help="overlay file to write")
 
 
-def _kernels(profile: Path) -> tuple[list[Kernel], dict[str, Any]]:
-    """Every device kernel of the profile's first rank, classified, with the rank's metadata."""
+def profile_kernels(profile: Path) -> tuple[list[Kernel], dict[str, Any]]:
+    """Every device kernel of the profile's first rank, classified, with the rank's metadata plus
+    ``steps``: the steps the kernels span (distinct ``Step Id`` / ``ProfilerStep`` events, at least 1)."""
     from analyzer.dataset import load_dataset
     from analyzer.kernel_classes import bytes_moved, classify, gemm_flops, shapes
 
@@ -74,13 +75,15 @@ def _kernels(profile: Path) -> tuple[list[Kernel], dict[str, Any]]:
             flops = gemm_flops(ins, outs) if cls == "gemm" else None
             moved = bytes_moved(ins, row.get("Input Data Types"), outs, row.get("Output Data Types"))
             out.append(Kernel(str(row.get("Name", "")), cls, float(row["Duration(us)"]), flops, moved))
-        return out, rank.meta
+        steps = table["Step Id"].nunique() if "Step Id" in table else 1
+        return out, {**rank.meta, "steps": max(1, int(steps))}
     ev = rank.events
     dev = ev[(ev["side"] == "device") & ev["category"].isin(["compute", "communication", "memcpy", "memset"])]
     for name, category, dur, moved in zip(dev["name"], dev["category"], dev["dur_us"], dev["bytes"], strict=True):
         b = float(moved) if moved == moved and moved and moved > 0 else None  # NaN-safe
         out.append(Kernel(str(name), classify(str(name), "", str(category)), float(dur), None, b))
-    return out, rank.meta
+    steps = int((ev["category"] == "step").sum())
+    return out, {**rank.meta, "steps": max(1, steps)}
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -163,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         for cls in args.require:
             if cls not in KERNEL_CLASSES:
                 raise ValueError(f"--require: unknown class {cls!r}; expected one of {', '.join(KERNEL_CLASSES)}")
-        kernels, meta = _kernels(Path(args.profile))
+        kernels, meta = profile_kernels(Path(args.profile))
         hw_name = _hardware_name(args.hardware, meta, args.profile)
         hw = preset(hw_name)
         peak = hw.peak_tflops.get(args.precision)

@@ -132,3 +132,22 @@ def test_real_profiles_write_an_overlay(tmp_path: Path, profile_path: Any, relat
     assert rc == 0 and set(doc["efficiency"]) - {"sources"} == written
     assert doc["hardware"] == (hardware or "a100-80g")  # the Kineto trace names its A100
     assert sum(rec.get("share_pct", 0.0) for rec in doc["fit"].values()) == pytest.approx(100.0)
+
+
+def test_explain_lays_estimate_and_profile_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import estimator
+    from harness.commands.explain import estimate_by_class
+
+    run = Path(__file__).resolve().parents[2] / "estimator" / "examples" / "llama3-8b-h100.yaml"
+    report = estimator.estimate_perf(estimator.load_config(run))
+    # the estimate's classes add up to its TOTAL (COMP = classes + optimizer + exposed host; waits)
+    assert sum(estimate_by_class(report).values()) == pytest.approx(report.total, rel=1e-9)
+    assert main(["explain", str(run), str(_profile(tmp_path)), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["steps_in_profile"] == 1
+    # synthetic profile: GEMM 750 µs, element-wise 60 µs, collective 500 µs in its one step
+    assert doc["profile_s_per_step"] == pytest.approx({"gemm": 750e-6, "elementwise": 60e-6, "collective": 500e-6})
+    assert doc["estimate_total_s"] == pytest.approx(report.total)
+    assert main(["explain", str(run), str(tmp_path / "missing")]) == 2

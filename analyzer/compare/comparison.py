@@ -1,0 +1,192 @@
+"""Category and operator changes and the :class:`Comparison` of two sides (seed §7.4)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from analyzer.compare.comparability import bottleneck_change, comparability_checks, comparability_summary
+from analyzer.compare.metrics import (
+    HEADLINE_METRICS,
+    METRICS,
+    TOP_OPERATORS,
+    VERDICTS,
+    compare_metric,
+    relative_change_pct,
+    rounded,
+    share_reversal_warnings,
+)
+from analyzer.compare.records import OperatorTotal, SideSummary
+from analyzer.compare.verdicts import judge_recommendation
+
+# --------------------------------------------------------------------------------------------
+# §7.4 categories, operators, bottleneck
+# --------------------------------------------------------------------------------------------
+
+
+def category_changes(before: Mapping[str, float], after: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Per category: µs before/after, share of the side's category total before/after, absolute
+    change; sorted by |change| descending (seed §7.4)."""
+    total_b = sum(before.values()) or 0.0
+    total_a = sum(after.values()) or 0.0
+    rows = []
+    for cat in sorted(set(before) | set(after)):
+        b, a = float(before.get(cat, 0.0)), float(after.get(cat, 0.0))
+        rows.append({
+            "category": cat,
+            "before_us": rounded(b),
+            "after_us": rounded(a),
+            "before_share_pct": rounded(b / total_b * 100.0) if total_b else None,
+            "after_share_pct": rounded(a / total_a * 100.0) if total_a else None,
+            "abs_change_us": rounded(a - b),
+            "rel_change_pct": rounded(relative_change_pct(b, a)),
+        })
+    rows.sort(key=lambda r: (-abs(r["abs_change_us"]), r["category"]))
+    return rows
+
+
+def operator_changes(before: Mapping[str, OperatorTotal], after: Mapping[str, OperatorTotal],
+                     top_n: int = TOP_OPERATORS) -> dict[str, list[dict[str, Any]]]:
+    """The ``top_n`` operators that saved the most device time and the ``top_n`` that added the most,
+    each with totals, counts and means on both sides (seed §7.4). Ties are broken by name."""
+    empty = OperatorTotal(0.0, 0)
+    rows = []
+    for name in set(before) | set(after):
+        b, a = before.get(name, empty), after.get(name, empty)
+        rows.append({
+            "name": name,
+            "before_total_us": rounded(b.total_us),
+            "after_total_us": rounded(a.total_us),
+            "delta_us": rounded(a.total_us - b.total_us),
+            "before_count": b.count,
+            "after_count": a.count,
+            "before_mean_us": rounded(b.mean_us),
+            "after_mean_us": rounded(a.mean_us),
+        })
+    saved = sorted((r for r in rows if r["delta_us"] < 0), key=lambda r: (r["delta_us"], r["name"]))[:top_n]
+    added = sorted((r for r in rows if r["delta_us"] > 0), key=lambda r: (-r["delta_us"], r["name"]))[:top_n]
+    return {"saved": saved, "added": added}
+
+
+
+
+# --------------------------------------------------------------------------------------------
+# The comparison
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Comparison:
+    """A before/after comparison; ``to_dict()`` gives the seed §7.4 sections with stable names."""
+
+    sides: dict[str, dict[str, Any]]
+    headline: dict[str, Any]
+    metrics: list[dict[str, Any]]
+    categories: list[dict[str, Any]]
+    operators: dict[str, list[dict[str, Any]]]
+    bottleneck: dict[str, Any]
+    recommendations: list[dict[str, Any]]
+    comparability: dict[str, Any]
+    warnings: list[str]
+
+    @property
+    def comparable(self) -> bool:
+        return bool(self.comparability["comparable"])
+
+    def verdict_of(self, recommendation_id: str) -> str | None:
+        """The verdict of one recommendation, or ``None`` when it was not in the before analysis."""
+        for row in self.recommendations:
+            if row["id"] == recommendation_id:
+                return row["verdict"]
+        return None
+
+    def metric(self, metric_id: str) -> dict[str, Any] | None:
+        for row in self.metrics:
+            if row["id"] == metric_id:
+                return row
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sides": self.sides,
+            "headline": self.headline,
+            "metrics": self.metrics,
+            "categories": self.categories,
+            "operators": self.operators,
+            "bottleneck": self.bottleneck,
+            "recommendations": self.recommendations,
+            "comparability": self.comparability,
+            "warnings": self.warnings,
+        }
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
+
+
+def _headline(metrics: Sequence[Mapping[str, Any]], comparability: Mapping[str, Any],
+              bottleneck: Mapping[str, Any], recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The conclusion sentence plus the four headline metrics before/after (seed §7.4)."""
+    by_id = {r["id"]: r for r in metrics}
+    values = {m: {k: by_id[m][k] for k in ("before", "after", "improvement_pct", "status")}
+              for m in HEADLINE_METRICS if m in by_id}
+    step = by_id.get("avg_step_us")
+    if step is None or step["status"] == "not_available":
+        step = by_id.get("window_us")
+    parts: list[str] = []
+    if step and step["status"] != "not_available":
+        if step["status"] == "unchanged":
+            parts.append(f"{step['label']} unchanged ({step['before']} -> {step['after']} µs)")
+        else:
+            parts.append(f"{step['label']} {step['status']} by {abs(step['improvement_pct'] or 0):.1f} % "
+                         f"({step['before']} -> {step['after']} µs)")
+    else:
+        parts.append("wall clock not comparable (not available on both sides)")
+    if bottleneck["changed"]:
+        parts.append(f"bottleneck {bottleneck['before'] or 'none'} -> {bottleneck['after'] or 'none'}")
+    else:
+        parts.append(f"bottleneck still {bottleneck['before'] or 'none'}")
+    if recs:
+        counts = {v: sum(1 for r in recs if r["verdict"] == v) for v in VERDICTS}
+        parts.append("recommendations: " + ", ".join(f"{n} {v.replace('_', ' ')}" for v, n in counts.items() if n))
+    if comparability["comparable"]:
+        if comparability["flags"]:
+            parts.append("comparable with caveats (" + ", ".join(comparability["flags"]) + ")")
+    else:
+        parts.append("NOT COMPARABLE (" + ", ".join(comparability["blocking"]) + "): "
+                     "differences may be a different workload, not an optimisation")
+    return {"sentence": "; ".join(parts) + ".", "comparable": comparability["comparable"], "values": values}
+
+
+def compare_sides(before: SideSummary, after: SideSummary) -> Comparison:
+    """Compare two :class:`SideSummary` records (seed §7): every rule of this module, one payload."""
+    metric_rows = [compare_metric(spec, before.metrics.get(spec.id), after.metrics.get(spec.id))
+                   for spec in METRICS]
+    after_ids = {r.id for r in after.recommendations}
+    rec_rows = [judge_recommendation(r, before.metrics, after.metrics, r.id in after_ids)
+                for r in before.recommendations]
+    checks = comparability_checks(before, after)
+    comparability = comparability_summary(checks)
+    bottleneck = bottleneck_change(before, after)
+    warnings: list[str] = []
+    warnings += [f"not comparable — {r}" for r in comparability["reasons"] if r.split(":")[0] in
+                 comparability["blocking"]]
+    warnings += [f"flag — {r}" for r in comparability["reasons"] if r.split(":")[0] in comparability["flags"]]
+    warnings += share_reversal_warnings(metric_rows)
+    new_after = sorted(after_ids - {r.id for r in before.recommendations})
+    if new_after:
+        warnings.append("recommendations listed only after: " + ", ".join(new_after))
+    for name, side in (("before", before), ("after", after)):
+        warnings += [f"{name}: {w}" for w in side.warnings]
+    return Comparison(
+        sides={"before": before.to_dict(), "after": after.to_dict()},
+        headline=_headline(metric_rows, comparability, bottleneck, rec_rows),
+        metrics=metric_rows,
+        categories=category_changes(before.categories_us, after.categories_us),
+        operators=operator_changes(before.operators, after.operators),
+        bottleneck=bottleneck,
+        recommendations=rec_rows,
+        comparability=comparability,
+        warnings=warnings,
+    )

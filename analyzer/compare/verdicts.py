@@ -1,0 +1,98 @@
+"""Per-recommendation verdict: ``threshold = max(1 %, expected gain × 0.5)`` (seed §7.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from analyzer.compare.metrics import (
+    ADVICE_TARGETS,
+    METRICS_BY_ID,
+    NOT_JUDGEABLE_PREFIXES,
+    VERDICT_FLOOR_PCT,
+    VERDICT_GAIN_FACTOR,
+    Direction,
+    finite_or_none,
+    improvement_pct,
+    rounded,
+)
+from analyzer.compare.records import RecommendationRef
+
+# --------------------------------------------------------------------------------------------
+# §7.2 recommendation verdicts
+# --------------------------------------------------------------------------------------------
+
+
+def verdict_threshold_pct(expected_gain_pct: float | None) -> float:
+    """``threshold = max(1 %, expected gain × 0.5)`` (seed §7.2); a missing gain counts as 0."""
+    gain = finite_or_none(expected_gain_pct) or 0.0
+    return max(VERDICT_FLOOR_PCT, gain * VERDICT_GAIN_FACTOR)
+
+
+def recommendation_verdict(observed_pct: float | None, threshold_pct: float) -> str:
+    """Seed §7.2: observed ≥ threshold → achieved; 0 < observed < threshold → partially achieved;
+    observed ≤ 0 → not achieved; no observable target metric → not judgeable."""
+    if observed_pct is None:
+        return "not_judgeable"
+    if observed_pct >= threshold_pct:
+        return "achieved"
+    if observed_pct > 0:
+        return "partially_achieved"
+    return "not_achieved"
+
+
+def targets_for(rec: RecommendationRef) -> tuple[str, ...]:
+    """Target metrics of a recommendation: its own ``target_metrics``, else :data:`ADVICE_TARGETS`
+    by exact id, else by the longest matching id prefix; data-collection advice has none."""
+    if rec.target_metrics:
+        return tuple(rec.target_metrics)
+    if rec.id.startswith(NOT_JUDGEABLE_PREFIXES):
+        return ()
+    if rec.id in ADVICE_TARGETS:
+        return ADVICE_TARGETS[rec.id]
+    prefixes = [p for p in ADVICE_TARGETS if p.endswith(".") and rec.id.startswith(p)]
+    return ADVICE_TARGETS[max(prefixes, key=len)] if prefixes else ()
+
+
+def judge_recommendation(rec: RecommendationRef, before: Mapping[str, float | None],
+                         after: Mapping[str, float | None], still_listed: bool) -> dict[str, Any]:
+    """One row of the ``recommendations`` section (seed §7.2).
+
+    ``observed_pct`` is the improvement of the **primary** target (the first target metric that is
+    available on both sides and has a direction); every target's improvement is listed too. The
+    threshold is written into the row so no reader has to guess what counts as achieved.
+    """
+    targets = targets_for(rec)
+    threshold = verdict_threshold_pct(rec.expected_gain_pct)
+    per_target = []
+    primary: str | None = None
+    observed: float | None = None
+    for metric_id in targets:
+        spec = METRICS_BY_ID.get(metric_id)
+        direction: Direction = spec.direction if spec else "lower_better"
+        imp = improvement_pct(before.get(metric_id), after.get(metric_id), direction)
+        per_target.append({"metric": metric_id, "improvement_pct": rounded(imp)})
+        if primary is None and imp is not None:
+            primary, observed = metric_id, imp
+    verdict = recommendation_verdict(observed, threshold)
+    if not targets:
+        reason = "no target metric declared for this recommendation"
+    elif observed is None:
+        reason = f"none of the target metrics {list(targets)} is available on both sides"
+    else:
+        reason = (f"{primary} improved by {observed:.2f} % against a threshold of {threshold:.2f} % "
+                  f"(max({VERDICT_FLOOR_PCT:g} %, expected gain × {VERDICT_GAIN_FACTOR:g}))")
+    return {
+        "id": rec.id,
+        "title": rec.title,
+        "verdict": verdict,
+        "target_metrics": list(targets),
+        "primary_metric": primary,
+        "observed_improvement_pct": rounded(observed),
+        "expected_gain_pct": rounded(finite_or_none(rec.expected_gain_pct)),
+        "threshold_pct": rounded(threshold),
+        "threshold_rule": f"max({VERDICT_FLOOR_PCT:g} %, expected_gain_pct × {VERDICT_GAIN_FACTOR:g})",
+        "targets": per_target,
+        "still_listed_after": still_listed,
+        "reason": reason,
+    }
