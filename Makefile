@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.ndval-installed
 
-.PHONY: setup test test-mutation validate lint report bench clean browser
+.PHONY: setup test test-mutation fuzz validate lint report bench clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -n auto tests
+
+# the fuzz suite (tests/fuzz) with many more examples than its bounded run inside `make test`
+fuzz: $(STAMP)
+	NDVAL_FUZZ=long $(BIN)/pytest -p no:randomly tests/fuzz
 
 # targeted mutants of the seed formulas, analyzer weights/gains and assertion bands (slow; not in `make test`):
 # each must be killed by its tests; extra arguments: make test-mutation MUTATION_ARGS="-k weight"

@@ -271,14 +271,29 @@ def _ascend_meta(rank_dir: Path, files: dict[str, Path], warnings: list[str]) ->
             if p.is_file():
                 files[p.name] = p
                 try:
-                    meta[key] = ascend.read_json_file(p)
+                    value = ascend.read_json_file(p)
                 except IngestError as exc:
                     warnings.append(f"{exc} — file ignored")
+                    break
+                if isinstance(value, dict):
+                    meta[key] = value
+                else:
+                    warnings.append(f"{p}: <file>: top level is a JSON {type(value).__name__}, expected an object "
+                                    "— file ignored")
                 break
-    level = (meta.get("profiler_info", {}).get("config", {}).get("experimental_config", {}) or {}).get("_profiler_level")
+    level = _nested(meta, "profiler_info", "config", "experimental_config", "_profiler_level")
     if level:
         meta["level"] = level
     return meta
+
+
+def _nested(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...`` or None when a level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
 
 
 def _ascend_tables(out_dir: Path, base: int | None, files: dict[str, Path], warnings: list[str],
@@ -295,6 +310,10 @@ def _ascend_tables(out_dir: Path, base: int | None, files: dict[str, Path], warn
             if strict:
                 raise
             warnings.append(f"{exc} — table ignored")
+            continue
+        if tables[key].empty:
+            del tables[key]
+            warnings.append(f"{p}: header only, no rows — table ignored")
     return tables
 
 

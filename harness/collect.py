@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from tabulate import tabulate
 
-from harness import golden, paths, subjects
+from harness import golden, outcome, paths, subjects
 from harness.assertions import AssertionUsageError, EvalContext
 from harness.cases import LoadedCase, Point, load_case_file
 from harness.kinds import KINDS, KindError, RunContext
@@ -146,40 +146,19 @@ class CaseItem(pytest.Item):
             res.provenance, res.producer = spec.provenance_of(self.result)
             results.append(res)
         waiver = self.effective_waiver()
-        if waiver and not opts.strict_waivers:
-            for res in results:
-                if not res.passed and res.evaluable and (waiver.assertions is None or res.id in waiver.assertions):
-                    res.waived = True
-        failed = [r for r in results if not r.passed and not r.waived and (r.evaluable or broken)]
-        gaps = [r for r in results if not r.evaluable and not broken]
-        waived = [r for r in results if r.waived]
-        stale = bool(waiver) and not any(not r.passed for r in results)
-        notes = []
-        if stale:
-            notes.append(f"waiver ({waiver.issue}) no longer needed: every criterion passes")
-        if broken:
-            status = "error"
-        elif failed:
-            status = "failed"
-        elif waived:
-            status = "waived"
-        elif gaps and len(gaps) == len(results):
-            status = "not_evaluable"
-        else:
-            status = "passed"
-        if stale and opts.strict_waivers:
-            status = "failed"
-        self._record(status=status, results=results, message="; ".join(broken + notes))
-        self._allure(results, status)
+        outcome.apply_waiver(results, waiver, opts.strict_waivers)
+        out = outcome.decide(results, broken, waiver, opts.strict_waivers)
+        self._record(status=out.status, results=results, message="; ".join(broken + out.notes))
+        self._allure(results, out.status)
         header = f"case {self.nodeid} — {case.title}\n{self.path}:{self.loaded.line}"
         if broken:
             raise CaseBroken(header + "\n" + "\n".join(broken) + "\n" + self._table(results))
-        if failed or (stale and opts.strict_waivers):
-            raise CaseFailure(results, header + ("\nstale waiver under --strict-waivers" if stale and not failed else ""))
-        if waived:
+        if out.fails:
+            raise CaseFailure(results, header + ("\nstale waiver under --strict-waivers" if not out.failed else ""))
+        if out.waived:
             pytest.xfail(f"waived until {waiver.expires} ({waiver.issue})")
-        if status == "not_evaluable":
-            pytest.skip("not evaluable: " + "; ".join(r.message for r in gaps))
+        if out.status == "not_evaluable":
+            pytest.skip("not evaluable: " + "; ".join(r.message for r in out.gaps))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailure):

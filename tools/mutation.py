@@ -167,13 +167,14 @@ def write_report(outcomes: Sequence[Outcome], path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-k", dest="keyword", default="", help="only mutants whose id contains this text")
+    ap.add_argument("-g", dest="group", default="", help="only mutants of this group (e.g. seed-formula)")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("--json", type=Path, default=REPO / "reports" / "mutation.json", help="results file")
     ap.add_argument("--no-baseline", action="store_true", help="skip the unmutated run (faster reruns)")
     ap.add_argument("--tests", nargs="+", default=None, metavar="NODE",
                     help="run these pytest node ids for every selected mutant instead of its own list")
     args = ap.parse_args(argv)
-    selected = [m for m in MUTANTS if args.keyword in m.id]
+    selected = [m for m in MUTANTS if args.keyword in m.id and args.group in m.group]
     if args.tests:
         selected = [replace(m, tests=tuple(args.tests)) for m in selected]
     if args.list:

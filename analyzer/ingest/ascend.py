@@ -215,6 +215,8 @@ def read_json_file(path: Path) -> Any:
             return json.load(fh)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise IngestError(path, "<file>", f"not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise IngestError(path, "<file>", "JSON nested too deeply to read") from None
 
 
 def read_communication(path: Path) -> dict[str, Any]:

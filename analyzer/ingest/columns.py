@@ -103,6 +103,8 @@ def epoch_us_to_relative(values: pd.Series, base_ts_us: int) -> np.ndarray:
     The integer part is subtracted as an integer before the fraction is added, so no precision is
     lost to float64's ~0.2 µs resolution at epoch magnitudes (profiling-formats §0.5).
     """
+    if values.empty:  # a header-only table: nothing to convert (split(expand=True) has no column 0 then)
+        return np.zeros(0, dtype="float64")
     text = values.astype("string").str.strip()
     parts = text.str.split(".", n=1, expand=True)
     whole = pd.to_numeric(parts[0], errors="coerce")
