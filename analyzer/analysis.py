@@ -161,7 +161,8 @@ class Analysis:
 
 def _in_windows(df: pd.DataFrame, col: str, windows: tuple[tuple[float, float], ...]) -> pd.DataFrame:
     t = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
-    return df[in_windows_mask(t, windows)]
+    mask = in_windows_mask(t, windows)
+    return df if mask.all() else df[mask]
 
 
 def _overlap_sums(events: pd.DataFrame, windows: tuple[tuple[float, float], ...]) -> dict[str, float] | None:
@@ -288,7 +289,9 @@ def _boundary_warnings(plan: phases.PhasePlan, scopes: dict[str, ScopeResult], r
     if rank.totals_source != "trace" or rank.dropped_events[0]:
         out.append(f"rank {rank.rank}: totals source is '{rank.totals_source}'"
                    + (f"; {rank.dropped_events[0]} events dropped ({rank.dropped_events[1]})" if rank.dropped_events[0] else ""))
-    if rank.meta.get("level") == "Level0":
+    has_cann = bool(len(rank.events)) and bool(
+        ev.matches(rank.events["name"], lambda v: v.startswith(("AscendCL@", "Runtime@", "Node@"))).any())
+    if rank.meta.get("level") == "Level0" and not has_cann:
         out.append(f"rank {rank.rank}: Level0 capture — no CANN layer: runtime-level dispatch and synchronize calls are "
                    "not in the trace and pipe-utilisation metrics are absent (re-capture at Level1 for them)")
     ov = scopes[OVERALL].indicators
@@ -344,7 +347,7 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
                       f"{', '.join(host_thinned)} events it counts"]
     sb, sb_src = _step_breakdown(rank, fmt)
     warnings = screen_warnings + _boundary_warnings(plan, scopes, rank, graph) + graph_note
-    meta = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
+    meta: dict[str, Any] = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
     return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
                         capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt),

@@ -194,7 +194,7 @@ def hta_window(events: pd.DataFrame, include_last_step: bool = False) -> pd.Data
     if len(steps) < 2:
         include_last_step = True
     if len(steps):
-        last = steps.loc[steps["ts_us"].idxmax()]
+        last = steps.iloc[int(np.argmax(steps["ts_us"].to_numpy()))]
         limit = float(last["ts_us"] + last["dur_us"]) if include_last_step else float(last["ts_us"])
         host = host[host["ts_us"] < limit] if not include_last_step else host[host["ts_us"] <= limit]
     corr = host.loc[host["corr"] >= 0, "corr"].unique()

@@ -20,7 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``ndval analyze``."""
     parser.add_argument("path", type=Path, help="Ascend *_ascend_pt dir / ASCEND_PROFILER_OUTPUT / parent of rank dirs / "
                         "trace_view.json, or a Kineto .json / .json.gz")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write the analysis as JSON")
+    parser.add_argument("--json", type=Path, metavar="OUT",
+                        help="write the analysis as JSON ('-': to stdout; the summary then goes to stderr)")
     parser.add_argument("--markdown", type=Path, metavar="OUT", help="write the analysis as Markdown")
     parser.add_argument("--html", type=Path, metavar="OUT", help="write a self-contained HTML page")
     parser.add_argument("--thresholds", type=Path, metavar="FILE", help="YAML threshold overrides")
@@ -66,9 +67,11 @@ def _summary(analysis: object) -> str:
         for sp in c["comm_split"]:
             lines.append(f"cluster: rank {sp['rank']} communication {sp['elapse_us']:.1f} us = transfer "
                          f"{sp['transfer_us']:.1f} + wait {sp['wait_us']:.1f} + idle {sp['idle_us']:.1f} ({sp['source']})")
-    for w in d["warnings"]:
-        lines.append(f"warning: {w}")
     return "\n".join(lines)
+
+
+def _warnings(analysis: object) -> list[str]:
+    return [f"warning: {w}" for w in analysis.to_dict()["warnings"]]  # type: ignore[attr-defined]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,8 +95,15 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"ndval analyze: error: {args.path}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(_summary(analysis))
-    outputs = ((args.json, report.to_json), (args.markdown, report.to_markdown), (args.html, report.to_html))
+    to_stdout = args.json is not None and str(args.json) == "-"
+    print(_summary(analysis), file=sys.stderr if to_stdout else sys.stdout)
+    for line in _warnings(analysis):  # warnings are diagnostics: stderr, never mixed into the output
+        print(line, file=sys.stderr)
+    if to_stdout:
+        sys.stdout.write(report.to_json(analysis))
+        sys.stdout.flush()
+    outputs = ((None if to_stdout else args.json, report.to_json), (args.markdown, report.to_markdown),
+               (args.html, report.to_html))
     for out, render in outputs:
         if out is None:
             continue
@@ -102,5 +112,5 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"ndval analyze: error: {out}: cannot write ({exc})", file=sys.stderr)
             return EXIT_BAD_INPUT
-        print(f"wrote {out}")
+        print(f"wrote {out}", file=sys.stderr if to_stdout else sys.stdout)
     return EXIT_OK

@@ -139,7 +139,7 @@ def slowest_links(links: Iterable[Link], top: int = 5) -> list[Link]:
     """The ``top`` links of lowest bandwidth (``LOCAL`` and zero-time links excluded), one entry per
     (src, dst, transport) over all ranks' matrices (a link seen by both ends is summed once each:
     its bandwidth is the same ratio)."""
-    merged = {}
+    merged: dict[tuple[int, int, str], Link] = {}
     for link in links:
         if link.transport == LOCAL_TRANSPORT or link.time_ms <= 0 or link.size_mb <= 0:
             continue

@@ -65,7 +65,7 @@ HOST_SAMPLED_INDICATORS: tuple[str, ...] = (
 )
 
 
-class DroppedEvents(tuple):
+class DroppedEvents(tuple[int, str]):
     """``(count, reason)`` of the complete events left out of the event table (a 2-tuple, so
     ``n, why = rank.dropped_events`` works), plus ``by_category``: count per event-table category
     (``unparsed`` for events with a bad ts/dur, which never got one). ``to_dict()`` for JSON."""
@@ -84,8 +84,8 @@ class DroppedEvents(tuple):
         """Pickle with ``by_category`` (ranks read in worker processes)."""
         return (DroppedEvents, (self[0], self[1], dict(self.by_category)))
 
-    @property
-    def count(self) -> int:
+    @property  # a count of events, not tuple.count(value)
+    def count(self) -> int:  # type: ignore[override]
         """Events dropped."""
         return int(self[0])
 
@@ -428,15 +428,16 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     if _ascend_output_dir(p) is not None:
         return _finish(p, "ascend", [load_ascend_rank(p, strict=strict, **opts)])
     rank_dirs = _rank_dirs(p)
-    par = {"workers": workers, "backend": backend, "progress": progress}
     opts = dict(opts, progress=False)  # one bar over the ranks, none per file
     if rank_dirs:
         wanted = [d for d in rank_dirs if ranks is None or _rank_hint(d) in ranks or _rank_hint(d) is None]
-        rds = map_ranks(partial(load_ascend_rank, strict=strict, **opts), wanted, label="reading Ascend ranks", **par)
+        rds = map_ranks(partial(load_ascend_rank, strict=strict, **opts), wanted, workers, backend, progress,
+                        label="reading Ascend ranks")
         return _finish(p, "ascend", [r for r in rds if ranks is None or r.rank in ranks])
     traces = sorted(f for f in p.iterdir() if _is_kineto_file(f))
     if traces:
-        rds = map_ranks(partial(load_kineto_rank, **opts), traces, label="reading Kineto traces", **par)
+        rds = map_ranks(partial(load_kineto_rank, **opts), traces, workers, backend, progress,
+                        label="reading Kineto traces")
         return _finish(p, "kineto", [r for r in rds if ranks is None or r.rank in ranks])
     raise IngestError(
         p, "<folder>",

@@ -117,8 +117,9 @@ def in_windows_mask(t_us: np.ndarray, windows: Sequence[Window]) -> np.ndarray:
 
 
 def _in_windows(df: pd.DataFrame, windows: Sequence[Window]) -> pd.DataFrame:
-    """Rows whose start lies in one of ``windows``."""
-    return df[in_windows_mask(df["ts_us"].to_numpy(), windows)]
+    """Rows whose start lies in one of ``windows`` (``df`` itself, not a copy, when all do)."""
+    mask = in_windows_mask(df["ts_us"].to_numpy(), windows)
+    return df if mask.all() else df[mask]
 
 
 def _clip_union(df: pd.DataFrame, windows: Sequence[Window]) -> timeline.Intervals:
@@ -215,6 +216,10 @@ def compute_indicators(events: pd.DataFrame, scope: ScopeInput) -> IndicatorSet:
 
     # -- device busy / compute / communication (Overlap Analysis when present, else interval algebra)
     ov = scope.overlap
+    busy_us: float | None
+    compute_us: float | None
+    comm_us: float | None
+    exposed_us: float | None
     if ov is not None:
         busy_us = ov["Computing"] + ov["Communication(Not Overlapped)"]
         compute_us, comm_us, exposed_us = ov["Computing"], ov["Communication"], ov["Communication(Not Overlapped)"]

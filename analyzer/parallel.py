@@ -76,17 +76,17 @@ def _dask(fn: Callable[[T], R], items: Sequence[T], bar: _Bar) -> list[R]:
         import dask
     except ImportError as exc:
         raise RuntimeError("backend 'dask' needs Dask: pip install 'ndval[dask]'") from exc
-    tasks = [dask.delayed(fn)(x) for x in items]
+    tasks = [dask.delayed(fn)(x) for x in items]  # type: ignore[attr-defined]
     try:
         from distributed import default_client
 
-        client = default_client()
+        client: Any = default_client()  # type: ignore[no-untyped-call]
     except (ImportError, ValueError):
         client = None
     if client is not None:
         results = list(client.gather(client.compute(tasks)))
     else:
-        results = list(dask.compute(*tasks, scheduler="processes"))
+        results = list(dask.compute(*tasks, scheduler="processes"))  # type: ignore[attr-defined,no-untyped-call]
     for _ in items:
         bar.advance()
     return results

@@ -117,7 +117,7 @@ def capture_window(events: pd.DataFrame) -> Window:
 def marker_steps(events: pd.DataFrame) -> list[Step]:
     """Steps from ``ProfilerStep#N`` rows (category ``step``), ordered by start."""
     rows = events[events["category"] == ev.STEP].sort_values("ts_us")
-    out = []
+    out: list[Step] = []
     for name, ts, dur in zip(rows["name"], rows["ts_us"], rows["dur_us"], strict=True):
         m = STEP_RE.search(str(name))
         out.append(Step(len(out), int(m.group(1)) if m else -1, float(ts), float(ts + dur)))

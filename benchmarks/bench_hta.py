@@ -6,8 +6,8 @@ Traces are built from the shared real pair by ``make_traces.py`` (``control.json
 - **ingest**: ``stream.read_trace`` of the uncompressed trace in this process — events/s from wall
   time and from CPU time (one core: the decoder runs on the main thread; no gzip here);
 - **end to end**: ``ndval analyze --json`` and HTA (``TraceAnalysis`` + ``get_comm_comp_overlap`` +
-  ``get_temporal_breakdown``) each in its own process: wall seconds, events/s and peak RSS (from
-  ``wait4``), the ratio HTA/ndval, and peak RSS / trace size;
+  ``get_temporal_breakdown``) each in its own process: wall and CPU seconds, events/s and peak RSS
+  (process tree, polled), the ratio HTA/ndval, and peak RSS / trace size;
 - **overlap**: ndval's ``hta_window_overlap_pct`` vs HTA's ``comp_comm_overlap_pctg`` (points).
 
 HTA is not a project dependency: it is installed into ``benchmarks/.hta-venv`` (git-ignored) from
@@ -48,14 +48,53 @@ print("HTA_RESULT " + json.dumps({"overlap_pct": float(o["comp_comm_overlap_pctg
 """
 
 
-def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[int, float, int, str]:
-    """``(exit code, wall s, peak RSS bytes, stdout)`` of a child process (RSS from ``wait4``)."""
+def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[int, float, float, int, str]:
+    """``(exit code, wall s, CPU s, peak RSS bytes, stdout)`` of a child process **and its
+    descendants** (HTA parses in a worker process): CPU = Σ user + system over every process of the
+    tree (polled every 0.1 s with psutil, last value per process kept), peak RSS = the largest sum of
+    the tree's RSS at one poll. On a loaded machine
+    CPU seconds compare tools more fairly than wall time (a process's last 0.1 s may be missed)."""
+    import psutil
+
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd)
-    out = proc.stdout.read() if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, time.perf_counter() - start, int(usage.ru_maxrss) * 1024, out
+    cpu: dict[int, float] = {}
+    peak = 0
+    root = psutil.Process(proc.pid)
+    out_chunks: list[str] = []
+    reader = _Reader(proc, out_chunks)
+    while proc.poll() is None:
+        rss = 0
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            tree = []
+        for p in tree:
+            try:
+                t = p.cpu_times()
+                cpu[p.pid] = t.user + t.system
+                rss += p.memory_info().rss
+            except psutil.Error:
+                continue
+        peak = max(peak, rss)
+        time.sleep(0.1)
+    reader.join()
+    wall = time.perf_counter() - start
+    return proc.returncode, wall, sum(cpu.values()), peak, "".join(out_chunks)
+
+
+class _Reader:
+    """Drains the child's stdout in a thread (so polling never blocks on a full pipe)."""
+
+    def __init__(self, proc: subprocess.Popen[str], sink: list[str]) -> None:
+        import threading
+
+        self.thread = threading.Thread(target=lambda: sink.append(proc.stdout.read() if proc.stdout else ""),
+                                       daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        self.thread.join()
 
 
 def ensure_hta() -> Path | None:
@@ -87,18 +126,18 @@ def ingest(path: Path) -> dict[str, float]:
 
 def ndval_e2e(path: Path, out: Path) -> dict[str, Any]:
     ndval = ROOT / ".venv" / "bin" / "ndval"
-    rc, wall, rss, _ = run_measured([str(ndval), "analyze", str(path), "--json", str(out)])
+    rc, wall, cpu, rss, _ = run_measured([str(ndval), "analyze", str(path), "--json", str(out)])
     overlap = None
     if rc in (0, 1) and out.exists():
         overlap = json.loads(out.read_text())["ranks"][0].get("hta_window_overlap_pct")
-    return {"rc": rc, "wall_s": wall, "rss": rss, "overlap_pct": overlap}
+    return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "rss": rss, "overlap_pct": overlap}
 
 
 def hta_e2e(python: Path, trace_dir: Path) -> dict[str, Any]:
-    rc, wall, rss, out = run_measured([str(python), "-c", _HTA_SCRIPT, str(trace_dir)], cwd=trace_dir)
+    rc, wall, cpu, rss, out = run_measured([str(python), "-c", _HTA_SCRIPT, str(trace_dir)], cwd=trace_dir)
     line = next((x for x in out.splitlines() if x.startswith("HTA_RESULT ")), None)
     res = json.loads(line.removeprefix("HTA_RESULT ")) if line else {}
-    return {"rc": rc, "wall_s": wall, "rss": rss, "overlap_pct": res.get("overlap_pct")}
+    return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "rss": rss, "overlap_pct": res.get("overlap_pct")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,12 +174,14 @@ def _print_row(label: str, size: int, ing: dict[str, float], nd: dict[str, Any],
     print(f"\n[{label}] {n:,} events, {size / 2**20:.0f} MiB uncompressed")
     print(f"  ingest (read_trace): {ing['wall_s']:.2f} s wall = {n / ing['wall_s']:,.0f} events/s; "
           f"{ing['cpu_s']:.2f} s CPU = {n / ing['cpu_s']:,.0f} events/s per core")
-    print(f"  ndval analyze: exit {nd['rc']}, {nd['wall_s']:.2f} s = {n / nd['wall_s']:,.0f} events/s, peak RSS "
+    print(f"  ndval analyze: exit {nd['rc']}, {nd['wall_s']:.2f} s wall, {nd['cpu_s']:.2f} s CPU "
+          f"= {n / nd['cpu_s']:,.0f} events/s per CPU s, peak RSS "
           f"{nd['rss'] / 2**20:.0f} MiB = {nd['rss'] / size:.2f} x trace, overlap {nd['overlap_pct']}")
     if ht:
-        print(f"  HTA {HTA_VERSION}: exit {ht['rc']}, {ht['wall_s']:.2f} s = {n / ht['wall_s']:,.0f} events/s, peak RSS "
-              f"{ht['rss'] / 2**20:.0f} MiB, overlap {ht['overlap_pct']}")
-        print(f"  ratio HTA / ndval end to end: {ht['wall_s'] / nd['wall_s']:.2f} x")
+        print(f"  HTA {HTA_VERSION}: exit {ht['rc']}, {ht['wall_s']:.2f} s wall, {ht['cpu_s']:.2f} s CPU "
+              f"= {n / ht['cpu_s']:,.0f} events/s per CPU s, peak RSS {ht['rss'] / 2**20:.0f} MiB, overlap {ht['overlap_pct']}")
+        print(f"  ratio HTA / ndval end to end: {ht['wall_s'] / nd['wall_s']:.2f} x wall, "
+              f"{ht['cpu_s'] / nd['cpu_s']:.2f} x CPU")
 
 
 def _print_summary(rows: list[tuple[str, int, dict[str, float], dict[str, Any], dict[str, Any] | None]]) -> None:
@@ -149,7 +190,7 @@ def _print_summary(rows: list[tuple[str, int, dict[str, float], dict[str, Any], 
         parts = [f"ingest {ing['events'] / ing['cpu_s']:,.0f} ev/s CPU",
                  f"RSS {nd['rss'] / size:.2f} x trace"]
         if ht and ht["overlap_pct"] is not None and nd["overlap_pct"] is not None:
-            parts.append(f"speed-up {ht['wall_s'] / nd['wall_s']:.1f} x")
+            parts.append(f"speed-up {ht['wall_s'] / nd['wall_s']:.1f} x wall, {ht['cpu_s'] / nd['cpu_s']:.1f} x CPU")
             parts.append(f"overlap diff {abs(ht['overlap_pct'] - nd['overlap_pct']):.3f} points")
         print(f"  {label}: " + "; ".join(parts))
 

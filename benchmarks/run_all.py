@@ -26,6 +26,8 @@ SCRIPTS: dict[str, list[str]] = {
     # 64 ranks replicated from the shared Level1 pair, one made slower: parallel read, slowest rank/link
     "bench_cluster.py": [],
     "bench_serve_timeline.py": ["--requests", "100"],
+    # ndval validate with the default worker choice vs -n 0 (two full validations, minutes on 2 cores)
+    "validate_workers.py": [],
 }
 
 

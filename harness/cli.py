@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 
 from harness.project import ProjectConfigError
@@ -33,12 +34,47 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: subcommand -> its exit codes (shown by ``ndval COMMAND --help`` and in docs/cli.md; a test checks both)
+EXIT_CODES: dict[str, str] = {
+    "validate": "0 gate passed; 1 gate failed on valid input; 2 broken input (invalid case, missing data, nothing collected)",
+    "lint": "0 every case valid; 2 a case file is invalid",
+    "schema": "0 schema printed",
+    "add-case": "0 case written and valid; 2 unreadable spreadsheet, missing column, model not found, file exists, "
+                "invalid case",
+    "signoff": "0 sign-off written; 2 no summary.json",
+    "report": "0 Allure report written; 2 no results, Node.js missing or allure failed",
+    "estimate": "0 estimate printed; 2 invalid configuration or file",
+    "ablate": "0 ablations printed; 2 invalid configuration or file",
+    "search": "0 feasible layouts found; 1 no layout fits; 2 invalid input",
+    "calibrate": "0 overlay written; 2 unreadable profile, invalid hardware or output path",
+    "explain": "0 side-by-side table printed; 2 invalid configuration or unreadable profile",
+    "analyze": "0 analysis written; 2 unreadable or invalid profile, thresholds or output path",
+    "compare": "0 comparison written; 2 unreadable or invalid profile, thresholds or output path",
+    "serve": "0 server stopped cleanly; 2 invalid profile, address or port",
+}
+COMMON_EXIT = "every command: 2 also for a usage error or an unreadable [tool.ndval]"
+
+DESCRIPTION = ("ndval: estimate distributed-training memory and step time, analyze profiler output, and "
+               "validate both against measured data (release sign-off).")
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("ndval")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source tree without metadata
+        return "unknown (not installed)"
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``ndval`` parser; only ``command``'s module is imported to add its arguments."""
-    parser = argparse.ArgumentParser(prog="ndval", description=__doc__.splitlines()[0])
+    epilog = "exit codes:\n" + "\n".join(f"  {n:<9} {c}" for n, c in EXIT_CODES.items()) + f"\n  {COMMON_EXIT}"
+    parser = argparse.ArgumentParser(prog="ndval", description=DESCRIPTION, epilog=epilog,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"ndval {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text,
+                           epilog=f"exit codes: {EXIT_CODES.get(name, '0 success; 2 invalid input')}")
         p.set_defaults(_module=module_name)
         if name != command:
             continue

@@ -87,6 +87,8 @@ class CaseItem(pytest.Item):
         case = loaded.case
         for tag in case.tags:
             self.add_marker(pytest.mark.ndval_tag(tag))
+            _register_marker(self.config, tag)
+            self.add_marker(getattr(pytest.mark, tag))  # `pytest -m seed` selects by tag
         self.add_marker(pytest.mark.ndval_kind(case.kind))
 
     # -- pytest interface ----------------------------------------------------------------------
@@ -162,7 +164,7 @@ class CaseItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailure):
-            return excinfo.value.header + "\n" + self._table(excinfo.value.results)
+            return excinfo.value.header + "\n" + self._table(excinfo.value.results) + self._golden_diff()
         if isinstance(excinfo.value, CaseBroken):
             return f"BROKEN {self.nodeid} ({self.path}:{self.loaded.line}): {excinfo.value}"
         return super().repr_failure(excinfo, style=style)
@@ -180,6 +182,15 @@ class CaseItem(pytest.Item):
         return waiver
 
     # -- helpers ------------------------------------------------------------------------------
+    def _golden_diff(self, max_lines: int = 60) -> str:
+        """The golden mismatch as a unified diff for the console (the review files have all of it)."""
+        outcome = getattr(self, "_golden", None)
+        text = getattr(outcome, "diff_text", "") if outcome is not None and not outcome.passed else ""
+        if not text:
+            return ""
+        lines = text.rstrip("\n").splitlines()
+        more = f"\n  ... {len(lines) - max_lines} more diff line(s) in {outcome.artifacts[1]}" if len(lines) > max_lines else ""
+        return "\ngolden diff (expected -> obtained):\n" + "\n".join(lines[:max_lines]) + more
     def _table(self, results: list[AssertionResult]) -> str:
         lines = dict(zip([s.id for s in self.loaded.expect], self.loaded.expect_lines, strict=False))
         rows = []
@@ -233,6 +244,12 @@ class CaseItem(pytest.Item):
         from harness import allure as allure_support
 
         allure_support.decorate_item(self, results, status)
+
+
+def _register_marker(config: pytest.Config, tag: str) -> None:
+    """Declare a case tag as a marker (so ``-m tag`` works, also under ``--strict-markers``)."""
+    if not any(line.split(":", 1)[0].strip() == tag for line in config.getini("markers")):
+        config.addinivalue_line("markers", f"{tag}: validation case tag (from the case YAML)")
 
 
 def _display_path(path: Path, root: Path) -> str:

@@ -57,7 +57,17 @@ def kinds_table() -> str:
     return "\n".join(lines)
 
 
-TABLES: dict[str, Callable[[], str]] = {"assertions": assertions_table, "kinds": kinds_table}
+def exit_codes_table() -> str:
+    """command | exit codes (``harness.cli.EXIT_CODES``)."""
+    from harness.cli import COMMON_EXIT, EXIT_CODES, SUBCOMMANDS
+
+    lines = ["| command | exit codes |", "|---|---|"]
+    lines += [f"| `ndval {name}` | {EXIT_CODES[name]} |" for name in SUBCOMMANDS]
+    return "\n".join(lines) + f"\n\n{COMMON_EXIT[0].upper()}{COMMON_EXIT[1:]}."
+
+
+TABLES: dict[str, Callable[[], str]] = {"assertions": assertions_table, "kinds": kinds_table,
+                                        "exit-codes": exit_codes_table}
 
 
 def _block(name: str) -> re.Pattern[str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harness import golden, reportlock, subjects
+from harness import golden, paths, reportlock, subjects
 from harness.cases import iter_case_files, load_case_file
 from harness.collect import record_of
 from harness.options import CASES_ROOT_KEY, OPTIONS_KEY
@@ -46,6 +46,26 @@ class NdvalSession:
         self.started = time.time()
         self.summary: dict[str, Any] | None = None
         self._session: pytest.Session | None = None
+        self.deselected = 0
+        self.out_dir: Path | None = None
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected += len(items)
+
+    def partial_reason(self) -> str | None:
+        """Why this run covers only part of the cases (None: the whole tree, a release run)."""
+        opts, option, reasons = self.config.stash[OPTIONS_KEY], self.config.option, []
+        if self.deselected:
+            reasons.append(f"{self.deselected} item(s) deselected (-k/-m/--lf/--deselect)")
+        if getattr(option, "lf", False) or getattr(option, "failedfirst", False):
+            reasons.append("--lf" if getattr(option, "lf", False) else "--ff")
+        if opts.cases_globs:
+            reasons.append("--cases " + " ".join(opts.cases_globs))
+        narrow = [a for a in self.config.args if "::" in a or _narrower_than_cases_root(
+            Path(self.config.invocation_params.dir, a))]
+        if narrow:
+            reasons.append("selected paths " + " ".join(narrow[:5]))
+        return "; ".join(reasons) or None
 
     @staticmethod
     def _is_case_node(nodeid: str) -> bool:
@@ -114,10 +134,14 @@ class NdvalSession:
                "workers": getattr(self.config.option, "numprocesses", None),
                "subject": subjects.selected_name(), "golden_mode": opts.golden_mode, "strict_waivers": opts.strict_waivers,
                "require_real_data": opts.require_real_data,
-               "selection": {"keyword": self.config.option.keyword or None, "cases": opts.cases_globs or None}}
+               "selection": {"keyword": self.config.option.keyword or None, "cases": opts.cases_globs or None,
+                             "markers": self.config.option.markexpr or None},
+               "partial": self.partial_reason()}
         self.summary = build_summary(self.records, self.collection_errors, repo=find_project(self.config.invocation_params.dir).root,
                                      baseline=baseline, unused_goldens=self._unused_goldens(), run=run)
-        reports = opts.reports_dir
+        # a subset run never replaces the release summary or sign-off: its reports go to partial/
+        reports = opts.reports_dir / "partial" if run["partial"] else opts.reports_dir
+        self.out_dir = reports
         self._session = session
         session.exitstatus = self.summary["gate"]["exit_code"]
         try:
@@ -137,11 +161,20 @@ class NdvalSession:
         """Write the sign-off last, after junitxml wrote junit.xml (its artifacts table checksums it)."""
         signoff_path = config.stash[OPTIONS_KEY].signoff
         try:
+            xml = getattr(config.option, "xmlpath", None)
+            if self.records and xml and Path(xml).is_file():
+                from harness import junit
+
+                with report_write_errors(Path(xml)):
+                    junit.rewrite(Path(xml), self.records)
             if self.summary and signoff_path:
                 from harness import signoff
 
-                with report_write_errors(Path(signoff_path)):
-                    signoff.write(self.summary, Path(signoff_path), config.stash[OPTIONS_KEY].reports_dir)
+                path = Path(signoff_path)
+                if self.summary["run"]["partial"]:  # never over the release sign-off
+                    path = (self.out_dir or config.stash[OPTIONS_KEY].reports_dir / "partial") / path.name
+                with report_write_errors(path):
+                    signoff.write(self.summary, path, path.parent)
         except ReportWriteError as exc:
             _report_failure(config, exc, self._session)
         finally:
@@ -159,7 +192,10 @@ class NdvalSession:
             tr.write_line(f"  [{r['status'].upper():4}] {r['rule']}: {r['actual']} (threshold {r['threshold']})")
         for g in s["golden"]["unused"][:20]:
             tr.write_line(f"  unused golden (not deleted): {g}")
-        tr.write_line(f"summary: {self.config.stash[OPTIONS_KEY].reports_dir / 'summary.json'}")
+        if s["run"]["partial"]:
+            tr.write_line(f"PARTIAL run ({s['run']['partial']}): not a release sign-off; the release summary is "
+                          "left as it was", yellow=True)
+        tr.write_line(f"summary: {(self.out_dir or self.config.stash[OPTIONS_KEY].reports_dir) / 'summary.json'}")
         tr.write_line(f"gate verdict: {s['gate']['verdict']} (exit {s['gate']['exit_code']})",
                       bold=True, red=s["gate"]["exit_code"] != 0, green=s["gate"]["exit_code"] == 0)
 
@@ -211,3 +247,12 @@ def matches_globs(path: Path, globs: list[str], rootpath: Path) -> bool:
         with contextlib.suppress(ValueError):
             forms.add(path.resolve().relative_to(base.resolve()).as_posix())
     return any(fnmatch.fnmatch(f, g) for f in forms for g in globs)
+
+
+def _narrower_than_cases_root(path: Path) -> bool:
+    """A path argument below a cases root (a sub-folder or one case file) selects a subset."""
+    resolved = path.resolve()
+    if resolved.is_file():
+        return True
+    parents = resolved.parents
+    return paths.cases_dir() in parents or any(p.name == "validation_cases" for p in parents)

@@ -61,7 +61,8 @@ def _plots(summary: dict[str, Any]) -> list[Image]:
         for a in c["assertions"]:
             if a["type"] == "ratio_within" and a.get("rows"):
                 g = groups.setdefault((c["file"], c["case_id"], a["id"]), {"a": a, "rows": [], "n_pass": 0, "n": 0})
-                g["rows"] += a["rows"]
+                # a row outside the band under a waiver is drawn as waived, not as a plain failure
+                g["rows"] += [{**r, "waived": bool(a.get("waived")) and not r.get("passed")} for r in a["rows"]]
                 g["n"] += len(a["rows"])
                 g["n_pass"] += sum(1 for r in a["rows"] if r.get("passed"))
     out = []
@@ -194,9 +195,14 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
     """Title and sections of the sign-off report."""
     prov, gate, counts = summary["provenance"], summary["gate"], summary["counts"]
     sha = prov["git"]["sha"]
-    title = f"ndval release sign-off — {sha[:12]} — gate {gate['verdict']}"
-    secs = [Section("1. Release identity and provenance", [Table(["item", "value"], [
-        ["git commit", sha], ["working tree dirty (tracked files)", prov["git"]["dirty"]],
+    partial = summary["run"].get("partial")
+    title = (f"ndval PARTIAL run — not a release sign-off — {sha[:12]} — gate {gate['verdict']}" if partial
+             else f"ndval release sign-off — {sha[:12]} — gate {gate['verdict']}")
+    banner = ([f"PARTIAL: this run covers part of the cases only ({partial}). It is not a release sign-off and "
+               "never replaces one; run `ndval validate` without a selection for that."] if partial else [])
+    secs = [Section("1. Release identity and provenance", [*banner, Table(["item", "value"], [
+        ["git commit", sha], ["working tree dirty (changed tracked files or untracked cases/goldens)", prov["git"]["dirty"]],
+        ["untracked cases/goldens in this run", ", ".join(prov["git"].get("untracked", [])[:20]) or "none"],
         ["run started (UTC)", summary["run"].get("started")], ["command", " ".join(summary["run"].get("argv", []))],
         ["subject under test", summary["run"].get("subject", "ndval")], ["golden mode", summary["run"].get("golden_mode")], ["gate verdict", f"{gate['verdict']} (exit {gate['exit_code']})"]])])]
     secs.append(Section("2. Environment", [Table(["component", "version"],
@@ -266,10 +272,13 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
     return title, secs
 
 
-_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse;margin:.5em 0 1.2em}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;font-size:12px;vertical-align:top;text-align:left}th{background:#f2f2f2}"
+#: long unbreakable cells (checksums, node ids, paths) wrap anywhere, so the page never scrolls sideways
+_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px;overflow-wrap:anywhere}"
+        "table{border-collapse:collapse;margin:.5em 0 1.2em;max-width:100%}"
+        "td,th{border:1px solid #ccc;padding:3px 6px;font-size:12px;vertical-align:top;text-align:left;"
+        "overflow-wrap:anywhere}th{background:#f2f2f2}img{max-width:100%;height:auto}"
         ".PASS{background:#dff5df}.FAIL{background:#fbdada}.WAIVED{background:#fff1c6}.NOT.EVALUABLE,.BROKEN{background:#e8e8f8}"
-        "figure{display:inline-block;margin:6px;max-width:520px}figcaption{font-size:11px}"
+        "figure{display:inline-block;margin:6px;max-width:min(520px,100%)}figcaption{font-size:11px}"
         "details{margin:2px 0}summary{cursor:pointer;font-size:12px}")
 
 

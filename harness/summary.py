@@ -24,15 +24,21 @@ _PACKAGES = ("ndval", "numpy", "pandas", "scipy", "pydantic", "pytest", "pytest-
 _ERR_RE = re.compile(r"^(?P<file>[^\n]*?):(?P<line>\d+): field '(?P<field>[^']*)': (?P<rule>.*)$", re.S)
 
 
-def git_info(repo: Path) -> dict[str, Any]:
-    """Commit SHA and dirty flag of ``repo`` (``unknown`` outside a git checkout)."""
+def git_info(repo: Path, watched: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """Commit SHA and dirty flag of ``repo`` (``unknown`` outside a git checkout): dirty when a tracked
+    file changed or an untracked file lies under ``watched`` (the cases and goldens the run used)."""
     def run(*args: str) -> str:
         try:
             return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
     sha = run("rev-parse", "HEAD")
-    return {"sha": sha or "unknown", "dirty": bool(run("status", "--porcelain", "--untracked-files=no")) if sha else None}
+    if not sha:
+        return {"sha": "unknown", "dirty": None, "untracked": []}
+    inside = [str(w) for w in watched if w.exists() and (w == repo or repo in w.parents)]
+    untracked = run("ls-files", "--others", "--exclude-standard", "--", *inside).splitlines() if inside else []
+    tracked = bool(run("status", "--porcelain", "--untracked-files=no"))
+    return {"sha": sha, "dirty": tracked or bool(untracked), "untracked": untracked}
 
 
 def provenance(repo: Path) -> dict[str, Any]:
@@ -43,7 +49,10 @@ def provenance(repo: Path) -> dict[str, Any]:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
-    return {"git": git_info(repo), "python": sys.version.split()[0], "platform": platform.platform(),
+    from harness import paths
+
+    project = paths.project()
+    return {"git": git_info(repo, (project.cases, project.golden)), "python": sys.version.split()[0], "platform": platform.platform(),
             "machine": platform.machine(), "packages": versions}
 
 

@@ -10,7 +10,8 @@ pass, and is *stale* when its ``old`` text is no longer in the file (the code mo
     python tools/mutation.py -k severity   # only ids containing "severity"
     python tools/mutation.py --list        # the mutants, nothing run
 
-Exit status: 0 every mutant killed; 1 at least one survived; 2 stale mutants or a failing baseline.
+Exit status: 0 every mutant killed; 1 at least one survived; 2 stale mutants, a mutant run that
+errored (collection/import error: the environment, not the mutant) or a failing baseline.
 The per-mutant results (with the first failing test and its assertion) go to
 ``reports/mutation.json``.
 """
@@ -46,7 +47,7 @@ class Outcome:
 
     id: str
     group: str
-    status: str  # killed | survived | stale | timeout
+    status: str  # killed | survived | stale | timeout | error
     seconds: float
     failure: str
     path: str
@@ -135,10 +136,12 @@ def run_mutant(ws: Path, m: Mutant) -> Outcome:
         rc, out = run_tests(ws, m.tests)
     finally:
         (ws / m.path).write_text(original, encoding="utf-8")
-    status = "survived" if rc == 0 else "timeout" if rc == 124 else "killed"
-    failure = first_failure(out) if status == "killed" else ("" if rc == 0 else out[-300:])
+    # pytest: 0 passed, 1 tests failed, 5 nothing collected; 2-4 = interrupted (e.g. a collection or import
+    # error), internal or usage error: the environment, not the mutant, decided — reported as "error"
+    status = {0: "survived", 1: "killed", 124: "timeout", 5: "survived"}.get(rc, "error")
+    failure = {"killed": first_failure(out), "survived": "", "timeout": "timeout"}.get(status, out[-300:])
     if rc == 5:
-        status, failure = "survived", "no tests collected (pytest exit 5)"
+        failure = "no tests collected (pytest exit 5)"
     return Outcome(m.id, m.group, status, round(time.monotonic() - start, 1), failure, m.path, m.old, m.new)
 
 
@@ -196,12 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             outcomes.append(o)
             print(f"[{i:2d}/{len(selected)}] {o.status:8s} {m.id:42s} {o.seconds:6.1f} s  {o.failure[:140]}", flush=True)
     write_report(outcomes, args.json)
-    counts = {s: sum(o.status == s for o in outcomes) for s in ("killed", "timeout", "survived", "stale")}
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("killed", "timeout", "survived", "stale", "error")}
     print("mutation: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(outcomes)}; details in {args.json}")
     for o in outcomes:
-        if o.status in ("survived", "stale"):
+        if o.status in ("survived", "stale", "error"):
             print(f"  {o.status.upper()}: {o.id} ({o.path}): {o.failure or 'tests still pass'}")
-    if counts["stale"]:
+    if counts["stale"] or counts["error"]:
         return 2
     return 1 if counts["survived"] else 0
 

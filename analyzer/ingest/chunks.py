@@ -17,7 +17,7 @@ is skipped there, counted, and named in a warning.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,12 +171,13 @@ class EventFramer:
                             f"(max_decompressed_bytes={b.max_decompressed_bytes:,})")
         return bool(self.stopped)
 
-    def _exact(self, buf: bytes) -> Iterator[list[Any]]:
+    def _exact(self, buf: bytes) -> Generator[list[Any], None, tuple[bytes, bool]]:
         """Slow path over ``buf`` (starts between events): decode every complete event alone; skip
         an event bigger than the budget by streaming over it. Returns ``(rest, done)``: the bytes of
         the event still open (to be completed by the fast path), and whether the array ended."""
         sc = Scanner(pos=0)
-        held, held_at, skipping = buf, 0, False
+        held: bytes | memoryview = buf
+        held_at, skipping = 0, False
         while True:
             found = sc.feed(memoryview(held)[sc.pos - held_at:] if not skipping else memoryview(held))
             events = []

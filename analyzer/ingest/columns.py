@@ -19,6 +19,7 @@ trailing TABs in ``Start Time(us)`` values, newlines inside quoted fields (``ope
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -134,7 +135,7 @@ def read_csv_table(path: Path, table: str, base_ts_us: int | None = None) -> pd.
             path, ", ".join(missing),
             f"required column missing for {table} (found: {', '.join(map(str, raw.columns))})",
         )
-    out = {}
+    out: dict[str, Any] = {}
     for col in raw.columns:
         cells = raw[col].str.strip()
         if col in EPOCH_COLUMNS and base_ts_us is not None:

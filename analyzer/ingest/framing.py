@@ -79,17 +79,17 @@ def open_source(path: Path, threaded: bool = True) -> Source:
     """Open ``path`` for reading decompressed bytes (see module docstring). Close it when done."""
     disk = CountingReader(open(path, "rb"))  # noqa: SIM115 - closed by Source.close
     if not is_gzip(path):
-        return Source(io.BufferedReader(disk, buffer_size=1 << 20), disk)  # type: ignore[arg-type]
+        return Source(io.BufferedReader(disk, buffer_size=1 << 20), disk)
     buffered = io.BufferedReader(disk, buffer_size=1 << 20)
     if threaded:
         from isal import igzip_threaded
 
-        fh = igzip_threaded.open(buffered, "rb", threads=1)
+        fh: Any = igzip_threaded.open(buffered, "rb", threads=1)  # type: ignore[no-untyped-call]
     else:
         from isal import igzip
 
-        fh = igzip.IGzipFile(fileobj=buffered)
-    return Source(fh, disk)  # type: ignore[arg-type]
+        fh = igzip.IGzipFile(fileobj=buffered)  # type: ignore[no-untyped-call]
+    return Source(fh, disk)
 
 
 def read_all(path: Path, limit: int = 1 << 16) -> bytes:

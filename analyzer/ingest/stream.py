@@ -29,6 +29,7 @@ import math
 import re
 import sys
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,11 +75,11 @@ class RawTrace:
 
     path: Path
     base_ts_us: int
-    sig: array = field(default_factory=lambda: array("i"))
-    ts_us: array = field(default_factory=lambda: array("d"))
-    dur_us: array = field(default_factory=lambda: array("d"))
-    corr: array = field(default_factory=lambda: array("q"))
-    bytes: array = field(default_factory=lambda: array("d"))
+    sig: array[int] = field(default_factory=lambda: array("i"))
+    ts_us: array[float] = field(default_factory=lambda: array("d"))
+    dur_us: array[float] = field(default_factory=lambda: array("d"))
+    corr: array[int] = field(default_factory=lambda: array("q"))
+    bytes: array[float] = field(default_factory=lambda: array("d"))
     sigs: list[Signature] = field(default_factory=list)
     sig_index: dict[Signature, int] = field(default_factory=dict)
     ids: dict[str, int] = field(default_factory=dict)
@@ -244,8 +245,10 @@ def _add(raw: RawTrace, events: list[dec.Event], state: _State) -> None:
     state.base = ts.base
     dur, bad = dec.durations_us([e.dur for e in xs])
     bad |= ts.bad
+    tt: Sequence[Any]
+    aux: Sequence[Any]
     if state.kineto:
-        tt, aux, corr, nbytes = dec.kineto_arg_columns(xs)
+        tt, aux, corr, nbytes = dec.kineto_arg_columns(xs)  # type: ignore[arg-type]  # KinetoEvent chunks
     else:
         tt, aux, corr_t, nbytes_t = zip(*[dec.arg_info(e.args) for e in xs], strict=True)
         corr, nbytes = dec.int64_column(list(corr_t)), np.array(nbytes_t, dtype=np.float64)
@@ -359,7 +362,7 @@ def signature_frame(raw: RawTrace) -> pd.DataFrame:
 def event_arrays(raw: RawTrace) -> dict[str, np.ndarray]:
     """The per-event numeric columns as numpy arrays (``ts_us`` rebased); ``raw``'s buffers are
     handed over (zero-copy) and released from ``raw``."""
-    out = {
+    out: dict[str, np.ndarray] = {
         "sig": np.frombuffer(raw.sig, dtype=np.int32) if raw.sig else np.empty(0, dtype=np.int32),
         "ts_us": np.frombuffer(raw.ts_us, dtype=np.float64) if raw.ts_us else np.empty(0),
         "dur_us": np.frombuffer(raw.dur_us, dtype=np.float64) if raw.dur_us else np.empty(0),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -124,15 +124,15 @@ class Thinning:
             self.dropped_by_sig += np.bincount(sig[~keep], minlength=len(raw.sigs))
             for name, dtype in (("sig", np.int32), ("ts_us", np.float64), ("dur_us", np.float64),
                                 ("corr", np.int64), ("bytes", np.float64)):
-                buf: array = getattr(raw, name)
+                buf: array[Any] = getattr(raw, name)
                 kept = np.frombuffer(buf, dtype=dtype)[keep].tobytes() if n else b""
                 del buf[:]
                 buf.frombytes(kept)
         self.tix = tix[keep]
         self.done = len(raw.ts_us)
         if final:
-            kept_tiers, counts = np.unique(tier[keep], return_counts=True)
-            self.kept = {int(t): int(c) for t, c in zip(kept_tiers, counts, strict=True)}
+            final_tiers, counts = np.unique(tier[keep], return_counts=True)
+            self.kept = {int(t): int(c) for t, c in zip(final_tiers, counts, strict=True)}
 
     def summary(self, names: dict[int, str]) -> list[str]:
         """``"<tier>: kept k of n"`` for every tier that lost events (after the final compaction)."""

@@ -43,6 +43,11 @@ OVERRIDES = {"ep": "parallel.ep", "tp": "parallel.tp", "dp": "parallel.dp", "pp"
              "cp": "parallel.cp", "etp": "parallel.etp", "vpp": "parallel.vpp"}
 
 
+#: printed after every scaffold: waiving one row needs one item per row
+PER_ROW_HINT = ("next: to waive one row rather than the whole case, add `per_row: config` under `data:` (one item "
+                "per row, ids = the config column) and list those ids in `waiver.points` (docs/harness.md, Waivers)")
+
+
 class SpreadsheetError(Exception):
     """The spreadsheet lacks a required column or has unusable values."""
 
@@ -156,4 +161,5 @@ def run(args: argparse.Namespace) -> int:
     for e in errors:
         print(e, file=sys.stderr)
     print(f"wrote {case_path} and {data_path} ({len(rows)} rows); lint: {n_ok} item(s) valid, {len(errors)} error(s)")
+    print(PER_ROW_HINT)
     return gate.EXIT_BROKEN_INPUT if errors else gate.EXIT_PASS

@@ -12,15 +12,21 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from harness import gate, paths, reportlock
+from harness.workers import choose_workers, previous_work_s, usable_cpus
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cases", action="append", default=[], metavar="GLOB", help="only case files matching GLOB")
-    parser.add_argument("-n", "--workers", default="auto", help="pytest-xdist workers (default auto; 0 = no xdist)")
+    parser.add_argument("-n", "--workers", default="auto",
+                        help="pytest-xdist workers (default auto: chosen by the amount of work, serial on 2 cores; "
+                             "0 = no xdist)")
+    parser.add_argument("--lf", "--last-failed", dest="last_failed", action="store_true",
+                        help="rerun only the cases that failed or broke in the last run (a PARTIAL report)")
     parser.add_argument("-k", dest="keyword", default=None, help="pytest -k expression over case ids")
     parser.add_argument("--update-golden", action="store_true", help="rewrite missing/mismatching goldens, still fail")
     parser.add_argument("--regen-all-golden", action="store_true", help="rewrite every selected golden and pass")
@@ -35,15 +41,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments after --")
 
 
-def pytest_command(args: argparse.Namespace, reports: Path) -> list[str]:
+#: pytest options that select a subset of the cases (the run then writes a PARTIAL report)
+SUBSET_OPTIONS = ("-k", "-m", "--lf", "--last-failed", "--ff", "--deselect", "--sw", "--stepwise")
+
+
+def is_subset(args: argparse.Namespace) -> bool:
+    """Whether this invocation runs only part of the cases (its reports go to ``reports/partial/``)."""
+    extra = [a for a in args.pytest_args if a != "--"]
+    return bool(args.cases or args.keyword or args.last_failed or
+                any(a.split("=", 1)[0] in SUBSET_OPTIONS or "::" in a for a in extra))
+
+
+def workers(args: argparse.Namespace, reports: Path) -> int:
+    """The worker count: as given, or (``auto``) chosen by the work of the last full run."""
+    if str(args.workers) in ("0", "no"):
+        return 0
+    if str(args.workers) != "auto":
+        return int(args.workers)
+    return choose_workers(usable_cpus(), previous_work_s(reports / "summary.json"))
+
+
+def pytest_command(args: argparse.Namespace, reports: Path, n_workers: int | None = None) -> list[str]:
     """The pytest command line ``validate`` runs (also shown in the sign-off report)."""
-    cmd = [sys.executable, "-m", "pytest", str(paths.cases_dir()), "-q", "-p", "no:cacheprovider",
-           f"--junitxml={reports / 'junit.xml'}", f"--alluredir={reports / 'allure-results'}",
+    out = reports / "partial" if is_subset(args) else reports
+    cmd = [sys.executable, "-m", "pytest", str(paths.cases_dir()), "-q",
+           f"--junitxml={out / 'junit.xml'}", f"--alluredir={out / 'allure-results'}",
            f"--signoff={reports / 'signoff.md'}", f"--ndval-reports={reports}", "-o", "junit_suite_name=ndval"]
-    if str(args.workers) not in ("0", "no"):
-        cmd += ["-n", str(args.workers)]
-    else:
-        cmd += ["-p", "no:xdist"]
+    n = workers(args, reports) if n_workers is None else n_workers
+    cmd += ["-n", str(n)] if n else ["-p", "no:xdist"]
+    if args.last_failed:
+        cmd += ["--lf", "--lfnf", "none"]
     for glob in args.cases:
         cmd += ["--cases", glob]
     if args.keyword:
@@ -60,7 +87,8 @@ def pytest_command(args: argparse.Namespace, reports: Path) -> list[str]:
 
 
 def clean(reports: Path) -> None:
-    """Remove the previous run's outputs (the CLI cleans, not --clean-alluredir, which races under xdist)."""
+    """Remove the outputs of the previous run of the same scope (``reports/`` or ``reports/partial/``)."""
+    # the CLI cleans, not --clean-alluredir, which races under xdist
     shutil.rmtree(reports / "allure-results", ignore_errors=True)
     shutil.rmtree(reports / "golden", ignore_errors=True)
     shutil.rmtree(reports / "signoff_plots", ignore_errors=True)
@@ -93,8 +121,16 @@ def run(args: argparse.Namespace) -> int:
         return gate.EXIT_BROKEN_INPUT
 
 
+def _written_summary(reports: Path, since: float) -> Path | None:
+    """The summary this run wrote: the release one or the PARTIAL one (the session decides which)."""
+    for path in (reports / "summary.json", reports / "partial" / "summary.json"):
+        if path.is_file() and path.stat().st_mtime >= since:
+            return path
+    return None
+
+
 def _run_locked(args: argparse.Namespace, reports: Path, lock_fd: int | None = None) -> int:
-    clean(reports)
+    clean(reports / "partial" if is_subset(args) else reports)
     cmd = pytest_command(args, reports)
     print("running:", " ".join(cmd), flush=True)
     project = paths.project()
@@ -102,15 +138,23 @@ def _run_locked(args: argparse.Namespace, reports: Path, lock_fd: int | None = N
     env = {**os.environ, "NDVAL_PROJECT_ROOT": str(project.root)}
     if lock_fd is not None:  # the child shares the lock: it outlives this process if this one is killed
         env[reportlock.FD_ENV] = str(lock_fd)
+    started = time.time() - 1.0
     proc = subprocess.run(cmd, cwd=project.root, env=env, check=False, pass_fds=(lock_fd,) if lock_fd is not None else ())
-    summary_path = reports / "summary.json"
-    if not summary_path.is_file():
+    summary_path = _written_summary(reports, started)
+    if summary_path is None:
+        if args.last_failed and proc.returncode == 5:
+            print("ndval validate --lf: no failed case recorded by the last run; nothing to rerun")
+            return gate.EXIT_PASS
         print(f"ndval validate: no summary written (pytest exit {proc.returncode}); broken input", file=sys.stderr)
         return gate.EXIT_BROKEN_INPUT
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    out = summary_path.parent
+    if out != reports:
+        print(f"\nPARTIAL run ({summary['run'].get('partial')}): reports in {out}; the release sign-off "
+              f"{reports / 'signoff.md'} is left as it was")
     print("\nreports:")
     for name in ("summary.json", "junit.xml", "allure-results", "signoff.md", "signoff.html"):
-        p = reports / name
+        p = out / name
         print(f"  {p}{'' if p.exists() else '  (missing)'}")
     print("  render the Allure HTML with: make report")
     crit = ", ".join(f"{c['id']}={c['status']}" for c in summary["criteria"])

@@ -176,7 +176,7 @@ def test_synthetic_cli_max_events(synthetic_rank: Path, tmp_path: Path, capsys: 
     assert main(["analyze", str(synthetic_rank), "--max-events", "4500", "--json", str(out)]) == 0
     r = json.loads(out.read_text())["ranks"][0]
     assert r["dropped_events"]["count"] == N_COMPLETE - 4500 and r["totals_source"] == TOTALS_HOST_SAMPLED
-    assert "event budget" in capsys.readouterr().out
+    assert "event budget" in capsys.readouterr().err  # warnings are diagnostics: stderr
 
 
 # ------------------------------------------------------------------------------------ Kineto (synthetic)

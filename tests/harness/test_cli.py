@@ -55,6 +55,7 @@ def test_add_case_scaffolds_a_case_that_lints_and_runs(kind: str, tmp_path: Path
     case = root / "estimator" / "synthetic_peaks.case.yaml"
     assert case.is_file() and (root / "estimator" / src.name).is_file()
     assert "lint: 1 item(s) valid, 0 error(s)" in out and "sha256:" in out
+    assert "add `per_row: config` under `data:`" in out and "waiver.points" in out
     assert cli.main(["lint", str(root)]) == EXIT_PASS
     result = pytester.runpytest("validation_cases")
     outcomes = result.parseoutcomes()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness import golden
@@ -58,10 +60,15 @@ def test_golden_lifecycle(pytester: pytest.Pytester, cases, summary) -> None:
     orphan = root / "golden/recorded/g/retired-case.yaml"
     orphan.write_text("format_version: 1\ncase: retired-case\ndata: {}\n")
     cases("recorded/g.case.yaml", two_cases(value_a=97))
+    release = (root / "reports" / "summary.json").read_bytes()
     r = pytester.runpytest("validation_cases", "-k", "synthetic-b", "--regen-all-golden")
     assert r.ret == EXIT_PASS
     assert "estimate_mb: 96" in (root / GOLDEN_A).read_text()
-    assert summary()["golden"]["unused"] == [str(orphan)]
+    # a -k run is PARTIAL: its summary goes to reports/partial/, the release summary stays as it was
+    assert (root / "reports" / "summary.json").read_bytes() == release
+    partial = json.loads((root / "reports" / "partial" / "summary.json").read_text())
+    assert partial["run"]["partial"].startswith("1 item(s) deselected")
+    assert partial["golden"]["unused"] == [str(orphan)]
     r.stdout.fnmatch_lines(["*unused golden (not deleted)*retired-case.yaml*"])
     assert orphan.exists()
 
