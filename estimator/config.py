@@ -145,6 +145,12 @@ def _check_cross_fields(cfg: EstimatorConfig) -> None:
             raise config_rule("train.global_batch_size", f"must be a multiple of micro_batch_size·dp = {per_step}")
         if t.num_micro_batches is not None and t.num_micro_batches * per_step != t.global_batch_size:
             raise config_rule("train.num_micro_batches", "disagrees with global_batch_size/(micro_batch_size·dp)")
+    if cfg.recompute.selective_ac_option == "op" and (m.is_moe or m.attention == "mla"):
+        raise config_rule(
+            "recompute.selective_ac_option",
+            "'op' (torchtitan's op-level policy) is modelled for dense MHA/GQA blocks only; "
+            "a valid example: model llama3-8b with {mode: selective, selective_ac_option: op}",
+        )
     if cfg.recompute.per_stage is not None and len(cfg.recompute.per_stage) != p.pp:
         raise config_rule("recompute.per_stage", f"needs one entry per pipeline stage ({p.pp})")
     if p.optimizer_shard_size is not None and (p.dp * p.tp) % p.optimizer_shard_size:

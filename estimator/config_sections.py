@@ -200,6 +200,9 @@ class ParallelConfig(StrictSection):
     optimizer_shard_size: int | None = Field(default=None, ge=1)
     grad_sharding: bool = False
     expert_zero3_sharding: bool = True
+    #: FSDP2 ``reshard_after_forward`` of the transformer blocks; None = torchtitan's choice
+    #: (``apply_fsdp``: true without PP except the last block, false with PP)
+    fsdp_reshard_after_forward: bool | None = None
     #: Megatron ``--overlap-moe-expert-parallel-comm``: the interleaved schedule runs one extra
     #: warm-up forward (``get_pp_rank_microbatches``), so one more micro-batch is in flight
     overlap_moe_expert_parallel_comm: bool = False
@@ -216,6 +219,31 @@ class RecomputeConfig(StrictSection):
     mode: RecomputeMode = "none"
     per_stage: list[RecomputeMode] | None = None
     modules: list[str] = Field(default_factory=list)
+    #: torchtitan ``activation_checkpoint.selective_ac_option`` with ``mode: selective``: ``"op"`` =
+    #: op-level selective checkpointing (torchtitan's save list), ``"<n>"`` = layer-level: every n-th
+    #: block fully checkpointed, the others keep everything (``estimator.memory.sac``)
+    selective_ac_option: str | None = None
+
+    @field_validator("selective_ac_option")
+    @classmethod
+    def _sac_option(cls, value: str | None) -> str | None:
+        if value is not None and value != "op" and not (value.isdigit() and int(value) > 0):
+            raise config_rule(
+                "recompute.selective_ac_option",
+                f"unknown checkpointing policy {value!r}: must be 'op' or a positive integer "
+                "(torchtitan activation_checkpoint.selective_ac_option); a valid example: selective_ac_option: op",
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _sac_needs_selective(self) -> RecomputeConfig:
+        if self.selective_ac_option is not None and (self.mode != "selective" or self.modules or self.per_stage):
+            raise config_rule(
+                "recompute.selective_ac_option",
+                "needs mode 'selective' without modules or per_stage (the policy replaces Megatron's module list); "
+                "a valid example: {mode: selective, selective_ac_option: op}",
+            )
+        return self
 
     @field_validator("modules")
     @classmethod
@@ -287,6 +315,12 @@ class OptionsConfig(StrictSection):
     )
     ep_tokens_per_expert: list[float] | None = Field(
         default=None, description="routed tokens per expert (any scale, length num_experts); None = balanced"
+    )
+    torch_compile: bool = Field(
+        default=False, description="torch.compile of each block (torchtitan); recorded, no memory term is sourced"
+    )
+    expandable_segments: bool = Field(
+        default=False, description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no idle-block reserve terms"
     )
 
     @field_validator("part_coefficients")

@@ -30,6 +30,8 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
 
 #: source spelling of selective-recompute modules -> estimator module name
 RECOMPUTE_MODULE_ALIASES = {"core_attention": "core_attn"}
+#: ``recompute_modules`` cells that name a torchtitan policy (recompute.selective_ac_option), not modules
+SAC_POLICY_CELLS = {"op-level sac": "op"}
 
 #: defaults for cells a source left empty: column -> (value, reason)
 EMPTY_DEFAULTS: dict[str, tuple[Any, str]] = {
@@ -135,11 +137,21 @@ def _text(row: Mapping[str, str], column: str) -> str:
     return (row.get(column) or "").strip()
 
 
+class NotStated(ConfigError):
+    """A value the estimate needs is empty in the row: the source did not state it.
+
+    The row is *not evaluable* (never guessed, never dropped); ``field`` names the column.
+    """
+
+    def __init__(self, column: str) -> None:
+        super().__init__(column, "not stated by the source (empty cell); the estimate needs it")
+
+
 def _int(row: Mapping[str, str], column: str, *, required: bool = False) -> int | None:
     raw = _text(row, column)
     if not raw:
         if required:
-            raise ConfigError(column, "required column is empty")
+            raise NotStated(column)
         return None
     try:
         value = float(raw)
@@ -240,8 +252,17 @@ def _recompute(row: Mapping[str, str]) -> dict[str, Any]:
     mode = _text(row, "recompute") or "none"
     if mode not in ("none", "selective", "full"):
         raise ConfigError("recompute", f"unknown recompute {mode!r} (none, selective, full)")
-    modules = [m.strip() for m in _text(row, "recompute_modules").split(",") if m.strip()]
+    cell = _text(row, "recompute_modules")
+    if cell.lower() in SAC_POLICY_CELLS:
+        return {"mode": mode, "selective_ac_option": SAC_POLICY_CELLS[cell.lower()]}
+    modules = [m.strip() for m in cell.split(",") if m.strip()]
     return {"mode": mode, "modules": [RECOMPUTE_MODULE_ALIASES.get(m, m) for m in modules]}
+
+
+def _options(row: Mapping[str, str]) -> dict[str, Any]:
+    """Options the row's notes state: ``techniques: ... torch.compile`` (torchtitan tables)."""
+    techniques = next((item for item in _text(row, "notes").split("|") if "techniques:" in item), "")
+    return {"torch_compile": True} if "torch.compile" in techniques else {}
 
 
 def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") -> dict[str, Any]:
@@ -262,7 +283,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
     flash_text = _text(row, "flash_attention").lower()
     flash = (not flash_text.startswith("no")) if flash_text else _default("flash_attention", assumed)
     vpp = _int(row, "vpp") or 1
-    world = _int(row, "world_size", required=True)
+    world = _int(row, "world_size")  # only checks dp·tp·pp·cp; not needed by the estimate
     train: dict[str, Any] = {
         "seq_length": _int(row, "seq_length", required=True),
         "micro_batch_size": _int(row, "micro_batch_size", required=True),
@@ -292,7 +313,55 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
         "parallel": parallel,
         "recompute": _recompute(row),
         "precision": _precision(row, assumed),
-        "hardware": {"preset": hardware_preset(_text(row, "hardware")), "devices": world},
+        "hardware": {"preset": hardware_preset(_text(row, "hardware")), **({"devices": world} if world else {})},
     }
+    if options := _options(row):
+        config["options"] = options
     _apply_facts(row, config)
     return config
+
+
+# --------------------------------------------------------------------------------------------
+# like-for-like comparison
+
+
+def stage_for_rank(report: Any, measured_rank: str) -> Any:
+    """The stage a measurement refers to: ``per_stage:i`` -> stage i, ``last_rank`` -> last stage,
+    ``max_over_ranks`` / ``max_over_reported_ranks`` / unstated -> the peak stage (measured README)."""
+    rank = (measured_rank or "").strip()
+    if rank.startswith("per_stage:"):
+        i = int(rank.split(":", 1)[1])
+        if i >= len(report.stages):
+            raise ValueError(f"measured_rank {rank!r} but the estimate has {len(report.stages)} stage(s)")
+        return report.stages[i]
+    if rank == "last_rank":
+        return report.stages[-1]
+    return report.stages[report.peak_stage]
+
+
+def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str) -> tuple[float, str]:
+    """(estimate MiB, what it is) for a measurement of ``measured_kind`` at ``measured_rank``.
+
+    The one like-for-like mapping of the measured CSVs (used by the ``estimator.memory`` kind and
+    ``estimator.measured_accuracy``); raises ValueError for an unknown kind or a missing stage.
+
+    Like for like (measured README): ``max_allocated`` -> stage total (allocated bytes at the
+    peak); ``max_reserved`` -> the stage's reserved estimate (allocated + the caching allocator's
+    idle blocks, ``estimator.memory.fsdp2``; equal to the total where no term is modelled);
+    ``allocated_steady`` (after the optimizer step) and ``params_optimizer`` -> params +
+    optimizer states + grads;
+    ``activations`` -> the activations component.
+    """
+    stage = stage_for_rank(report, measured_rank)
+    kind = (measured_kind or "max_allocated").strip()
+    comp = stage.components
+    if kind == "max_allocated":
+        return stage.total_mb, f"stage {stage.stage} total"
+    if kind == "max_reserved":
+        return getattr(stage, "reserved_mb", stage.total_mb), f"stage {stage.stage} reserved"
+    if kind in ("allocated_steady", "params_optimizer"):
+        static = sum(comp[k] for k in ("params", "optimizer_states", "grads"))
+        return static, f"stage {stage.stage} params+optimizer_states+grads"
+    if kind == "activations":
+        return comp["activations"], f"stage {stage.stage} activations"
+    raise ValueError(f"unknown measured_kind {kind!r}")

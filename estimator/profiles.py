@@ -9,8 +9,10 @@
   distributed optimizer (experts over expert-DP); vocab-parallel fp32 logits on the last stage;
   no separate comm buffers (dispatch/gather outputs are activations); the MTP stage holds its own
   word embedding (``mtp_stage_holds_embedding``).
-- ``fsdp2`` (torchtitan-like): fp32 params, grads and Adam states all sharded over dp·cp
-  (16 B / shard degree) plus the transient unsharded bf16 weights of the layers in flight.
+- ``fsdp2`` (torchtitan): fp32 params, grads and Adam states all sharded over dp·cp
+  (16 B / shard degree; grads not live at the peak without PP), the unsharded bf16 weights of
+  the blocks not resharded, torchtitan's fp32 loss path, and the caching allocator's reserve
+  (``estimator.memory.reserve``).
 
 Users override byte widths with ``precision``; everything else follows the profile.
 """
@@ -58,6 +60,16 @@ class Profile:
     #: interleaved 1F1B μ per chunk: the reference's rule (reference §2.7) or Megatron-Core's
     #: forward order (``estimator.memory.schedule.in_flight_megatron_interleaved``)
     interleaved_order: Literal["reference", "megatron"] = "reference"
+    #: fp32 logit-sized tensors live at the loss backward besides the one the forward keeps:
+    #: 1 = one gradient (this model's convention for Megatron's fused vocab-parallel loss);
+    #: 2 = torchtitan's ``cross_entropy(pred.float())``: ``log_softmax`` keeps its fp32 output,
+    #: ``nll_loss`` backward materialises a dense T·V gradient and ``log_softmax`` backward writes
+    #: another (PyTorch autograd formulas), all live at once
+    loss_backward_logits_copies: int = 1
+    #: sharded gradients exist at the activation peak; False for FSDP2 without PP: the optimizer's
+    #: ``zero_grad()`` sets them to None and reduce-scatter recreates them during backward, after
+    #: the loss-backward peak
+    grads_live_at_peak_without_pp: bool = True
 
 
 PROFILES: dict[str, Profile] = {
@@ -107,6 +119,8 @@ PROFILES: dict[str, Profile] = {
         full_recompute_input_tp_sharded=False,
         comm_buffers=False,
         tp_shardable_overhead_mb=0.0,
+        loss_backward_logits_copies=2,
+        grads_live_at_peak_without_pp=False,
     ),
 }
 

@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("harness.commands.calibrate", "derive device efficiencies from a profile into a hardware overlay"),
     "explain": ("harness.commands.explain", "lay an estimate and a profile of the run side by side per operator class"),
     "search": ("harness.commands.search", "rank every parallel layout of a cluster (Pareto front, rejections)"),
+    "reconstruct-seed": ("estimator.cli_reconstruct", "reconstruct the seed's run from the recorded estimates; INT-01"),
     "analyze": ("analyzer.cli_analyze", "analyze a profiler output (Ascend or Kineto)"),
     "compare": ("analyzer.cli_compare", "compare a before/after pair of profiles"),
     "serve": ("harness.commands.serve", "serve profiles: local HTTP API and page with the swimlane"),

@@ -159,6 +159,8 @@ class CaseItem(pytest.Item):
             raise CaseFailure(results, header + ("\nstale waiver under --strict-waivers" if not out.failed else ""))
         if out.waived:
             pytest.xfail(f"waived until {waiver.expires} ({waiver.issue})")
+        if out.status == "not_evaluable":
+            pytest.skip("not evaluable: " + "; ".join(r.message for r in out.gaps))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailure):

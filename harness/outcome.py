@@ -7,7 +7,9 @@ Rules (docs/harness.md, "waivers"):
 - a waiver on a case whose every assertion passes is *stale*: a note, and a failure under
   ``--strict-waivers``;
 - status: ``error`` when an assertion could not be evaluated (broken input), else ``failed`` when an
-  unwaived assertion fails, else ``waived`` when a waiver excused one, else ``passed``.
+  unwaived assertion fails, else ``waived`` when a waiver excused one, else ``not_evaluable`` when
+  every assertion is not evaluable because its data rows lack a value the estimate needs (not
+  broken input: the rows are listed, ``harness.summary.not_evaluable_rows``), else ``passed``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Literal, Protocol
 
 from harness.results import AssertionResult
 
-Status = Literal["passed", "failed", "waived", "error"]
+Status = Literal["passed", "failed", "waived", "error", "not_evaluable"]
 
 
 class WaiverLike(Protocol):
@@ -37,6 +39,7 @@ class Outcome:
     failed: list[AssertionResult] = field(default_factory=list)
     waived: list[AssertionResult] = field(default_factory=list)
     stale: bool = False
+    gaps: list[AssertionResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -57,7 +60,8 @@ def apply_waiver(results: Sequence[AssertionResult], waiver: WaiverLike | None, 
 def decide(results: Sequence[AssertionResult], broken: Sequence[str], waiver: WaiverLike | None,
            strict: bool) -> Outcome:
     """The outcome of one item from its (already waiver-marked) results and broken-input messages."""
-    failed = [r for r in results if not r.passed and not r.waived]
+    failed = [r for r in results if not r.passed and not r.waived and (r.evaluable or broken)]
+    gaps = [r for r in results if not r.evaluable and not broken]
     waived = [r for r in results if r.waived]
     stale = waiver is not None and not any(not r.passed for r in results)
     notes = [f"waiver ({waiver.issue}) no longer needed: every criterion passes"] if stale and waiver else []
@@ -68,6 +72,8 @@ def decide(results: Sequence[AssertionResult], broken: Sequence[str], waiver: Wa
         status = "failed"
     elif waived:
         status = "waived"
+    elif gaps and len(gaps) == len(results):
+        status = "not_evaluable"
     else:
         status = "passed"
-    return Outcome(status, failed, waived, stale, notes)
+    return Outcome(status, failed, waived, stale, notes=notes, gaps=gaps)

@@ -213,9 +213,13 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
         kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
     secs.append(Section("3. Scope", [
         f"{counts['items']} case items from {len(summary['case_files'])} case files; {counts['passed']} passed, "
-        f"{counts['failed']} failed, {counts['waived']} waived, {counts['error']} broken, {counts['skipped']} skipped; "
+        f"{counts['failed']} failed, {counts['waived']} waived, {counts['error']} broken, {counts['skipped']} skipped, "
+        f"{counts.get('not_evaluable', 0)} not evaluable ({len(summary.get('not_evaluable', []))} data rows missing a "
+        "needed value); "
         f"{counts['collection_errors']} collection error(s).",
         Table(["kind", "items"], [[k, v] for k, v in sorted(kinds.items())]),
+        Table(["not evaluable (node)", "row", "reason"],
+              [[r["nodeid"], r["row"], r["reason"]] for r in summary.get("not_evaluable", [])]),
         Table(["case file", "sha256"], [[k, v] for k, v in sorted(summary["case_files"].items())])]))
     secs.append(Section("4. Gate", [Table(["rule", "threshold", "actual", "status", "items"],
                         [[r["rule"], r["threshold"], r["actual"], _status_mark(r["status"]), ", ".join(r["items"][:8])]

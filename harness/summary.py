@@ -84,6 +84,19 @@ def _ratio_stats(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def not_evaluable_rows(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Data rows a case could not judge because a value the estimate needs is not stated, with the
+    reason (e.g. ``column micro_batch_size: not stated by the source``); counted, never dropped."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in cases:
+        for a in rec.get("assertions", []):
+            for row in a.get("rows", []):
+                if row.get("not_evaluable"):
+                    out[(rec["nodeid"], str(row["row"]))] = {"nodeid": rec["nodeid"], "row": row["row"],
+                                                             "reason": row["not_evaluable"]}
+    return list(out.values())
+
+
 def file_hashes(cases: list[dict[str, Any]]) -> dict[str, str]:
     return {rec["file"]: rec["file_sha256"] for rec in cases}
 
@@ -93,13 +106,14 @@ def build_summary(records: dict[str, dict[str, Any]], collection_errors: dict[st
     """Assemble the summary and evaluate the gate on it."""
     cases = [records[k] for k in sorted(records)]
     errors = [parse_collection_error(k, collection_errors[k]) for k in sorted(collection_errors)]
-    counts = {s: sum(1 for c in cases if c["status"] == s) for s in ("passed", "failed", "waived", "error", "skipped")}
+    counts = {s: sum(1 for c in cases if c["status"] == s)
+              for s in ("passed", "failed", "waived", "error", "skipped", "not_evaluable")}
     counts |= {"items": len(cases), "collection_errors": len(errors)}
     regressions = gate.regressions_against(baseline, cases) if baseline is not None else None
     summary: dict[str, Any] = {
         "format_version": SUMMARY_FORMAT, "run": run, "provenance": provenance(repo), "counts": counts,
         "cases": cases, "collection_errors": errors, "case_files": file_hashes(cases),
-        "statistics": _ratio_stats(cases), "regressions": regressions,
+        "statistics": _ratio_stats(cases), "regressions": regressions, "not_evaluable": not_evaluable_rows(cases),
         "waivers": [{"nodeid": c["nodeid"], **c["waiver"], "status": c["status"]} for c in cases if c.get("waiver")],
         "golden": {"unused": unused_goldens,
                    "drift": [{"nodeid": c["nodeid"], **c["golden"]} for c in cases

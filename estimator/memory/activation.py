@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator.derive import layer_kind, mtp_is_moe, sequence_shard
+from estimator.memory import sac
 from estimator.profiles import profile_of, resolved_bytes
 
 if TYPE_CHECKING:
@@ -166,8 +167,15 @@ def full_recompute_bytes(cfg: EstimatorConfig) -> float:
 def layer_activation_bytes(cfg: EstimatorConfig, index: int, mode: RecomputeMode) -> float:
     """Activation bytes of layer ``index`` for one micro-batch under recompute ``mode``.
 
-    MTP layers add the concatenated projection input T·2h·B/r.
+    MTP layers add the concatenated projection input T·2h·B/r. A torchtitan
+    ``selective_ac_option`` replaces the module list: ``op`` keeps what its save list keeps,
+    ``<n>`` checkpoints every n-th layer fully and keeps everything of the others.
     """
+    option = cfg.recompute.selective_ac_option
+    if mode == "selective" and option is not None:  # torchtitan's policies (estimator.memory.sac)
+        if option == "op":
+            return sac.op_sac_layer_bytes(cfg, index)
+        mode = "full" if sac.layer_checkpointed(index, int(option)) else "none"
     if mode == "full":
         return full_recompute_bytes(cfg)
     drop = recomputed_modules(cfg, mode)

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from estimator.derive import layer_ep, megatron_expert_tp
 from estimator.memory import activation as act
-from estimator.memory import buffers
+from estimator.memory import buffers, fsdp2
 from estimator.memory.schedule import in_flight
 from estimator.memory.static import (
     StaticBreakdown,
@@ -23,8 +22,7 @@ from estimator.memory.static import (
     head_static,
     layer_static,
 )
-from estimator.params import layer_params
-from estimator.profiles import profile_of, resolved_bytes, tp_shardable_overhead_mb
+from estimator.profiles import profile_of, tp_shardable_overhead_mb
 from ndcore.units import BYTES_PER_MIB
 
 if TYPE_CHECKING:
@@ -45,10 +43,6 @@ COMPONENTS = (
     "other",
 )
 
-#: FSDP2 keeps the unsharded weights of the layer being computed and of the one prefetched
-FSDP2_UNSHARDED_LAYERS = 2
-
-
 @dataclass(frozen=True)
 class StageMemory:
     """Memory of one pipeline stage; ``components`` in MiB sum to ``total_mb``."""
@@ -59,10 +53,18 @@ class StageMemory:
     in_flight: tuple[int, ...] = ()  # μ per chunk
     recompute: str = "none"
     static_detail: StaticBreakdown = field(default_factory=StaticBreakdown)
+    #: the caching allocator's idle cached blocks at the peak (MiB, by name; ``memory.fsdp2``)
+    reserve: dict[str, float] = field(default_factory=dict)
 
     @property
     def total_mb(self) -> float:
+        """Allocated bytes at the stage's peak (MiB)."""
         return float(sum(self.components.values()))
+
+    @property
+    def reserved_mb(self) -> float:
+        """Reserved by the caching allocator at the peak: allocated + idle cached blocks (MiB)."""
+        return self.total_mb + float(sum(self.reserve.values()))
 
     @property
     def static_mb(self) -> float:
@@ -80,6 +82,8 @@ class StageMemory:
             "layers": list(self.layers),
             "in_flight": list(self.in_flight),
             "recompute": self.recompute,
+            "reserved_mb": self.reserved_mb,
+            "reserve": dict(self.reserve),
         }
 
 
@@ -102,6 +106,11 @@ class MemoryReport:
         return next(s.stage for s in self.stages if s.total_mb == peak)
 
     @property
+    def peak_reserved_mb(self) -> float:
+        """Largest reserved memory over stages (allocated + the allocator's idle blocks)."""
+        return max(s.reserved_mb for s in self.stages)
+
+    @property
     def fits(self) -> bool:
         """Peak at most the device memory."""
         return self.peak_mb <= self.hbm_mb
@@ -111,6 +120,7 @@ class MemoryReport:
             "profile": self.profile,
             "peak_mb": self.peak_mb,
             "peak_stage": self.peak_stage,
+            "peak_reserved_mb": self.peak_reserved_mb,
             "hbm_mb": self.hbm_mb,
             "fits": self.fits,
             "stages": [s.to_dict() for s in self.stages],
@@ -139,37 +149,22 @@ def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: Rec
 
     The last node of the last chunk is evaluated at μ = 1 without recompute (a fully recomputed
     layer re-materialises its activations); on the stage holding the head the last node is the
-    output layer, plus the last MTP layer when there is one. ``zero_bubble_v`` uses the same rule;
+    output layer (with ``Profile.loss_backward_logits_copies`` fp32 logit gradients), plus the last
+    MTP layer when there is one. ``zero_bubble_v`` uses the same rule;
     the reference's two-chunk maximum for it is not modelled.
     """
     last_chunk = next((c for c in reversed(layout.chunks) if c), ())
     main_layers = [i for i in last_chunk if i < cfg.model.num_layers]
     mtp_layers = [i for i in last_chunk if i >= cfg.model.num_layers]
     if layout.has_head and layout.head_chunk == len(layout.chunks) - 1:
-        total = sum(head_dynamic_bytes(cfg, 1))
+        extra_copies = profile_of(cfg).loss_backward_logits_copies - 1
+        total = sum(head_dynamic_bytes(cfg, 1)) + extra_copies * act.logits_bytes(cfg)
         if mtp_layers:
             total += sum(layer_dynamic_bytes(cfg, mtp_layers[-1], 1, "none"))
         return total
     if main_layers:
         return sum(layer_dynamic_bytes(cfg, main_layers[-1], 1, "none"))
     return 0.0
-
-
-def _fsdp2_unsharded_bytes(cfg: EstimatorConfig, layout: StageLayout) -> float:
-    """FSDP2 transient: unsharded compute-dtype weights of the largest layer, twice (current + prefetch).
-
-    A layer's unsharded weights on one rank are what its TP/EP slice holds before the FSDP shard:
-    non-expert ``held_non_expert(t)``, routed experts R/(ep_layer·etp), shared S/t — the same
-    per-rank counts as ``memory.static.fsdp2_layer_static``.
-    """
-    if profile_of(cfg).sharding != "fsdp2" or not layout.layers:
-        return 0.0
-    t, etp = cfg.parallel.tp, megatron_expert_tp(cfg)
-    biggest = 0.0
-    for i in layout.layers:
-        lp = layer_params(cfg.model, i)
-        biggest = max(biggest, lp.held_non_expert(t) + lp.routed / (layer_ep(cfg, i) * etp) + lp.shared / t)
-    return FSDP2_UNSHARDED_LAYERS * biggest * resolved_bytes(cfg).compute
 
 
 def mtp_embedding_on_stage(cfg: EstimatorConfig, layout: StageLayout) -> bool:
@@ -231,13 +226,13 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
     components = {
         "params": totals.params / BYTES_PER_MIB,
         "optimizer_states": totals.optimizer_states / BYTES_PER_MIB,
-        "grads": totals.grads / BYTES_PER_MIB,
+        "grads": (totals.grads if fsdp2.grads_live(cfg) else 0.0) / BYTES_PER_MIB,
         "activations": activations / BYTES_PER_MIB,
         "comm_buffers": comm / BYTES_PER_MIB,
         "backward_overhead": bwd / BYTES_PER_MIB,
         "safety_buffer": safety,
         "tp_shardable_overhead": overhead,
-        "other": _fsdp2_unsharded_bytes(cfg, layout) / BYTES_PER_MIB,
+        "other": fsdp2.unsharded_live_bytes(cfg, layout) / BYTES_PER_MIB,
     }
     return StageMemory(
         stage=layout.stage,
@@ -246,4 +241,5 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
         in_flight=tuple(mus),
         recompute=mode,
         static_detail=static,
+        reserve={k: v / BYTES_PER_MIB for k, v in fsdp2.reserve_terms(cfg, layout, mode).items()},
     )

@@ -34,7 +34,16 @@ class _RowWise(AssertionSpec):
         raise NotImplementedError
 
     def evaluate(self, result: RunResult, ctx: EvalContext) -> AssertionResult:
-        rows = self.rows(result)
+        all_rows = self.rows(result)
+        gaps = [{"row": row_label(r, self.label, i), "not_evaluable": r["not_evaluable"], "passed": False}
+                for i, r in enumerate(all_rows) if r.get("not_evaluable")]
+        rows = [r for r in all_rows if not r.get("not_evaluable")]
+        if not rows:  # every row lacks a value the estimate needs: nothing to judge
+            reasons = "; ".join(f"{g['row']}: {g['not_evaluable']}" for g in gaps)
+            return self.make(self.id or self.type, target=f"{self.target_text}: {self.estimate} vs {self.measured}",
+                             observed=None, expected=self._expected(), margin=None, passed=False,
+                             message=f"not evaluable: {reasons}", stats={"n": 0, "n_not_evaluable": len(gaps)},
+                             rows=gaps, evaluable=False)
         est, meas = column(rows, self.estimate), column(rows, self.measured)
         values = self._row_values(est, meas)
         evidence, margins, n_ok = [], [], 0
@@ -47,17 +56,18 @@ class _RowWise(AssertionSpec):
         share = n_ok / len(rows)
         passed = share >= self.mostly - 1e-12
         finite = [float(v) for v in values if not math.isnan(v)]
-        stats = {"n": len(rows), "n_passed": n_ok, "share_passed": share}
+        stats = {"n": len(rows), "n_passed": n_ok, "share_passed": share, "n_not_evaluable": len(gaps)}
         if finite:
             stats |= {"min": min(finite), "median": statistics.median(finite), "max": max(finite),
                       "mean": statistics.fmean(finite)}
         bad = [r["row"] for r in evidence if not r["passed"]]
         msg = (f"{n_ok}/{len(rows)} rows within {self._expected()}" +
-               (f" (need {self.mostly:.0%}); outside: {', '.join(bad[:10])}" if bad else ""))
+               (f" (need {self.mostly:.0%}); outside: {', '.join(bad[:10])}" if bad else "") +
+               (f"; not evaluable: {'; '.join(g['row'] + ': ' + g['not_evaluable'] for g in gaps)}" if gaps else ""))
         observed = (f"{fmt(stats.get('min'))}..{fmt(stats.get('max'))}" if finite else "nan")
         return self.make(self.id or self.type, target=f"{self.target_text}: {self.estimate} vs {self.measured}",
                          observed=observed, expected=self._expected(), margin=min(margins) if margins else None,
-                         passed=passed, message=msg, stats=stats, rows=evidence)
+                         passed=passed, message=msg, stats=stats, rows=evidence + gaps)
 
 
 @register_assertion

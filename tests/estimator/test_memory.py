@@ -165,16 +165,28 @@ def test_peak_over_device_memory_warns() -> None:
 
 
 def test_toy_fsdp2_everything_sharded() -> None:
-    """FSDP2: fp32 params, grads and Adam states all over dp (16 B / dp); transient bf16 weights."""
+    """FSDP2 without PP: fp32 params and Adam states over dp (12 B / dp) at the loss-backward peak,
+    no sharded grads yet (zero_grad set them to None), the last block unsharded in bf16."""
     cfg = estimator.load_config(
         synthetic_run(model=SYNTHETIC_DENSE_MODEL, profile="fsdp2", parallel={"tp": 1, "pp": 1, "dp": 4, "ep": 1})
     )
     c = estimator.estimate_memory(cfg).stages[0].components
     n = 4 * 45312 + 64000 + 64128  # as in the megatron toy
     assert c["params"] == pytest.approx(4 * n / 4 / MIB)
-    assert c["grads"] == pytest.approx(4 * n / 4 / MIB)
+    assert c["grads"] == 0.0
     assert c["optimizer_states"] == pytest.approx(8 * n / 4 / MIB)
-    assert c["other"] == pytest.approx(2 * 45312 * 2 / MIB)  # two unsharded bf16 layers in flight
+    assert c["other"] == pytest.approx(45312 * 2 / MIB)  # the last block is not resharded after forward
+
+
+def test_toy_fsdp2_with_pp_keeps_grads_and_all_blocks_unsharded() -> None:
+    """With PP torchtitan does not reshard after forward and grads accumulate: both are live."""
+    cfg = estimator.load_config(
+        synthetic_run(model=SYNTHETIC_DENSE_MODEL, profile="fsdp2", parallel={"tp": 1, "pp": 2, "dp": 2, "ep": 1})
+    )
+    first = estimator.estimate_memory(cfg).stages[0]
+    n_first = 2 * 45312 + 64000  # two layers + embedding
+    assert first.components["grads"] == pytest.approx(4 * n_first / 2 / MIB)
+    assert first.components["other"] == pytest.approx((2 * 45312 + 64000) * 2 / MIB)  # blocks + root group
 
 
 def test_context_parallel_halves_layer_activations() -> None:

@@ -36,10 +36,11 @@ def _report(run: dict, options: dict, zero3: bool) -> estimator.MemoryReport:
 def _without_switched(report: estimator.MemoryReport) -> dict[str, Any]:
     """The report as a dict with the switched terms and the totals that include them removed."""
     doc = report.to_dict()
-    for key in ("peak_mb", "peak_stage", "fits"):
+    for key in ("peak_mb", "peak_stage", "fits", "peak_reserved_mb"):
         doc.pop(key)
     for stage in doc["stages"]:
         stage.pop("total_mb")
+        stage.pop("reserved_mb")
         for name in SWITCHED:
             stage["components"].pop(name)
     return doc

@@ -93,14 +93,17 @@ def _valid(run: dict[str, Any]) -> bool:
 
 
 def _independent_static_mb(cfg: estimator.EstimatorConfig) -> list[float]:
-    """params + OS + grads per stage, summed here from the per-layer and embedding/head functions."""
+    """params + OS + grads per stage, summed here from the per-layer and embedding/head functions
+    (grads only where they are live at the peak: not under FSDP2 without PP)."""
+    grads_live = cfg.profile != "fsdp2" or cfg.parallel.pp > 1
     out = []
     for layout in stage_layouts(cfg):
-        total = sum(layer_static(cfg, i).total.total for i in layout.layers)
+        parts = [layer_static(cfg, i).total for i in layout.layers]
         if layout.has_embedding or mtp_embedding_on_stage(cfg, layout):
-            total += embedding_static(cfg).total
+            parts.append(embedding_static(cfg))
         if layout.has_head:
-            total += head_static(cfg).total
+            parts.append(head_static(cfg))
+        total = sum(p.params + p.optimizer_states + (p.grads if grads_live else 0.0) for p in parts)
         out.append(total / 2**20)
     return out
 

@@ -54,6 +54,10 @@ class EstimatorParams(KindParams):
     measured_scale: float = Field(1.0, gt=0, description="multiplier to the kind's unit (GiB->MiB: 1024)")
 
 
+class RowNotEvaluable(KindError):
+    """A measured row lacks a value the estimate needs: the source did not state it (not a broken input)."""
+
+
 def row_label(params: EstimatorParams, row: dict[str, Any], i: int) -> str:
     for key in (params.label, "case_id", "config", "id"):
         if row.get(key) not in (None, ""):
@@ -65,10 +69,12 @@ def build_config(params: EstimatorParams, row: dict[str, Any], ctx: RunContext, 
     """The validated ``EstimatorConfig`` of one row (ConfigError -> KindError naming the row)."""
     est = estimator_api("load_config", "presets", "ConfigError")
     if params.from_measured:
-        from estimator.measured import config_from_measured_row
+        from estimator.measured import NotStated, config_from_measured_row
 
         try:
             base = config_from_measured_row({k: "" if v is None else str(v) for k, v in row.items()}, profile=params.profile)
+        except NotStated as exc:
+            raise RowNotEvaluable(f"column {exc.field}: not stated by the source") from None
         except est.ConfigError as exc:
             raise KindError(f"measured row {row.get('case_id')}: column {exc.field}: {exc.rule}") from None
     elif params.config is not None:

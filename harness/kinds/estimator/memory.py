@@ -10,6 +10,7 @@ from harness import subjects
 from harness.kinds import KindError, RunContext, register_kind
 from harness.kinds.estimator.common import (
     EstimatorParams,
+    RowNotEvaluable,
     build_config,
     measured_value,
     requires_api,
@@ -20,45 +21,41 @@ from ndcore.units import BYTES_PER_MIB, MIB_PER_GIB
 
 STATIC = ("params", "optimizer_states", "grads")
 
-
 def stage_for_rank(report: Any, measured_rank: str) -> Any:
-    """The stage a measurement refers to: ``per_stage:i`` -> stage i, ``last_rank`` -> last stage,
-    ``max_over_ranks`` / ``max_over_reported_ranks`` / unstated -> the peak stage (measured README)."""
-    rank = (measured_rank or "").strip()
-    if rank.startswith("per_stage:"):
-        i = int(rank.split(":", 1)[1])
-        if i >= len(report.stages):
-            raise KindError(f"measured_rank {rank!r} but the estimate has {len(report.stages)} stage(s)")
-        return report.stages[i]
-    if rank == "last_rank":
-        return report.stages[-1]
-    return report.stages[report.peak_stage]
+    """The stage a measurement refers to (``estimator.measured.stage_for_rank``); KindError when absent."""
+    from estimator.measured import stage_for_rank as _stage_for_rank
+
+    try:
+        return _stage_for_rank(report, measured_rank)
+    except ValueError as exc:
+        raise KindError(str(exc)) from None
 
 
 def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str) -> tuple[float, str]:
-    """(estimate MiB, what it is) for a measurement of ``measured_kind`` at ``measured_rank``.
+    """(estimate MiB, what it is), like for like (``estimator.measured.estimate_for_measurement``:
+    ``max_reserved`` rows are compared with the stage's reserved estimate)."""
+    from estimator.measured import estimate_for_measurement as _estimate_for_measurement
 
-    Like for like (measured README): ``max_allocated`` -> stage total (the estimator models
-    allocated bytes); ``max_reserved`` -> the same total: the caching allocator's reserve is not
-    modelled, so reserved rows are expected to sit above the estimate; ``allocated_steady``
-    (after the optimizer step) and ``params_optimizer`` -> params + optimizer states + grads;
-    ``activations`` -> the activations component.
-    """
     stage = stage_for_rank(report, measured_rank)
     kind = (measured_kind or "max_allocated").strip()
-    comp = stage.components
     needed = {"allocated_steady": STATIC, "params_optimizer": STATIC, "activations": ("activations",)}.get(kind, ())
-    missing = [k for k in needed if k not in comp]
+    missing = [k for k in needed if k not in stage.components]
     if missing:
         raise KindError(f"measured_kind {kind!r} needs the estimate's components {missing} (stage {stage.stage} "
-                        f"has {sorted(comp) or 'none'})")
-    if kind in ("max_allocated", "max_reserved"):
-        return stage.total_mb, f"stage {stage.stage} total"
-    if kind in ("allocated_steady", "params_optimizer"):
-        return sum(comp[k] for k in STATIC), f"stage {stage.stage} params+optimizer_states+grads"
-    if kind == "activations":
-        return comp["activations"], f"stage {stage.stage} activations"
-    raise KindError(f"unknown measured_kind {kind!r}")
+                        f"has {sorted(stage.components) or 'none'})")
+    try:
+        return _estimate_for_measurement(report, measured_kind, measured_rank)
+    except ValueError as exc:
+        raise KindError(str(exc)) from None
+
+
+def _not_evaluable_row(params: EstimatorParams, row: dict[str, Any], label: str, reason: str) -> dict[str, Any]:
+    """A table row for a measured row the estimate cannot be made for (``not_evaluable`` = the reason)."""
+    out: dict[str, Any] = {"config": label, "not_evaluable": reason}
+    out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
+    if params.from_measured and row.get("measured_gib") not in (None, ""):
+        out["measured_mb"] = float(row["measured_gib"]) * MIB_PER_GIB
+    return out
 
 
 def _routed_static_mb(stage: Any) -> dict[str, float]:
@@ -83,12 +80,17 @@ def run_memory(ctx: RunContext) -> RunResult:
     rows = ctx.rows or [{}]
     table, golden, notes = [], {}, []
     for i, row in enumerate(rows):
-        cfg = build_config(params, row, ctx)
+        label = row_label(params, row, i)
+        try:
+            cfg = build_config(params, row, ctx)
+        except RowNotEvaluable as exc:  # counted and listed as not evaluable, never dropped
+            table.append(_not_evaluable_row(params, row, label, str(exc)))
+            notes.append(f"{label}: not evaluable - {exc}")
+            continue
         try:
             report = subject.memory(cfg)
         except subjects.SubjectError as exc:
-            raise KindError(f"row {row_label(params, row, i)!r}: {exc}") from None
-        label = row_label(params, row, i)
+            raise KindError(f"row {label!r}: {exc}") from None
         notes += [f"{label}: {w}" for w in report.warnings]
         out: dict[str, Any] = {"config": label}
         out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
