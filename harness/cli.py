@@ -47,6 +47,7 @@ EXIT_CODES: dict[str, str] = {
     "ablate": "0 ablations printed; 2 invalid configuration or file",
     "search": "0 feasible layouts found; 1 no layout fits; 2 invalid input",
     "calibrate": "0 overlay written; 2 unreadable profile, invalid hardware or output path",
+    "reconstruct-seed": "0 reconstruction table printed",
     "explain": "0 side-by-side table printed; 2 invalid configuration or unreadable profile",
     "analyze": "0 analysis written; 2 unreadable or invalid profile, thresholds or output path",
     "compare": "0 comparison written; 2 unreadable or invalid profile, thresholds or output path",
