@@ -117,7 +117,7 @@ VOCABS = (102400, 129280)
 NEWTON_STEPS = 4
 
 
-def _apply(model: Mapping[str, Any], train: Mapping[str, Any], key: str, value: float) -> tuple[dict, dict]:
+def _apply(model: Mapping[str, Any], train: Mapping[str, Any], key: str, value: float) -> tuple[dict[str, Any], dict[str, Any]]:
     model, train = dict(model), dict(train)
     if key.startswith("train."):
         train[key.split(".", 1)[1]] = value
@@ -171,7 +171,7 @@ def solve(shared_width: int, vocab_size: int) -> Fit | None:
         return None
 
 
-def _at(model: Mapping[str, Any], train: Mapping[str, Any], point: np.ndarray) -> tuple[dict, dict]:
+def _at(model: Mapping[str, Any], train: Mapping[str, Any], point: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
     for key, value in zip(SOLVED, point, strict=True):
         model, train = _apply(model, train, key, round(float(value)) if key.startswith("train.") else float(value))
     model = {k: round(v) if isinstance(v, float) else v for k, v in model.items()}
