@@ -21,6 +21,7 @@ from estimator import presets
 from estimator.config import load_config
 from estimator.measured import NotStated, config_from_measured_row, estimate_for_measurement
 from estimator.memory import estimate_memory
+from ndcore.render import markdown_table
 from ndcore.units import MIB_PER_GIB
 
 BAND = (0.90, 1.10)
@@ -86,14 +87,12 @@ def summarise(errors: Iterable[RowError], exclude: Iterable[str] = ()) -> Summar
 
 def markdown(errors: list[RowError]) -> str:
     """The signed-error table (Markdown), under-estimates first."""
-    lines = ["| row (case_id) | measured (GiB) | ndval (GiB) | compared with | signed error |", "|---|---|---|---|---|"]
-    for e in errors:
-        if e.not_evaluable:
-            lines.append(f"| `{e.case_id}` | {e.measured_gib} | — | not evaluable: {e.not_evaluable} | — |")
-        else:
-            lines.append(f"| `{e.case_id}` | {e.measured_gib:.2f} | {e.estimate_gib:.2f} | {e.estimate_of} "
-                         f"| {e.signed_error:+.1%} |")
-    return "\n".join(lines)
+    rows = [
+        [f"`{e.case_id}`", e.measured_gib, "—", f"not evaluable: {e.not_evaluable}", "—"] if e.not_evaluable
+        else [f"`{e.case_id}`", f"{e.measured_gib:.2f}", f"{e.estimate_gib:.2f}", e.estimate_of, f"{e.signed_error:+.1%}"]
+        for e in errors
+    ]
+    return markdown_table(["row (case_id)", "measured (GiB)", "ndval (GiB)", "compared with", "signed error"], rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,6 +35,7 @@ from estimator.config_yaml import BUNDLED_CASES_DIR, read_yaml
 from estimator.memory import estimate_memory
 from estimator.params import layer_params, total_params
 from estimator.seed import SEED_CONFIGS, seed_run
+from ndcore.render import markdown_table
 from ndcore.units import BYTES_PER_MIB
 
 LABELS = tuple(SEED_CONFIGS)
@@ -253,26 +254,30 @@ def report_markdown(fits: list[Fit] | None = None, progress: Any = None) -> str:
     """The reconstruction as Markdown: structure, etp evidence, the family of fits, facts, INT-01."""
     rec = recorded()
     lines = ["### Additive structure of the recorded estimates", "",
-             "| " + " | ".join(pair_differences(rec)) + " |", "|" + "---|" * len(PAIRS),
-             "| " + " | ".join(f"{v:.0f}" for v in pair_differences(rec).values()) + " |", "",
+             markdown_table(list(pair_differences(rec)), [[f"{v:.0f}" for v in pair_differences(rec).values()]]), "",
              f"Least squares v = c + x/ep + y/tp over A–F: {_fmt_fit(additive_fit(rec))}.", "",
              "### Expert tensor parallelism: legacy() on the assumed model", ""]
     lines += [f"- {name}: {_fmt_fit(fit)}" for name, fit in etp_evidence().items()]
     fits = family(progress=progress) if fits is None else fits
     lines += ["", "### A family of dimension fits (legacy(), etp = 1)", "",
-              "| h | F_e | F_s | V | s (mbs 2) | max \\|legacy/recorded − 1\\| | fixed()/measured TP = 1 | "
-              "fixed()/measured TP = 2 | INT-01 | seed facts broken |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-    for fit in fits:
-        m, judged = fit.model, int01(fit.model, fit.train)
-        lo1, hi1 = judged.group(1)
-        lo2, hi2 = judged.group(2)
-        verdict = f"TP=1 {'pass' if judged.passes(1) else 'fail'}, TP=2 {'pass' if judged.passes(2) else 'fail'}"
-        lines.append(f"| {m['hidden_size']} | {m['moe_ffn_hidden_size']} | {m['shared_expert_ffn_hidden_size']} | "
-                     f"{m['vocab_size']} | {fit.train['seq_length']} | {fit.max_rel_residual:.2%} | "
-                     f"{lo1:.3f}–{hi1:.3f} | {lo2:.3f}–{hi2:.3f} | {verdict} | "
-                     f"{'; '.join(broken_facts(m, fit.train)) or 'none'} |")
+              markdown_table(FAMILY_HEADERS, [_family_row(fit) for fit in fits])]
     return "\n".join(lines)
+
+
+FAMILY_HEADERS = ["h", "F_e", "F_s", "V", "s (mbs 2)", "max |legacy/recorded − 1|", "fixed()/measured TP = 1",
+                  "fixed()/measured TP = 2", "INT-01", "seed facts broken"]
+
+
+def _family_row(fit: Fit) -> list[str]:
+    """One fit of the family: its dimensions, residual, fixed() ratios per TP group and INT-01."""
+    m, judged = fit.model, int01(fit.model, fit.train)
+    lo1, hi1 = judged.group(1)
+    lo2, hi2 = judged.group(2)
+    verdict = f"TP=1 {'pass' if judged.passes(1) else 'fail'}, TP=2 {'pass' if judged.passes(2) else 'fail'}"
+    return [str(m["hidden_size"]), str(m["moe_ffn_hidden_size"]), str(m["shared_expert_ffn_hidden_size"]),
+            str(m["vocab_size"]), str(fit.train["seq_length"]), f"{fit.max_rel_residual:.2%}",
+            f"{lo1:.3f}–{hi1:.3f}", f"{lo2:.3f}–{hi2:.3f}", verdict,
+            "; ".join(broken_facts(m, fit.train)) or "none"]
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m estimator.seed_reconstruct`

@@ -19,15 +19,16 @@ from pydantic import BaseModel
 from harness.assertions import AssertionSpec, load_assertions
 from harness.kinds import load_kinds
 from ndcore.atomic import write_text
+from ndcore.render import markdown_table
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "harness.md"
 _BASE_FIELDS = set(AssertionSpec.model_fields)
 
 
 def first_paragraph(doc: str | None) -> str:
-    """The first paragraph of a docstring on one line, ``|`` escaped for a Markdown table."""
+    """The first paragraph of a docstring on one line (the table renderer escapes ``|``)."""
     text = inspect.cleandoc(doc or "").split("\n\n")[0]
-    return " ".join(text.split()).replace("|", "\\|")
+    return " ".join(text.split())
 
 
 def _fields(model: type[BaseModel], skip: set[str]) -> str:
@@ -41,29 +42,24 @@ def _family(module: str) -> str:
 
 def assertions_table() -> str:
     """type | family | checks | fields (beyond the common ``id``, ``criterion``, ``severity``, ``where``...)."""
-    lines = ["| type | family | checks | fields |", "|---|---|---|---|"]
-    for name, cls in sorted(load_assertions().items()):
-        lines.append(f"| `{name}` | {_family(cls.__module__)} | {first_paragraph(cls.__doc__)} | "
-                     f"{_fields(cls, _BASE_FIELDS)} |")
-    return "\n".join(lines)
+    rows = [[f"`{name}`", _family(cls.__module__), first_paragraph(cls.__doc__), _fields(cls, _BASE_FIELDS)]
+            for name, cls in sorted(load_assertions().items())]
+    return markdown_table(["type", "family", "checks", "fields"], rows)
 
 
 def kinds_table() -> str:
     """kind | module | runs | params."""
-    lines = ["| kind | module | runs | params |", "|---|---|---|---|"]
-    for name, kind in sorted(load_kinds().items()):
-        lines.append(f"| `{name}` | `{kind.run.__module__}` | {first_paragraph(kind.run.__doc__)} | "
-                     f"{_fields(kind.params_model, set())} |")
-    return "\n".join(lines)
+    rows = [[f"`{name}`", f"`{kind.run.__module__}`", first_paragraph(kind.run.__doc__),
+             _fields(kind.params_model, set())] for name, kind in sorted(load_kinds().items())]
+    return markdown_table(["kind", "module", "runs", "params"], rows)
 
 
 def exit_codes_table() -> str:
     """command | exit codes (``harness.cli.EXIT_CODES``)."""
     from harness.cli import COMMON_EXIT, EXIT_CODES, SUBCOMMANDS
 
-    lines = ["| command | exit codes |", "|---|---|"]
-    lines += [f"| `ndval {name}` | {EXIT_CODES[name]} |" for name in SUBCOMMANDS]
-    return "\n".join(lines) + f"\n\n{COMMON_EXIT[0].upper()}{COMMON_EXIT[1:]}."
+    table = markdown_table(["command", "exit codes"], [[f"`ndval {name}`", EXIT_CODES[name]] for name in SUBCOMMANDS])
+    return table + f"\n\n{COMMON_EXIT[0].upper()}{COMMON_EXIT[1:]}."
 
 
 TABLES: dict[str, Callable[[], str]] = {"assertions": assertions_table, "kinds": kinds_table,

@@ -71,7 +71,7 @@ class SearchResult:
 
 def row_of(outcome: Candidate | Rejection) -> dict[str, Any]:
     """One flat table row (CSV/Parquet) for an evaluated layout."""
-    base = {k: v for k, v in outcome.overrides.items()}
+    base = dict(outcome.overrides)
     if isinstance(outcome, Rejection):
         return {**base, "feasible": False, "reason": outcome.reason, "message": outcome.message}
     return {**base, "feasible": True, "split": outcome.split, "peak_mb": outcome.peak_mb,
@@ -112,17 +112,20 @@ def search(
     partial = Partial(objective=objective, top_k=top_k if top_k is not None else sys.maxsize)
     rows: list[dict[str, Any]] | None = [] if keep_rows else None
     start = time.perf_counter()
-    total = sum(1 for _ in layouts(base, devices, space)) if progress and space_size(space) <= 10**6 else None
-    with _progress(total, progress) as advance:
+    def count() -> int | None:
+        return sum(1 for _ in layouts(base, devices, space)) if space_size(space) <= 10**6 else None
+
+    with _progress(count, progress) as advance:
         sweep(base_data, layouts(base, devices, space), partial, memory_margin_mb, advance, rows)
     return SearchResult(partial, time.perf_counter() - start, "scalar", devices, rows or [])
 
 
 class _progress:
-    """A rich progress bar on stderr (only when asked and stderr is a terminal); yields ``advance``."""
+    """A rich progress bar on stderr (only when asked and stderr is a terminal); yields ``advance``.
+    ``count`` gives the bar's total and is called only when the bar is shown."""
 
-    def __init__(self, total: int | None, enabled: bool) -> None:
-        self.total, self.enabled = total, enabled and sys.stderr.isatty()
+    def __init__(self, count: Callable[[], int | None], enabled: bool) -> None:
+        self.count, self.enabled = count, enabled and sys.stderr.isatty()
         self.bar: Progress | None = None
 
     def __enter__(self) -> Callable[[int], None]:
@@ -133,7 +136,7 @@ class _progress:
 
         bar = self.bar = Progress(console=Console(stderr=True), transient=True)
         bar.start()
-        task = bar.add_task("pricing layouts", total=self.total)
+        task = bar.add_task("pricing layouts", total=self.count())
         return lambda n: bar.advance(task, n)
 
     def __exit__(self, *exc: object) -> None:
