@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.compare.comparability import bottleneck_change, comparability_checks, comparability_summary
 from analyzer.compare.metrics import (
     HEADLINE_METRICS,
     METRICS,
-    TOP_OPERATORS,
     VERDICTS,
+    CompareRules,
     compare_metric,
+    default_rules,
     relative_change_pct,
     rounded,
     share_reversal_warnings,
@@ -48,9 +49,11 @@ def category_changes(before: Mapping[str, float], after: Mapping[str, float]) ->
 
 
 def operator_changes(before: Mapping[str, OperatorTotal], after: Mapping[str, OperatorTotal],
-                     top_n: int = TOP_OPERATORS) -> dict[str, list[dict[str, Any]]]:
+                     top_n: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """The ``top_n`` operators that saved the most device time and the ``top_n`` that added the most,
-    each with totals, counts and means on both sides (seed §7.4). Ties are broken by name."""
+    each with totals, counts and means on both sides (seed §7.4; default ``compareTopOperators``).
+    Ties are broken by name."""
+    top_n = default_rules().top_operators if top_n is None else top_n
     empty = OperatorTotal(0.0, 0)
     rows = []
     for name in set(before) | set(after):
@@ -90,6 +93,8 @@ class Comparison:
     recommendations: list[dict[str, Any]]
     comparability: dict[str, Any]
     warnings: list[str]
+    #: the seed §7 numbers the comparison was judged with (not a payload section)
+    rules: CompareRules = field(default_factory=default_rules)
 
     @property
     def comparable(self) -> bool:
@@ -159,14 +164,16 @@ def _headline(metrics: Sequence[Mapping[str, Any]], comparability: Mapping[str, 
     return {"sentence": "; ".join(parts) + ".", "comparable": comparability["comparable"], "values": values}
 
 
-def compare_sides(before: SideSummary, after: SideSummary) -> Comparison:
-    """Compare two :class:`SideSummary` records (seed §7): every rule of this module, one payload."""
-    metric_rows = [compare_metric(spec, before.metrics.get(spec.id), after.metrics.get(spec.id))
+def compare_sides(before: SideSummary, after: SideSummary, rules: CompareRules | None = None) -> Comparison:
+    """Compare two :class:`SideSummary` records (seed §7): every rule of this module, one payload
+    (``rules``: the seed §7 numbers, default ``thresholds_default.yaml``)."""
+    rules = rules or default_rules()
+    metric_rows = [compare_metric(spec, before.metrics.get(spec.id), after.metrics.get(spec.id), rules)
                    for spec in METRICS]
     after_ids = {r.id for r in after.recommendations}
-    rec_rows = [judge_recommendation(r, before.metrics, after.metrics, r.id in after_ids)
+    rec_rows = [judge_recommendation(r, before.metrics, after.metrics, r.id in after_ids, rules)
                 for r in before.recommendations]
-    checks = comparability_checks(before, after)
+    checks = comparability_checks(before, after, rules)
     comparability = comparability_summary(checks)
     bottleneck = bottleneck_change(before, after)
     warnings: list[str] = []
@@ -184,9 +191,10 @@ def compare_sides(before: SideSummary, after: SideSummary) -> Comparison:
         headline=_headline(metric_rows, comparability, bottleneck, rec_rows),
         metrics=metric_rows,
         categories=category_changes(before.categories_us, after.categories_us),
-        operators=operator_changes(before.operators, after.operators),
+        operators=operator_changes(before.operators, after.operators, rules.top_operators),
         bottleneck=bottleneck,
         recommendations=rec_rows,
         comparability=comparability,
         warnings=warnings,
+        rules=rules,
     )
