@@ -4,7 +4,7 @@ bottleneck change between the sides."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from analyzer.compare.metrics import (
@@ -14,6 +14,7 @@ from analyzer.compare.metrics import (
     rounded,
 )
 from analyzer.compare.records import SideSummary
+from analyzer.compare.sections import BottleneckSection, CheckRow, ComparabilitySection, ScoreRow
 
 # --------------------------------------------------------------------------------------------
 # §7.3 comparability checks
@@ -31,8 +32,9 @@ class Check:
     before: Any = None
     after: Any = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> CheckRow:
+        return CheckRow(id=self.id, triggered=self.triggered, blocking=self.blocking, reason=self.reason,
+                        before=self.before, after=self.after)
 
 
 def _rel_diff_pct(a: float, b: float) -> float:
@@ -208,31 +210,31 @@ def comparability_checks(before: SideSummary, after: SideSummary, rules: Compare
     ]
 
 
-def comparability_summary(checks: Sequence[Check]) -> dict[str, Any]:
+def comparability_summary(checks: Sequence[Check]) -> ComparabilitySection:
     """``comparable`` = no blocking check fired; ``level`` = ``comparable`` / ``comparable_with_caveats``
     / ``not_comparable``; ``reasons`` = every fired check's reason (blocking ones first)."""
     blocking = [c for c in checks if c.triggered and c.blocking]
     flags = [c for c in checks if c.triggered and not c.blocking]
     comparable = not blocking
     level = "not_comparable" if blocking else ("comparable_with_caveats" if flags else "comparable")
-    return {
-        "comparable": comparable,
-        "level": level,
-        "reasons": [f"{c.id}: {c.reason}" for c in blocking + flags],
-        "blocking": [c.id for c in blocking],
-        "flags": [c.id for c in flags],
-        "checks": [c.to_dict() for c in checks],
-    }
+    return ComparabilitySection(
+        comparable=comparable,
+        level=level,
+        reasons=[f"{c.id}: {c.reason}" for c in blocking + flags],
+        blocking=[c.id for c in blocking],
+        flags=[c.id for c in flags],
+        checks=[c.to_dict() for c in checks],
+    )
 
 
 
-def bottleneck_change(before: SideSummary, after: SideSummary) -> dict[str, Any]:
+def bottleneck_change(before: SideSummary, after: SideSummary) -> BottleneckSection:
     """Whether the dominant bottleneck changed and how each candidate's score moved (seed §7.4)."""
     kinds = sorted(set(before.scores) | set(after.scores))
-    scores = []
+    scores: list[ScoreRow] = []
     for k in kinds:
         b, a = finite_or_none(before.scores.get(k)), finite_or_none(after.scores.get(k))
-        scores.append({"kind": k, "before": rounded(b), "after": rounded(a),
-                       "delta": rounded(a - b) if a is not None and b is not None else None})
-    return {"before": before.bottleneck, "after": after.bottleneck,
-            "changed": before.bottleneck != after.bottleneck, "scores": scores}
+        scores.append(ScoreRow(kind=k, before=rounded(b), after=rounded(a),
+                               delta=rounded(a - b) if a is not None and b is not None else None))
+    return BottleneckSection(before=before.bottleneck, after=after.bottleneck,
+                             changed=before.bottleneck != after.bottleneck, scores=scores)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
+from analyzer.compare.sections import MetricRow
 from analyzer.thresholds import Thresholds, default_thresholds
 
 Direction = Literal["lower_better", "higher_better", "background"]
@@ -218,7 +219,7 @@ def metric_status(before: float | None, after: float | None, direction: Directio
 
 
 def compare_metric(spec: MetricSpec, before: float | None, after: float | None,
-                   rules: CompareRules | None = None) -> dict[str, Any]:
+                   rules: CompareRules | None = None) -> MetricRow:
     """One row of the ``metrics`` section: before, after, absolute / relative change, improvement, status."""
     b, a = finite_or_none(before), finite_or_none(after)
     return {

@@ -4,7 +4,6 @@ are the ``compareVerdictFloorPct`` / ``compareVerdictGainFactor`` parameters, se
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from analyzer.compare.metrics import (
     ADVICE_TARGETS,
@@ -18,6 +17,7 @@ from analyzer.compare.metrics import (
     rounded,
 )
 from analyzer.compare.records import RecommendationRef
+from analyzer.compare.sections import RecommendationRow, TargetRow
 
 # --------------------------------------------------------------------------------------------
 # §7.2 recommendation verdicts
@@ -64,7 +64,7 @@ def targets_for(rec: RecommendationRef) -> tuple[str, ...]:
 
 def judge_recommendation(rec: RecommendationRef, before: Mapping[str, float | None],
                          after: Mapping[str, float | None], still_listed: bool,
-                         rules: CompareRules | None = None) -> dict[str, Any]:
+                         rules: CompareRules | None = None) -> RecommendationRow:
     """One row of the ``recommendations`` section (seed §7.2).
 
     ``observed_pct`` is the improvement of the **primary** target (the first target metric that is
@@ -74,14 +74,14 @@ def judge_recommendation(rec: RecommendationRef, before: Mapping[str, float | No
     targets = targets_for(rec)
     r = rules or default_rules()
     threshold = verdict_threshold_pct(rec.expected_gain_pct, r)
-    per_target = []
+    per_target: list[TargetRow] = []
     primary: str | None = None
     observed: float | None = None
     for metric_id in targets:
         spec = METRICS_BY_ID.get(metric_id)
         direction: Direction = spec.direction if spec else "lower_better"
         imp = improvement_pct(before.get(metric_id), after.get(metric_id), direction)
-        per_target.append({"metric": metric_id, "improvement_pct": rounded(imp)})
+        per_target.append(TargetRow(metric=metric_id, improvement_pct=rounded(imp)))
         if primary is None and imp is not None:
             primary, observed = metric_id, imp
     verdict = recommendation_verdict(observed, threshold)
