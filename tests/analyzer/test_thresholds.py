@@ -79,6 +79,8 @@ def test_yaml_override_flat_and_nested(tmp_path: Path) -> None:
     ("thresholds: [1, 2]\n", "must be a mapping"),
     ("hostOnlyGate: {value: 3, colour: red}\n", "unknown keys"),
     ("a: [unclosed\n", "not valid YAML"),
+    ("weightHostPrimary: {value: 40, saturation: 50}\n", "allowed: value, rationale"),  # a parameter is no gate
+    ("gainLowFraction: lots\n", "field gainLowFraction.value: must be a finite number"),
 ])
 def test_bad_override_files_name_file_and_field(tmp_path: Path, text: str, needle: str) -> None:
     p = tmp_path / "bad.yaml"
@@ -127,15 +129,3 @@ def test_parameters_override_like_thresholds(tmp_path: Path) -> None:
     assert th.v("weightHostPrimary") == 40 and th.v("compareVerdictGainFactor") == 0.4
     assert th.parameters["compareVerdictGainFactor"].rationale == "why"
     assert default_thresholds().v("weightHostPrimary") == 45
-
-
-@pytest.mark.parametrize("text, needle", [
-    ("weightHostPrimary: {value: 40, saturation: 50}\n", "allowed: value, rationale"),
-    ("gainLowFraction: lots\n", "field gainLowFraction.value: must be a finite number"),
-])
-def test_bad_parameter_overrides_name_file_and_field(tmp_path: Path, text: str, needle: str) -> None:
-    p = tmp_path / "bad.yaml"
-    p.write_text(text)
-    with pytest.raises(ThresholdError) as err:
-        resolve(p)
-    assert needle in str(err.value) and str(p) in str(err.value)
