@@ -105,7 +105,8 @@ class Point:
     """One runnable item: a case at one matrix point (or data row)."""
 
     id: str
-    params: Any
+    #: the kind's params model, validated, with the point's overrides applied
+    params: BaseModel
     rows: list[dict[str, Any]]
     overrides: dict[str, Any] = field(default_factory=dict)
     unavailable: str | None = None
