@@ -58,15 +58,31 @@ class _CorrelationGt(AssertionSpec):
         rule = f"{'>=' if self.inclusive else '>'} {self.min:g}"
         return f"{self.statistic} over groups {rule}" if self.group_by else rule
 
+    def _columns(self) -> tuple[str, str]:
+        """The x and y column names (evaluate checks both are given before any use)."""
+        if not (self.x and self.y):
+            raise AssertionUsageError("give x and y columns, or recorded: with n")
+        return self.x, self.y
+
     def _pairs(self, rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-        x, y = column(rows, self.x), column(rows, self.y)
+        xs, ys = self._columns()
+        x, y = column(rows, xs), column(rows, ys)
         keep = ~(np.isnan(x) | np.isnan(y))
         return x[keep], y[keep]
 
     def evaluate(self, result: RunResult, ctx: EvalContext) -> AssertionResult:
-        rows = self.rows(result)
+        rows, gaps = self.rows_and_gaps(result)
         name = self.id or self.type
         expected = self._expected()
+        if not rows:  # every row lacks a value the estimate needs: nothing to judge
+            return self.gaps_result(gaps, f"{self.method}({self.x}, {self.y})", expected)
+        res = self._evaluate_rows(rows, name, expected)
+        if gaps:  # listed beside the evidence, counted in the stats (harness.summary lists them)
+            res.rows = [*res.rows, *gaps]
+            res.stats = {**(res.stats or {}), "n_not_evaluable": len(gaps)}
+        return res
+
+    def _evaluate_rows(self, rows: list[dict[str, Any]], name: str, expected: str) -> AssertionResult:
         if self.recorded:
             if self.group_by:
                 raise AssertionUsageError("group_by needs x and y columns, not recorded:")
@@ -114,11 +130,12 @@ class _CorrelationGt(AssertionSpec):
             raise AssertionUsageError(f"group_by: column(s) {missing} not in the result table (have {sorted(rows[0])})")
         keys = [tuple(row[g] for g in self.group_by) for row in rows]
         target = f"{self.method}({self.x}, {self.y}) within groups of {', '.join(self.group_by)}"
-        per_group = ndstats.grouped(self.stat, column(rows, self.x), column(rows, self.y), keys, self.min_n)
+        xs, ys = self._columns()
+        per_group = ndstats.grouped(self.stat, column(rows, xs), column(rows, ys), keys, self.min_n)
         names = {"constant x": f"constant {self.x}", "constant y": f"constant {self.y}"}
         evidence: list[dict[str, Any]] = []
         for g in per_group:
-            label = "/".join(map(str, g.key))
+            label = "/".join(str(k) for k in g.key) if isinstance(g.key, tuple) else str(g.key)
             if g.r is None:
                 evidence.append({"group": label, "n": g.n, "r": None, "used": False, "passed": None,
                                  "note": f"left out: {names.get(g.left_out or '', g.left_out)}"})
