@@ -152,9 +152,9 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, o
         groups.append((ops_seconds(ops_.head_ops(cfg.model, dims), False, mode, modules, eff, peak, derate), 1.0))
     fw = bw = rec = 0.0
     by_class: dict[str, float] = defaultdict(float)
-    for (f, b, r, classes), n in groups:
-        fw, bw, rec = fw + f * n, bw + b * n, rec + r * n
+    for (f, b, r, classes), times in groups:
+        fw, bw, rec = fw + f * times, bw + b * times, rec + r * times
         for name, value in classes.items():
-            by_class[name] += value * n
+            by_class[name] += value * times
     optimizer = sum(op_pass_s(op, False, eff, peak) for op in optimizer_ops)
     return StageRoofline(fw, bw, rec, dict(by_class), optimizer)

@@ -59,5 +59,5 @@ def test_validated_sections_give_the_same_config_as_their_fields() -> None:
     slow = estimator.load_config(base.model_dump(mode="python"), overrides)
     assert fast == slow
     assert fast.model is base.model
-    with pytest.raises(estimator.ConfigError, match="model.hidden_size"):
+    with pytest.raises(estimator.ConfigError, match=r"model\.hidden_size"):
         estimator.load_config(base, {"model.hidden_size": -1})
