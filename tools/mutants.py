@@ -155,6 +155,8 @@ _ANALYZER: tuple[Mutant, ...] = (
            "seed §6.1 concurrency +15 %"),
     _param("gain-concurrency-cap", "analyzer-gain", "gainConcurrencyCapPct", 60, 70, GAINS, "seed §6.1 concurrency cap 60 %"),
     _param("gain-low-fraction", "analyzer-gain", "gainLowFraction", 0.6, 0.5, GAINS, "seed §6.1 interval 60 %-100 %"),
+    _param("gain-empirical-quantization-low", "analyzer-gain", "empiricalQuantizationLowPct", 20, 15, GAINS,
+           "seed §6.2 quantization 20 %-45 %"),
     Mutant("gain-combined-no-cap", "analyzer-gain", _GAINS,
            "return CombinedGain(lows, min(cap_pct, est), cap_pct", "return CombinedGain(lows, est, cap_pct", GAINS,
            "seed §6.3 optimistic = min(70 %, Σ estimates)"),
