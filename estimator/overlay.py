@@ -150,7 +150,7 @@ def _check_values(file: str, key: str, value: Any) -> None:
                 raise ConfigError(field, f"each row is [min size, efficiency]; got {row!r}", file=file)
             if not 0 < row[1] <= 1 or row[0] < 0:
                 raise ConfigError(field, f"efficiency must be in (0, 1] and size >= 0; got {row!r}", file=file)
-    elif key in ("attention_fwd", "attention_bwd"):
+    elif key in ("attention_fwd", "attention_bwd", "grouped_matmul", "permute_memory_fwd", "permute_memory_bwd"):
         if not isinstance(value, int | float) or not 0 < value <= 1:
             raise ConfigError(field, f"efficiency must be in (0, 1]; got {value!r}", file=file)
     elif key in ("hbm_gb_s", "kernel_latency_us") and (
