@@ -274,9 +274,10 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
     totals = static.total + extra
     bwd = backward_overhead_bytes(cfg, layout, mode, memo)
     dynamic = activations + comm + bwd
-    opts = cfg.options  # the buffers count only on a stage with dynamic memory (arrays: estimator.arrays)
-    safety = where(dynamic > 0, opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1), 0.0)
-    overhead = where(dynamic > 0, tp_shardable_overhead_mb(cfg) / p.tp, 0.0)
+    opts = cfg.options
+    on_stage = dynamic > 0  # the buffers count only on a stage with dynamic memory (arrays too: estimator.arrays)
+    safety = where(on_stage, opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1), 0.0)
+    overhead = where(on_stage, tp_shardable_overhead_mb(cfg) / p.tp, 0.0)
     components = {
         "params": totals.params / BYTES_PER_MIB,
         "optimizer_states": totals.optimizer_states / BYTES_PER_MIB,
