@@ -18,6 +18,7 @@ File (YAML)::
         collectives: {all_to_all: {efficiency: 0.6, latency_us: 3.4}}
         sources: {efficiency: "..."}
     fit: {...}                    # optional, informational (the calibration's per-class fit)
+    host_layers: [...]            # optional, informational (host time per repeated layer, calibrate)
 
 At least one of ``efficiency`` and ``network``. Unknown keys, a negative or out-of-range efficiency,
 a level the hardware does not have, or a hardware without an efficiency block that the overlay does
@@ -39,7 +40,7 @@ from estimator.hardware import DeviceEfficiency, NetworkLevel
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
 
-TOP_KEYS = ("hardware", "efficiency", "network", "fit", "source")
+TOP_KEYS = ("hardware", "efficiency", "network", "fit", "host_layers", "source")
 EFFICIENCY_KEYS = tuple(DeviceEfficiency.model_fields)
 #: the fields of a network level an overlay may set (its name, size and bandwidth stay the preset's)
 LEVEL_KEYS = ("efficiency", "latency_us", "call_latency_us", "collectives", "sources")
