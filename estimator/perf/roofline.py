@@ -158,7 +158,8 @@ def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode:
 def efficiency_key(eff: DeviceEfficiency) -> tuple[object, ...]:
     """The values :func:`kernel_group_s` reads from ``eff`` (sources excluded), hashable."""
     return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
-            tuple(map(tuple, eff.memory)), eff.kernel_latency_us)
+            tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.grouped_matmul, eff.permute_memory_fwd,
+            eff.permute_memory_bwd)
 
 
 def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, optimizer_ops: list[ops_.Op],

@@ -69,3 +69,13 @@ def test_presets_carry_simumax_moe_factors(name: str, grouped: float, fwd: float
 def test_a100_has_none() -> None:
     eff = preset("a100-80g").efficiency
     assert eff is not None and eff.grouped_matmul is None and eff.permute_memory_fwd is None
+
+
+def test_the_layer_memo_tells_moe_factors_apart() -> None:
+    """Layer seconds are memoised across configs on the efficiencies kernel_group_s reads: two
+    efficiencies differing only in a MoE factor must not share an entry."""
+    from estimator.perf.roofline import efficiency_key
+
+    other = EFF.model_copy(update={"grouped_matmul": 0.5})
+    assert efficiency_key(other) != efficiency_key(EFF)
+    assert efficiency_key(EFF.model_copy(update={"permute_memory_bwd": 0.3})) != efficiency_key(EFF)
