@@ -147,12 +147,8 @@ class NdvalSession:
         try:
             with report_write_errors(reports / "summary.json"):
                 atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))
-            alluredir = opts.allure
-            if alluredir:
-                from harness import allure as allure_support
-
-                with report_write_errors(Path(alluredir)):
-                    allure_support.write_run_files(Path(alluredir), self.summary)
+            with report_write_errors(reports):  # report writers (Allure run files) follow the summary
+                self.config.hook.pytest_ndval_summary(config=self.config, summary=self.summary, out_dir=reports)
         except ReportWriteError as exc:
             _report_failure(self.config, exc, session)
 
