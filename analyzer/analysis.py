@@ -264,7 +264,7 @@ def _analyze_scope(name: str, phase: str | None, windows: tuple[tuple[float, flo
     if no_verdict:
         verdict = replace(verdict, kind=NONE, subtype=None, secondary=(), summary=no_verdict, selection="")
     hyps = rootcause.infer(verdict, ind, th, phase)
-    recs = recommend.recommend(name, verdict, hyps, ind, phase)
+    recs = recommend.recommend(name, verdict, hyps, ind, phase, th)
     combined = gains.combine((r.gain for r in recs if r.gain is not None), th.v("optimisticCapPct"))
     return ScopeResult(name, phase, windows, ind, verdict, hyps, recs, combined)
 
