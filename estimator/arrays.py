@@ -22,18 +22,22 @@ def is_array(*values: Any) -> bool:
 
 
 def minimum(a: N, b: N) -> N:
-    """``min(a, b)`` elementwise."""
-    return np.minimum(a, b) if is_array(a, b) else min(a, b)
+    """``min(a, b)`` elementwise (for scalars exactly the builtin: the first of equal values)."""
+    if type(a) is np.ndarray or type(b) is np.ndarray:
+        return cast(N, np.minimum(a, b))
+    return b if b < a else a
 
 
 def maximum(a: N, b: N) -> N:
-    """``max(a, b)`` elementwise."""
-    return np.maximum(a, b) if is_array(a, b) else max(a, b)
+    """``max(a, b)`` elementwise (for scalars exactly the builtin: the first of equal values)."""
+    if type(a) is np.ndarray or type(b) is np.ndarray:
+        return cast(N, np.maximum(a, b))
+    return b if b > a else a
 
 
 def where(condition: Any, a: N, b: N) -> N:
     """``a if condition else b`` elementwise."""
-    if is_array(condition, a, b):
+    if type(condition) is np.ndarray or type(a) is np.ndarray or type(b) is np.ndarray:
         return cast(N, np.where(condition, a, b))
     return a if condition else b
 

@@ -41,28 +41,35 @@ def roofline_active(cfg: EstimatorConfig) -> bool:
 
 
 def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, backward: bool,
-                   eff: DeviceEfficiency, peak_flops: float) -> float:
-    """Seconds of ``kernels`` equal kernels doing ``flops`` and moving ``moved`` bytes in all (roofline)."""
+                   eff: DeviceEfficiency, peak_flops: float, variant: str = "") -> float:
+    """Seconds of ``kernels`` equal kernels doing ``flops`` and moving ``moved`` bytes in all (roofline).
+
+    A ``grouped`` GEMM (MoE routed experts) takes ``eff.grouped_matmul`` and a ``permute`` operator
+    ``eff.permute_memory_fwd`` / ``_bwd`` when the hardware has them (else the matmul / memory tables)."""
     per_kernel = max(kernels, 1.0)
     compute_s = 0.0
     if flops:
         if op_class == "attention":
             e = eff.attention_bwd if backward else eff.attention_fwd
+        elif variant == "grouped" and eff.grouped_matmul is not None:
+            e = eff.grouped_matmul
         else:
             e = eff.matmul_eff(flops / per_kernel / FLOPS_PER_GFLOP)
         compute_s = flops / (peak_flops * e)
     memory_s = 0.0
     if moved:
-        bw = eff.hbm_gb_s * 1e9 * eff.memory_eff(moved / per_kernel / BYTES_PER_MB)
-        memory_s = moved / bw + kernels * eff.kernel_latency_us * 1e-6
+        permute = eff.permute_memory_bwd if backward else eff.permute_memory_fwd
+        share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MB)
+        memory_s = moved / (eff.hbm_gb_s * 1e9 * share) + kernels * eff.kernel_latency_us * 1e-6
     return max(compute_s, memory_s)
 
 
 def op_pass_s(op: ops_.Op, backward: bool, eff: DeviceEfficiency, peak_flops: float) -> float:
     """Seconds of one pass (forward or backward) of ``op`` and its ``count`` copies."""
     if backward:
-        return op.count * kernel_group_s(op.bw_flops, op.bw_bytes, op.bw_kernels, op.op_class, True, eff, peak_flops)
-    return op.count * kernel_group_s(op.flops, op.bytes, op.kernels, op.op_class, False, eff, peak_flops)
+        return op.count * kernel_group_s(op.bw_flops, op.bw_bytes, op.bw_kernels, op.op_class, True, eff, peak_flops,
+                                         op.variant)
+    return op.count * kernel_group_s(op.flops, op.bytes, op.kernels, op.op_class, False, eff, peak_flops, op.variant)
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,36 @@ def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[s
     return fw, bw, rec, by_class
 
 
+#: layer seconds shared across configs (a sweep's layouts repeat the same layer shapes): key -> (model, seconds)
+_LAYER_SECONDS: dict[tuple[object, ...], tuple[object, GroupSeconds]] = {}
+_LAYER_SECONDS_MAX = 4096
+
+
+def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode: str, modules: frozenset[str],
+                   eff: DeviceEfficiency, peak: float, derate: float) -> GroupSeconds:
+    """:func:`ops_seconds` of layer ``index``'s operators, memoised across configs on everything they
+    depend on: the model (by identity, held by the entry so the identity cannot be reused), the
+    per-rank shapes ``dims``, the layer kind and ep, the recompute mode and modules, the device
+    efficiencies (by value), the peak and the derate."""
+    kind, ep = derive.layer_kind(cfg.model, index), derive.layer_ep(cfg, index)
+    key = (id(cfg.model), dims, kind, ep, mode, modules, efficiency_key(eff), peak, derate)
+    hit = _LAYER_SECONDS.get(key)
+    if hit is not None and hit[0] is cfg.model:
+        return hit[1]
+    value = ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff, peak, derate)
+    if len(_LAYER_SECONDS) >= _LAYER_SECONDS_MAX:
+        _LAYER_SECONDS.clear()
+    _LAYER_SECONDS[key] = (cfg.model, value)
+    return value
+
+
+def efficiency_key(eff: DeviceEfficiency) -> tuple[object, ...]:
+    """The values :func:`kernel_group_s` reads from ``eff`` (sources excluded), hashable."""
+    return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
+            tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.grouped_matmul, eff.permute_memory_fwd,
+            eff.permute_memory_bwd)
+
+
 def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, optimizer_ops: list[ops_.Op],
                    memo: dict[object, GroupSeconds] | None = None) -> StageRoofline:
     """Forward, backward and recompute seconds of one stage per micro-batch (layers, embedding, head)
@@ -143,7 +180,7 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, o
     for index, n in layer_groups(cfg, layout.layers):
         key = (derive.layer_kind(cfg.model, index), mode)
         if key not in memo:
-            memo[key] = ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff, peak, derate)
+            memo[key] = _layer_seconds(cfg, dims, index, mode, modules, eff, peak, derate)
         groups.append((memo[key], float(n)))
     if layout.has_embedding:
         groups.append((ops_seconds(ops_.embedding_ops(cfg.model, dims, ctx.b_grad), False, mode, modules, eff, peak,
