@@ -18,6 +18,7 @@ the overlay does not complete raise :class:`ConfigError` naming the file and fie
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +35,23 @@ TOP_KEYS = ("hardware", "efficiency", "fit", "source")
 EFFICIENCY_KEYS = tuple(DeviceEfficiency.model_fields)
 
 
-def load_overlay(path: str | Path) -> dict[str, Any]:
-    """The ``efficiency`` mapping of an overlay file, keys and values checked (see the module docstring)."""
+@dataclass(frozen=True)
+class Overlay:
+    """A checked overlay file: the preset it was measured for (``hardware``, optional), the
+    ``efficiency`` mapping (fields of :class:`DeviceEfficiency` plus ``sources``) and its ``source`` line."""
+
+    file: str
+    hardware: str | None
+    efficiency: dict[str, Any]
+    source: str | None = None
+
+    def fields(self) -> list[str]:
+        """The efficiency fields the overlay sets (``sources`` excluded)."""
+        return [k for k in self.efficiency if k != "sources"]
+
+
+def read_overlay(path: str | Path) -> Overlay:
+    """The overlay file at ``path``, keys and values checked (see the module docstring)."""
     file = str(path)
     try:
         doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
@@ -55,7 +71,15 @@ def load_overlay(path: str | Path) -> dict[str, Any]:
             raise ConfigError(f"efficiency.{key}", f"unknown efficiency class; expected one of "
                               f"{', '.join(EFFICIENCY_KEYS)}", file=file, hint=_hint(str(key), EFFICIENCY_KEYS))
         _check_values(file, key, value)
-    return eff
+    hardware = doc.get("hardware")
+    if hardware is not None and not isinstance(hardware, str):
+        raise ConfigError("hardware", f"a preset name; got {hardware!r}", file=file)
+    return Overlay(file, hardware, eff, str(doc["source"]) if doc.get("source") is not None else None)
+
+
+def load_overlay(path: str | Path) -> dict[str, Any]:
+    """The ``efficiency`` mapping of an overlay file, keys and values checked (:func:`read_overlay`)."""
+    return read_overlay(path).efficiency
 
 
 def _hint(key: str, known: tuple[str, ...]) -> str | None:
@@ -85,7 +109,13 @@ def _check_values(file: str, key: str, value: Any) -> None:
 
 def apply_overlay(cfg: EstimatorConfig, path: str | Path) -> EstimatorConfig:
     """``cfg`` with its hardware efficiencies replaced field by field by the overlay at ``path``."""
-    eff = load_overlay(path)
+    return overlay_config(cfg, read_overlay(path))
+
+
+def overlay_config(cfg: EstimatorConfig, overlay: Overlay) -> EstimatorConfig:
+    """``cfg`` with its hardware efficiencies replaced field by field by ``overlay`` (a
+    :class:`ConfigError` naming the overlay's file when the merged block is incomplete)."""
+    eff = overlay.efficiency
     base = cfg.hardware.efficiency.model_dump() if cfg.hardware.efficiency else {}
     sources = {**base.get("sources", {}), **eff.get("sources", {})}
     merged = {**base, **{k: v for k, v in eff.items() if k != "sources"}, "sources": sources}
@@ -96,6 +126,6 @@ def apply_overlay(cfg: EstimatorConfig, path: str | Path) -> EstimatorConfig:
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"efficiency.{where}" if where else "efficiency",
                           f"{first['msg']} (hardware {cfg.hardware.name!r} has "
-                          f"{'no' if not base else 'an'} efficiency block to complete)", file=str(path)) from None
+                          f"{'no' if not base else 'an'} efficiency block to complete)", file=overlay.file) from None
     hardware = cfg.hardware.model_copy(update={"efficiency": new_eff})
     return cfg.model_copy(update={"hardware": hardware})

@@ -151,11 +151,23 @@ def _host_cost(record: Any) -> str:
     return str(record or "profile default")
 
 
+def _overlays(summary: dict[str, Any]) -> list[str | Table]:
+    """Hardware overlays cases apply (``params.hardware_overlay_from``): file, hardware, values, source."""
+    used = [(c, c["values"]["hardware_overlay"]) for c in summary["cases"]
+            if (c.get("values") or {}).get("hardware_overlay")]
+    text = [f"{_case_name(c)}: {o['file']} ({o.get('hardware') or 'any hardware'}) sets "
+            + ", ".join(f"{k} = {v}" for k, v in o["values"].items()) + f" [{o.get('source') or 'no source line'}]"
+            for c, o in used]
+    return ["Hardware overlays (params.hardware_overlay_from; not fitted on the rows judged): " + "; ".join(text) + "."
+            ] if text else []
+
+
 def _calibration(summary: dict[str, Any]) -> list[str | Table]:
-    """Declared calibration steps: the fitted knob (fit half) and the figures on both halves."""
+    """Declared calibration steps: the fitted knob (fit half) and the figures on both halves; the
+    hardware overlays cases apply."""
     steps = [(c, c["values"]["calibration"]) for c in summary["cases"] if (c.get("values") or {}).get("calibration")]
     if not steps:
-        return ["No case declares a calibration step (params.calibrate)."]
+        return ["No case declares a calibration step (params.calibrate).", *_overlays(summary)]
     head = Table(["case", "fitted", "value", "fit rows", "held-out rows", "LOO MAPE % (fit half)", "method"],
                  [[_case_name(c), k["fitted"], f"{k['value']:.4f}", k["rows_fit"], k["rows_holdout"],
                    _fmt(k.get("loo_mape_pct_fit_half")), k["method"]] for c, k in steps])
@@ -174,7 +186,7 @@ def _calibration(summary: dict[str, Any]) -> list[str | Table]:
             head, f"Within-group Spearman: groups with 3+ rows ({by}).",
             "Host cost per kernel launch (not fitted): " + "; ".join(host) + ".",
             Table(["case", "half", "n", "Spearman pooled", "median Spearman within groups", "MAPE %",
-                   "median est/meas"], halves)]
+                   "median est/meas"], halves), *_overlays(summary)]
 
 
 def _artifacts(reports: Path) -> list[list[Any]]:

@@ -59,6 +59,23 @@ class AssertionSpec(BaseModel):
             raise AssertionUsageError(f"no result rows match where={self.where!r}")
         return out
 
+    def rows_and_gaps(self, result: RunResult, label: str | None = None
+                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(evaluable rows, evidence of the not-evaluable ones): the rows :meth:`rows` selects split on
+        their ``not_evaluable`` reason (a value the estimate needs is not stated by the source); each gap
+        is ``{row, not_evaluable, passed: False}``, the evidence ``harness.summary`` lists."""
+        selected = self.rows(result)
+        gaps = [{"row": row_label(r, label, i), "not_evaluable": r["not_evaluable"], "passed": False}
+                for i, r in enumerate(selected) if r.get("not_evaluable")]
+        return [r for r in selected if not r.get("not_evaluable")], gaps
+
+    def gaps_result(self, gaps: list[dict[str, Any]], target: str, expected: str) -> AssertionResult:
+        """The result when every selected row is not evaluable: nothing to judge (``evaluable=False``)."""
+        reasons = "; ".join(f"{g['row']}: {g['not_evaluable']}" for g in gaps)
+        return self.make(self.id or self.type, target=target, observed=None, expected=expected, margin=None,
+                         passed=False, message=f"not evaluable: {reasons}", stats={"n": 0, "n_not_evaluable": len(gaps)},
+                         rows=gaps, evaluable=False)
+
     def provenance_of(self, result: RunResult) -> tuple[str, str]:
         """(provenance, producer) of the number this assertion judges: by default the run result's."""
         return result.provenance, result.producer

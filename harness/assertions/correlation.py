@@ -64,9 +64,18 @@ class _CorrelationGt(AssertionSpec):
         return x[keep], y[keep]
 
     def evaluate(self, result: RunResult, ctx: EvalContext) -> AssertionResult:
-        rows = self.rows(result)
+        rows, gaps = self.rows_and_gaps(result)
         name = self.id or self.type
         expected = self._expected()
+        if not rows:  # every row lacks a value the estimate needs: nothing to judge
+            return self.gaps_result(gaps, f"{self.method}({self.x}, {self.y})", expected)
+        res = self._evaluate_rows(rows, name, expected)
+        if gaps:  # listed beside the evidence, counted in the stats (harness.summary lists them)
+            res.rows = [*res.rows, *gaps]
+            res.stats = {**(res.stats or {}), "n_not_evaluable": len(gaps)}
+        return res
+
+    def _evaluate_rows(self, rows: list[dict[str, Any]], name: str, expected: str) -> AssertionResult:
         if self.recorded:
             if self.group_by:
                 raise AssertionUsageError("group_by needs x and y columns, not recorded:")

@@ -34,16 +34,9 @@ class _RowWise(AssertionSpec):
         raise NotImplementedError
 
     def evaluate(self, result: RunResult, ctx: EvalContext) -> AssertionResult:
-        all_rows = self.rows(result)
-        gaps = [{"row": row_label(r, self.label, i), "not_evaluable": r["not_evaluable"], "passed": False}
-                for i, r in enumerate(all_rows) if r.get("not_evaluable")]
-        rows = [r for r in all_rows if not r.get("not_evaluable")]
+        rows, gaps = self.rows_and_gaps(result, self.label)
         if not rows:  # every row lacks a value the estimate needs: nothing to judge
-            reasons = "; ".join(f"{g['row']}: {g['not_evaluable']}" for g in gaps)
-            return self.make(self.id or self.type, target=f"{self.target_text}: {self.estimate} vs {self.measured}",
-                             observed=None, expected=self._expected(), margin=None, passed=False,
-                             message=f"not evaluable: {reasons}", stats={"n": 0, "n_not_evaluable": len(gaps)},
-                             rows=gaps, evaluable=False)
+            return self.gaps_result(gaps, f"{self.target_text}: {self.estimate} vs {self.measured}", self._expected())
         est, meas = column(rows, self.estimate), column(rows, self.measured)
         values = self._row_values(est, meas)
         evidence, margins, n_ok = [], [], 0
@@ -155,19 +148,25 @@ class MapeLe(AssertionSpec):
     max: float = Field(ge=0)
 
     def evaluate(self, result: RunResult, ctx: EvalContext) -> AssertionResult:
-        rows = self.rows(result)
+        rows, gaps = self.rows_and_gaps(result)
+        target = f"MAPE {self.estimate} vs {self.measured}"
+        if not rows:  # every row lacks a value the estimate needs: nothing to judge
+            return self.gaps_result(gaps, target, f"<= {self.max:g}")
         est, meas = column(rows, self.estimate), column(rows, self.measured)
         ok = (meas > 0) & ~np.isnan(est)
+        gap_text = f"; not evaluable: {'; '.join(g['row'] + ': ' + g['not_evaluable'] for g in gaps)}" if gaps else ""
         if not ok.any():
-            return self.make(self.id or self.type, target=f"MAPE {self.estimate} vs {self.measured}",
+            return self.make(self.id or self.type, target=target,
                              observed=None, expected=f"<= {self.max:g}", margin=None, passed=False,
-                             message="no row with a positive measurement and a finite estimate")
+                             message="no row with a positive measurement and a finite estimate" + gap_text, rows=gaps)
         errors = (est[ok] - meas[ok]) / meas[ok]
         mape = ndstats.mape(est[ok], meas[ok])
         stats = {"n": int(ok.sum()), "mape": mape, "mean_signed_error": float(np.mean(errors)),
                  "median_signed_error": float(np.median(errors))}
-        return self.make(self.id or self.type, target=f"MAPE {self.estimate} vs {self.measured}",
+        if gaps:
+            stats["n_not_evaluable"] = len(gaps)
+        return self.make(self.id or self.type, target=target,
                          observed=mape, expected=f"<= {self.max:g}", margin=self.max - mape,
                          passed=mape <= self.max, stats=stats,
                          message=f"MAPE {mape:.3f} over {stats['n']} rows (limit {self.max:g}); "
-                                 f"mean signed error {stats['mean_signed_error']:+.3f}")
+                                 f"mean signed error {stats['mean_signed_error']:+.3f}" + gap_text, rows=gaps)

@@ -58,6 +58,17 @@ class RowNotEvaluable(KindError):
     """A measured row lacks a value the estimate needs: the source did not state it (not a broken input)."""
 
 
+def not_evaluable_row(params: EstimatorParams, row: dict[str, Any], label: str, reason: str,
+                      measured: dict[str, float | None]) -> dict[str, Any]:
+    """The table row of a measured row the estimate cannot be made for: ``not_evaluable`` = the reason
+    (e.g. ``column micro_batch_size: not stated by the source``), the row's layout columns and the
+    measurement columns ``measured`` (name -> value; the estimate columns are absent). Assertions leave
+    such rows out and list them; the summary and the sign-off count them (``harness.summary``)."""
+    out: dict[str, Any] = {"config": label, "not_evaluable": reason}
+    out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
+    return out | {k: v for k, v in measured.items() if v is not None}
+
+
 def row_label(params: EstimatorParams, row: dict[str, Any], i: int) -> str:
     for key in (params.label, "case_id", "config", "id"):
         if row.get(key) not in (None, ""):

@@ -13,6 +13,7 @@ from harness.kinds.estimator.common import (
     RowNotEvaluable,
     build_config,
     measured_value,
+    not_evaluable_row,
     requires_api,
     row_label,
 )
@@ -50,12 +51,10 @@ def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str
 
 
 def _not_evaluable_row(params: EstimatorParams, row: dict[str, Any], label: str, reason: str) -> dict[str, Any]:
-    """A table row for a measured row the estimate cannot be made for (``not_evaluable`` = the reason)."""
-    out: dict[str, Any] = {"config": label, "not_evaluable": reason}
-    out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
-    if params.from_measured and row.get("measured_gib") not in (None, ""):
-        out["measured_mb"] = float(row["measured_gib"]) * MIB_PER_GIB
-    return out
+    """A table row for a measured row the estimate cannot be made for (:func:`common.not_evaluable_row`)."""
+    measured = (float(row["measured_gib"]) * MIB_PER_GIB
+                if params.from_measured and row.get("measured_gib") not in (None, "") else None)
+    return not_evaluable_row(params, row, label, reason, {"measured_mb": measured})
 
 
 def _routed_static_mb(stage: Any) -> dict[str, float]:
