@@ -259,7 +259,7 @@ def _analyze_scope(name: str, phase: str | None, windows: tuple[tuple[float, flo
     ind = compute_indicators(rank.events, _scope_input(name, windows, rank, plan, th, fmt))
     verdict = locate(ind, th, comm_applicable=comm_ok[0], comm_excluded_reason=comm_ok[1])
     hyps = rootcause.infer(verdict, ind, th, phase)
-    recs = recommend.recommend(name, verdict, hyps, ind, phase)
+    recs = recommend.recommend(name, verdict, hyps, ind, phase, th)
     combined = gains.combine((r.gain for r in recs if r.gain is not None), th.v("optimisticCapPct"))
     return ScopeResult(name, phase, windows, ind, verdict, hyps, recs, combined)
 

@@ -1,8 +1,9 @@
 """Seed §2–§3: score the four bottleneck candidates of one scope and build their evidence rows.
 
 ``score = Σ weight × severity(indicator, gate)`` (``analyzer.thresholds.severity``), clamped to 0–100;
-the score is evidence strength, not a loss share. A candidate reaches the bar at ``triggerScore`` (40).
-Weights (seed §2.1–§2.4): host 45/35/20, compute 55/25/20/12, communication 55/20/15/15, copy 45/12/10.
+the score is evidence strength, not a loss share. A candidate reaches the bar at ``triggerScore``.
+The weights (seed §2.1–§2.4) are the ``weight*`` parameters of ``thresholds_default.yaml`` (value, unit,
+source and rationale there; overridable like every threshold); this module names them, never retypes them.
 Gates are gates: a candidate whose gate condition fails scores 0 and lists the gates not reached.
 Nothing here formats numbers into thresholds' text: evidence rows carry the threshold id and value.
 """
@@ -29,11 +30,6 @@ LABELS: dict[str, str] = {
     NONE: "no single dominant bottleneck",
 }
 
-# seed §2 weights, by candidate and term
-W_HOST_PRIMARY, W_HOST_SUPPORT, W_HOST_BUSY = 45.0, 35.0, 20.0
-W_COMPUTE_BUSY, W_COMPUTE_COMM_LOW, W_COMPUTE_BOUND, W_MEMORY_BOUND = 55.0, 25.0, 20.0, 12.0
-W_COMM_SHARE, W_COMM_LATENCY, W_COMM_BANDWIDTH, W_COMM_OVERLAP = 55.0, 20.0, 15.0, 15.0
-W_COPY_SHARE, W_COPY_SYNC, W_COPY_H2D = 45.0, 12.0, 10.0
 
 
 @dataclass(frozen=True)
@@ -176,7 +172,8 @@ def _finish(kind: str, score: float, gate: bool, subtype: str | None, rows: _Row
 def score_host(ind: IndicatorSet, th: Thresholds) -> Candidate:
     """Seed §2.1: primary (host-exclusive or device-idle) AND (support (dispatch or exclusive/step) OR host busy).
 
-    ``45 × max(sev hostOnly, sev idle) + 35 × max(sev dispatch, sev exclusive/step) + 20 × sev hostBusy``.
+    ``weightHostPrimary × max(sev hostOnly, sev idle) + weightHostSupport × max(sev dispatch, sev exclusive/step)
+    + weightHostBusy × sev hostBusy``.
     """
     r = _Rows(ind, th)
     p1, p2 = r.gate("host_exclusive_pct", "hostOnlyGate"), r.gate("device_idle_pct", "deviceIdleSupport")
@@ -184,10 +181,10 @@ def score_host(ind: IndicatorSet, th: Thresholds) -> Candidate:
     busy = r.gate("host_busy_pct", "hostBusyGate", required=False)
     r.info("sync_op_count", _sync_text(ind))
     gate = (p1 or p2) and (s1 or s2 or busy)
-    score = (W_HOST_PRIMARY * max(r.sev("host_exclusive_pct", "hostOnlyGate"), r.sev("device_idle_pct", "deviceIdleSupport"))
-             + W_HOST_SUPPORT * max(r.sev("dispatch_ops_per_step", "dispatchPerStep"),
+    score = (th.v("weightHostPrimary") * max(r.sev("host_exclusive_pct", "hostOnlyGate"), r.sev("device_idle_pct", "deviceIdleSupport"))
+             + th.v("weightHostSupport") * max(r.sev("dispatch_ops_per_step", "dispatchPerStep"),
                                     r.sev("host_exclusive_per_step_us", "hostExclusivePerStepUs"))
-             + W_HOST_BUSY * r.sev("host_busy_pct", "hostBusyGate"))
+             + th.v("weightHostBusy") * r.sev("host_busy_pct", "hostBusyGate"))
     summary = ("host-exclusive time and device idle point at host dispatch" if gate
                else "host gates not reached: needs (host-exclusive or device-idle) and (dispatch/step or exclusive/step or host busy)")
     return _finish(HOST, score, gate, None, r, th, summary)
@@ -204,8 +201,9 @@ def _sync_text(ind: IndicatorSet) -> str:
 def score_compute(ind: IndicatorSet, th: Thresholds) -> Candidate:
     """Seed §2.2: gate = device busy AND compute share.
 
-    ``55 × max(sev busy, sev share) + 25 × sev(exposed comm low)`` plus the sub-type term:
-    MAC ≥ gate → compute-bound (+20 × sev); else MTE2 ≥ gate → memory-bound (+12 × sev);
+    ``weightComputeBusy × max(sev busy, sev share) + weightComputeCommLow × sev(exposed comm low)`` plus the
+    sub-type term: MAC ≥ gate → compute-bound (+weightComputeBound × sev); else MTE2 ≥ gate → memory-bound
+    (+weightMemoryBound × sev);
     else MAC < low gate → low-efficiency (no points); none → no sub-type (seed: avoid over-reading).
     """
     r = _Rows(ind, th)
@@ -215,13 +213,13 @@ def score_compute(ind: IndicatorSet, th: Thresholds) -> Candidate:
     mte_ok = r.gate("mte2_ratio", "mte2RatioMemoryBound", required=False)
     low_ok = r.gate("mac_ratio", "lowUtilizationGate", required=False)
     gate = g1 and g2
-    score = (W_COMPUTE_BUSY * max(r.sev("device_busy_pct", "deviceBusyGate"), r.sev("compute_pct", "computeShareGate"))
-             + W_COMPUTE_COMM_LOW * r.sev("comm_exposed_pct", "commExposedLow"))
+    score = (th.v("weightComputeBusy") * max(r.sev("device_busy_pct", "deviceBusyGate"), r.sev("compute_pct", "computeShareGate"))
+             + th.v("weightComputeCommLow") * r.sev("comm_exposed_pct", "commExposedLow"))
     subtype: str | None = None
     if mac_ok:
-        subtype, score = "compute-bound", score + W_COMPUTE_BOUND * r.sev("mac_ratio", "macRatioComputeBound")
+        subtype, score = "compute-bound", score + th.v("weightComputeBound") * r.sev("mac_ratio", "macRatioComputeBound")
     elif mte_ok:
-        subtype, score = "memory-bound", score + W_MEMORY_BOUND * r.sev("mte2_ratio", "mte2RatioMemoryBound")
+        subtype, score = "memory-bound", score + th.v("weightMemoryBound") * r.sev("mte2_ratio", "mte2RatioMemoryBound")
     elif low_ok:
         subtype = "low-efficiency"
     summary = "device busy and compute-dominated" if gate else "compute gates not reached: needs device busy and compute share"
@@ -233,8 +231,9 @@ def score_compute(ind: IndicatorSet, th: Thresholds) -> Candidate:
 def score_comm(ind: IndicatorSet, th: Thresholds) -> Candidate:
     """Seed §2.3: gate = comm share of device AND exposed comm (both must hold).
 
-    ``55 × max(sev share, sev exposed)`` + latency-bound (median duration ≤ gate, +20 × sev) or
-    bandwidth-bound (median message ≥ gate, +15 × sev) + ``15 × sev(overlap < 40 %)``.
+    ``weightCommShare × max(sev share, sev exposed)`` + latency-bound (median duration ≤ gate,
+    +weightCommLatency × sev) or bandwidth-bound (median message ≥ gate, +weightCommBandwidth × sev)
+    + ``weightCommOverlap × sev(overlap below commOverlapLow)``.
     """
     r = _Rows(ind, th)
     g1, g2 = r.gate("comm_pct_of_device", "commShareGate"), r.gate("comm_exposed_pct", "commExposedGate")
@@ -244,13 +243,13 @@ def score_comm(ind: IndicatorSet, th: Thresholds) -> Candidate:
     r.info("comm_us_per_step")
     r.info("comm_ops_per_step")
     gate = g1 and g2
-    score = W_COMM_SHARE * max(r.sev("comm_pct_of_device", "commShareGate"), r.sev("comm_exposed_pct", "commExposedGate"))
+    score = th.v("weightCommShare") * max(r.sev("comm_pct_of_device", "commShareGate"), r.sev("comm_exposed_pct", "commExposedGate"))
     subtype: str | None = None
     if lat:
-        subtype, score = "latency-bound", score + W_COMM_LATENCY * r.sev("comm_duration_median_us", "commLatencyBoundUs")
+        subtype, score = "latency-bound", score + th.v("weightCommLatency") * r.sev("comm_duration_median_us", "commLatencyBoundUs")
     elif bw:
-        subtype, score = "bandwidth-bound", score + W_COMM_BANDWIDTH * r.sev("comm_message_median_mb", "commBandwidthBoundMb")
-    score += W_COMM_OVERLAP * r.sev("comm_overlap_pct", "commOverlapLow")
+        subtype, score = "bandwidth-bound", score + th.v("weightCommBandwidth") * r.sev("comm_message_median_mb", "commBandwidthBoundMb")
+    score += th.v("weightCommOverlap") * r.sev("comm_overlap_pct", "commOverlapLow")
     summary = ("communication is a large, exposed share of the step" if gate
                else "communication gates not reached: needs both comm share of device and exposed comm (heavy but hidden otherwise)")
     return _finish(COMMUNICATION, score, gate, subtype if gate else None, r, th, summary)
@@ -259,7 +258,8 @@ def score_comm(ind: IndicatorSet, th: Thresholds) -> Candidate:
 def score_copy(ind: IndicatorSet, th: Thresholds) -> Candidate:
     """Seed §2.4: gate = any of device copy share, host copy share of host busy, D2H per step.
 
-    ``45 × max(sevs) + 12 × min(1, sync ops per step)`` (when sync ops exist) ``+ 10 × sev(H2D/step)``.
+    ``weightCopyShare × max(sevs) + weightCopySync × min(1, sync ops per step)`` (when sync ops exist)
+    ``+ weightCopyH2d × sev(H2D/step)``.
     """
     r = _Rows(ind, th)
     g = [r.gate("copy_pct", "copyShareGate"), r.gate("host_copy_pct_of_host_busy", "hostCopyShareGate"),
@@ -267,13 +267,13 @@ def score_copy(ind: IndicatorSet, th: Thresholds) -> Candidate:
     r.gate("h2d_per_step_us", "h2dPerStepUs", required=False)
     r.info("sync_op_count", _sync_text(ind))
     gate = any(g)
-    score = W_COPY_SHARE * max(r.sev("copy_pct", "copyShareGate"),
+    score = th.v("weightCopyShare") * max(r.sev("copy_pct", "copyShareGate"),
                                r.sev("host_copy_pct_of_host_busy", "hostCopyShareGate"),
                                r.sev("d2h_per_step_us", "d2hPerStepUs"))
     n, per = ind.value("sync_op_count"), ind.value("sync_ops_per_step")
     if n and per is not None:
-        score += W_COPY_SYNC * min(1.0, per)
-    score += W_COPY_H2D * r.sev("h2d_per_step_us", "h2dPerStepUs")
+        score += th.v("weightCopySync") * min(1.0, per)
+    score += th.v("weightCopyH2d") * r.sev("h2d_per_step_us", "h2dPerStepUs")
     summary = "copies take a visible share" if gate else "copy gates not reached"
     return _finish(COPY, score, gate, None, r, th, summary)
 

@@ -1,8 +1,10 @@
 """Seed §6: expected gains — derived from this dataset (with basis and assumption) or empirical ranges.
 
 All gains are fractions of step time, reported in percent. Dataset-derived estimates come with a range
-``[LOW_FRACTION × estimate, estimate]`` (seed §6.1 states 60 %–100 % for graph mode; ndval applies the same
-conservative lower bound to every derived item and says so). Empirical ranges (seed §6.2) are labelled
+``[gainLowFraction × estimate, estimate]`` (seed §6.1 states it for graph mode; ndval applies the same
+conservative lower bound to every derived item and says so). The seed §6.1 coefficients are the ``gain*``
+parameters of ``thresholds_default.yaml`` (value, unit, source, rationale; overridable like every threshold):
+each formula below names its parameters and the basis text quotes the values used. Empirical ranges (seed §6.2) are labelled
 "empirical range, not derived from this dataset; measure before relying on it".
 Combination (seed §6.3): ``conservative = Σ lows``, ``optimistic = min(cap, Σ estimates)``.
 """
@@ -14,16 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.indicators import IndicatorSet
+from analyzer.thresholds import Thresholds, default_thresholds
 
-#: lower bound of a derived range as a fraction of the estimate (seed §6.1 graph mode: 60 %–100 %).
-LOW_FRACTION = 0.6
-#: seed §6.1 coefficients, each the share of the measured overhead an optimisation is assumed to remove.
-GRAPH_MODE_FACTOR, GRAPH_MODE_CAP = 0.75, 0.8
-SYNC_REMOVAL_FACTOR = 0.8
-COMM_OVERLAP_FACTOR = 0.6
-COMM_BATCH_FACTOR = 0.7
-D2H_ASYNC_FACTOR = 0.7
-CONCURRENCY_BONUS_PCT, CONCURRENCY_CAP_PCT = 15.0, 60.0
 #: seed §6.2 empirical ranges, percent of step time: id -> (low, high, note).
 EMPIRICAL: dict[str, tuple[float, float, str]] = {
     "quantization": (20.0, 45.0, "depends on model structure and operator coverage"),
@@ -56,43 +50,56 @@ class Gain:
                 "basis": self.basis, "assumption": self.assumption}
 
 
-def _derived(id_: str, fraction: float, basis: str, assumption: str, confidence: str = "medium") -> Gain:
+def _derived(id_: str, fraction: float, basis: str, assumption: str, th: Thresholds) -> Gain:
     pct = 100.0 * max(0.0, fraction)
-    return Gain(id_, pct, LOW_FRACTION * pct, pct, confidence, True, basis, assumption)
+    return Gain(id_, pct, th.v("gainLowFraction") * pct, pct, "medium", True, basis, assumption)
 
 
-def graph_mode_fraction(host_exclusive_per_step_us: float, avg_step_us: float) -> float:
-    """Seed §6.1: ``min(0.8, 0.75 × hostExclusivePerStepUs / avgStepUs)`` — host-exclusive time graph mode removes."""
-    return min(GRAPH_MODE_CAP, GRAPH_MODE_FACTOR * host_exclusive_per_step_us / avg_step_us)
+def graph_mode_fraction(host_exclusive_per_step_us: float, avg_step_us: float, th: Thresholds | None = None) -> float:
+    """Seed §6.1: ``min(gainGraphModeCap, gainGraphModeFactor × hostExclusivePerStepUs / avgStepUs)`` —
+    the host-exclusive time graph mode removes (``th``: parameters, default ``thresholds_default.yaml``)."""
+    th = th or default_thresholds()
+    return min(th.v("gainGraphModeCap"), th.v("gainGraphModeFactor") * host_exclusive_per_step_us / avg_step_us)
 
 
-def sync_removal_fraction(host_sync_us: float, step_count: int, avg_step_us: float) -> float:
-    """Seed §6.1: ``0.8 × (hostSyncUs / stepCount) / avgStepUs`` — sync overhead moved off the critical path."""
-    return SYNC_REMOVAL_FACTOR * (host_sync_us / step_count) / avg_step_us
+def sync_removal_fraction(host_sync_us: float, step_count: int, avg_step_us: float, th: Thresholds | None = None) -> float:
+    """Seed §6.1: ``gainSyncRemovalFactor × (hostSyncUs / stepCount) / avgStepUs`` — sync overhead moved off
+    the critical path."""
+    th = th or default_thresholds()
+    return th.v("gainSyncRemovalFactor") * (host_sync_us / step_count) / avg_step_us
 
 
-def comm_overlap_fraction(comm_exposed_us: float, step_count: int, avg_step_us: float) -> float:
-    """Seed §6.1: ``0.6 × (commExposedUs / stepCount) / avgStepUs`` — 60 % of exposed comm hidden again."""
-    return COMM_OVERLAP_FACTOR * (comm_exposed_us / step_count) / avg_step_us
+def comm_overlap_fraction(comm_exposed_us: float, step_count: int, avg_step_us: float,
+                          th: Thresholds | None = None) -> float:
+    """Seed §6.1: ``gainCommOverlapFactor × (commExposedUs / stepCount) / avgStepUs`` — that share of the
+    exposed communication hidden again."""
+    th = th or default_thresholds()
+    return th.v("gainCommOverlapFactor") * (comm_exposed_us / step_count) / avg_step_us
 
 
-def comm_batch_fraction(comm_us_per_step: float, avg_step_us: float) -> float:
-    """Seed §6.1: ``0.7 × commUsPerStep / avgStepUs`` — fixed per-collective cost amortised."""
-    return COMM_BATCH_FACTOR * comm_us_per_step / avg_step_us
+def comm_batch_fraction(comm_us_per_step: float, avg_step_us: float, th: Thresholds | None = None) -> float:
+    """Seed §6.1: ``gainCommBatchFactor × commUsPerStep / avgStepUs`` — fixed per-collective cost amortised."""
+    th = th or default_thresholds()
+    return th.v("gainCommBatchFactor") * comm_us_per_step / avg_step_us
 
 
-def d2h_async_fraction(d2h_per_step_us: float, avg_step_us: float) -> float:
-    """Seed §6.1: ``0.7 × d2hPerStepUs / avgStepUs`` — copies and their syncs no longer block."""
-    return D2H_ASYNC_FACTOR * d2h_per_step_us / avg_step_us
+def d2h_async_fraction(d2h_per_step_us: float, avg_step_us: float, th: Thresholds | None = None) -> float:
+    """Seed §6.1: ``gainD2hAsyncFactor × d2hPerStepUs / avgStepUs`` — copies and their syncs no longer block."""
+    th = th or default_thresholds()
+    return th.v("gainD2hAsyncFactor") * d2h_per_step_us / avg_step_us
 
 
-def concurrency_pct(device_busy_pct: float) -> float:
-    """Seed §6.1: ``min(60 %, (100 − deviceBusyPct) + 15 %)`` — decode concurrency on an unsaturated device."""
-    return min(CONCURRENCY_CAP_PCT, (100.0 - device_busy_pct) + CONCURRENCY_BONUS_PCT)
+def concurrency_pct(device_busy_pct: float, th: Thresholds | None = None) -> float:
+    """Seed §6.1: ``min(gainConcurrencyCapPct, (100 − deviceBusyPct) + gainConcurrencyBonusPct)`` — decode
+    concurrency on an unsaturated device."""
+    th = th or default_thresholds()
+    return min(th.v("gainConcurrencyCapPct"), (100.0 - device_busy_pct) + th.v("gainConcurrencyBonusPct"))
 
 
-def derive(gain_id: str, ind: IndicatorSet) -> Gain | None:
-    """The gain ``gain_id`` from a scope's indicators (None when its inputs are unavailable)."""
+def derive(gain_id: str, ind: IndicatorSet, th: Thresholds | None = None) -> Gain | None:
+    """The gain ``gain_id`` from a scope's indicators (None when its inputs are unavailable); ``th``: the
+    parameters (default ``thresholds_default.yaml``)."""
+    th = th or default_thresholds()
     v = ind.value
     step, steps = v("avg_step_us"), int(v("step_count") or 0)
     if gain_id in EMPIRICAL:
@@ -103,42 +110,49 @@ def derive(gain_id: str, ind: IndicatorSet) -> Gain | None:
         busy = v("device_busy_pct")
         if busy is None:
             return None
-        pct = concurrency_pct(busy)
-        return Gain(gain_id, pct, LOW_FRACTION * pct, pct, "medium", True,
-                    f"device busy {busy:.2f} % ⇒ min(60, (100 − {busy:.2f}) + 15) = {pct:.2f} %",
+        pct = concurrency_pct(busy, th)
+        cap, bonus = _g(th, "gainConcurrencyCapPct"), _g(th, "gainConcurrencyBonusPct")
+        return Gain(gain_id, pct, th.v("gainLowFraction") * pct, pct, "medium", True,
+                    f"device busy {busy:.2f} % ⇒ min({cap}, (100 − {busy:.2f}) + {bonus}) = {pct:.2f} %",
                     "device not saturated and decode limited by weight reads (seed §6.1)")
     if not step or steps <= 0:
         return None
-    return _derive_per_step(gain_id, ind, step, steps)
+    return _derive_per_step(gain_id, ind, step, steps, th)
 
 
-def _derive_per_step(gain_id: str, ind: IndicatorSet, step: float, steps: int) -> Gain | None:
+def _g(th: Thresholds, key: str) -> str:
+    """A parameter as quoted in a basis text (``0.75``, ``60``)."""
+    return f"{th.v(key):g}"
+
+
+def _derive_per_step(gain_id: str, ind: IndicatorSet, step: float, steps: int, th: Thresholds) -> Gain | None:
     v = ind.value
     if gain_id == "graph-mode" and v("host_exclusive_per_step_us") is not None:
         x = v("host_exclusive_per_step_us") or 0.0
-        return _derived(gain_id, graph_mode_fraction(x, step),
-                        f"host exclusive {x:.1f} us/step of {step:.1f} us/step: min(0.8, 0.75 × {x:.1f} / {step:.1f})",
-                        "graph capture removes per-op host dispatch in decode (seed §6.1)")
+        cap, k = _g(th, "gainGraphModeCap"), _g(th, "gainGraphModeFactor")
+        return _derived(gain_id, graph_mode_fraction(x, step, th),
+                        f"host exclusive {x:.1f} us/step of {step:.1f} us/step: min({cap}, {k} × {x:.1f} / {step:.1f})",
+                        "graph capture removes per-op host dispatch in decode (seed §6.1)", th)
     if gain_id == "sync-removal" and v("host_sync_us") is not None:
-        x = v("host_sync_us") or 0.0
-        return _derived(gain_id, sync_removal_fraction(x, steps, step),
-                        f"sync-like ops {x:.1f} us over {steps} step(s), step {step:.1f} us: 0.8 × ({x:.1f} / {steps}) / {step:.1f}",
-                        "the synchronisation moves off the critical path (seed §6.1)")
+        x, k = v("host_sync_us") or 0.0, _g(th, "gainSyncRemovalFactor")
+        return _derived(gain_id, sync_removal_fraction(x, steps, step, th),
+                        f"sync-like ops {x:.1f} us over {steps} step(s), step {step:.1f} us: {k} × ({x:.1f} / {steps}) / {step:.1f}",
+                        "the synchronisation moves off the critical path (seed §6.1)", th)
     if gain_id == "comm-overlap" and v("comm_exposed_us") is not None:
-        x = v("comm_exposed_us") or 0.0
-        return _derived(gain_id, comm_overlap_fraction(x, steps, step),
-                        f"exposed communication {x:.1f} us over {steps} step(s), step {step:.1f} us: 0.6 × ({x:.1f} / {steps}) / {step:.1f}",
-                        "60 % of the exposed communication can be hidden behind compute (seed §6.1)")
+        x, f = v("comm_exposed_us") or 0.0, th.v("gainCommOverlapFactor")
+        return _derived(gain_id, comm_overlap_fraction(x, steps, step, th),
+                        f"exposed communication {x:.1f} us over {steps} step(s), step {step:.1f} us: {f:g} × ({x:.1f} / {steps}) / {step:.1f}",
+                        f"{100.0 * f:g} % of the exposed communication can be hidden behind compute (seed §6.1)", th)
     if gain_id == "comm-batch" and v("comm_us_per_step") is not None:
-        x = v("comm_us_per_step") or 0.0
-        return _derived(gain_id, comm_batch_fraction(x, step),
-                        f"communication {x:.1f} us/step of {step:.1f} us/step: 0.7 × {x:.1f} / {step:.1f}",
-                        "fixed per-collective cost is amortised by batching / fusing collectives (seed §6.1)")
+        x, k = v("comm_us_per_step") or 0.0, _g(th, "gainCommBatchFactor")
+        return _derived(gain_id, comm_batch_fraction(x, step, th),
+                        f"communication {x:.1f} us/step of {step:.1f} us/step: {k} × {x:.1f} / {step:.1f}",
+                        "fixed per-collective cost is amortised by batching / fusing collectives (seed §6.1)", th)
     if gain_id == "d2h-async" and v("d2h_per_step_us") is not None:
-        x = v("d2h_per_step_us") or 0.0
-        return _derived(gain_id, d2h_async_fraction(x, step),
-                        f"D2H {x:.1f} us/step of {step:.1f} us/step: 0.7 × {x:.1f} / {step:.1f}",
-                        "copies and the syncs around them stop blocking the step (seed §6.1)")
+        x, k = v("d2h_per_step_us") or 0.0, _g(th, "gainD2hAsyncFactor")
+        return _derived(gain_id, d2h_async_fraction(x, step, th),
+                        f"D2H {x:.1f} us/step of {step:.1f} us/step: {k} × {x:.1f} / {step:.1f}",
+                        "copies and the syncs around them stop blocking the step (seed §6.1)", th)
     return None
 
 

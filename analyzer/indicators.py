@@ -21,6 +21,7 @@ import pandas as pd
 
 from analyzer import flops, timeline
 from analyzer.ingest import events as ev
+from analyzer.thresholds import default_thresholds
 from ndcore.units import BYTES_PER_MIB
 
 Window = tuple[float, float]
@@ -180,10 +181,10 @@ class ScopeInput:
     kernel_reason: str = "kernel_details.csv not found"
     overlap: Mapping[str, float] | None = None
     overlap_source: str = ""
-    gap_floor_us: float = 50.0
+    gap_floor_us: float = field(default_factory=lambda: default_thresholds().v("idleGapFloorUs"))
     step_durs_us: tuple[float, ...] = ()
     trace_truncated: bool = False
-    peak_tflops: float = 320.0
+    peak_tflops: float = field(default_factory=lambda: default_thresholds().v("peakTflops"))
 
 
 def compute_indicators(events: pd.DataFrame, scope: ScopeInput) -> IndicatorSet:

@@ -1,7 +1,9 @@
 """Seed §5: actionable recommendations, selected by hypothesis id (never by matching prose).
 
-``priorityScore = 20 × priorityWeight(high 3 / medium 2 / low 1) + min(40, 0.4 × bottleneckScore)
-+ min(20, 0.4 × estimatedGainPct)``. Advice that depends on a framework version switch is flagged
+``priorityScore = priorityPointsPerWeight × priorityWeight<High|Medium|Low>
++ min(priorityScoreCapPoints, priorityScoreFactor × bottleneckScore)
++ min(priorityGainCapPoints, priorityGainFactor × estimatedGainPct)``; the numbers are parameters of
+``thresholds_default.yaml`` (value, unit, source, rationale; overridable like every threshold). Advice that depends on a framework version switch is flagged
 ``needs_version_confirmation`` and worded "confirm the current vLLM-Ascend / torch_npu version supports it
 before enabling".
 """
@@ -15,16 +17,24 @@ from analyzer import gains as g
 from analyzer.bottleneck import Verdict
 from analyzer.indicators import IndicatorSet
 from analyzer.rootcause import Hypothesis
+from analyzer.thresholds import Thresholds, default_thresholds
 
 #: the scopes a template may name as its applicable phases (seed §1, §5)
 ALL_PHASES: tuple[str, ...] = ("prefill", "decode", "overall")
-PRIORITY_WEIGHT: dict[str, int] = {"high": 3, "medium": 2, "low": 1}
+#: priority -> the parameter holding its weight
+PRIORITY_WEIGHT_ID: dict[str, str] = {"high": "priorityWeightHigh", "medium": "priorityWeightMedium",
+                                      "low": "priorityWeightLow"}
 VERSION_NOTE = "needs version confirmation: confirm the current vLLM-Ascend / torch_npu version supports it before enabling"
 
 
-def priority_score(priority: str, bottleneck_score: float, gain_pct: float | None) -> float:
-    """Seed §5: ``20 × w + min(40, 0.4 × score) + min(20, 0.4 × gain)`` (gain 0 when not estimable)."""
-    return 20.0 * PRIORITY_WEIGHT[priority] + min(40.0, 0.4 * bottleneck_score) + min(20.0, 0.4 * (gain_pct or 0.0))
+def priority_score(priority: str, bottleneck_score: float, gain_pct: float | None,
+                   th: Thresholds | None = None) -> float:
+    """Seed §5: ``points × w + min(score cap, score factor × score) + min(gain cap, gain factor × gain)``
+    (gain 0 when not estimable; the ``priority*`` parameters of ``th``, default ``thresholds_default.yaml``)."""
+    th = th or default_thresholds()
+    return (th.v("priorityPointsPerWeight") * th.v(PRIORITY_WEIGHT_ID[priority])
+            + min(th.v("priorityScoreCapPoints"), th.v("priorityScoreFactor") * bottleneck_score)
+            + min(th.v("priorityGainCapPoints"), th.v("priorityGainFactor") * (gain_pct or 0.0)))
 
 
 @dataclass(frozen=True)
@@ -162,11 +172,12 @@ GENERIC_RECOMMENDATION = "collect.confirm-on-site"
 
 
 def recommend(scope: str, verdict: Verdict, hypotheses: tuple[Hypothesis, ...], ind: IndicatorSet,
-              phase: str | None = None) -> tuple[Recommendation, ...]:
+              phase: str | None = None, th: Thresholds | None = None) -> tuple[Recommendation, ...]:
     """Recommendations for one scope, sorted by priority score (highest first).
 
     ``phase``: the phase the scope is read as (the dominant phase for ``overall``; None when unknown); a
-    template is offered only where :func:`applies` (its applicable phases).
+    template is offered only where :func:`applies` (its applicable phases). ``th``: gain and priority
+    parameters (default ``thresholds_default.yaml``).
     """
     out: dict[str, Recommendation] = {}
     for h in hypotheses:
@@ -180,10 +191,10 @@ def recommend(scope: str, verdict: Verdict, hypotheses: tuple[Hypothesis, ...], 
                 prev = out[rid]
                 out[rid] = Recommendation(**{**prev.__dict__, "hypotheses": (*prev.hypotheses, h.id)})
                 continue
-            gain = g.derive(t.gain_id, ind) if t.gain_id else None
+            gain = g.derive(t.gain_id, ind, th) if t.gain_id else None
             out[rid] = Recommendation(
                 id=rid, title=t.title, kind=h.kind, scopes=(scope,), priority=t.priority,
-                priority_score=priority_score(t.priority, score, gain.estimate_pct if gain else None),
+                priority_score=priority_score(t.priority, score, gain.estimate_pct if gain else None, th),
                 basis=h.triggers, actions=t.actions, gain=gain, validation=t.validation, risk=t.risk,
                 needs_version_confirmation=t.needs_version_confirmation, hypotheses=(h.id,), phases=t.phases)
     return tuple(sorted(out.values(), key=lambda r: -r.priority_score))

@@ -7,6 +7,11 @@ plus a few of ndval's own, each marked as such). A YAML file can override any va
     thresholds:                           # or nested, optionally with saturation
       commShareGate: {value: 10}
 
+The same file holds the analyzer's other judgement numbers under ``parameters:`` (bottleneck score weights,
+gain factors, the priority formula, comparison tolerances): value, unit, rationale, source, no relation (they
+are coefficients, not gates). They load with the same loader and are overridden the same way (by id, flat or
+under ``thresholds:``); ``Thresholds.v(id)`` reads either kind.
+
 Unknown ids, non-numeric values and unknown relations are errors naming the file, the field and the rule.
 """
 
@@ -15,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -66,6 +72,23 @@ class Threshold:
         }
 
 
+@dataclass(frozen=True)
+class Parameter:
+    """One judgement number that is not a gate (a weight, factor, cap or tolerance): ``value`` in ``unit``."""
+
+    id: str
+    value: float
+    unit: str
+    rationale: str
+    source: str
+    group: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (stable keys)."""
+        return {"id": self.id, "value": self.value, "unit": self.unit, "rationale": self.rationale,
+                "source": self.source, "group": self.group}
+
+
 def _fmt(x: float) -> str:
     return f"{x:g}"
 
@@ -102,10 +125,13 @@ def severity(value: float | None, rule: Threshold) -> float:
 
 
 class Thresholds(Mapping[str, Threshold]):
-    """Immutable set of thresholds by id; ``with_overrides`` returns a new set."""
+    """Immutable set of thresholds by id (plus the non-gate :class:`Parameter` s); ``with_overrides``
+    returns a new set. As a mapping it holds the gates only (what an analysis records as its thresholds)."""
 
-    def __init__(self, items: Mapping[str, Threshold], origin: str = "defaults") -> None:
+    def __init__(self, items: Mapping[str, Threshold], origin: str = "defaults",
+                 parameters: Mapping[str, Parameter] | None = None) -> None:
         self._items = dict(items)
+        self._params = dict(parameters or {})
         self.origin = origin
 
     def __getitem__(self, key: str) -> Threshold:
@@ -121,31 +147,51 @@ class Thresholds(Mapping[str, Threshold]):
         return len(self._items)
 
     def v(self, key: str) -> float:
-        """The numeric value of threshold ``key``."""
+        """The numeric value of threshold or parameter ``key``."""
+        if key in self._params:
+            return self._params[key].value
         return self[key].value
+
+    @property
+    def parameters(self) -> Mapping[str, Parameter]:
+        """The non-gate judgement numbers by id (read-only view)."""
+        return dict(self._params)
 
     def with_overrides(self, overrides: Mapping[str, Any], origin: str = "overrides") -> Thresholds:
         """New set with ``overrides`` (``{id: number | {value, saturation}}``) applied; validated."""
-        items = dict(self._items)
+        items, params = dict(self._items), dict(self._params)
         for key, raw in overrides.items():
-            if key not in items:
-                raise ThresholdError(f"{origin}: field {key!r}: unknown threshold id (known: {', '.join(sorted(items))})")
+            if key not in items and key not in params:
+                known = ", ".join(sorted([*items, *params]))
+                raise ThresholdError(f"{origin}: field {key!r}: unknown threshold id (known: {known})")
+            allowed = ("value", "saturation", "rationale") if key in items else ("value", "rationale")
             fields = raw if isinstance(raw, Mapping) else {"value": raw}
-            unknown = set(fields) - {"value", "saturation", "rationale"}
+            unknown = set(fields) - set(allowed)
             if unknown:
-                raise ThresholdError(f"{origin}: field {key!r}: unknown keys {sorted(unknown)} (allowed: value, saturation, rationale)")
+                raise ThresholdError(f"{origin}: field {key!r}: unknown keys {sorted(unknown)} (allowed: {', '.join(allowed)})")
             changes: dict[str, Any] = {}
             for name in ("value", "saturation"):
                 if name in fields:
                     changes[name] = _number(fields[name], f"{origin}: field {key}.{name}")
             if "rationale" in fields:
                 changes["rationale"] = str(fields["rationale"])
-            items[key] = replace(items[key], **changes)
-        return Thresholds(items, origin=origin)
+            if key in items:
+                items[key] = replace(items[key], **changes)
+            else:
+                params[key] = replace(params[key], **changes)
+        return Thresholds(items, origin=origin, parameters=params)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        """All thresholds as plain data, keyed by id."""
+        """All thresholds (gates) as plain data, keyed by id."""
         return {k: t.to_dict() for k, t in self._items.items()}
+
+    def parameters_dict(self) -> dict[str, dict[str, Any]]:
+        """All parameters as plain data, keyed by id."""
+        return {k: p.to_dict() for k, p in self._params.items()}
+
+    def all_values(self) -> dict[str, float]:
+        """Every number by id, thresholds and parameters alike (to tell two sets apart)."""
+        return {**{k: t.value for k, t in self._items.items()}, **{k: p.value for k, p in self._params.items()}}
 
 
 def _number(raw: Any, where: str) -> float:
@@ -171,13 +217,31 @@ def _parse_entry(key: str, raw: Any, origin: str) -> Threshold:
     )
 
 
+def _parse_parameter(key: str, raw: Any, origin: str) -> Parameter:
+    if not isinstance(raw, Mapping):
+        raise ThresholdError(f"{origin}: field parameters.{key}: must be a mapping with value/unit/rationale/source")
+    for need in ("value", "unit", "rationale", "source"):
+        if need not in raw:
+            raise ThresholdError(f"{origin}: field parameters.{key}.{need}: required")
+    if "relation" in raw:
+        raise ThresholdError(f"{origin}: field parameters.{key}.relation: a parameter is not a gate and has no relation")
+    return Parameter(id=key, value=_number(raw["value"], f"{origin}: field parameters.{key}.value"),
+                     unit=str(raw["unit"]), rationale=str(raw["rationale"]), source=str(raw["source"]),
+                     group=str(raw.get("group", "")))
+
+
+@cache
 def default_thresholds() -> Thresholds:
-    """The seed's defaults (``thresholds_default.yaml``)."""
+    """The seed's defaults (``thresholds_default.yaml``): thresholds and parameters (read once; immutable)."""
     text = resources.files("analyzer").joinpath("thresholds_default.yaml").read_text(encoding="utf-8")
     data = yaml.safe_load(text)
     origin = "analyzer/thresholds_default.yaml"
     items = {k: _parse_entry(k, v, origin) for k, v in data["thresholds"].items()}
-    return Thresholds(items, origin="defaults")
+    params = {k: _parse_parameter(k, v, origin) for k, v in data.get("parameters", {}).items()}
+    clash = sorted(set(items) & set(params))
+    if clash:
+        raise ThresholdError(f"{origin}: field parameters: ids also defined as thresholds: {clash}")
+    return Thresholds(items, origin="defaults", parameters=params)
 
 
 def load_overrides(path: str | Path) -> dict[str, Any]:

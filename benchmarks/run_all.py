@@ -18,6 +18,8 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS: dict[str, list[str]] = {
     "bench_estimator.py": ["--seconds", "3"],
     "bench_search.py": ["--dask"],
+    # scalar single estimates, this tree vs the commit before the speed work (issue 15), same run
+    "bench_scalar.py": [],
     "bench_analyzer.py": ["--copies", "50"],
     "vtrain_accuracy.py": [],
     "step_time_accuracy.py": [],

@@ -81,7 +81,10 @@ HEADERS = ["config", "ep", "tp", "dp", "metric", "before", "after", "direction",
 
 def _row(label: str, cfg: dict[str, Any], metric: str, before: PerfReport, after: PerfReport, part: str) -> Row:
     p = cfg["parallel"]
-    get = (lambda r: r.perf_parts[part]) if part in before.perf_parts else (lambda r: r.real_parts[part])
+
+    def get(r: PerfReport) -> float:
+        return r.perf_parts[part] if part in before.perf_parts else r.real_parts[part]
+
     return Row(label, p.get("ep", 1), p.get("tp", 1), p.get("dp", 1), metric, get(before), get(after),
                direction(get(before), get(after)), before.straggler_stage, after.straggler_stage)
 
@@ -110,7 +113,7 @@ def exp2_dp_hack_removed(configs: Sequence[Labeled], base: dict[str, Any]) -> li
 def dp_fits_ep(parallel: dict[str, Any], dp: int) -> bool:
     """Whether ``dp`` is a valid layout for the fixed EP: ``ep·etp`` divides ``dp·tp·cp`` (spec §3)."""
     p = parallel
-    return (dp * p.get("tp", 1) * p.get("cp", 1)) % (p.get("ep", 1) * (p.get("etp") or 1)) == 0
+    return bool((dp * p.get("tp", 1) * p.get("cp", 1)) % (p.get("ep", 1) * (p.get("etp") or 1)) == 0)
 
 
 def exp3_dp_varied(cfg: dict[str, Any], dps: Sequence[int], base: dict[str, Any]) -> list[Row]:

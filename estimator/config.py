@@ -10,7 +10,6 @@ the field, the rule and (for YAML) the file and line.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -231,9 +230,12 @@ def load_config(
     file: str | None = None
     lines: dict[str, int] = {}
     if isinstance(source, EstimatorConfig):
-        data: dict[str, Any] = source.model_dump(mode="python")
+        # sections as validated instances: pydantic keeps an instance of the field's model as it is,
+        # so only the sections an override touches (dumped by apply_overrides) are validated again;
+        # the cross-field rules always run
+        data: dict[str, Any] = {name: getattr(source, name) for name in EstimatorConfig.model_fields}
     elif isinstance(source, Mapping):
-        data = copy.deepcopy(dict(source))
+        data = dict(source)  # no deep copy: overrides copy on write, validation never mutates its input
     else:
         path = Path(source)
         file = str(path)

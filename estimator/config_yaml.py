@@ -4,13 +4,13 @@ includes, and ``a.b=c`` overrides. Every failure is a ``ConfigError`` naming fil
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel
 
 from estimator.errors import ConfigError
 
@@ -105,9 +105,16 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any] | list[str]) -> dict[str, Any]:
-    """A copy of ``data`` with dotted-key overrides applied (intermediate mappings created)."""
+    """A copy of ``data`` with dotted-key overrides applied (intermediate mappings created).
+
+    Copy on write: only the mappings on an override's path are copied (``data`` is never changed);
+    everything else is shared with ``data``, which validation reads but never mutates. A validated
+    section (a pydantic model, as :func:`estimator.config.load_config` passes them) on an override's
+    path becomes its field mapping, validated again; sections no override touches stay validated.
+    """
     pairs = [parse_override(o) for o in overrides] if isinstance(overrides, list) else list(overrides.items())
-    out = copy.deepcopy(data)
+    out = dict(data)
+    fresh = {id(out)}  # mappings created here (safe to write); the originals stay untouched
     for key, value in pairs:
         parts = key.split(".")
         node = out
@@ -117,8 +124,14 @@ def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any] | list[st
                 child = {"preset": child}
             if child is None:
                 child = {}
+            if isinstance(child, BaseModel):  # a validated section: its fields, to be validated again
+                child = child.model_dump(mode="python")
+                fresh.add(id(child))
             if not isinstance(child, dict):
                 raise ConfigError(key, f"cannot set a key inside {part!r}, which is not a mapping")
+            if id(child) not in fresh:
+                child = dict(child)
+                fresh.add(id(child))
             node[part] = child
             node = child
         node[parts[-1]] = value

@@ -11,6 +11,7 @@ Symbols (reference §2): d = dp, t = tp, cp, ep, etp, p = pp, vp = vpp, E = rout
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -150,6 +151,22 @@ def layer_kind(model: ModelConfig, index: int) -> LayerKind:
     if not model.is_moe or index < model.num_dense_layers:
         return "dense"
     return "moe"
+
+
+def layer_kind_groups(model: ModelConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
+    """(first index, count) per :func:`layer_kind` among ``layers``, in first-seen order: layers of
+    one kind have the same parameters, ep, FLOPs and activations, so they are priced once.
+    (The rule of :func:`layer_kind`, inlined: this runs for every stage of every estimate.)"""
+    n_main, n_dense, moe = model.num_layers, model.num_dense_layers, model.is_moe
+    first: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for index in layers:
+        kind = "mtp" if index >= n_main else ("dense" if not moe or index < n_dense else "moe")
+        if kind in count:
+            count[kind] += 1
+        else:
+            first[kind], count[kind] = index, 1
+    return [(first[k], count[k]) for k in first]
 
 
 def mtp_is_moe(model: ModelConfig) -> bool:

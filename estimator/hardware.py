@@ -10,6 +10,7 @@ bandwidth and ``latency_us`` a per-step latency; both are modelling assumptions 
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -39,7 +40,16 @@ SizeTable = list[tuple[float, float]]
 
 def table_value(table: SizeTable, size: float) -> float:
     """Efficiency of ``size`` in a :data:`SizeTable` (step function, see there)."""
-    ordered = sorted(table, key=lambda row: -row[0])
+    return descending_table_value(descending(table), size)
+
+
+def descending(table: SizeTable) -> SizeTable:
+    """The rows of ``table`` from the largest threshold down (the order :func:`table_value` scans)."""
+    return sorted(table, key=lambda row: -row[0])
+
+
+def descending_table_value(ordered: SizeTable, size: float) -> float:
+    """:func:`table_value` on rows already in :func:`descending` order."""
     for threshold, eff in ordered:
         if size >= threshold:
             return eff
@@ -77,11 +87,19 @@ class DeviceEfficiency(BaseModel):
 
     def matmul_eff(self, gflop: float) -> float:
         """GEMM efficiency of one GEMM of ``gflop`` GFLOP."""
-        return table_value(self.matmul, gflop)
+        return descending_table_value(self._matmul_descending, gflop)
 
     def memory_eff(self, megabytes: float) -> float:
         """HBM efficiency of one kernel moving ``megabytes`` MB."""
-        return table_value(self.memory, megabytes)
+        return descending_table_value(self._memory_descending, megabytes)
+
+    @cached_property
+    def _matmul_descending(self) -> SizeTable:  # sorted once per (frozen) instance, not per operator
+        return descending(self.matmul)
+
+    @cached_property
+    def _memory_descending(self) -> SizeTable:
+        return descending(self.memory)
 
 
 class HardwareSpec(BaseModel):

@@ -298,6 +298,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
     assumed: dict[str, str] = {}
     model = _model(row, assumed)
     dist = _text(row, "distributed_optimizer").lower()
+    dist_opt: bool | None
     if dist == "fsdp":
         profile, dist_opt = "fsdp2", True
     elif dist:

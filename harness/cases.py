@@ -22,7 +22,16 @@ from harness.assertions import AssertionSpec, load_assertions
 from harness.kinds import load_kinds
 from ndcore import rows as rowfilter
 from ndcore.hashing import sha256_file
-from ndcore.yamlsrc import CaseError, Located, confine, deep_merge, did_you_mean, format_loc, load_located
+from ndcore.yamlsrc import (
+    CaseError,
+    Loc,
+    Located,
+    confine,
+    deep_merge,
+    did_you_mean,
+    format_loc,
+    load_located,
+)
 
 SCHEMA_VERSION = 1
 CASE_SUFFIX = ".case.yaml"
@@ -96,7 +105,8 @@ class Point:
     """One runnable item: a case at one matrix point (or data row)."""
 
     id: str
-    params: Any
+    #: the kind's params model, validated, with the point's overrides applied
+    params: BaseModel
     rows: list[dict[str, Any]]
     overrides: dict[str, Any] = field(default_factory=dict)
     unavailable: str | None = None
@@ -140,7 +150,7 @@ def today() -> dt.date:
     return dt.date.fromisoformat(pinned) if pinned else dt.date.today()
 
 
-def _pydantic_error(exc: ValidationError, located: Located, prefix: tuple) -> CaseError:
+def _pydantic_error(exc: ValidationError, located: Located, prefix: Loc) -> CaseError:
     err = exc.errors()[0]
     loc = (*prefix, *err["loc"])
     file, line = located.where(loc)
@@ -158,7 +168,7 @@ def _did_you_mean(word: str, options: list[str]) -> str:
     return f" ({hint})" if hint else ""
 
 
-def _set_dotted(target: dict, dotted: str, value: Any) -> dict:
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
     out = dict(target)
     head, _, rest = dotted.partition(".")
     if rest:
@@ -173,7 +183,7 @@ def _point_id(overrides: dict[str, Any]) -> str:
     return "-".join(f"{k.rsplit('.', 1)[-1]}{v}" for k, v in overrides.items())
 
 
-def check_matrix(matrix: dict[str, list[Any]] | list[dict[str, Any]] | None, located: Located, loc: tuple) -> None:
+def check_matrix(matrix: dict[str, list[Any]] | list[dict[str, Any]] | None, located: Located, loc: Loc) -> None:
     """Refuse a matrix key with no values (the product would silently drop the case) or more than ``MAX_POINTS`` points."""
     if not matrix:
         return
@@ -230,7 +240,8 @@ def read_table(path: Path, sheet: str | None, text: bool = False) -> list[dict[s
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
-def load_data(spec: DataSpec, case_file: Path, cases_root: Path, located: Located, loc: tuple) -> tuple[list[dict], dict, str | None]:
+def load_data(spec: DataSpec, case_file: Path, cases_root: Path, located: Located,
+              loc: Loc) -> tuple[list[dict[str, Any]], dict[str, Any], str | None]:
     """Rows of the case's data, its provenance (path, sha256, n rows) and an unavailability reason."""
     where = located.where
     sources = [s for s in ("inline", "file", "measured") if getattr(spec, s) is not None]
@@ -249,6 +260,7 @@ def load_data(spec: DataSpec, case_file: Path, cases_root: Path, located: Locate
             base = paths.measured_dir()
             if not base.is_dir():
                 return [], {"source": "measured", "path": str(base)}, f"published measurements not available at {base}"
+            assert spec.measured is not None  # exactly one source is set (checked above)
             path = confine(base / spec.measured, base, file, line, format_loc((*loc, "measured")))
         if not path.is_file():
             raise CaseError(file, line, format_loc((*loc, fld)), f"data file {str(getattr(spec, fld))!r} not found ({path})")
@@ -271,7 +283,7 @@ def load_data(spec: DataSpec, case_file: Path, cases_root: Path, located: Locate
     return rows, prov, None
 
 
-def _validate_expect(case: Case, located: Located, loc: tuple) -> list[AssertionSpec]:
+def _validate_expect(case: Case, located: Located, loc: Loc) -> list[AssertionSpec]:
     out: list[AssertionSpec] = []
     ids: set[str] = set()
     assertions = load_assertions()
@@ -292,7 +304,7 @@ def _validate_expect(case: Case, located: Located, loc: tuple) -> list[Assertion
         if spec.id in ids:
             file, line = located.where((*aloc, "id"))
             raise CaseError(file, line, format_loc((*aloc, "id")), f"duplicate assertion id {spec.id!r}")
-        ids.add(spec.id)
+        ids.add(str(spec.id))
         out.append(spec)
     if case.golden and not any(s.type == "golden_match" for s in out):
         # golden drift is its own gate rule, not evidence for the case's acceptance criterion
@@ -305,7 +317,7 @@ def _validate_expect(case: Case, located: Located, loc: tuple) -> list[Assertion
     return out
 
 
-def _build_case(raw: dict, located: Located, loc: tuple, path: Path, cases_root: Path) -> LoadedCase:
+def _build_case(raw: dict[str, Any], located: Located, loc: Loc, path: Path, cases_root: Path) -> LoadedCase:
     kinds = load_kinds()
     try:
         case = Case.model_validate(raw)
@@ -321,7 +333,9 @@ def _build_case(raw: dict, located: Located, loc: tuple, path: Path, cases_root:
         raise CaseError(wfile, wline, format_loc((*loc, "waiver", "expires")),
                         f"waiver expired on {case.waiver.expires} (owner {case.waiver.owner}, {case.waiver.issue}): fix the case or renew the waiver")
     expect = _validate_expect(case, located, loc)
-    rows, prov, unavailable = ([], {}, None)
+    rows: list[dict[str, Any]] = []
+    prov: dict[str, Any] = {}
+    unavailable: str | None = None
     if case.data:
         rows, prov, unavailable = load_data(case.data, path, cases_root, located, (*loc, "data"))
     kind = kinds[case.kind]
@@ -332,7 +346,8 @@ def _build_case(raw: dict, located: Located, loc: tuple, path: Path, cases_root:
         if rows and col not in rows[0]:
             pfile, pline = located.where((*loc, "data", "per_row"))
             raise CaseError(pfile, pline, format_loc((*loc, "data", "per_row")), f"column {col!r} not in the data")
-        specs = [(str(r[col]), {}, [r]) for r in rows] or [("unavailable", {}, [])]
+        specs: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = (
+            [(str(r[col]), {}, [r]) for r in rows] or [("unavailable", {}, [])])
     else:
         check_matrix(case.matrix, located, loc)
         specs = [(pid, over, rows) for pid, over in expand_matrix(case.matrix)]
@@ -376,7 +391,7 @@ def load_case_file(path: Path, cases_root: Path | None = None) -> LoadedFile:
     data = located.data
     digest = sha256_file(path)
     if isinstance(data, dict) and "cases" not in data and "id" in data:
-        raws = [(data, ())]
+        raws: list[tuple[Any, Loc]] = [(data, ())]
     else:
         try:
             model = CaseFileModel.model_validate(data)

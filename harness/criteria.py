@@ -155,10 +155,11 @@ def _observed_text(e: dict[str, Any]) -> str:
 
 def _status_word(e: dict[str, Any]) -> str:
     """A recorded number *meets* or *misses* a rule; only evaluated evidence passes or fails."""
+    status = str(e["status"])
     if e.get("provenance", EVALUATED) == EVALUATED:
-        return e["status"]
+        return status
     return {"passed": "meets the rule", "failed": "misses the rule", "waived": "misses the rule (waived)"}.get(
-        e["status"], e["status"])
+        status, status)
 
 
 def evidence_text(evidence: list[dict[str, Any]]) -> str:

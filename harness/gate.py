@@ -70,7 +70,7 @@ def evaluate_gate(summary: dict[str, Any], min_cases: int = MIN_CASES) -> dict[s
     regressions = summary.get("regressions")
     n_items = len(cases)
 
-    def rule(name: str, threshold: str, actual: Any, ok: bool, broken: bool = False, items: list | None = None) -> dict[str, Any]:
+    def rule(name: str, threshold: str, actual: Any, ok: bool, broken: bool = False, items: list[Any] | None = None) -> dict[str, Any]:
         return {"rule": name, "threshold": threshold, "actual": actual, "status": "pass" if ok else "fail",
                 "kind": "input" if broken else "gate", "items": items or []}
 

@@ -49,7 +49,7 @@ class Project:
     def _path(self, key: str, env: str | None = None, default: Path | None = None) -> Path:
         if env and os.environ.get(env):
             return Path(os.environ[env]).resolve()
-        value = self.settings.get(key)
+        value: str | None = self.settings.get(key)
         if value is None:
             return default if default is not None else (self.root / DEFAULTS[key]).resolve()
         return (self.root / value).resolve()

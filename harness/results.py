@@ -87,7 +87,8 @@ class AssertionResult:
         """Builtin-only dict (rows capped at ``MAX_EVIDENCE_ROWS``)."""
         out = asdict(self)
         out["rows"] = out["rows"][:MAX_EVIDENCE_ROWS]
-        return to_builtin(out)
+        built: dict[str, Any] = to_builtin(out)
+        return built
 
     @property
     def status(self) -> str:

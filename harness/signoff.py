@@ -65,7 +65,7 @@ def _plots(summary: dict[str, Any]) -> list[Image]:
                 g["rows"] += [{**r, "waived": bool(a.get("waived")) and not r.get("passed")} for r in a["rows"]]
                 g["n"] += len(a["rows"])
                 g["n_pass"] += sum(1 for r in a["rows"] if r.get("passed"))
-    out = []
+    out: list[Image] = []
     for (_, case_id, aid), g in sorted(groups.items()):
         if len(out) >= MAX_PLOTS:
             break
@@ -103,7 +103,7 @@ def _whose(a: dict[str, Any]) -> str:
 
 
 def _case_name(c: dict[str, Any]) -> str:
-    return c["nodeid"].split("::", 1)[-1]
+    return str(c["nodeid"]).split("::", 1)[-1]
 
 
 def _results_by_case(summary: dict[str, Any]) -> list[str | Table | Details]:

@@ -43,7 +43,7 @@ def git_info(repo: Path, watched: tuple[Path, ...] = ()) -> dict[str, Any]:
 
 def provenance(repo: Path) -> dict[str, Any]:
     """Git SHA, package versions, Python and platform."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
             versions[name] = importlib.metadata.version(name)
@@ -121,7 +121,8 @@ def build_summary(records: dict[str, dict[str, Any]], collection_errors: dict[st
     }
     summary["criteria"] = criteria.seed_criteria_table(cases, regressions)
     summary["gate"] = gate.evaluate_gate(summary)
-    return to_builtin(summary)
+    built: dict[str, Any] = to_builtin(summary)
+    return built
 
 
 def comparable(summary: dict[str, Any]) -> dict[str, Any]:

@@ -30,11 +30,11 @@ MERGE = ("tests/analyzer/test_merge_phases_confidence.py",)
 COMPARE = ("tests/analyzer/test_compare_rules.py", "tests/analyzer/test_compare_real.py",
            "tests/analyzer/test_compare_wiring.py")
 BANDS = ("tests/harness/test_assertions.py",)
+RECOMMEND = ("tests/analyzer/test_recommend.py",)
 KINDS = ("tests/harness/test_kinds.py",)
 
 _STAGE = "estimator/memory/stage.py"
 _ASSEMBLY = "estimator/perf/assembly.py"
-_BOTTLENECK = "analyzer/bottleneck.py"
 _GAINS = "analyzer/gains.py"
 _ROWWISE = "harness/assertions/rowwise.py"
 _CORR = "harness/assertions/correlation.py"
@@ -98,29 +98,42 @@ _SEED: tuple[Mutant, ...] = (
            "tokens per step = m·b·s·dp"),
 )
 
-_WEIGHT_LINES = {
-    "host": ("W_HOST_PRIMARY, W_HOST_SUPPORT, W_HOST_BUSY = 45.0, 35.0, 20.0", (45.0, 35.0, 20.0)),
-    "compute": ("W_COMPUTE_BUSY, W_COMPUTE_COMM_LOW, W_COMPUTE_BOUND, W_MEMORY_BOUND = 55.0, 25.0, 20.0, 12.0",
-                (55.0, 25.0, 20.0, 12.0)),
-    "comm": ("W_COMM_SHARE, W_COMM_LATENCY, W_COMM_BANDWIDTH, W_COMM_OVERLAP = 55.0, 20.0, 15.0, 15.0",
-             (55.0, 20.0, 15.0, 15.0)),
-    "copy": ("W_COPY_SHARE, W_COPY_SYNC, W_COPY_H2D = 45.0, 12.0, 10.0", (45.0, 12.0, 10.0)),
+_THRESHOLDS_YAML = "analyzer/thresholds_default.yaml"
+
+
+def _yaml_value(param: str, old: float, new: float) -> tuple[str, str]:
+    """The ``old`` -> ``new`` substitution of one entry's value in the thresholds file (its one home)."""
+    return f"  {param}:\n    value: {old:g}\n", f"  {param}:\n    value: {new:g}\n"
+
+
+#: seed §2 score weights: parameter id -> (candidate, value in thresholds_default.yaml)
+_WEIGHTS: dict[str, tuple[str, float]] = {
+    "weightHostPrimary": ("host", 45.0), "weightHostSupport": ("host", 35.0), "weightHostBusy": ("host", 20.0),
+    "weightComputeBusy": ("compute", 55.0), "weightComputeCommLow": ("compute", 25.0),
+    "weightComputeBound": ("compute", 20.0), "weightMemoryBound": ("compute", 12.0),
+    "weightCommShare": ("comm", 55.0), "weightCommLatency": ("comm", 20.0), "weightCommBandwidth": ("comm", 15.0),
+    "weightCommOverlap": ("comm", 15.0),
+    "weightCopyShare": ("copy", 45.0), "weightCopySync": ("copy", 12.0), "weightCopyH2d": ("copy", 10.0),
 }
 
 
+def _kebab(camel: str) -> str:
+    return "".join(f"-{c.lower()}" if c.isupper() else c for c in camel).lstrip("-")
+
+
 def _weight_mutants() -> tuple[Mutant, ...]:
-    """Each seed §2 weight lowered by 10 % (one at a time)."""
+    """Each seed §2 weight lowered by 10 % (one at a time), in the thresholds file."""
     out = []
-    for kind, (line, values) in _WEIGHT_LINES.items():
-        head = line.split(" = ")[0]
-        for i, v in enumerate(values):
-            mutated = list(values)
-            mutated[i] = round(v * 0.9, 2)
-            new = head + " = " + ", ".join(f"{x}" for x in mutated)
-            name = head.split(", ")[i].removeprefix("W_").lower().replace("_", "-")
-            out.append(Mutant(f"weight-{name}", "analyzer-weight", _BOTTLENECK, line, new, SCORES,
-                              f"seed §2 {kind} weight {v:g} -> {mutated[i]:g}"))
+    for param, (kind, v) in _WEIGHTS.items():
+        old, new = _yaml_value(param, v, round(v * 0.9, 2))
+        out.append(Mutant(f"weight-{_kebab(param.removeprefix('weight'))}", "analyzer-weight", _THRESHOLDS_YAML,
+                          old, new, SCORES, f"seed §2 {kind} weight {v:g} -> {round(v * 0.9, 2):g}"))
     return tuple(out)
+
+
+def _param(mid: str, group: str, param: str, old: float, new: float, tests: tuple[str, ...], why: str) -> Mutant:
+    """A mutant changing one parameter's value in the thresholds file."""
+    return Mutant(mid, group, _THRESHOLDS_YAML, *_yaml_value(param, old, new), tests, why)
 
 
 _ANALYZER: tuple[Mutant, ...] = (
@@ -130,36 +143,36 @@ _ANALYZER: tuple[Mutant, ...] = (
     Mutant("trigger-score-35", "analyzer-weight", "analyzer/thresholds_default.yaml",
            "  triggerScore:\n    value: 40\n", "  triggerScore:\n    value: 35\n", (*SCORES, "tests/analyzer/test_thresholds.py"),
            "seed §2: trigger score 40"),
-    Mutant("gain-graph-mode-factor", "analyzer-gain", _GAINS,
-           "GRAPH_MODE_FACTOR, GRAPH_MODE_CAP = 0.75, 0.8", "GRAPH_MODE_FACTOR, GRAPH_MODE_CAP = 0.7, 0.8", GAINS,
-           "seed §6.1 graph mode 0.75"),
-    Mutant("gain-graph-mode-cap", "analyzer-gain", _GAINS,
-           "GRAPH_MODE_FACTOR, GRAPH_MODE_CAP = 0.75, 0.8", "GRAPH_MODE_FACTOR, GRAPH_MODE_CAP = 0.75, 0.9", GAINS,
-           "seed §6.1 graph mode cap 0.8"),
-    Mutant("gain-sync-factor", "analyzer-gain", _GAINS, "SYNC_REMOVAL_FACTOR = 0.8", "SYNC_REMOVAL_FACTOR = 0.7",
-           GAINS, "seed §6.1 sync removal 0.8"),
-    Mutant("gain-comm-overlap-factor", "analyzer-gain", _GAINS, "COMM_OVERLAP_FACTOR = 0.6", "COMM_OVERLAP_FACTOR = 0.5",
-           GAINS, "seed §6.1 comm overlap 0.6"),
-    Mutant("gain-comm-batch-factor", "analyzer-gain", _GAINS, "COMM_BATCH_FACTOR = 0.7", "COMM_BATCH_FACTOR = 0.6",
-           GAINS, "seed §6.1 comm batch 0.7"),
-    Mutant("gain-d2h-factor", "analyzer-gain", _GAINS, "D2H_ASYNC_FACTOR = 0.7", "D2H_ASYNC_FACTOR = 0.6",
-           GAINS, "seed §6.1 D2H async 0.7"),
-    Mutant("gain-concurrency-bonus", "analyzer-gain", _GAINS,
-           "CONCURRENCY_BONUS_PCT, CONCURRENCY_CAP_PCT = 15.0, 60.0",
-           "CONCURRENCY_BONUS_PCT, CONCURRENCY_CAP_PCT = 10.0, 60.0", GAINS, "seed §6.1 concurrency +15 %"),
-    Mutant("gain-concurrency-cap", "analyzer-gain", _GAINS,
-           "CONCURRENCY_BONUS_PCT, CONCURRENCY_CAP_PCT = 15.0, 60.0",
-           "CONCURRENCY_BONUS_PCT, CONCURRENCY_CAP_PCT = 15.0, 70.0", GAINS, "seed §6.1 concurrency cap 60 %"),
-    Mutant("gain-low-fraction", "analyzer-gain", _GAINS, "LOW_FRACTION = 0.6", "LOW_FRACTION = 0.5", GAINS,
-           "seed §6.1 interval 60 %-100 %"),
+    _param("gain-graph-mode-factor", "analyzer-gain", "gainGraphModeFactor", 0.75, 0.7, GAINS, "seed §6.1 graph mode 0.75"),
+    _param("gain-graph-mode-cap", "analyzer-gain", "gainGraphModeCap", 0.8, 0.9, GAINS, "seed §6.1 graph mode cap 0.8"),
+    _param("gain-sync-factor", "analyzer-gain", "gainSyncRemovalFactor", 0.8, 0.7, GAINS, "seed §6.1 sync removal 0.8"),
+    _param("gain-comm-overlap-factor", "analyzer-gain", "gainCommOverlapFactor", 0.6, 0.5, GAINS,
+           "seed §6.1 comm overlap 0.6"),
+    _param("gain-comm-batch-factor", "analyzer-gain", "gainCommBatchFactor", 0.7, 0.6, GAINS, "seed §6.1 comm batch 0.7"),
+    _param("gain-d2h-factor", "analyzer-gain", "gainD2hAsyncFactor", 0.7, 0.6, GAINS, "seed §6.1 D2H async 0.7"),
+    _param("gain-concurrency-bonus", "analyzer-gain", "gainConcurrencyBonusPct", 15, 10, GAINS,
+           "seed §6.1 concurrency +15 %"),
+    _param("gain-concurrency-cap", "analyzer-gain", "gainConcurrencyCapPct", 60, 70, GAINS, "seed §6.1 concurrency cap 60 %"),
+    _param("gain-low-fraction", "analyzer-gain", "gainLowFraction", 0.6, 0.5, GAINS, "seed §6.1 interval 60 %-100 %"),
     Mutant("gain-combined-no-cap", "analyzer-gain", _GAINS,
            "return CombinedGain(lows, min(cap_pct, est), cap_pct", "return CombinedGain(lows, est, cap_pct", GAINS,
            "seed §6.3 optimistic = min(70 %, Σ estimates)"),
-    Mutant("priority-weight-term", "analyzer-gain", "analyzer/recommend.py",
-           "return 20.0 * PRIORITY_WEIGHT[priority]", "return 15.0 * PRIORITY_WEIGHT[priority]",
-           ("tests/analyzer/test_recommend.py",), "seed §5 priorityScore 20 × weight"),
-    Mutant("verdict-gain-factor", "analyzer-gain", "analyzer/compare/metrics.py",
-           "VERDICT_GAIN_FACTOR = 0.5", "VERDICT_GAIN_FACTOR = 0.4", COMPARE, "seed §7.2 threshold = gain × 0.5"),
+    _param("priority-weight-term", "analyzer-gain", "priorityPointsPerWeight", 20, 15, RECOMMEND,
+           "seed §5 priorityScore 20 × weight"),
+    _param("priority-weight-high", "analyzer-gain", "priorityWeightHigh", 3, 2.5, RECOMMEND, "seed §5 high weight 3"),
+    _param("priority-score-cap", "analyzer-gain", "priorityScoreCapPoints", 40, 30, RECOMMEND,
+           "seed §5 min(40, 0.4 × score)"),
+    _param("priority-gain-factor", "analyzer-gain", "priorityGainFactor", 0.4, 0.3, RECOMMEND,
+           "seed §5 min(20, 0.4 × gain)"),
+    _param("verdict-gain-factor", "analyzer-gain", "compareVerdictGainFactor", 0.5, 0.4, COMPARE,
+           "seed §7.2 threshold = gain × 0.5"),
+    _param("verdict-floor", "analyzer-gain", "compareVerdictFloorPct", 1, 2, COMPARE, "seed §7.2 threshold floor 1 %"),
+    _param("compare-unchanged-band", "analyzer-gain", "compareUnchangedPct", 1, 2, COMPARE, "seed §7.1 unchanged < 1 %"),
+    _param("compare-step-count-tol", "analyzer-gain", "compareStepCountTolPct", 15, 20, COMPARE,
+           "seed §7.3 step counts > 15 %"),
+    _param("compare-phase-mix-tol", "analyzer-gain", "comparePhaseMixTolPt", 10, 15, COMPARE, "seed §7.3 phase mix > 10 pt"),
+    _param("compare-window-tol", "analyzer-gain", "compareWindowTolPct", 20, 25, COMPARE, "seed §7.3 window > 20 %"),
+    _param("compare-top-operators", "analyzer-gain", "compareTopOperators", 8, 7, COMPARE, "seed §7.4 top 8 operators"),
     Mutant("verdict-primary-is-last-target", "analyzer-gain", "analyzer/compare/verdicts.py",
            "        if primary is None and imp is not None:\n", "        if imp is not None:\n", COMPARE,
            "seed §7.2: observed = improvement of the primary (first available) target metric"),

@@ -3,12 +3,14 @@
 Both sides must have gone through the same parsing, thresholds and scoring; this package only
 compares numbers. It is built in two layers:
 
-1. **Rules over plain data** — small pure functions: metric directions and the < 1 % "unchanged"
+1. **Rules over plain data** — small pure functions: metric directions and the "unchanged"
    band (:mod:`.metrics`, seed §7.1), the per-recommendation verdict with
-   ``threshold = max(1 %, expected gain × 0.5)`` (:mod:`.verdicts`, seed §7.2), the comparability
+   ``threshold = max(floor, expected gain × factor)`` (:mod:`.verdicts`, seed §7.2), the comparability
    checks (:mod:`.comparability`, seed §7.3 plus the spec's hardware / world size / rank flags), and
    the operator / category rankings (:mod:`.comparison`, seed §7.4). They take a
-   :class:`SideSummary` (:mod:`.records`), a plain record that any analysis can be reduced to.
+   :class:`SideSummary` (:mod:`.records`), a plain record that any analysis can be reduced to. Every
+   number of seed §7 is a ``compare*`` parameter of ``thresholds_default.yaml``, carried as one
+   :class:`CompareRules` record.
 2. **Wiring** — :func:`side_from_analysis` (:mod:`.side`) reduces an ``analyzer.analysis.Analysis``
    (with its ``Dataset`` when given) to a :class:`SideSummary`; :func:`compare` builds the
    :class:`Comparison` with the output sections *sides, headline, metrics, categories, operators,
@@ -51,16 +53,11 @@ from analyzer.compare.metrics import (
     METRICS,
     METRICS_BY_ID,
     NOT_JUDGEABLE_PREFIXES,
-    PHASE_MIX_TOL_PT,
-    STEP_COUNT_TOL_PCT,
-    TOP_OPERATORS,
-    UNCHANGED_PCT,
-    VERDICT_FLOOR_PCT,
-    VERDICT_GAIN_FACTOR,
     VERDICTS,
-    WINDOW_TOL_PCT,
+    CompareRules,
     MetricSpec,
     compare_metric,
+    default_rules,
     finite_or_none,
     improvement_pct,
     metric_status,
@@ -100,16 +97,10 @@ __all__ = [
     "METRICS",
     "METRICS_BY_ID",
     "NOT_JUDGEABLE_PREFIXES",
-    "PHASE_MIX_TOL_PT",
-    "STEP_COUNT_TOL_PCT",
-    "TOP_OPERATORS",
-    "UNCHANGED_PCT",
     "UNSAMPLED_TOTALS_SOURCES",
     "VERDICTS",
-    "VERDICT_FLOOR_PCT",
-    "VERDICT_GAIN_FACTOR",
-    "WINDOW_TOL_PCT",
     "Check",
+    "CompareRules",
     "Comparison",
     "MetricSpec",
     "OperatorTotal",
@@ -134,6 +125,7 @@ __all__ = [
     "compare",
     "compare_metric",
     "compare_sides",
+    "default_rules",
     "finite_or_none",
     "hardware_of",
     "improvement_pct",

@@ -4,17 +4,17 @@ bottleneck change between the sides."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from analyzer.compare.metrics import (
-    PHASE_MIX_TOL_PT,
-    STEP_COUNT_TOL_PCT,
-    WINDOW_TOL_PCT,
+    CompareRules,
+    default_rules,
     finite_or_none,
     rounded,
 )
 from analyzer.compare.records import SideSummary
+from analyzer.compare.sections import BottleneckSection, CheckRow, ComparabilitySection, ScoreRow
 
 # --------------------------------------------------------------------------------------------
 # §7.3 comparability checks
@@ -32,8 +32,9 @@ class Check:
     before: Any = None
     after: Any = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> CheckRow:
+        return CheckRow(id=self.id, triggered=self.triggered, blocking=self.blocking, reason=self.reason,
+                        before=self.before, after=self.after)
 
 
 def _rel_diff_pct(a: float, b: float) -> float:
@@ -58,24 +59,27 @@ def _relative_check(check_id: str, what: str, before: float | None, after: float
                  f"({'>' if fired else '≤'} {tol_pct:g} %)", before, after)
 
 
-def check_step_count(before: int | None, after: int | None) -> Check:
-    """Seed §7.3: step counts differing by > 15 % (of the larger side) ⇒ not comparable (window and
+def check_step_count(before: int | None, after: int | None, rules: CompareRules | None = None) -> Check:
+    """Seed §7.3: step counts differing by > ``step_count_tol_pct`` (of the larger side) ⇒ not comparable (window and
     share metrics lose comparability even though per-step metrics are normalised)."""
-    return _relative_check("step_count", "step count", before, after, STEP_COUNT_TOL_PCT, blocking=True)
+    return _relative_check("step_count", "step count", before, after,
+                           (rules or default_rules()).step_count_tol_pct, blocking=True)
 
 
-def check_phase_mix(before: Mapping[str, float], after: Mapping[str, float]) -> Check:
-    """Seed §7.3: the prefill/decode wall-clock shares differ by > 10 points ⇒ not comparable
+def check_phase_mix(before: Mapping[str, float], after: Mapping[str, float],
+                    rules: CompareRules | None = None) -> Check:
+    """Seed §7.3: the prefill/decode wall-clock shares differ by > ``phase_mix_tol_pt`` points ⇒ not comparable
     (an "improvement" may only be a different workload mix)."""
     phases = sorted(set(before) | set(after))
     if not phases:
         return Check("phase_mix", False, True, "no phase split on either side; not checked", {}, {})
     diffs = {p: abs(float(before.get(p, 0.0)) - float(after.get(p, 0.0))) for p in phases}
     worst = max(diffs, key=lambda p: diffs[p])
-    fired = diffs[worst] > PHASE_MIX_TOL_PT
+    tol = (rules or default_rules()).phase_mix_tol_pt
+    fired = diffs[worst] > tol
     return Check("phase_mix", fired, True,
                  f"largest phase share change: {worst} {diffs[worst]:.1f} pt "
-                 f"({'>' if fired else '≤'} {PHASE_MIX_TOL_PT:g} pt)", dict(before), dict(after))
+                 f"({'>' if fired else '≤'} {tol:g} pt)", dict(before), dict(after))
 
 
 def check_phase_override(before: str | None, after: str | None) -> Check:
@@ -142,10 +146,11 @@ def check_bottleneck(before: str | None, after: str | None) -> Check:
     return Check("bottleneck_change", fired, False, reason, before, after)
 
 
-def check_window(before: float | None, after: float | None) -> Check:
-    """Seed §7.3 (flag only): capture windows differ by > 20 % — share metrics change denominator,
+def check_window(before: float | None, after: float | None, rules: CompareRules | None = None) -> Check:
+    """Seed §7.3 (flag only): capture windows differ by > ``window_tol_pct`` — share metrics change denominator,
     judge by absolute µs."""
-    return _relative_check("window", "capture window", before, after, WINDOW_TOL_PCT, blocking=False, unit=" µs")
+    return _relative_check("window", "capture window", before, after,
+                           (rules or default_rules()).window_tol_pct, blocking=False, unit=" µs")
 
 
 def _set_flag(check_id: str, what: str, before: Iterable[Any], after: Iterable[Any],
@@ -187,49 +192,49 @@ def check_rank(before: Sequence[int], after: Sequence[int]) -> Check:
     return _set_flag("rank", "ranks", before, after)
 
 
-def comparability_checks(before: SideSummary, after: SideSummary) -> list[Check]:
+def comparability_checks(before: SideSummary, after: SideSummary, rules: CompareRules | None = None) -> list[Check]:
     """Every check of seed §7.3 in its order (the first six block), then the spec's hardware and
     world-size checks (blocking) and the rank flag."""
     return [
-        check_step_count(before.step_count, after.step_count),
-        check_phase_mix(before.phase_shares_pct, after.phase_shares_pct),
+        check_step_count(before.step_count, after.step_count, rules),
+        check_phase_mix(before.phase_shares_pct, after.phase_shares_pct, rules),
         check_phase_override(before.phase_override, after.phase_override),
         check_sampling(before.sampled, after.sampled, before.sampling_note, after.sampling_note),
         check_file_set(before.files, after.files, before.source_format, after.source_format),
         check_totals_source(before.totals_source, after.totals_source),
         check_bottleneck(before.bottleneck, after.bottleneck),
-        check_window(before.window_us, after.window_us),
+        check_window(before.window_us, after.window_us, rules),
         check_hardware(before.device_names, after.device_names),
         check_world_size(before.world_size, after.world_size),
         check_rank(before.ranks, after.ranks),
     ]
 
 
-def comparability_summary(checks: Sequence[Check]) -> dict[str, Any]:
+def comparability_summary(checks: Sequence[Check]) -> ComparabilitySection:
     """``comparable`` = no blocking check fired; ``level`` = ``comparable`` / ``comparable_with_caveats``
     / ``not_comparable``; ``reasons`` = every fired check's reason (blocking ones first)."""
     blocking = [c for c in checks if c.triggered and c.blocking]
     flags = [c for c in checks if c.triggered and not c.blocking]
     comparable = not blocking
     level = "not_comparable" if blocking else ("comparable_with_caveats" if flags else "comparable")
-    return {
-        "comparable": comparable,
-        "level": level,
-        "reasons": [f"{c.id}: {c.reason}" for c in blocking + flags],
-        "blocking": [c.id for c in blocking],
-        "flags": [c.id for c in flags],
-        "checks": [c.to_dict() for c in checks],
-    }
+    return ComparabilitySection(
+        comparable=comparable,
+        level=level,
+        reasons=[f"{c.id}: {c.reason}" for c in blocking + flags],
+        blocking=[c.id for c in blocking],
+        flags=[c.id for c in flags],
+        checks=[c.to_dict() for c in checks],
+    )
 
 
 
-def bottleneck_change(before: SideSummary, after: SideSummary) -> dict[str, Any]:
+def bottleneck_change(before: SideSummary, after: SideSummary) -> BottleneckSection:
     """Whether the dominant bottleneck changed and how each candidate's score moved (seed §7.4)."""
     kinds = sorted(set(before.scores) | set(after.scores))
-    scores = []
+    scores: list[ScoreRow] = []
     for k in kinds:
         b, a = finite_or_none(before.scores.get(k)), finite_or_none(after.scores.get(k))
-        scores.append({"kind": k, "before": rounded(b), "after": rounded(a),
-                       "delta": rounded(a - b) if a is not None and b is not None else None})
-    return {"before": before.bottleneck, "after": after.bottleneck,
-            "changed": before.bottleneck != after.bottleneck, "scores": scores}
+        scores.append(ScoreRow(kind=k, before=rounded(b), after=rounded(a),
+                               delta=rounded(a - b) if a is not None and b is not None else None))
+    return BottleneckSection(before=before.bottleneck, after=after.bottleneck,
+                             changed=before.bottleneck != after.bottleneck, scores=scores)

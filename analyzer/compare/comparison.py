@@ -4,21 +4,34 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.compare.comparability import bottleneck_change, comparability_checks, comparability_summary
 from analyzer.compare.metrics import (
     HEADLINE_METRICS,
     METRICS,
-    TOP_OPERATORS,
     VERDICTS,
+    CompareRules,
     compare_metric,
+    default_rules,
     relative_change_pct,
     rounded,
     share_reversal_warnings,
 )
 from analyzer.compare.records import OperatorTotal, SideSummary
+from analyzer.compare.sections import (
+    BottleneckSection,
+    CategoryRow,
+    ComparabilitySection,
+    HeadlineSection,
+    HeadlineValue,
+    MetricRow,
+    OperatorRow,
+    OperatorSections,
+    RecommendationRow,
+    SideSection,
+)
 from analyzer.compare.verdicts import judge_recommendation
 
 # --------------------------------------------------------------------------------------------
@@ -26,48 +39,55 @@ from analyzer.compare.verdicts import judge_recommendation
 # --------------------------------------------------------------------------------------------
 
 
-def category_changes(before: Mapping[str, float], after: Mapping[str, float]) -> list[dict[str, Any]]:
+def category_changes(before: Mapping[str, float], after: Mapping[str, float]) -> list[CategoryRow]:
     """Per category: µs before/after, share of the side's category total before/after, absolute
     change; sorted by |change| descending (seed §7.4)."""
     total_b = sum(before.values()) or 0.0
     total_a = sum(after.values()) or 0.0
-    rows = []
+    rows: list[CategoryRow] = []
     for cat in sorted(set(before) | set(after)):
         b, a = float(before.get(cat, 0.0)), float(after.get(cat, 0.0))
-        rows.append({
-            "category": cat,
-            "before_us": rounded(b),
-            "after_us": rounded(a),
-            "before_share_pct": rounded(b / total_b * 100.0) if total_b else None,
-            "after_share_pct": rounded(a / total_a * 100.0) if total_a else None,
-            "abs_change_us": rounded(a - b),
-            "rel_change_pct": rounded(relative_change_pct(b, a)),
-        })
+        rows.append(CategoryRow(
+            category=cat,
+            before_us=rounded(b),
+            after_us=rounded(a),
+            before_share_pct=rounded(b / total_b * 100.0) if total_b else None,
+            after_share_pct=rounded(a / total_a * 100.0) if total_a else None,
+            abs_change_us=_r3(a - b),
+            rel_change_pct=rounded(relative_change_pct(b, a)),
+        ))
     rows.sort(key=lambda r: (-abs(r["abs_change_us"]), r["category"]))
     return rows
 
 
 def operator_changes(before: Mapping[str, OperatorTotal], after: Mapping[str, OperatorTotal],
-                     top_n: int = TOP_OPERATORS) -> dict[str, list[dict[str, Any]]]:
+                     top_n: int | None = None) -> OperatorSections:
     """The ``top_n`` operators that saved the most device time and the ``top_n`` that added the most,
-    each with totals, counts and means on both sides (seed §7.4). Ties are broken by name."""
+    each with totals, counts and means on both sides (seed §7.4; default ``compareTopOperators``).
+    Ties are broken by name."""
+    top_n = default_rules().top_operators if top_n is None else top_n
     empty = OperatorTotal(0.0, 0)
-    rows = []
+    rows: list[OperatorRow] = []
     for name in set(before) | set(after):
         b, a = before.get(name, empty), after.get(name, empty)
-        rows.append({
-            "name": name,
-            "before_total_us": rounded(b.total_us),
-            "after_total_us": rounded(a.total_us),
-            "delta_us": rounded(a.total_us - b.total_us),
-            "before_count": b.count,
-            "after_count": a.count,
-            "before_mean_us": rounded(b.mean_us),
-            "after_mean_us": rounded(a.mean_us),
-        })
+        rows.append(OperatorRow(
+            name=name,
+            before_total_us=_r3(b.total_us),
+            after_total_us=_r3(a.total_us),
+            delta_us=_r3(a.total_us - b.total_us),
+            before_count=b.count,
+            after_count=a.count,
+            before_mean_us=rounded(b.mean_us),
+            after_mean_us=rounded(a.mean_us),
+        ))
     saved = sorted((r for r in rows if r["delta_us"] < 0), key=lambda r: (r["delta_us"], r["name"]))[:top_n]
     added = sorted((r for r in rows if r["delta_us"] > 0), key=lambda r: (-r["delta_us"], r["name"]))[:top_n]
-    return {"saved": saved, "added": added}
+    return OperatorSections(saved=saved, added=added)
+
+
+def _r3(value: float) -> float:
+    """:func:`rounded` of a value that is always there (the same rounding, never ``None``)."""
+    return round(float(value), 3) + 0.0
 
 
 
@@ -81,15 +101,17 @@ def operator_changes(before: Mapping[str, OperatorTotal], after: Mapping[str, Op
 class Comparison:
     """A before/after comparison; ``to_dict()`` gives the seed §7.4 sections with stable names."""
 
-    sides: dict[str, dict[str, Any]]
-    headline: dict[str, Any]
-    metrics: list[dict[str, Any]]
-    categories: list[dict[str, Any]]
-    operators: dict[str, list[dict[str, Any]]]
-    bottleneck: dict[str, Any]
-    recommendations: list[dict[str, Any]]
-    comparability: dict[str, Any]
+    sides: dict[str, SideSection]
+    headline: HeadlineSection
+    metrics: list[MetricRow]
+    categories: list[CategoryRow]
+    operators: OperatorSections
+    bottleneck: BottleneckSection
+    recommendations: list[RecommendationRow]
+    comparability: ComparabilitySection
     warnings: list[str]
+    #: the seed §7 numbers the comparison was judged with (not a payload section)
+    rules: CompareRules = field(default_factory=default_rules)
 
     @property
     def comparable(self) -> bool:
@@ -102,7 +124,7 @@ class Comparison:
                 return row["verdict"]
         return None
 
-    def metric(self, metric_id: str) -> dict[str, Any] | None:
+    def metric(self, metric_id: str) -> MetricRow | None:
         for row in self.metrics:
             if row["id"] == metric_id:
                 return row
@@ -125,11 +147,12 @@ class Comparison:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
 
 
-def _headline(metrics: Sequence[Mapping[str, Any]], comparability: Mapping[str, Any],
-              bottleneck: Mapping[str, Any], recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _headline(metrics: Sequence[MetricRow], comparability: ComparabilitySection,
+              bottleneck: BottleneckSection, recs: Sequence[RecommendationRow]) -> HeadlineSection:
     """The conclusion sentence plus the four headline metrics before/after (seed §7.4)."""
     by_id = {r["id"]: r for r in metrics}
-    values = {m: {k: by_id[m][k] for k in ("before", "after", "improvement_pct", "status")}
+    values = {m: HeadlineValue(before=by_id[m]["before"], after=by_id[m]["after"],
+                               improvement_pct=by_id[m]["improvement_pct"], status=by_id[m]["status"])
               for m in HEADLINE_METRICS if m in by_id}
     step = by_id.get("avg_step_us")
     if step is None or step["status"] == "not_available":
@@ -156,17 +179,19 @@ def _headline(metrics: Sequence[Mapping[str, Any]], comparability: Mapping[str, 
     else:
         parts.append("NOT COMPARABLE (" + ", ".join(comparability["blocking"]) + "): "
                      "differences may be a different workload, not an optimisation")
-    return {"sentence": "; ".join(parts) + ".", "comparable": comparability["comparable"], "values": values}
+    return HeadlineSection(sentence="; ".join(parts) + ".", comparable=comparability["comparable"], values=values)
 
 
-def compare_sides(before: SideSummary, after: SideSummary) -> Comparison:
-    """Compare two :class:`SideSummary` records (seed §7): every rule of this module, one payload."""
-    metric_rows = [compare_metric(spec, before.metrics.get(spec.id), after.metrics.get(spec.id))
+def compare_sides(before: SideSummary, after: SideSummary, rules: CompareRules | None = None) -> Comparison:
+    """Compare two :class:`SideSummary` records (seed §7): every rule of this module, one payload
+    (``rules``: the seed §7 numbers, default ``thresholds_default.yaml``)."""
+    rules = rules or default_rules()
+    metric_rows = [compare_metric(spec, before.metrics.get(spec.id), after.metrics.get(spec.id), rules)
                    for spec in METRICS]
     after_ids = {r.id for r in after.recommendations}
-    rec_rows = [judge_recommendation(r, before.metrics, after.metrics, r.id in after_ids)
+    rec_rows = [judge_recommendation(r, before.metrics, after.metrics, r.id in after_ids, rules)
                 for r in before.recommendations]
-    checks = comparability_checks(before, after)
+    checks = comparability_checks(before, after, rules)
     comparability = comparability_summary(checks)
     bottleneck = bottleneck_change(before, after)
     warnings: list[str] = []
@@ -184,9 +209,10 @@ def compare_sides(before: SideSummary, after: SideSummary) -> Comparison:
         headline=_headline(metric_rows, comparability, bottleneck, rec_rows),
         metrics=metric_rows,
         categories=category_changes(before.categories_us, after.categories_us),
-        operators=operator_changes(before.operators, after.operators),
+        operators=operator_changes(before.operators, after.operators, rules.top_operators),
         bottleneck=bottleneck,
         recommendations=rec_rows,
         comparability=comparability,
         warnings=warnings,
+        rules=rules,
     )

@@ -1,32 +1,59 @@
-"""Metric table, directions, tolerances and the per-metric change rules (seed §7.1)."""
+"""Metric table, directions, the comparison rules record and the per-metric change rules (seed §7.1)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal
+
+from analyzer.compare.sections import MetricRow
+from analyzer.thresholds import Thresholds, default_thresholds
 
 Direction = Literal["lower_better", "higher_better", "background"]
 
 # --------------------------------------------------------------------------------------------
-# Constants of seed §7 (each with its rationale; the numbers appear nowhere else in this module)
+# The numbers of seed §7, read from the ``compare*`` parameters of ``thresholds_default.yaml``
+# (value, unit, source, rationale there; overridable like every threshold)
 # --------------------------------------------------------------------------------------------
 
-#: |relative change| below this is "unchanged" (seed §7.1: "变化幅度 <1% 记作未变化").
-UNCHANGED_PCT = 1.0
-#: floor of the per-recommendation threshold (seed §7.2: ``thresholdPct = max(1%, gain × 0.5)``).
-VERDICT_FLOOR_PCT = 1.0
-#: share of the expected gain that must be observed to call a recommendation achieved (seed §7.2).
-VERDICT_GAIN_FACTOR = 0.5
-#: step counts differing by more than this (relative to the larger side) ⇒ not comparable (seed §7.3).
-STEP_COUNT_TOL_PCT = 15.0
-#: prefill/decode wall-clock shares differing by more than this many points ⇒ not comparable (seed §7.3).
-PHASE_MIX_TOL_PT = 10.0
-#: capture windows differing by more than this (relative to the larger side) ⇒ flagged (seed §7.3).
-WINDOW_TOL_PCT = 20.0
-#: how many operators to list as saved and as added (seed §7.4: "节省最多的 8 个 + 增加最多的 8 个").
-TOP_OPERATORS = 8
+
+@dataclass(frozen=True)
+class CompareRules:
+    """The judgement numbers of the comparison (seed §7), one field per ``compare*`` parameter."""
+
+    #: |relative change| below this is "unchanged" (``compareUnchangedPct``, seed §7.1).
+    unchanged_pct: float
+    #: floor of the per-recommendation threshold (``compareVerdictFloorPct``, seed §7.2).
+    verdict_floor_pct: float
+    #: share of the expected gain that must be observed (``compareVerdictGainFactor``, seed §7.2).
+    verdict_gain_factor: float
+    #: step counts differing by more than this ⇒ not comparable (``compareStepCountTolPct``, seed §7.3).
+    step_count_tol_pct: float
+    #: prefill/decode shares differing by more than this many points ⇒ not comparable (``comparePhaseMixTolPt``).
+    phase_mix_tol_pt: float
+    #: capture windows differing by more than this ⇒ flagged (``compareWindowTolPct``, seed §7.3).
+    window_tol_pct: float
+    #: operators listed as saved and as added (``compareTopOperators``, seed §7.4).
+    top_operators: int
+
+    @classmethod
+    def from_thresholds(cls, th: Thresholds) -> CompareRules:
+        """The rules held by a threshold set's parameters."""
+        return cls(
+            unchanged_pct=th.v("compareUnchangedPct"), verdict_floor_pct=th.v("compareVerdictFloorPct"),
+            verdict_gain_factor=th.v("compareVerdictGainFactor"), step_count_tol_pct=th.v("compareStepCountTolPct"),
+            phase_mix_tol_pt=th.v("comparePhaseMixTolPt"), window_tol_pct=th.v("compareWindowTolPct"),
+            top_operators=int(th.v("compareTopOperators")),
+        )
+
+
+@cache
+def default_rules() -> CompareRules:
+    """The rules of ``thresholds_default.yaml``."""
+    return CompareRules.from_thresholds(default_thresholds())
+
 
 VERDICTS = ("achieved", "partially_achieved", "not_achieved", "not_judgeable")
 
@@ -168,8 +195,10 @@ def improvement_pct(before: float | None, after: float | None, direction: Direct
     return -change if direction == "lower_better" else change
 
 
-def metric_status(before: float | None, after: float | None, direction: Direction) -> str:
-    """``improved`` / ``regressed`` / ``unchanged`` (|change| < 1 %) / ``background`` / ``not_available``.
+def metric_status(before: float | None, after: float | None, direction: Direction,
+                  rules: CompareRules | None = None) -> str:
+    """``improved`` / ``regressed`` / ``unchanged`` (|change| < ``rules.unchanged_pct``) / ``background`` /
+    ``not_available``.
 
     Seed §7.1. When ``before`` is 0 and ``after`` is not, the relative change is undefined and
     the sign of the absolute change decides.
@@ -183,13 +212,14 @@ def metric_status(before: float | None, after: float | None, direction: Directio
     if change is None:  # before == 0, after != 0
         better = (a < b) if direction == "lower_better" else (a > b)
         return "improved" if better else "regressed"
-    if abs(change) < UNCHANGED_PCT:
+    if abs(change) < (rules or default_rules()).unchanged_pct:
         return "unchanged"
     gain = -change if direction == "lower_better" else change
     return "improved" if gain > 0 else "regressed"
 
 
-def compare_metric(spec: MetricSpec, before: float | None, after: float | None) -> dict[str, Any]:
+def compare_metric(spec: MetricSpec, before: float | None, after: float | None,
+                   rules: CompareRules | None = None) -> MetricRow:
     """One row of the ``metrics`` section: before, after, absolute / relative change, improvement, status."""
     b, a = finite_or_none(before), finite_or_none(after)
     return {
@@ -201,7 +231,7 @@ def compare_metric(spec: MetricSpec, before: float | None, after: float | None) 
         "abs_change": rounded(a - b) if a is not None and b is not None else None,
         "rel_change_pct": rounded(relative_change_pct(b, a)),
         "improvement_pct": rounded(improvement_pct(b, a, spec.direction)),
-        "status": metric_status(b, a, spec.direction),
+        "status": metric_status(b, a, spec.direction, rules),
     }
 
 

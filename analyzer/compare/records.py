@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from analyzer.compare.metrics import rounded
+from analyzer.compare.sections import SideSection
 
 # --------------------------------------------------------------------------------------------
 # Plain data
@@ -66,21 +66,21 @@ class SideSummary:
     event_count: int | None = None
     warnings: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SideSection:
         """The ``sides`` section entry (seed §7.4)."""
-        return {
-            "label": self.label,
-            "source_format": self.source_format,
-            "event_count": self.event_count,
-            "window_us": rounded(self.window_us),
-            "step_count": self.step_count,
-            "bottleneck": self.bottleneck,
-            "totals_source": self.totals_source,
-            "phase_override": self.phase_override,
-            "phase_shares_pct": {k: rounded(v) for k, v in sorted(self.phase_shares_pct.items())},
-            "sampled": self.sampled,
-            "files": sorted(self.files) if self.files is not None else None,
-            "device_names": list(self.device_names),
-            "world_size": self.world_size,
-            "ranks": list(self.ranks),
-        }
+        return SideSection(
+            label=self.label,
+            source_format=self.source_format,
+            event_count=self.event_count,
+            window_us=rounded(self.window_us),
+            step_count=self.step_count,
+            bottleneck=self.bottleneck,
+            totals_source=self.totals_source,
+            phase_override=self.phase_override,
+            phase_shares_pct={k: rounded(v) for k, v in sorted(self.phase_shares_pct.items())},
+            sampled=self.sampled,
+            files=sorted(self.files) if self.files is not None else None,
+            device_names=list(self.device_names),
+            world_size=self.world_size,
+            ranks=list(self.ranks),
+        )

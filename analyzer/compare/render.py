@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analyzer.compare.comparison import Comparison
+from analyzer.compare.verdicts import threshold_rule
 from ndcore import render
 
 # --------------------------------------------------------------------------------------------
@@ -60,7 +61,6 @@ def tables(d: Mapping[str, Any]) -> dict[str, render.Table]:
 #: section titles and what an empty table says instead
 OPERATOR_SECTIONS = (("saved", "Operators that saved the most time"), ("added", "Operators that added the most time"))
 EMPTY = {"saved": "none", "added": "none", "recommendations": "none in the before analysis"}
-THRESHOLD_RULE = "Threshold rule: `max(1 %, expected gain × 0.5)` (seed §7.2)."
 
 
 def _md(t: dict[str, render.Table], key: str) -> str:
@@ -87,7 +87,7 @@ def render_markdown(comparison: Comparison) -> str:
     out += ["", "## Bottleneck", "",
             f"{b['before'] or 'none'} -> {b['after'] or 'none'} ({'changed' if b['changed'] else 'unchanged'})", ""]
     out += [_md(t, "bottleneck"), "", "## Recommendations", "", _md(t, "recommendations")]
-    out += ["", THRESHOLD_RULE, "", "## Warnings", ""]
+    out += ["", f"Threshold rule: `{threshold_rule(comparison.rules)}` (seed §7.2).", "", "## Warnings", ""]
     out += [f"- {w}" for w in d["warnings"]] or ["none"]
     return "\n".join(out) + "\n"
 

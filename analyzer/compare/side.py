@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.compare.comparison import Comparison, compare_sides
-from analyzer.compare.metrics import METRICS
+from analyzer.compare.metrics import METRICS, CompareRules, default_rules
 from analyzer.compare.records import OperatorTotal, RecommendationRef, SideSummary
 
 # --------------------------------------------------------------------------------------------
@@ -33,10 +33,13 @@ def compare(before: Any, after: Any, *, thresholds: Any = None, phase_override: 
     identical for both sides), a ``(Dataset, Analysis)`` pair, an ``Analysis`` alone (then the
     operator/category sections and the hardware/world-size checks have less to work with, and a
     warning says so) or a :class:`SideSummary`.
+
+    The seed §7 numbers (:class:`CompareRules`) come from ``thresholds`` when given, else from the
+    thresholds the before analysis used, else from ``thresholds_default.yaml``.
     """
     b = as_side(before, "before", thresholds, phase_override)
     a = as_side(after, "after", thresholds, phase_override)
-    result = compare_sides(b, a)
+    result = compare_sides(b, a, _rules(thresholds, before))
     th_b, th_a = _thresholds_of(before), _thresholds_of(after)
     if th_b is not None and th_a is not None and th_b != th_a:
         changed = sorted(k for k in set(th_b) | set(th_a) if th_b.get(k) != th_a.get(k))
@@ -45,11 +48,23 @@ def compare(before: Any, after: Any, *, thresholds: Any = None, phase_override: 
     return result
 
 
+def _rules(thresholds: Any, before: Any) -> CompareRules:
+    from analyzer.thresholds import Thresholds, resolve
+
+    if thresholds is not None:
+        return CompareRules.from_thresholds(resolve(thresholds))
+    analysis = before[1] if isinstance(before, tuple) else before
+    th = getattr(analysis, "thresholds", None)
+    return CompareRules.from_thresholds(th) if isinstance(th, Thresholds) else default_rules()
+
+
 def _thresholds_of(obj: Any) -> dict[str, Any] | None:
     analysis = obj[1] if isinstance(obj, tuple) else obj
     th = getattr(analysis, "thresholds", None)
     if th is None or not hasattr(th, "to_dict"):
         return None
+    if hasattr(th, "all_values"):
+        return dict(th.all_values())
     return {k: v.get("value", v) if isinstance(v, dict) else v for k, v in th.to_dict().items()}
 
 

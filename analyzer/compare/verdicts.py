@@ -1,32 +1,40 @@
-"""Per-recommendation verdict: ``threshold = max(1 %, expected gain × 0.5)`` (seed §7.2)."""
+"""Per-recommendation verdict: ``threshold = max(floor, expected gain × factor)`` (seed §7.2; floor and factor
+are the ``compareVerdictFloorPct`` / ``compareVerdictGainFactor`` parameters, see :class:`CompareRules`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from analyzer.compare.metrics import (
     ADVICE_TARGETS,
     METRICS_BY_ID,
     NOT_JUDGEABLE_PREFIXES,
-    VERDICT_FLOOR_PCT,
-    VERDICT_GAIN_FACTOR,
+    CompareRules,
     Direction,
+    default_rules,
     finite_or_none,
     improvement_pct,
     rounded,
 )
 from analyzer.compare.records import RecommendationRef
+from analyzer.compare.sections import RecommendationRow, TargetRow
 
 # --------------------------------------------------------------------------------------------
 # §7.2 recommendation verdicts
 # --------------------------------------------------------------------------------------------
 
 
-def verdict_threshold_pct(expected_gain_pct: float | None) -> float:
-    """``threshold = max(1 %, expected gain × 0.5)`` (seed §7.2); a missing gain counts as 0."""
+def verdict_threshold_pct(expected_gain_pct: float | None, rules: CompareRules | None = None) -> float:
+    """``threshold = max(verdict_floor_pct, expected gain × verdict_gain_factor)`` (seed §7.2); a missing gain
+    counts as 0."""
+    r = rules or default_rules()
     gain = finite_or_none(expected_gain_pct) or 0.0
-    return max(VERDICT_FLOOR_PCT, gain * VERDICT_GAIN_FACTOR)
+    return max(r.verdict_floor_pct, gain * r.verdict_gain_factor)
+
+
+def threshold_rule(rules: CompareRules, gain: str = "expected gain") -> str:
+    """The verdict threshold rule in words, with the numbers in use: ``max(1 %, expected gain × 0.5)``."""
+    return f"max({rules.verdict_floor_pct:g} %, {gain} × {rules.verdict_gain_factor:g})"
 
 
 def recommendation_verdict(observed_pct: float | None, threshold_pct: float) -> str:
@@ -55,7 +63,8 @@ def targets_for(rec: RecommendationRef) -> tuple[str, ...]:
 
 
 def judge_recommendation(rec: RecommendationRef, before: Mapping[str, float | None],
-                         after: Mapping[str, float | None], still_listed: bool) -> dict[str, Any]:
+                         after: Mapping[str, float | None], still_listed: bool,
+                         rules: CompareRules | None = None) -> RecommendationRow:
     """One row of the ``recommendations`` section (seed §7.2).
 
     ``observed_pct`` is the improvement of the **primary** target (the first target metric that is
@@ -63,15 +72,16 @@ def judge_recommendation(rec: RecommendationRef, before: Mapping[str, float | No
     threshold is written into the row so no reader has to guess what counts as achieved.
     """
     targets = targets_for(rec)
-    threshold = verdict_threshold_pct(rec.expected_gain_pct)
-    per_target = []
+    r = rules or default_rules()
+    threshold = verdict_threshold_pct(rec.expected_gain_pct, r)
+    per_target: list[TargetRow] = []
     primary: str | None = None
     observed: float | None = None
     for metric_id in targets:
         spec = METRICS_BY_ID.get(metric_id)
         direction: Direction = spec.direction if spec else "lower_better"
         imp = improvement_pct(before.get(metric_id), after.get(metric_id), direction)
-        per_target.append({"metric": metric_id, "improvement_pct": rounded(imp)})
+        per_target.append(TargetRow(metric=metric_id, improvement_pct=rounded(imp)))
         if primary is None and imp is not None:
             primary, observed = metric_id, imp
     verdict = recommendation_verdict(observed, threshold)
@@ -81,7 +91,7 @@ def judge_recommendation(rec: RecommendationRef, before: Mapping[str, float | No
         reason = f"none of the target metrics {list(targets)} is available on both sides"
     else:
         reason = (f"{primary} improved by {observed:.2f} % against a threshold of {threshold:.2f} % "
-                  f"(max({VERDICT_FLOOR_PCT:g} %, expected gain × {VERDICT_GAIN_FACTOR:g}))")
+                  f"({threshold_rule(r)})")
     return {
         "id": rec.id,
         "title": rec.title,
@@ -91,7 +101,7 @@ def judge_recommendation(rec: RecommendationRef, before: Mapping[str, float | No
         "observed_improvement_pct": rounded(observed),
         "expected_gain_pct": rounded(finite_or_none(rec.expected_gain_pct)),
         "threshold_pct": rounded(threshold),
-        "threshold_rule": f"max({VERDICT_FLOOR_PCT:g} %, expected_gain_pct × {VERDICT_GAIN_FACTOR:g})",
+        "threshold_rule": threshold_rule(r, "expected_gain_pct"),
         "targets": per_target,
         "still_listed_after": still_listed,
         "reason": reason,

@@ -15,7 +15,8 @@ __all__ = ["COMPONENTS", "MemoryReport", "StageMemory", "estimate_memory"]
 
 def estimate_memory(cfg: EstimatorConfig) -> MemoryReport:
     """Per-stage memory of ``cfg`` and its peak (MiB)."""
-    stages = tuple(stage_memory(cfg, layout) for layout in stage_layouts(cfg))
+    memo: dict[object, object] = {}  # layer prices shared by the stages (memory.stage.layer_class)
+    stages = tuple(stage_memory(cfg, layout, memo) for layout in stage_layouts(cfg))
     hbm_mb = cfg.hardware.hbm_mb
     warnings: list[str] = []
     peak = max(s.total_mb for s in stages)

@@ -9,11 +9,13 @@ in-flight micro-batches μ, embedding, head input and logits) + comm_buffers (re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from estimator.derive import layer_kind, layer_kind_groups
 from estimator.memory import activation as act
-from estimator.memory import buffers, fsdp2
+from estimator.memory import buffers, fsdp2, sac
 from estimator.memory.schedule import in_flight
 from estimator.memory.static import (
     StaticBreakdown,
@@ -134,6 +136,17 @@ def layer_dynamic_bytes(cfg: EstimatorConfig, index: int, mu: int, mode: Recompu
     return act.layer_activation_bytes(cfg, index, mode) * mu, buffers.layer_comm_bytes(cfg, index, mu, mode)
 
 
+def _layer_dynamic(cfg: EstimatorConfig, memo: dict[Any, Any], index: int, key: object, mu: int,
+                   mode: RecomputeMode) -> tuple[float, float]:
+    """:func:`layer_dynamic_bytes` of layer ``index`` (of :func:`layer_class` ``key``), its
+    μ-independent activation and its comm buffer each priced once per config in ``memo``."""
+    if ("act", key, mode) not in memo:
+        memo["act", key, mode] = act.layer_activation_bytes(cfg, index, mode)
+    if ("comm", key, mu, mode) not in memo:
+        memo["comm", key, mu, mode] = buffers.layer_comm_bytes(cfg, index, mu, mode)
+    return memo["act", key, mode] * mu, memo["comm", key, mu, mode]
+
+
 def head_dynamic_bytes(cfg: EstimatorConfig, mu: int) -> tuple[float, float]:
     """(activations, comm buffer) of the output head at μ in-flight micro-batches.
 
@@ -144,15 +157,22 @@ def head_dynamic_bytes(cfg: EstimatorConfig, mu: int) -> tuple[float, float]:
     return act.head_input_bytes(cfg) * mu + act.logits_bytes(cfg) * logits_mu, buffers.head_comm_bytes(cfg)
 
 
-def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode) -> float:
+def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
+                            memo: dict[Any, Any] | None = None) -> float:
     """One extra micro-batch of the stage's last node at the end of warm-up (reference §2.8).
 
     The last node of the last chunk is evaluated at μ = 1 without recompute (a fully recomputed
     layer re-materialises its activations); on the stage holding the head the last node is the
     output layer (with ``Profile.loss_backward_logits_copies`` fp32 logit gradients), plus the last
     MTP layer when there is one. ``zero_bubble_v`` uses the same rule;
-    the reference's two-chunk maximum for it is not modelled.
+    the reference's two-chunk maximum for it is not modelled. ``memo``: layer prices of
+    :func:`stage_memory`.
     """
+    memo = {} if memo is None else memo
+
+    def layer_once(i: int) -> float:
+        return sum(_layer_dynamic(cfg, memo, i, layer_class(cfg, i), 1, "none"))
+
     last_chunk = next((c for c in reversed(layout.chunks) if c), ())
     main_layers = [i for i in last_chunk if i < cfg.model.num_layers]
     mtp_layers = [i for i in last_chunk if i >= cfg.model.num_layers]
@@ -160,10 +180,10 @@ def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: Rec
         extra_copies = profile_of(cfg).loss_backward_logits_copies - 1
         total = sum(head_dynamic_bytes(cfg, 1)) + extra_copies * act.logits_bytes(cfg)
         if mtp_layers:
-            total += sum(layer_dynamic_bytes(cfg, mtp_layers[-1], 1, "none"))
+            total += layer_once(mtp_layers[-1])
         return total
     if main_layers:
-        return sum(layer_dynamic_bytes(cfg, main_layers[-1], 1, "none"))
+        return layer_once(main_layers[-1])
     return 0.0
 
 
@@ -182,11 +202,41 @@ def mtp_embedding_on_stage(cfg: EstimatorConfig, layout: StageLayout) -> bool:
     )
 
 
-def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
-    """Assemble one stage (sizes in MiB)."""
+def layer_class(cfg: EstimatorConfig, index: int) -> tuple[str, bool]:
+    """What the memory of layer ``index`` depends on besides the config: its kind (which fixes its
+    ep) and, under torchtitan's layer-level SAC (``selective_ac_option: <n>``), whether it is
+    checkpointed. Layers of one class hold the same static and dynamic bytes."""
+    option = cfg.recompute.selective_ac_option
+    checkpointed = option is not None and option.isdigit() and sac.layer_checkpointed(index, int(option))
+    return layer_kind(cfg.model, index), checkpointed
+
+
+def layer_classes(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
+    """(representative index, count) per :func:`layer_class` among ``layers``, in first-seen order."""
+    option = cfg.recompute.selective_ac_option
+    if option is None or not option.isdigit():
+        return layer_kind_groups(cfg.model, layers)
+    groups: dict[tuple[str, bool], list[int]] = {}
+    for index in layers:
+        groups.setdefault(layer_class(cfg, index), []).append(index)
+    return [(members[0], len(members)) for members in groups.values()]
+
+
+def scaled_static(s: StaticBreakdown, n: int) -> StaticBreakdown:
+    """``n`` layers of static breakdown ``s`` (each field × n)."""
+    if n == 1:
+        return s
+    return StaticBreakdown(*(StaticBytes(b.params * n, b.optimizer_states * n, b.grads * n)
+                             for b in (s.non_expert, s.routed, s.shared)))
+
+
+def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any] | None = None) -> StageMemory:
+    """Assemble one stage (sizes in MiB). Layers of one :func:`layer_class` are priced once and
+    multiplied by their count; ``memo`` (shared by the stages of one config) keeps those prices."""
     p = cfg.parallel
     mode = cfg.stage_recompute(layout.stage)
     m_micro = cfg.num_micro_batches
+    memo = {} if memo is None else memo
     static = StaticBreakdown()
     activations = comm = 0.0
     mus: list[int] = []
@@ -196,11 +246,14 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
             order=profile_of(cfg).interleaved_order, extra_warmup=int(p.overlap_moe_expert_parallel_comm),
         )
         mus.append(mu)
-        for i in layers:
-            static = static + layer_static(cfg, i)
-            layer_act, layer_comm = layer_dynamic_bytes(cfg, i, mu, mode)
-            activations += layer_act
-            comm += layer_comm
+        for i, n in layer_classes(cfg, layers):
+            key = layer_class(cfg, i)
+            if key not in memo:
+                memo[key] = layer_static(cfg, i)
+            static = static + scaled_static(memo[key], n)
+            layer_act, layer_comm = _layer_dynamic(cfg, memo, i, key, mu, mode)
+            activations += layer_act * n
+            comm += layer_comm * n
         if layout.embedding_chunk == chunk:
             activations += act.embedding_activation_bytes(cfg) * mu
             comm += buffers.embedding_comm_bytes(cfg)
@@ -216,7 +269,7 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
     if layout.has_head:
         extra = extra + head_static(cfg)
     totals = static.total + extra
-    bwd = backward_overhead_bytes(cfg, layout, mode)
+    bwd = backward_overhead_bytes(cfg, layout, mode, memo)
     dynamic = activations + comm + bwd
     safety = overhead = 0.0
     if dynamic > 0:

@@ -48,6 +48,7 @@ work (optimizer, DP collectives) and Python work between kernels are not counted
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -167,6 +168,7 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
 _VIEW_MODULES = ("mla_up_proj", "shared_experts", "moe_act")
 
 
+@functools.lru_cache(maxsize=4096)  # pure in hashable arguments; one layer shape recurs across a sweep's layouts
 def layer_pass_kernels(shape: LayerShape, recompute: str, modules: frozenset[str] = frozenset()) -> PassKernels:
     """Kernels of one layer for one micro-batch: forward, backward and recompute passes.
 

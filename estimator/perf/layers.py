@@ -126,11 +126,9 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
 
 
 def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
-    """(representative index, count) per distinct (layer kind, ep): identical layers are priced once."""
-    groups: dict[tuple[str, int], list[int]] = {}
-    for index in layers:
-        groups.setdefault((derive.layer_kind(cfg.model, index), derive.layer_ep(cfg, index)), []).append(index)
-    return [(members[0], len(members)) for members in groups.values()]
+    """(representative index, count) per distinct (layer kind, ep): identical layers are priced once.
+    A layer's ep follows from its kind (:func:`derive.layer_ep`), so this is :func:`derive.layer_kind_groups`."""
+    return derive.layer_kind_groups(cfg.model, layers)
 
 
 def cp_layer_collectives(m: ModelConfig, ctx: Ctx, local_tokens: float, cp_dim: str) -> list[comm.Collective]:

@@ -105,33 +105,56 @@ def _recomputed(op: ops_.Op, mode: str, modules: frozenset[str]) -> bool:
     return mode == "selective" and bool(modules & set(op.modules))
 
 
+#: seconds of one operator group: (forward, backward, recompute, per operator class)
+GroupSeconds = tuple[float, float, float, dict[str, float]]
+
+
+def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[str], eff: DeviceEfficiency,
+                peak: float, derate: float) -> GroupSeconds:
+    """Forward, backward and recompute seconds of ``ops`` (one layer, or the embedding / head), each
+    operator priced by :func:`op_pass_s` and derated; recompute re-runs the forward of a layer's
+    recomputed operators."""
+    fw = bw = rec = 0.0
+    by_class: dict[str, float] = defaultdict(float)
+    for op in ops:
+        f = op_pass_s(op, False, eff, peak) * derate
+        b = op_pass_s(op, True, eff, peak) * derate
+        r = f if layer and _recomputed(op, mode, modules) else 0.0
+        fw, bw, rec = fw + f, bw + b, rec + r
+        by_class[op.op_class] += f + b + r
+    return fw, bw, rec, by_class
+
+
 def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, optimizer_ops: list[ops_.Op],
-                   ) -> StageRoofline:
+                   memo: dict[object, GroupSeconds] | None = None) -> StageRoofline:
     """Forward, backward and recompute seconds of one stage per micro-batch (layers, embedding, head)
     and its optimizer step, each operator priced by :func:`op_pass_s`; the passes (not the per-step
-    optimizer) are derated by ``options.compute_efficiency``."""
+    optimizer) are derated by ``options.compute_efficiency``. Layers of one kind are priced once and
+    multiplied by their count; ``memo`` (shared by the stages of one config) keeps those prices."""
     eff = cfg.hardware.efficiency
     assert eff is not None
+    memo = {} if memo is None else memo
     peak = ctx.peak_flops / cfg.options.compute_efficiency
     derate = 1.0 / cfg.options.compute_efficiency
     dims = layer_dims(cfg, ctx)
     mode = cfg.stage_recompute(layout.stage)
     modules = frozenset(cfg.recompute.modules) or frozenset({"core_attn"})
-    groups: list[tuple[list[ops_.Op], float, bool]] = [
-        (layer_ops(cfg, dims, index), float(n), True) for index, n in layer_groups(cfg, layout.layers)
-    ]
+    groups: list[tuple[GroupSeconds, float]] = []
+    for index, n in layer_groups(cfg, layout.layers):
+        key = (derive.layer_kind(cfg.model, index), mode)
+        if key not in memo:
+            memo[key] = ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff, peak, derate)
+        groups.append((memo[key], float(n)))
     if layout.has_embedding:
-        groups.append((ops_.embedding_ops(cfg.model, dims, ctx.b_grad), 1.0, False))
+        groups.append((ops_seconds(ops_.embedding_ops(cfg.model, dims, ctx.b_grad), False, mode, modules, eff, peak,
+                                   derate), 1.0))
     if layout.has_head:
-        groups.append((ops_.head_ops(cfg.model, dims), 1.0, False))
+        groups.append((ops_seconds(ops_.head_ops(cfg.model, dims), False, mode, modules, eff, peak, derate), 1.0))
     fw = bw = rec = 0.0
     by_class: dict[str, float] = defaultdict(float)
-    for ops, n, layer in groups:
-        for op in ops:
-            f = op_pass_s(op, False, eff, peak) * n * derate
-            b = op_pass_s(op, True, eff, peak) * n * derate
-            r = f if layer and _recomputed(op, mode, modules) else 0.0
-            fw, bw, rec = fw + f, bw + b, rec + r
-            by_class[op.op_class] += f + b + r
+    for (f, b, r, classes), times in groups:
+        fw, bw, rec = fw + f * times, bw + b * times, rec + r * times
+        for name, value in classes.items():
+            by_class[name] += value * times
     optimizer = sum(op_pass_s(op, False, eff, peak) for op in optimizer_ops)
     return StageRoofline(fw, bw, rec, dict(by_class), optimizer)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from estimator import derive, params
 from estimator.perf import comm, compute, kernels, layers, operators, roofline
@@ -142,8 +142,13 @@ class StageCost:
         }[name]
 
 
-def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> StageCost:
-    """Cost of one pipeline stage (all its chunks) per micro-batch, and its per-step DP traffic."""
+def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
+               memo: dict[object, Any] | None = None) -> StageCost:
+    """Cost of one pipeline stage (all its chunks) per micro-batch, and its per-step DP traffic.
+
+    Layers of one kind are priced once (:func:`layers.layer_groups`); ``memo`` (shared by the
+    stages of one config, :func:`stage_costs`) keeps each kind's price for the other stages."""
+    memo = {} if memo is None else memo
     m = cfg.model
     fw = bw = rec = 0.0
     tp_cs: list[comm.Collective] = []
@@ -164,12 +169,17 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
     calls = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim)}
     launches = kernels.PassKernels(0.0, 0.0, 0.0)
     for index, n in layers.layer_groups(cfg, layout.layers):
-        lc = layers.layer_cost(cfg, ctx, index, layout.stage)
+        kind_key = (derive.layer_kind(m, index), mode)
+        if ("flops", kind_key) not in memo:
+            memo["flops", kind_key] = layers.layer_cost(cfg, ctx, index, layout.stage)
+        lc = memo["flops", kind_key]
         f, b, r = compute.pass_flops(lc.forward * n, lc.recompute_fraction)
         fw, bw, rec = fw + f, bw + b, rec + r
         blocks = 1 if (lc.moe and ctx.t_exp == 1) else 2
         if ctx.host_launch_s:
-            launches += layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode).scaled(n)
+            if ("kernels", kind_key) not in memo:
+                memo["kernels", kind_key] = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
+            launches += memo["kernels", kind_key].scaled(n)
         tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), calls["tp"] * n)
         cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n)
         layer_ep = derive.layer_ep(cfg, index)
@@ -185,11 +195,13 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
             launches += kernels.embedding_pass_kernels(m.position_embedding == "learned")
         if layout.has_head:
             launches += kernels.head_pass_kernels(ctx.tp)
-    dp_cs, dp_stride_exp, dp_cs_exp = dp_collectives(cfg, ctx, layout)
+    held = stage_params(cfg, ctx, layout)
+    dp_cs, dp_stride_exp, dp_cs_exp = dp_collectives(cfg, ctx, layout, held)
     timed = [compute_value(ctx, fw), compute_value(ctx, bw), compute_value(ctx, rec)]
     optimizer, by_class = 0.0, {}
     if roofline.roofline_active(cfg):
-        r = roofline.stage_roofline(cfg, ctx, layout, optimizer_ops(cfg, ctx, layout))
+        r = roofline.stage_roofline(cfg, ctx, layout, optimizer_ops(cfg, ctx, layout, held),
+                                    memo.setdefault("roofline", {}))
         timed, optimizer, by_class = [r.forward, r.backward, r.recompute], r.optimizer, r.by_class
     values = {
         "tp": comm_value(cfg, ctx, tp_cs, 1, "tp"),
@@ -238,11 +250,13 @@ def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> 
     return dense, routed
 
 
-def optimizer_ops(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> list[operators.Op]:
+def optimizer_ops(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
+                  held: tuple[float, float] | None = None) -> list[operators.Op]:
     """The optimizer step of one device: Adam over its shard (``/(dp·cp)`` non-expert, ``/edp`` routed with
     the distributed optimizer, else everything it holds), reading master params (or params), grads
-    and both moments and writing them back plus the low-precision copy (:func:`resolved_bytes`)."""
-    dense, routed = stage_params(cfg, ctx, layout)
+    and both moments and writing them back plus the low-precision copy (:func:`resolved_bytes`).
+    ``held``: the stage's :func:`stage_params` when the caller has them."""
+    dense, routed = held or stage_params(cfg, ctx, layout)
     if cfg.parallel.distributed_optimizer:
         dense, routed = dense / (ctx.dp * ctx.cp), routed / ctx.edp
     rb = resolved_bytes(cfg)
@@ -252,15 +266,16 @@ def optimizer_ops(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) ->
 
 
 def dp_collectives(
-    cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout
+    cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, held: tuple[float, float] | None = None,
 ) -> tuple[list[comm.Collective], int, list[comm.Collective]]:
     """DP collectives of one step for the stage's parameters held by one device.
 
     Non-expert (attention, norms, dense MLP, shared experts, embedding, head): ``/tp`` except the
     parts every TP rank holds whole (``LayerParams.held_non_expert``), reduced over the ``dp·cp``
     group (stride tp). Routed experts: ``routed/(ep·t_exp)`` over the expert-data-parallel group ``dp·tp·cp/(t_exp·ep)`` (stride ``t_exp·ep``).
+    ``held``: the stage's :func:`stage_params` when the caller has them.
     """
-    dense, routed = stage_params(cfg, ctx, layout)
+    dense, routed = held or stage_params(cfg, ctx, layout)
     dist = cfg.parallel.distributed_optimizer
     non_exp = comm.dp_step_collectives(dense, ctx.b_grad, ctx.b_param, ctx.dp * ctx.cp, dist)
     exp = comm.dp_step_collectives(routed, ctx.b_grad, ctx.b_param, ctx.edp, dist)
@@ -276,6 +291,7 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
     ctx = ctx or context(cfg)
     out: list[StageCost] = []
     seen: dict[tuple[object, ...], StageCost] = {}
+    memo: dict[object, Any] = {}  # per-kind layer prices shared by the stages
     for layout in derive.stage_layouts(cfg):
         kinds = tuple(sorted(
             (derive.layer_kind(cfg.model, i), derive.layer_ep(cfg, i), n)
@@ -283,6 +299,6 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
         ))
         key = (kinds, layout.has_embedding, layout.has_head, cfg.stage_recompute(layout.stage))
         if key not in seen:
-            seen[key] = stage_cost(cfg, ctx, layout)
+            seen[key] = stage_cost(cfg, ctx, layout, memo)
         out.append(seen[key] if seen[key].stage == layout.stage else replace(seen[key], stage=layout.stage))
     return out

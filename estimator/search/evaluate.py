@@ -54,9 +54,11 @@ class Rejection:
 def search_base(base: EstimatorConfig, space: Mapping[str, Any]) -> dict[str, Any]:
     """The base config as data for a sweep: the global batch held fixed (``num_micro_batches``
     dropped, ``global_batch_size`` = micro-batch · dp · micro-batches when the base states only the
-    count), and the base's own pipeline split cleared when the sweep places layers itself."""
-    data = base.model_dump(mode="python")
-    train = dict(data["train"])
+    count), and the base's own pipeline split cleared when the sweep places layers itself.
+    Sections the sweep does not change stay validated instances (``load_config`` keeps them)."""
+    data: dict[str, Any] = {name: getattr(base, name) for name in type(base).model_fields}
+    data["parallel"] = base.parallel.model_dump(mode="python")
+    train = base.train.model_dump(mode="python")
     if train.get("global_batch_size") is None:
         train["global_batch_size"] = base.train.micro_batch_size * base.parallel.dp * base.num_micro_batches
     train.pop("num_micro_batches", None)

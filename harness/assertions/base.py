@@ -91,7 +91,7 @@ REGISTRY: dict[str, type[AssertionSpec]] = {}
 def register_assertion(cls: type[AssertionSpec]) -> type[AssertionSpec]:
     """Class decorator: register ``cls`` under the literal value of its ``type`` field."""
     literal = cls.model_fields["type"].annotation
-    names = getattr(literal, "__args__", ())
+    names: tuple[str, ...] = getattr(literal, "__args__", ())
     if len(names) != 1:
         raise TypeError(f"{cls.__name__}.type must be a single Literal")
     known = REGISTRY.get(names[0])

@@ -58,8 +58,15 @@ class _CorrelationGt(AssertionSpec):
         rule = f"{'>=' if self.inclusive else '>'} {self.min:g}"
         return f"{self.statistic} over groups {rule}" if self.group_by else rule
 
+    def _columns(self) -> tuple[str, str]:
+        """The x and y column names (evaluate checks both are given before any use)."""
+        if not (self.x and self.y):
+            raise AssertionUsageError("give x and y columns, or recorded: with n")
+        return self.x, self.y
+
     def _pairs(self, rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-        x, y = column(rows, self.x), column(rows, self.y)
+        xs, ys = self._columns()
+        x, y = column(rows, xs), column(rows, ys)
         keep = ~(np.isnan(x) | np.isnan(y))
         return x[keep], y[keep]
 
@@ -123,11 +130,12 @@ class _CorrelationGt(AssertionSpec):
             raise AssertionUsageError(f"group_by: column(s) {missing} not in the result table (have {sorted(rows[0])})")
         keys = [tuple(row[g] for g in self.group_by) for row in rows]
         target = f"{self.method}({self.x}, {self.y}) within groups of {', '.join(self.group_by)}"
-        per_group = ndstats.grouped(self.stat, column(rows, self.x), column(rows, self.y), keys, self.min_n)
+        xs, ys = self._columns()
+        per_group = ndstats.grouped(self.stat, column(rows, xs), column(rows, ys), keys, self.min_n)
         names = {"constant x": f"constant {self.x}", "constant y": f"constant {self.y}"}
         evidence: list[dict[str, Any]] = []
         for g in per_group:
-            label = "/".join(map(str, g.key))
+            label = "/".join(str(k) for k in g.key) if isinstance(g.key, tuple) else str(g.key)
             if g.r is None:
                 evidence.append({"group": label, "n": g.n, "r": None, "used": False, "passed": None,
                                  "note": f"left out: {names.get(g.left_out or '', g.left_out)}"})

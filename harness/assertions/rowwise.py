@@ -115,7 +115,8 @@ class AbsErrorLe(_ErrorAtMost):
     target_text: ClassVar[str] = "signed absolute error"
 
     def _row_values(self, est: np.ndarray, meas: np.ndarray) -> np.ndarray:
-        return est - meas
+        diff: np.ndarray = est - meas
+        return diff
 
 
 @register_assertion

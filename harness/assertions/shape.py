@@ -61,7 +61,7 @@ class Monotonic(AssertionSpec):
 
     def evaluate(self, result: RunResult, ctx: EvalContext) -> AssertionResult:
         rows = self.rows(result)
-        groups: dict[tuple, list[dict[str, Any]]] = {}
+        groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         for row in rows:
             groups.setdefault(tuple(row.get(g) for g in self.group_by), []).append(row)
         evidence, ok_all, worst = [], True, math.inf

@@ -1,7 +1,7 @@
 """The kind registry: a kind turns a validated case (+ its data rows) into a ``RunResult``.
 
 A module registers a kind with ``@register_kind("name", params=ParamsModel)`` on a function
-``run(ctx: RunContext) -> RunResult``; ``requires`` returns ``None`` when the kind can run here
+``run(ctx: RunContext[ParamsModel]) -> RunResult``; ``requires`` returns ``None`` when the kind can run here
 or the reason it cannot (e.g. the estimator package is not importable), which makes the case an
 error, never a crash of collection. Built-in modules are imported by ``load_kinds()``;
 ``harness.kinds.analyzer`` (the analyzer kinds) registers itself when it exists, and third
@@ -15,11 +15,15 @@ import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
 from harness.results import RunResult
+
+if TYPE_CHECKING:
+    from harness.subjects import Subject
 
 #: modules imported for their registrations; a missing one (not built yet) is skipped
 BUILTIN_MODULES = ("harness.kinds.recorded", "harness.kinds.estimator", "harness.kinds.analyzer")
@@ -35,21 +39,29 @@ class KindError(Exception):
     """The kind could not produce a result (bad config for the estimator, missing input...)."""
 
 
-@dataclass
-class RunContext:
-    """Everything a kind may use: the case, its params (matrix point applied) and its data rows."""
+#: a kind's params model (the type of ``RunContext.params``); bare ``RunContext`` means any ``KindParams``
+P = TypeVar("P", bound=BaseModel, default=KindParams, covariant=True)
+#: the params model a kind registers with (``register_kind``)
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class RunContext(Generic[P]):
+    """Everything a kind may use: the case, its params (matrix point applied, typed by the kind's params
+    model: ``RunContext[PerfParams]``) and its data rows."""
 
     case_id: str
-    params: Any
+    params: P
     rows: list[dict[str, Any]]
+    #: the matrix point's overrides, dotted field -> value
     point: dict[str, Any] = field(default_factory=dict)
     case_file: Path | None = None
     cases_root: Path | None = None
-    #: the subject under test (``harness.subjects.Subject``); None: ndval's own code
-    subject: Any = None
+    #: the subject under test; None: ndval's own code
+    subject: Subject | None = None
 
 
-KindRun = Callable[[RunContext], RunResult]
+KindRun = Callable[[RunContext[Any]], RunResult]
 
 
 @dataclass(frozen=True)
@@ -69,11 +81,11 @@ def _always() -> str | None:
     return None
 
 
-def register_kind(name: str, params: type[BaseModel],
-                  requires: Callable[[], str | None] | None = None) -> Callable[[KindRun], KindRun]:
-    """Decorator registering ``run(ctx) -> RunResult`` as kind ``name`` with its params model."""
+def register_kind(name: str, params: type[M], requires: Callable[[], str | None] | None = None,
+                  ) -> Callable[[Callable[[RunContext[M]], RunResult]], Callable[[RunContext[M]], RunResult]]:
+    """Decorator registering ``run(ctx: RunContext[M]) -> RunResult`` as kind ``name`` with its params model ``M``."""
 
-    def deco(fn: KindRun) -> KindRun:
+    def deco(fn: Callable[[RunContext[M]], RunResult]) -> Callable[[RunContext[M]], RunResult]:
         doc = (fn.__doc__ or name).strip().splitlines()
         KINDS[name] = Kind(name, params, fn, requires or _always, doc[0] if doc else name)
         return fn

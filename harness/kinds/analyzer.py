@@ -208,7 +208,7 @@ def compare_rows(metrics: list[dict[str, Any]], expected_before: dict[str, float
 
 
 @register_kind("analyzer.analysis", params=AnalysisParams)
-def run_analysis(ctx: RunContext) -> RunResult:
+def run_analysis(ctx: RunContext[AnalysisParams]) -> RunResult:
     """Analyse one real profile: bottleneck, scores, indicators vs transcribed facts, expected warnings."""
     p: AnalysisParams = ctx.params
     path = resolve_profile(p.profile)
@@ -251,7 +251,7 @@ def run_analysis(ctx: RunContext) -> RunResult:
 
 
 @register_kind("analyzer.compare", params=CompareParams)
-def run_compare(ctx: RunContext) -> RunResult:
+def run_compare(ctx: RunContext[CompareParams]) -> RunResult:
     """Compare two real profiles (seed §7): comparability with reasons, verdicts, metric changes."""
     from analyzer.compare import compare
 

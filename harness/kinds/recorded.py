@@ -45,7 +45,7 @@ def p1_what_if_mb(recorded_mb: float, tp: int, overhead_mb: float, safety_mb: fl
 
 
 @register_kind("recorded.results", params=RecordedParams)
-def run_recorded(ctx: RunContext) -> RunResult:
+def run_recorded(ctx: RunContext[RecordedParams]) -> RunResult:
     """Recorded results of another tool against measurements, with an optional P1 what-if column."""
     params: RecordedParams = ctx.params
     table: list[dict[str, Any]] = [dict(r) for r in ctx.rows]

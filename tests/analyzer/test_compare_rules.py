@@ -308,7 +308,7 @@ def test_operator_changes_top_saved_and_added_with_means():
     new = next(r for r in out["added"] if r["name"] == "new_op")
     assert new["before_count"] == 0 and new["before_mean_us"] is None and new["after_mean_us"] == 10.0
     many = {f"x{i}": OperatorTotal(float(i), 1) for i in range(1, 20)}
-    assert len(cmp.operator_changes({}, many)["added"]) == cmp.TOP_OPERATORS
+    assert len(cmp.operator_changes({}, many)["added"]) == 8  # seed §7.4: the 8 adding the most
 
 
 def test_category_changes_sorted_by_absolute_change_with_shares():
@@ -342,3 +342,21 @@ def test_markdown_and_html_render_every_section():
     assert "host.enable-graph-mode | achieved" in md
     page = cmp.render_html(result)
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "partially_achieved" in page
+
+
+def test_rules_come_from_the_thresholds_parameters():
+    """Every seed §7 number is a compare* parameter: an override reaches the verdict, the checks and the text."""
+    from analyzer.thresholds import default_thresholds
+
+    th = default_thresholds().with_overrides({"compareVerdictGainFactor": 0.25, "compareStepCountTolPct": 50,
+                                              "compareTopOperators": 3})
+    rules = cmp.CompareRules.from_thresholds(th)
+    assert cmp.verdict_threshold_pct(20.0, rules) == pytest.approx(5.0)  # max(1, 20 × 0.25)
+    assert cmp.verdict_threshold_pct(20.0) == pytest.approx(10.0)  # defaults: max(1, 20 × 0.5)
+    assert not cmp.check_step_count(10, 6, rules).triggered and cmp.check_step_count(10, 6).triggered
+    before, after = synthetic_pair()
+    result = cmp.compare_sides(before, after, rules)
+    assert all(r["threshold_rule"] == "max(1 %, expected_gain_pct × 0.25)" for r in result.recommendations)
+    assert "`max(1 %, expected gain × 0.25)`" in cmp.render_markdown(result)
+    many = {f"x{i}": OperatorTotal(float(i), 1) for i in range(1, 20)}
+    assert len(cmp.operator_changes({}, many, rules.top_operators)["added"]) == 3

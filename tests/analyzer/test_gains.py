@@ -44,3 +44,14 @@ def test_combine_conservative_sum_and_cap() -> None:
     c = g.combine([a, b, a], cap_pct=70.0)  # duplicates counted once
     assert c.conservative_pct == pytest.approx(54.0) and c.optimistic_pct == 70.0
     assert "do not simply add up" in c.note
+
+
+def test_overridden_factors_are_used_and_quoted() -> None:
+    """The factors live in thresholds_default.yaml; an override changes the number and the basis text."""
+    from analyzer.thresholds import default_thresholds
+
+    th = default_thresholds().with_overrides({"gainGraphModeFactor": 0.5, "gainLowFraction": 0.5})
+    ind = make_indicators(avg_step_us=10000.0, step_count=4, host_exclusive_per_step_us=2000.0)
+    gain = g.derive("graph-mode", ind, th)
+    assert gain is not None and gain.estimate_pct == pytest.approx(10.0) and gain.low_pct == pytest.approx(5.0)
+    assert "min(0.8, 0.5 × 2000.0 / 10000.0)" in gain.basis

@@ -79,6 +79,8 @@ def test_yaml_override_flat_and_nested(tmp_path: Path) -> None:
     ("thresholds: [1, 2]\n", "must be a mapping"),
     ("hostOnlyGate: {value: 3, colour: red}\n", "unknown keys"),
     ("a: [unclosed\n", "not valid YAML"),
+    ("weightHostPrimary: {value: 40, saturation: 50}\n", "allowed: value, rationale"),  # a parameter is no gate
+    ("gainLowFraction: lots\n", "field gainLowFraction.value: must be a finite number"),
 ])
 def test_bad_override_files_name_file_and_field(tmp_path: Path, text: str, needle: str) -> None:
     p = tmp_path / "bad.yaml"
@@ -92,3 +94,38 @@ def test_overrides_do_not_mutate_defaults() -> None:
     base = default_thresholds()
     changed = base.with_overrides({"triggerScore": 10})
     assert base.v("triggerScore") == 40 and changed.v("triggerScore") == 10
+
+
+SEED_PARAMETERS = {  # seed §2 weights, §5 priorityScore, §6.1 gain factors, §7 comparison rules
+    "weightHostPrimary": 45, "weightHostSupport": 35, "weightHostBusy": 20, "weightComputeBusy": 55,
+    "weightComputeCommLow": 25, "weightComputeBound": 20, "weightMemoryBound": 12, "weightCommShare": 55,
+    "weightCommLatency": 20, "weightCommBandwidth": 15, "weightCommOverlap": 15, "weightCopyShare": 45,
+    "weightCopySync": 12, "weightCopyH2d": 10,
+    "priorityWeightHigh": 3, "priorityWeightMedium": 2, "priorityWeightLow": 1, "priorityPointsPerWeight": 20,
+    "priorityScoreFactor": 0.4, "priorityScoreCapPoints": 40, "priorityGainFactor": 0.4, "priorityGainCapPoints": 20,
+    "gainLowFraction": 0.6, "gainGraphModeFactor": 0.75, "gainGraphModeCap": 0.8, "gainSyncRemovalFactor": 0.8,
+    "gainCommOverlapFactor": 0.6, "gainCommBatchFactor": 0.7, "gainD2hAsyncFactor": 0.7,
+    "gainConcurrencyBonusPct": 15, "gainConcurrencyCapPct": 60,
+    "compareUnchangedPct": 1, "compareVerdictFloorPct": 1, "compareVerdictGainFactor": 0.5,
+    "compareStepCountTolPct": 15, "comparePhaseMixTolPt": 10, "compareWindowTolPct": 20, "compareTopOperators": 8,
+}
+
+
+def test_seed_parameters_documented_and_not_gates() -> None:
+    th = default_thresholds()
+    assert set(th.parameters) == set(SEED_PARAMETERS)
+    for k, v in SEED_PARAMETERS.items():
+        p = th.parameters[k]
+        assert th.v(k) == v and p.rationale and p.source and p.unit, k
+        assert k not in th  # the mapping (recorded in every analysis) holds the gates only
+
+
+def test_parameters_override_like_thresholds(tmp_path: Path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text("weightHostPrimary: 40\n")
+    assert resolve(f).v("weightHostPrimary") == 40  # flat form
+    f.write_text("thresholds:\n  weightHostPrimary: 40\n  compareVerdictGainFactor: {value: 0.4, rationale: why}\n")
+    th = resolve(f)
+    assert th.v("weightHostPrimary") == 40 and th.v("compareVerdictGainFactor") == 0.4
+    assert th.parameters["compareVerdictGainFactor"].rationale == "why"
+    assert default_thresholds().v("weightHostPrimary") == 45

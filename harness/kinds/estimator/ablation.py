@@ -40,7 +40,7 @@ def _ablation_rows(name: str, rows: list[Any]) -> list[dict[str, Any]]:
 
 
 @register_kind("estimator.ablation", params=AblationParams, requires=requires_api("load_config", "estimate_perf"))
-def run_ablation(ctx: RunContext) -> RunResult:
+def run_ablation(ctx: RunContext[AblationParams]) -> RunResult:
     """The seed's ablations EXP-1..EXP-4 (estimator.ablation): a direction table, one row per experiment × config."""
     try:
         ablation = importlib.import_module("estimator.ablation")

@@ -48,7 +48,7 @@ def _flatten_results(est: Any, cfg: Any, compare: list[Compared]) -> dict[str, f
 
 @register_kind("estimator.invariance", params=InvarianceParams,
                requires=requires_api("load_config", "estimate_memory", "estimate_perf", "presets"))
-def run_invariance(ctx: RunContext) -> RunResult:
+def run_invariance(ctx: RunContext[InvarianceParams]) -> RunResult:
     """The estimator twice (variants a and b); one row per memory component / time part with columns a, b."""
     params: InvarianceParams = ctx.params
     est = estimator_api("estimate_memory", "estimate_perf")

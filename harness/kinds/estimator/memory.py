@@ -72,7 +72,7 @@ class MemoryParams(EstimatorParams):
 
 
 @register_kind("estimator.memory", params=MemoryParams, requires=requires_api("load_config", "estimate_memory", "presets"))
-def run_memory(ctx: RunContext) -> RunResult:
+def run_memory(ctx: RunContext[MemoryParams]) -> RunResult:
     """Estimator memory model on N configs: estimate_mb per row beside the measurement (MiB)."""
     params: MemoryParams = ctx.params
     subject = ctx.subject or subjects.resolve(subjects.BUILTIN)

@@ -198,7 +198,7 @@ def _golden(report: Any) -> dict[str, Any]:
 
 
 @register_kind("estimator.perf", params=PerfParams, requires=requires_api("load_config", "estimate_perf", "presets"))
-def run_perf(ctx: RunContext) -> RunResult:
+def run_perf(ctx: RunContext[PerfParams]) -> RunResult:
     """Estimator step-time model on N configs: RealParts (s) per row, TOTAL in ms beside measured step ms.
 
     With ``calibrate``: one global compute efficiency is fitted on the ``fit`` half first

@@ -1,0 +1,63 @@
+"""The scalar path reproduces its stored outputs (tests/estimator/scalar_reference.py) to 1e-12 relative:
+speed work (layers of one kind priced once, no deep copies) changes no number."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.estimator import scalar_reference as ref
+
+STORED = json.loads(ref.DATA.read_text(encoding="utf-8"))
+REL = 1e-12
+
+
+def test_reference_covers_the_examples_profiles_and_rejections() -> None:
+    configs = STORED["configs"]
+    assert {c["example"] for c in configs} == {name for name, _, _ in ref.CASES}
+    assert {c["overrides"].get("profile") for c in configs} >= set(ref.PROFILES)
+    assert any("error" in c["outputs"] for c in configs)
+    assert sum("error" not in c["outputs"] for c in configs) >= 90
+
+
+def test_same_inputs_as_stored() -> None:
+    """The stored set is the one the module enumerates today (a changed space needs a deliberate --write)."""
+    assert [[n, o] for n, o in ref.reference_inputs()] == [[c["example"], c["overrides"]] for c in STORED["configs"]]
+
+
+@pytest.mark.parametrize("index", range(len(STORED["configs"])))
+def test_scalar_outputs_match_stored(index: int) -> None:
+    case = STORED["configs"][index]
+    got = ref._encode(ref.outputs(case["example"], case["overrides"]))
+    assert ref.close(got, case["outputs"], REL) == []
+
+
+def test_overrides_copy_on_write_leave_the_source_unchanged() -> None:
+    """load_config no longer deep-copies its source: overrides copy only the mappings on their path."""
+    import copy
+
+    import estimator
+
+    base = estimator.load_config(ref.EXAMPLES / "llama3-8b-h100.yaml")
+    data = base.model_dump(mode="python")
+    snapshot = copy.deepcopy(data)
+    cfg = estimator.load_config(data, {"parallel.tp": 4, "parallel.dp": 1, "hardware.devices": 8,
+                                       "recompute.modules": ["core_attn", "mlp"]})
+    assert data == snapshot
+    assert (cfg.parallel.tp, cfg.hardware.devices, cfg.recompute.modules) == (4, 8, ["core_attn", "mlp"])
+
+
+def test_validated_sections_give_the_same_config_as_their_fields() -> None:
+    """An EstimatorConfig source keeps its untouched sections as instances; the result equals loading
+    the dumped fields, and a bad override on a kept section is still rejected."""
+    import estimator
+
+    base = estimator.load_config(ref.EXAMPLES / "deepseek-v3-671b-h100.yaml")
+    overrides = {"parallel.tp": 2, "parallel.dp": 64, "train.micro_batch_size": 2}
+    fast = estimator.load_config(base, overrides)
+    slow = estimator.load_config(base.model_dump(mode="python"), overrides)
+    assert fast == slow
+    assert fast.model is base.model
+    with pytest.raises(estimator.ConfigError, match=r"model\.hidden_size"):
+        estimator.load_config(base, {"model.hidden_size": -1})
