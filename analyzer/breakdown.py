@@ -157,29 +157,80 @@ def ascend_overlap_totals(events: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index().rename_axis(columns=None)
 
 
-def kineto_breakdown(device_events: pd.DataFrame, step: int = ev.UNKNOWN_STEP) -> KinetoStepBreakdown:
-    """GPU time breakdown of one set of device events (see module docstring)."""
-    work = device_events[device_events["category"].isin(ev.DEVICE_WORK)]
-    busy = tl.from_events(work)
-    compute = tl.from_events(work[work["category"] == ev.COMPUTE])
-    comm = tl.from_events(work[work["category"] == ev.COMMUNICATION])
+#: device-work category -> code in :class:`_WorkArrays` (every other row: -1).
+_WORK_CODES: dict[str, int] = {ev.COMPUTE: 0, ev.COMMUNICATION: 1, ev.MEMCPY: 2, ev.MEMSET: 3}
+
+
+@dataclass(frozen=True)
+class _WorkArrays:
+    """The device-work rows of an event table as plain arrays (start, end = start + dur, category
+    code, step): selected once, then sliced per step without touching the table again."""
+
+    ts_us: np.ndarray
+    end_us: np.ndarray
+    code: np.ndarray
+    step: np.ndarray
+
+    @classmethod
+    def of(cls, device_events: pd.DataFrame) -> _WorkArrays:
+        code = _work_codes(device_events["category"])
+        work = code >= 0
+        ts = device_events["ts_us"].to_numpy(dtype=np.float64)[work]
+        step = (device_events["step"].to_numpy()[work] if "step" in device_events.columns
+                else np.full(int(work.sum()), ev.UNKNOWN_STEP))
+        return cls(ts, ts + device_events["dur_us"].to_numpy(dtype=np.float64)[work], code[work], step)
+
+    def union(self, rows: np.ndarray | slice, code: int | None = None) -> tl.Intervals:
+        """∪ of the rows ``rows`` (of category ``code`` when given)."""
+        ts, end = self.ts_us[rows], self.end_us[rows]
+        if code is not None:
+            sel = self.code[rows] == code
+            ts, end = ts[sel], end[sel]
+        return tl.union(ts, end)
+
+
+def _work_codes(cat: pd.Series) -> np.ndarray:
+    """:data:`_WORK_CODES` per row (-1 for rows that are not device work); one lookup per category."""
+    if isinstance(cat.dtype, pd.CategoricalDtype):
+        per_cat = np.array([_WORK_CODES.get(c, -1) for c in cat.cat.categories] + [-1], dtype=np.int8)
+        return per_cat[cat.cat.codes.to_numpy()]  # code -1 (missing) picks the trailing -1
+    return np.array([_WORK_CODES.get(c, -1) for c in cat], dtype=np.int8)
+
+
+def _breakdown_of(work: _WorkArrays, rows: np.ndarray | slice, step: int) -> KinetoStepBreakdown:
+    busy = work.union(rows)
+    compute = work.union(rows, _WORK_CODES[ev.COMPUTE])
+    comm = work.union(rows, _WORK_CODES[ev.COMMUNICATION])
     overlap = tl.overlap_us(compute, comm)
     return KinetoStepBreakdown(
         step=step, span_us=busy.span_us, busy_us=busy.length_us, idle_us=busy.span_us - busy.length_us,
         compute_us=compute.length_us, communication_us=comm.length_us, overlap_us=overlap,
         exposed_comm_us=comm.length_us - overlap,
-        memcpy_us=tl.from_events(work[work["category"] == ev.MEMCPY]).length_us,
-        memset_us=tl.from_events(work[work["category"] == ev.MEMSET]).length_us,
+        memcpy_us=work.union(rows, _WORK_CODES[ev.MEMCPY]).length_us,
+        memset_us=work.union(rows, _WORK_CODES[ev.MEMSET]).length_us,
     )
 
 
+def kineto_breakdown(device_events: pd.DataFrame, step: int = ev.UNKNOWN_STEP) -> KinetoStepBreakdown:
+    """GPU time breakdown of one set of device events (see module docstring)."""
+    return _breakdown_of(_WorkArrays.of(device_events), slice(None), step)
+
+
 def kineto_step_breakdown(events: pd.DataFrame) -> list[KinetoStepBreakdown]:
-    """One :class:`KinetoStepBreakdown` per ProfilerStep (device events by launching step)."""
+    """One :class:`KinetoStepBreakdown` per ProfilerStep (device events by launching step).
+
+    The device-work rows are turned into arrays once and grouped by one stable sort of their step
+    (file order kept within a step) and a binary search per step: O(n log n) for all steps."""
     dev = _device(events)
     steps = sorted(int(s) for s in events.loc[events["category"] == ev.STEP, "step"].unique())
+    work = _WorkArrays.of(dev)
     if not steps:
-        return [kineto_breakdown(dev)]
-    return [kineto_breakdown(part, s) for part, s in zip(by_step(dev, steps), steps, strict=True)]
+        return [_breakdown_of(work, slice(None), ev.UNKNOWN_STEP)]
+    order = np.argsort(work.step, kind="stable")
+    sorted_steps = work.step[order]
+    lo = np.searchsorted(sorted_steps, steps, side="left")
+    hi = np.searchsorted(sorted_steps, steps, side="right")
+    return [_breakdown_of(work, order[a:b], s) for a, b, s in zip(lo, hi, steps, strict=True)]
 
 
 def hta_window(events: pd.DataFrame, include_last_step: bool = False) -> pd.DataFrame:
@@ -189,17 +240,23 @@ def hta_window(events: pd.DataFrame, include_last_step: bool = False) -> pd.Data
     ``include_last_step``: before it ends); device events are kept when their launching host event
     (same ``corr``) is kept. With fewer than two steps HTA keeps the last step too; so do we.
     """
-    steps = events[events["category"] == ev.STEP]
-    host = events[events["side"] == ev.SIDE_HOST]
-    if len(steps) < 2:
+    is_step = (events["category"] == ev.STEP).to_numpy(dtype=bool)
+    is_host = (events["side"] == ev.SIDE_HOST).to_numpy(dtype=bool)
+    ts = events["ts_us"].to_numpy(dtype=np.float64)
+    if is_step.sum() < 2:
         include_last_step = True
-    if len(steps):
-        last = steps.iloc[int(np.argmax(steps["ts_us"].to_numpy()))]
-        limit = float(last["ts_us"] + last["dur_us"]) if include_last_step else float(last["ts_us"])
-        host = host[host["ts_us"] < limit] if not include_last_step else host[host["ts_us"] <= limit]
-    corr = host.loc[host["corr"] >= 0, "corr"].unique()
-    dev = events[(events["side"] == ev.SIDE_DEVICE) & events["corr"].isin(corr)]
-    return pd.concat([host, dev]).sort_values("ts_us", kind="stable")
+    keep_host = is_host
+    if is_step.any():
+        step_rows = np.flatnonzero(is_step)
+        last = step_rows[int(np.argmax(ts[step_rows]))]
+        limit = float(ts[last] + events["dur_us"].to_numpy(dtype=np.float64)[last]) if include_last_step \
+            else float(ts[last])
+        keep_host = is_host & ((ts <= limit) if include_last_step else (ts < limit))
+    corr = events["corr"].to_numpy()
+    launched = np.unique(corr[keep_host & (corr >= 0)])
+    keep_dev = (events["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool) & np.isin(corr, launched)
+    rows = np.concatenate([np.flatnonzero(keep_host), np.flatnonzero(keep_dev)])  # host rows, then device rows
+    return events.take(rows[np.argsort(ts[rows], kind="stable")])
 
 
 def comm_compute_overlap(events: pd.DataFrame) -> float:

@@ -117,6 +117,20 @@ def in_windows_mask(t_us: np.ndarray, windows: Sequence[Window]) -> np.ndarray:
     return timeline.membership(t_us, _windows(windows))
 
 
+#: columns the indicators read (the scope selects these, so row filters copy nothing else).
+SCOPE_COLUMNS: tuple[str, ...] = ("name", "category", "side", "sub", "ts_us", "dur_us", "bytes", "rank", "pid", "tid")
+#: columns of the device-work subsets (intervals, copy direction, collective message size).
+DEVICE_COLUMNS: tuple[str, ...] = ("category", "sub", "ts_us", "dur_us", "bytes")
+#: columns of the host subset (dispatch / sync counts by name, launch intervals per thread).
+HOST_COLUMNS: tuple[str, ...] = ("name", "category", "side", "sub", "ts_us", "dur_us", "rank", "pid", "tid")
+INTERVAL_COLUMNS: tuple[str, ...] = ("ts_us", "dur_us")
+
+
+def _rows(df: pd.DataFrame, mask: np.ndarray, columns: Sequence[str]) -> pd.DataFrame:
+    """The rows of ``mask``, only ``columns`` (those ``df`` has): the other columns are never copied."""
+    return df[[c for c in columns if c in df.columns]][mask]
+
+
 def _in_windows(df: pd.DataFrame, windows: Sequence[Window]) -> pd.DataFrame:
     """Rows whose start lies in one of ``windows`` (``df`` itself, not a copy, when all do)."""
     mask = in_windows_mask(df["ts_us"].to_numpy(), windows)
@@ -193,13 +207,17 @@ def compute_indicators(events: pd.DataFrame, scope: ScopeInput) -> IndicatorSet:
     win = scope.windows
     wall = float(sum(e - s for s, e in win))
     steps = scope.step_count
-    scoped = _in_windows(events, win)
-    dev = scoped[(scoped["side"] == ev.SIDE_DEVICE) & scoped["category"].isin(ev.DEVICE_WORK)]
-    host = scoped[(scoped["side"] == ev.SIDE_HOST) & scoped["category"].isin(HOST_BUSY_CATEGORIES)]
-    comp = dev[dev["category"] == ev.COMPUTE]
-    comm = dev[dev["category"] == ev.COMMUNICATION]
+    scoped = _in_windows(events[[c for c in SCOPE_COLUMNS if c in events.columns]], win)
+    is_host = (scoped["side"] == ev.SIDE_HOST).to_numpy()
+    category = scoped["category"]
+    dev = _rows(scoped, (scoped["side"] == ev.SIDE_DEVICE).to_numpy() & category.isin(ev.DEVICE_WORK).to_numpy(),
+                DEVICE_COLUMNS)
+    host = _rows(scoped, is_host & category.isin(HOST_BUSY_CATEGORIES).to_numpy(), INTERVAL_COLUMNS)
+    dev_category = dev["category"]
+    comp = _rows(dev, (dev_category == ev.COMPUTE).to_numpy(), INTERVAL_COLUMNS)
+    comm = _rows(dev, (dev_category == ev.COMMUNICATION).to_numpy(), DEVICE_COLUMNS)
     ops = ev.comm_ops(comm)
-    copies = dev[dev["category"] == ev.MEMCPY]
+    copies = _rows(dev, (dev_category == ev.MEMCPY).to_numpy(), DEVICE_COLUMNS)
 
     dev_u = _clip_union(dev, win)
     host_u = _clip_union(host, win)
@@ -284,13 +302,13 @@ def compute_indicators(events: pd.DataFrame, scope: ScopeInput) -> IndicatorSet:
     b.add("compute_op_count", float(len(comp)), "ops", "compute kernels", "count", "event table", "composition")
     b.add("compute_op_median_us", float(comp["dur_us"].median()) if len(comp) else None, "us",
           "median compute kernel", "median duration of compute kernels", "event table", "composition", no_dev)
-    attn = scoped[scoped["name"].str.contains(ATTENTION_RE, na=False)]
-    b.add("attention_op_count", float(len(attn)), "ops", "attention ops", "events whose name matches attention kernels",
+    n_attn = int(scoped["name"].str.contains(ATTENTION_RE, na=False).sum())
+    b.add("attention_op_count", float(n_attn), "ops", "attention ops", "events whose name matches attention kernels",
           "event table", "composition")
     _comm_op_indicators(b, ops, steps, comm_us)
 
     # -- per-step host dispatch and sync
-    sync_counts = _dispatch_and_sync(b, scoped, wall, steps)
+    sync_counts = _dispatch_and_sync(b, _rows(scoped, is_host, HOST_COLUMNS), wall, steps)
 
     # -- utilisation
     _util_indicators(b, scope)
@@ -388,8 +406,8 @@ def launch_intervals(events: pd.DataFrame) -> LaunchIntervals | None:
     return LaunchIntervals(len(d), len(parts), float(p25), float(p50), float(p75))
 
 
-def _dispatch_and_sync(b: _Builder, scoped: pd.DataFrame, wall: float, steps: int) -> dict[str, int]:
-    host = scoped[scoped["side"] == ev.SIDE_HOST]
+def _dispatch_and_sync(b: _Builder, host: pd.DataFrame, wall: float, steps: int) -> dict[str, int]:
+    """Dispatch and sync indicators from the scope's host rows."""
     disp = host[host["category"] == ev.DISPATCH]
     enq, launch = disp[disp["sub"] == ev.SUB_ENQUEUE], disp[disp["sub"] == ev.SUB_LAUNCH]
     li = launch_intervals(launch)

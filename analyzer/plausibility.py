@@ -83,12 +83,12 @@ def _central_window(ts_us: np.ndarray) -> tuple[float, float, float]:
 def _out_of_order_markers(events: pd.DataFrame, candidates: np.ndarray) -> np.ndarray:
     """Mask of step markers outside the longest strictly increasing run of step numbers (by start)."""
     out = np.zeros(len(events), dtype=bool)
-    idx = np.flatnonzero(candidates & (events["category"].astype(str).to_numpy() == ev.STEP))
+    idx = np.flatnonzero(candidates & (events["category"] == ev.STEP).to_numpy(dtype=bool))
     if len(idx) < 2:
         return out
     order = idx[np.argsort(events["ts_us"].to_numpy()[idx], kind="stable")]
     numbers = [int(m.group(1)) if (m := STEP_NUMBER_RE.search(str(n))) else -1
-               for n in events["name"].to_numpy()[order]]
+               for n in events["name"].iloc[order].to_numpy()]
     keep = _longest_increasing(numbers)
     out[[i for k, i in enumerate(order) if k not in keep]] = True
     return out

@@ -25,6 +25,8 @@ SCRIPTS: dict[str, list[str]] = {
     "step_time_accuracy.py": [],
     # ndval vs HTA 0.5.0 on 109k / 1M / 2M-event Kineto traces (HTA in its own venv; minutes, not seconds)
     "bench_hta.py": [],
+    # a 150 M-event, 35 MiB gzip analysed with --max-events 1,000,000: time and RSS bounded by the budget
+    "bench_gzip_bomb.py": [],
     # 64 ranks replicated from the shared Level1 pair, one made slower: parallel read, slowest rank/link
     "bench_cluster.py": [],
     "bench_serve_timeline.py": ["--requests", "100"],

@@ -17,8 +17,10 @@ is skipped there, counted, and named in a warning.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -148,12 +150,14 @@ class EventFramer:
                 continue
             tried += 1
             buf[cut + 1] = _CLOSE_BRACKET
+            old_limit = _cap_recursion(self.budgets.max_depth)
             try:
                 with memoryview(buf) as view:
                     return cut, dec.decode_chunk(view[:cut + 2], self.fmt)
             except dec.DecodeFailure:
                 continue
             finally:
+                sys.setrecursionlimit(old_limit)
                 buf[cut + 1] = _COMMA
         return cut, None
 
@@ -230,6 +234,21 @@ class EventFramer:
                 return
             if isinstance(obj, dict):
                 self.top.update(obj)
+
+
+def _cap_recursion(max_depth: int) -> int:
+    """Lower the interpreter's recursion limit so that the fast decoder (which counts each nesting
+    level against it, also in the values it skips) fails on any chunk holding an event nested
+    ``max_depth - 2`` levels or more; such a chunk then goes to the exact scanner, which measures
+    every event's depth and drops only those over the budget. Returns the limit to restore (the
+    limit is never raised: deeper C recursion could overflow the stack)."""
+    old = sys.getrecursionlimit()
+    frame: FrameType | None = sys._getframe()
+    frames = 0
+    while frame is not None:
+        frames, frame = frames + 1, frame.f_back
+    sys.setrecursionlimit(min(old, frames + max(1, max_depth - 2)))
+    return old
 
 
 def _object_prefix(head: bytes) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ DTYPE_BYTES: dict[str, int] = {
 }
 
 
-class Args(msgspec.Struct, rename={
+class Args(msgspec.Struct, gc=False, rename={
     "task_type": "Task Type", "task_type_lc": "task type", "memcpy_direction": "memcpy direction",
     "collective_name": "Collective name", "data_size": "data size(Byte)", "size": "size(Byte)",
     "nbytes": "bytes", "msg_nelems": "In msg nelems",
@@ -57,7 +58,7 @@ class Args(msgspec.Struct, rename={
     labels: Any = None
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     """One trace event, needed fields only (``dur`` UNSET when absent: read as 0, like before)."""
 
     ph: str = ""
@@ -70,7 +71,7 @@ class Event(msgspec.Struct):
     args: Args | None = None
 
 
-class KinetoArgs(msgspec.Struct, rename={"nbytes": "bytes", "collective_name": "Collective name",
+class KinetoArgs(msgspec.Struct, gc=False, rename={"nbytes": "bytes", "collective_name": "Collective name",
                                        "msg_nelems": "In msg nelems"}):
     """The ``args`` keys a Kineto trace needs (launch correlation, copy bytes, NCCL collective and
     message size; ``name`` of metadata events). Defaults are the "absent" values of the columns."""
@@ -84,7 +85,7 @@ class KinetoArgs(msgspec.Struct, rename={"nbytes": "bytes", "collective_name": "
     labels: Any = None
 
 
-class KinetoEvent(msgspec.Struct):
+class KinetoEvent(msgspec.Struct, gc=False):
     """One Kineto event, needed fields only (see :class:`Event`)."""
 
     ph: str = ""
@@ -207,24 +208,32 @@ def arg_info(a: Args | None) -> tuple[Any, Any, int, float]:
     return tt, aux, corr, (_as_float(count) * width if width is not None else math.nan)
 
 
-def kineto_arg_columns(events: list[KinetoEvent]) -> tuple[list[Any], list[Any], np.ndarray, np.ndarray]:
-    """``(task type, aux, correlation, bytes)`` columns of Kineto events, column-wise (the same
-    values as :func:`arg_info`; Kineto writes no task type)."""
-    args = [e.args if e.args is not None else _EMPTY_KINETO_ARGS for e in events]
+def kineto_columns(events: list[KinetoEvent]) -> tuple[list[Signature], np.ndarray, np.ndarray]:
+    """``(signature keys, correlation, bytes)`` of Kineto events (the same values as
+    :func:`arg_info`; Kineto writes no task type, so it is ``""``). Signature key =
+    ``(pid, tid, name, cat, task type, collective name)``, built in one comprehension; bytes are
+    ``args.bytes``, else ``In msg nelems × sizeof(dtype)`` (NCCL), else NaN."""
+    args = [e.args or _EMPTY_KINETO_ARGS for e in events]
+    keys = [(e.pid, e.tid, e.name, e.cat, "", a.collective_name) for e, a in zip(events, args, strict=True)]
     corr = int64_column([a.correlation for a in args])
-    nbytes = float_column([a.nbytes for a in args])
-    aux = [a.collective_name for a in args]
-    nelems = [a.msg_nelems for a in args]
-    if nelems.count(None) != len(nelems):
-        for i, count in enumerate(nelems):
-            if count is not None and math.isnan(nbytes[i]):
-                a = args[i]
-                width = DTYPE_BYTES.get(str(a.dtype).lower().replace("torch.", "")) if a.dtype is not None else None
-                nbytes[i] = _as_float(count) * width if width is not None else math.nan
-    return [""] * len(events), aux, corr, nbytes
+    nbytes = float_column([a.nbytes if a.msg_nelems is None else _nccl_bytes(a) for a in args])
+    return keys, corr, nbytes
 
 
-def int64_column(values: list[Any]) -> np.ndarray:
+def _nccl_bytes(a: KinetoArgs) -> Any:
+    """``args.bytes`` when given, else ``In msg nelems × sizeof(dtype)`` (NaN when the dtype is unknown)."""
+    given = _as_float(a.nbytes) if a.nbytes is not None else math.nan
+    if not math.isnan(given):
+        return given
+    width = DTYPE_BYTES.get(str(a.dtype).lower().replace("torch.", "")) if a.dtype is not None else None
+    return _as_float(a.msg_nelems) * width if width is not None else math.nan
+
+
+#: signature of a complete event: (pid, tid, name, cat, Task Type, memcpy direction / Collective name).
+Signature = tuple[Any, Any, Any, Any, Any, Any]
+
+
+def int64_column(values: Sequence[Any]) -> np.ndarray:
     """int64 array of ids (non-integers and out-of-range values -> -1)."""
     try:
         return np.array(values, dtype=np.int64)
@@ -233,7 +242,7 @@ def int64_column(values: list[Any]) -> np.ndarray:
         return np.array([v if -2**63 <= v < 2**63 else -1 for v in out], dtype=np.int64)
 
 
-def float_column(values: list[Any]) -> np.ndarray:
+def float_column(values: Sequence[Any]) -> np.ndarray:
     """float64 array (non-numeric -> NaN)."""
     try:
         return np.array(values, dtype=np.float64)
@@ -264,7 +273,7 @@ class Timestamps:
     base: int | None
 
 
-def exact_relative_us(values: list[Any], base: int | None) -> Timestamps:
+def exact_relative_us(values: Sequence[Any], base: int | None) -> Timestamps:
     """``value − base`` per value, exact to the digit (``base``: the integer part of the first valid
     value when None).
 
@@ -286,7 +295,7 @@ def exact_relative_us(values: list[Any], base: int | None) -> Timestamps:
 _TS_PATTERN = r"^\s*(?P<whole>-?\d{1,18})(?P<frac>\.\d*)?\s*$"
 
 
-def _text_relative(values: list[Any], base: int | None) -> Timestamps:
+def _text_relative(values: Sequence[Any], base: int | None) -> Timestamps:
     """:func:`exact_relative_us` for chunks holding text (vectorized with Arrow's regex kernels)."""
     text = pa.array([v if isinstance(v, str) else (str(v) if type(v) is int else None) for v in values],
                     type=pa.string())
@@ -305,7 +314,7 @@ def _text_relative(values: list[Any], base: int | None) -> Timestamps:
     return Timestamps(rel, bad, base)
 
 
-def durations_us(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+def durations_us(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """``(dur, bad)``: absent -> 0 (as written by older exporters), numbers and numeric text as
     float64; null, negative, non-finite or non-numeric -> ``bad``."""
     try:

@@ -24,13 +24,16 @@ warning too.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import math
 import re
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +62,9 @@ PROGRESS_MIN_BYTES = 64 * 2**20
 #: errors of a damaged file while reading (gzip, I/O); the events read before stay.
 READ_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, ValueError, RuntimeError)
 
-#: signature of a complete event: (pid, tid, name, cat, Task Type, memcpy direction / Collective name)
-#: as written in the trace (classification depends only on these, so it runs once per signature).
-Signature = tuple[Any, Any, Any, Any, Any, Any]
+#: signature of a complete event (``decode.Signature``); classification depends only on it, so it
+#: runs once per signature.
+Signature = dec.Signature
 
 
 @dataclass
@@ -187,9 +190,10 @@ def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | No
         if raw.layout == "empty":
             raise IngestError(path, "<file>", "empty file: no trace events")
         state.kineto, state.max_name = raw.layout == "object", budgets.max_event_bytes
-        for events in framer.chunks():
-            _add(raw, events, state)
-            bar.update(src.disk.n_read)
+        with _gc_paused():
+            for events in framer.chunks():
+                _add(raw, events, state)
+                bar.update(src.disk.n_read)
     except READ_ERRORS as exc:
         if isinstance(exc, IngestError):
             raise
@@ -204,6 +208,22 @@ def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | No
         thinning.compact(raw, final=True)
     _rebase(raw)
     return raw
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while chunks are decoded (restored after, also on error).
+
+    Decoded JSON cannot form reference cycles, so reference counting frees every chunk; without this
+    the collector would walk the millions of short-lived tuples of the column extraction (measured:
+    a third of the decode time on a 1M-event trace)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @dataclass
@@ -233,8 +253,15 @@ def _notes(raw: RawTrace, framer: EventFramer) -> None:
                             f"covers only the {raw.n_complete:,} complete events read")
 
 
+_NAME = itemgetter(2)
+
+
 def _add(raw: RawTrace, events: list[dec.Event], state: _State) -> None:
-    """One decoded chunk -> columns of ``raw`` (module docstring); metadata events -> ``raw``'s maps."""
+    """One decoded chunk -> columns of ``raw`` (module docstring); metadata events -> ``raw``'s maps.
+
+    Column-wise, with as few passes over the structs as possible (each pass costs ~70 ns per event
+    in CPython): the signature key of an event is built in one comprehension, not zipped from
+    per-field lists (measured: half the cost)."""
     raw.n_seen += len(events)
     xs = [e for e in events if e.ph == "X"]
     if len(xs) != len(events):
@@ -247,21 +274,19 @@ def _add(raw: RawTrace, events: list[dec.Event], state: _State) -> None:
     state.base = ts.base
     dur, bad = dec.durations_us([e.dur for e in xs])
     bad |= ts.bad
-    tt: Sequence[Any]
-    aux: Sequence[Any]
+    keys: list[Any]
     if state.kineto:
-        tt, aux, corr, nbytes = dec.kineto_arg_columns(xs)  # type: ignore[arg-type]  # KinetoEvent chunks
+        keys, corr, nbytes = dec.kineto_columns(xs)  # type: ignore[arg-type]  # KinetoEvent chunks
     else:
         tt, aux, corr_t, nbytes_t = zip(*[dec.arg_info(e.args) for e in xs], strict=True)
         corr, nbytes = dec.int64_column(list(corr_t)), np.array(nbytes_t, dtype=np.float64)
-    names = [e.name for e in xs]
+        keys = list(zip([e.pid for e in xs], [e.tid for e in xs], [e.name for e in xs],
+                        [e.cat for e in xs], tt, aux, strict=True))
     long = None
-    if max(map(len, names)) > state.max_name:  # event-size budget (a name this long is not kept)
-        long = np.array([len(n) > state.max_name for n in names])
+    if max(map(len, map(_NAME, keys))) > state.max_name:  # event-size budget (a name this long is not kept)
+        long = np.array([len(k[2]) > state.max_name for k in keys])
         raw.n_too_long += int(long.sum())
         bad |= long
-    keys: list[Any] = list(zip([e.pid for e in xs], [e.tid for e in xs], names,
-                               [e.cat for e in xs], tt, aux, strict=True))
     if bad.any():
         good = ~bad
         raw.n_dropped_bad += int(bad.sum()) - int(long.sum() if long is not None else 0)
@@ -278,10 +303,10 @@ def _signature_ids(raw: RawTrace, keys: list[Any]) -> np.ndarray:
     """Signature id per key, new signatures added to ``raw.sigs`` (unhashable values as text)."""
     index, sigs = raw.sig_index, raw.sigs
     try:
-        ids = [index.get(k, -1) for k in keys]
+        ids = list(map(index.get, keys, itertools.repeat(-1)))
     except TypeError:
         keys = [tuple(v if isinstance(v, str | int) else str(v) for v in k) for k in keys]
-        ids = [index.get(k, -1) for k in keys]
+        ids = list(map(index.get, keys, itertools.repeat(-1)))
     if -1 in ids:
         for i, k in enumerate(keys):
             if ids[i] < 0:
@@ -305,7 +330,7 @@ def _append(raw: RawTrace, cols: tuple[np.ndarray, ...]) -> None:
         room = n - at if thin is None else max(1, thin.cap - len(raw.ts_us))
         part = slice(at, at + room)
         for name, col in zip(_COLUMNS, cols, strict=True):
-            getattr(raw, name).frombytes(col[part].tobytes())
+            getattr(raw, name).frombytes(np.ascontiguousarray(col[part]).data.cast("B"))
         at += room
         if thin is not None and len(raw.ts_us) >= thin.cap:
             thin.compact(raw)
