@@ -4,7 +4,9 @@ Every number carries its provenance in ``provenance`` (datasheet, the reference 
 assumption). Bandwidths are **unidirectional per device** in GB/s (1e9 bytes/s); a level's
 ``max_devices`` is the largest group that fits inside it (e.g. 8 GPUs of an NVLink node); the last
 level is unbounded (``max_devices: null``). ``efficiency`` is the achievable share of the link
-bandwidth and ``latency_us`` a per-step latency; both are modelling assumptions unless stated.
+bandwidth and ``latency_us`` a per-step latency, per level and, where given, per collective kind
+(``collectives``); the NVIDIA presets cite each in ``levels[].sources`` (:data:`NVIDIA_LEVELS`: NCCL's
+latency model, SimuMax's published factors), the Ascend presets keep the reference's assumed constants.
 """
 
 from __future__ import annotations
@@ -15,13 +17,32 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from estimator.perf.comm import CollectiveKind
 from ndcore.units import MIB_PER_GIB
 
 Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
 
 
+class CollectiveFactors(BaseModel):
+    """One collective kind's achieved share of a level's bandwidth and its latency per ring step /
+    message on that level (µs), as in :func:`estimator.perf.network.level_factors`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    efficiency: float = Field(gt=0, le=1)
+    latency_us: float = Field(ge=0)
+
+
 class NetworkLevel(BaseModel):
-    """One level of the network hierarchy (intra-node, then inter-node ...)."""
+    """One level of the network hierarchy (intra-node, then inter-node ...).
+
+    ``efficiency`` / ``latency_us``: the level's achieved share of ``bandwidth_gb_s`` and latency per
+    ring step or message; ``collectives``: per collective kind (``all_reduce``, ``all_gather``,
+    ``reduce_scatter``, ``all_to_all``, ``p2p``) its own :class:`CollectiveFactors` on this level
+    (kinds not listed use the level's); ``call_latency_us``: the fixed latency of one ring collective
+    (all-reduce, all-gather, reduce-scatter) whose widest level is this one; ``sources``: field (``efficiency``, ``latency_us``,
+    ``collectives.<kind>``) -> citation.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -30,6 +51,10 @@ class NetworkLevel(BaseModel):
     bandwidth_gb_s: float = Field(gt=0, description="unidirectional per-device bandwidth, GB/s (1e9 B/s)")
     efficiency: float = Field(default=1.0, gt=0, le=1)
     latency_us: float = Field(default=0.0, ge=0)
+    collectives: dict[CollectiveKind, CollectiveFactors] = Field(default_factory=dict)
+    call_latency_us: float = Field(default=0.0, ge=0, description="fixed latency of one ring collective call "
+                                                                 "whose widest level is this one (µs)")
+    sources: dict[str, str] = Field(default_factory=dict)
 
 
 #: a size table: ``(min size, efficiency)`` pairs; the efficiency of the largest threshold the size
@@ -134,13 +159,66 @@ class HardwareSpec(BaseModel):
         return self.hbm_gib * MIB_PER_GIB
 
 
-def _lv(name: str, max_devices: int | None, bw: float, eff: float, lat: float) -> dict[str, Any]:
-    return {"name": name, "max_devices": max_devices, "bandwidth_gb_s": bw, "efficiency": eff, "latency_us": lat}
+def _lv(name: str, max_devices: int | None, bw: float, eff: float, lat: float, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "max_devices": max_devices, "bandwidth_gb_s": bw, "efficiency": eff, "latency_us": lat,
+            **extra}
 
 
 #: efficiency / latency defaults shared by presets: the reference tool's helper constants
 #: (reference §3.3: level efficiency 0.7 node / 0.9 cluster, latency 1e-5 / 2e-5 s).
 _REF_NET = "efficiency and latency: SAPP-ND comm_time helper constants (reference §3.3); assumption"
+_ASSUMED_EFF = "SAPP-ND comm_time helper constant (reference §3.3); assumption"
+
+#: NCCL's own latency model: a ring collective costs baseLat + nsteps·hwLat[link][Ring][protocol], the
+#: Simple protocol being the one of large messages: per ring step 3.4 µs over NVLink, 9.6 µs over the
+#: network (the per-step latency of estimator.perf.network)
+_NCCL_LAT = ("NVIDIA/nccl@01afd20a77 src/graph/tuning.cc hwLat[{}][Ring][Simple] = {} us per ring step "
+             "(latency = baseLat + nsteps * hwLat)")
+_NVLINK_LAT_US, _NET_LAT_US = 3.4, 9.6
+#: NCCL's baseLat[Ring][Simple]: the fixed latency of one ring collective call
+_NCCL_BASE_LAT_US = 8.4
+_NCCL_BASE = "NVIDIA/nccl@01afd20a77 src/graph/tuning.cc baseLat[Ring][Simple] = 8.4 us per ring collective call"
+_SIMUMAX_A100_NET = "MooreThreads/SimuMax@2127d7d919 configs/system/a100_bf16.json: networks.{}.bandwidth.efficient_factor"
+_H100_EFF = ("SAPP-ND helper constant (reference §3.3); assumption - SimuMax's h100_nvlink.json factors (0.50-0.60) "
+             "are against 900 GB/s (bidirectional NVLink4) and exceed 1 against the 450 GB/s per direction priced here")
+#: B200 intra-node factors measured by SimuMax, per collective kind (its all2all is ndval's all_to_all)
+_SIMUMAX_B200_OP = ("MooreThreads/SimuMax@e691807a7e configs/system/b200_bf16_ceperm.json: "
+                    "networks.high_intra_node.op.{}.efficient_factor (measured)")
+
+
+def _level(name: str, max_devices: int | None, bw: float, latency_us: float, efficiency: float,
+           sources: dict[str, str], collectives: dict[str, float] | None = None) -> dict[str, Any]:
+    """A sourced network level: NCCL's per-step latency for its link type (every kind) and base latency
+    per ring collective call, the level's efficiency and per-kind efficiencies; ``sources`` names where each efficiency comes from."""
+    link = "NVLINK" if max_devices is not None else "NET"
+    per_kind = {kind: {"efficiency": eff, "latency_us": latency_us} for kind, eff in (collectives or {}).items()}
+    return _lv(name, max_devices, bw, efficiency, latency_us, collectives=per_kind, call_latency_us=_NCCL_BASE_LAT_US,
+               sources={"latency_us": _NCCL_LAT.format(link, latency_us), "call_latency_us": _NCCL_BASE, **sources})
+
+
+_NVIDIA_NET = ("efficiency and latency per level and collective kind with their sources in levels[].sources "
+               "(NCCL's per-step latencies; SimuMax's efficiencies where published)")
+#: NVLink inside a node of 8 and InfiniBand between nodes of the NVIDIA presets, each number sourced
+NVIDIA_LEVELS: dict[str, list[dict[str, Any]]] = {
+    "a100-80g": [
+        _level("nvlink3", 8, 300.0, _NVLINK_LAT_US, 0.7, {"efficiency": _SIMUMAX_A100_NET.format("high_intra_node")}),
+        _level("ib-hdr", None, 25.0, _NET_LAT_US, 0.6, {"efficiency": _SIMUMAX_A100_NET.format("inter_node")}),
+    ],
+    "h100-80g": [
+        _level("nvlink4", 8, 450.0, _NVLINK_LAT_US, 0.7, {"efficiency": _H100_EFF}),
+        _level("ib-ndr", None, 50.0, _NET_LAT_US, 0.9, {"efficiency": _ASSUMED_EFF}),
+    ],
+    "b200": [
+        _level("nvlink5", 8, 900.0, _NVLINK_LAT_US, 0.7,
+               {"efficiency": _ASSUMED_EFF + " (p2p only: SimuMax's measured p2p factor 1.45 exceeds 1 against the "
+                                             "900 GB/s per direction)",
+                **{f"collectives.{kind}": _SIMUMAX_B200_OP.format(op) for kind, op in (
+                    ("all_reduce", "all_reduce"), ("all_gather", "all_gather"), ("reduce_scatter", "reduce_scatter"),
+                    ("all_to_all", "all2all"))}},
+               {"all_reduce": 0.7424, "all_gather": 0.6735, "reduce_scatter": 0.6731, "all_to_all": 0.5968}),
+        _level("ib-ndr", None, 50.0, _NET_LAT_US, 0.9, {"efficiency": _ASSUMED_EFF}),
+    ],
+}
 
 #: SimuMax's published system files (MooreThreads/SimuMax@4dcaae513b configs/system/): per op class
 #: an efficient_factor against the datasheet peak, an HBM efficient_factor and a latency_us added
@@ -202,14 +280,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "hbm_gib": 80.0,
         "peak_tflops": {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5},
         "devices_per_node": 8,
-        "levels": [_lv("nvlink3", 8, 300.0, 0.7, 10.0), _lv("ib-hdr", None, 25.0, 0.9, 20.0)],
+        "levels": NVIDIA_LEVELS["a100-80g"],
         "efficiency": _simumax_eff("a100_bf16.json", 2039.0, "NVIDIA A100 80GB SXM datasheet: 2,039 GB/s",
                                    0.75, 0.75, 0.75, 0.7, 40.0),
         "provenance": {
             "hbm_gib": "NVIDIA A100 80GB datasheet (81920 MiB)",
             "peak_tflops": "NVIDIA A100 datasheet, dense (no sparsity); fp32 non-tensor-core",
             "levels": "NVLink3 600 GB/s bidirectional = 300 GB/s per direction; HDR InfiniBand 200 Gb/s per GPU",
-            "network": _REF_NET,
+            "network": _NVIDIA_NET,
         },
     },
     "h100-80g": {
@@ -217,14 +295,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "hbm_gib": 80.0,
         "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "fp8": 1979.0},
         "devices_per_node": 8,
-        "levels": [_lv("nvlink4", 8, 450.0, 0.7, 10.0), _lv("ib-ndr", None, 50.0, 0.9, 20.0)],
+        "levels": NVIDIA_LEVELS["h100-80g"],
         "efficiency": _simumax_eff("h100_nvlink.json", 3350.0, "NVIDIA H100 SXM5 datasheet: 3.35 TB/s",
                                    0.70, 0.72, 0.55, 0.85, 20.0),
         "provenance": {
             "hbm_gib": "NVIDIA H100 SXM5 80GB datasheet",
             "peak_tflops": "NVIDIA H100 SXM5 datasheet, dense (no sparsity)",
             "levels": "NVLink4 900 GB/s bidirectional = 450 per direction; NDR InfiniBand 400 Gb/s per GPU",
-            "network": _REF_NET,
+            "network": _NVIDIA_NET,
         },
     },
     "h200": {
@@ -232,7 +310,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "hbm_gib": 140.0,
         "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "fp8": 1979.0},
         "devices_per_node": 8,
-        "levels": [_lv("nvlink4", 8, 450.0, 0.7, 10.0), _lv("ib-ndr", None, 50.0, 0.9, 20.0)],
+        "levels": NVIDIA_LEVELS["h100-80g"],
         "efficiency": _simumax_eff("h100_nvlink.json", 4800.0, "NVIDIA H200 SXM datasheet: 4.8 TB/s; the "
                                    "efficiencies are SimuMax's H100 file (same tensor cores; assumption)",
                                    0.70, 0.72, 0.55, 0.85, 20.0),
@@ -240,7 +318,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "hbm_gib": "NVIDIA H200 SXM 141 GB (decimal) datasheet; ~140 GiB usable, rounded",
             "peak_tflops": "NVIDIA H200 SXM datasheet, dense (same tensor cores as H100)",
             "levels": "NVLink4 900 GB/s bidirectional; NDR InfiniBand 400 Gb/s per GPU",
-            "network": _REF_NET,
+            "network": _NVIDIA_NET,
         },
     },
     "b200": {
@@ -248,7 +326,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "hbm_gib": 180.0,
         "peak_tflops": {"bf16": 2250.0, "fp16": 2250.0, "fp32": 80.0, "fp8": 4500.0},
         "devices_per_node": 8,
-        "levels": [_lv("nvlink5", 8, 900.0, 0.7, 10.0), _lv("ib-ndr", None, 50.0, 0.9, 20.0)],
+        "levels": NVIDIA_LEVELS["b200"],
         "efficiency": _simumax_eff("b200_bf16_ceperm.json", 8000.0, "NVIDIA DGX B200 datasheet: 64 TB/s HBM3e "
                                    "for 8 GPUs = 8 TB/s per GPU", 0.48780765792034037, 0.7059717796465379,
                                    0.6943225842672003, 0.666, 30.0),
@@ -256,7 +334,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "hbm_gib": "DGX B200: 1,440 GB HBM3e for 8 GPUs = 180 GB per GPU (decimal); rounded",
             "peak_tflops": "NVIDIA DGX B200 datasheet per GPU, dense (no sparsity); fp32 approximate",
             "levels": "NVLink5 1.8 TB/s bidirectional = 900 GB/s per direction; 400 Gb/s InfiniBand per GPU",
-            "network": _REF_NET,
+            "network": _NVIDIA_NET,
         },
     },
 }

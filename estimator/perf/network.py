@@ -11,14 +11,21 @@ order tp → cp → ep/dp → pp), so ``min(n, max(1, domain_L // stride))`` mem
 domain. Times use the standard bandwidth-optimal ring bounds applied level by level (hierarchical
 reduce-scatter / all-reduce / all-gather: Patarasuk & Yuan 2009; Thakur et al. 2005) — reference
 design §3.3, "newer variant": ``time = Σ_L [2(n_L−1)/n_L · S_L/(bw_L·eff_L) + 2(n_L−1)·lat_L]``.
+
+Efficiency and per-step latency are per level *and* per collective kind: a level may carry its own
+``(efficiency, latency_us)`` for ``all_reduce``, ``all_gather``, ``reduce_scatter``, ``all_to_all`` or
+``p2p`` (``collectives``, :func:`level_factors`), else the level's own values apply; each level a group
+spans is priced with its own factors (e.g. NVLink inside a node, InfiniBand between nodes). The
+latency is per ring step / per message, NCCL's latency model (``src/graph/tuning.cc``: a ring
+collective's latency is ``nsteps·hwLat`` of the link type, NVLink or network, plus a base latency).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from estimator.perf.comm import Collective
 from ndcore.units import BYTES_PER_GB, S_PER_US
@@ -38,22 +45,47 @@ class LevelLike(Protocol):
 
 
 @dataclass(frozen=True)
+class Factors:
+    """A collective kind's own efficiency (0-1] and per-step latency (µs) on one level."""
+
+    efficiency: float
+    latency_us: float
+
+
+@dataclass(frozen=True)
 class Level:
-    """One network level: domain size, per-device bandwidth (GB/s), efficiency (0-1], latency (µs)."""
+    """One network level: domain size, per-device bandwidth (GB/s), efficiency (0-1], latency (µs),
+    per collective kind its own :class:`Factors` (``collectives``; absent kinds use the level's), and
+    the fixed latency of one ring collective call whose widest level is this one (``call_latency_us``)."""
 
     max_devices: float | None
     bandwidth_gb_s: float
     efficiency: float = 1.0
     latency_us: float = 0.0
+    collectives: Mapping[str, Factors] = field(default_factory=dict)
+    call_latency_us: float = 0.0
 
     def __post_init__(self) -> None:
-        if (self.max_devices is not None and self.max_devices < 1) or self.bandwidth_gb_s <= 0 or not 0 < self.efficiency <= 1 or self.latency_us < 0:
+        factors = [(self.efficiency, self.latency_us), *((f.efficiency, f.latency_us) for f in self.collectives.values())]
+        if (self.max_devices is not None and self.max_devices < 1) or self.bandwidth_gb_s <= 0 or any(
+                not 0 < eff <= 1 or lat < 0 for eff, lat in factors) or self.call_latency_us < 0:
             raise ValueError(f"invalid network level {self}")
 
 
-def effective_bytes_per_s(level: LevelLike) -> float:
-    """Achieved bandwidth of a level in bytes/s: ``bandwidth_gb_s · 1e9 · efficiency``."""
-    return level.bandwidth_gb_s * BYTES_PER_GB * level.efficiency
+def level_factors(level: LevelLike, kind: str) -> tuple[float, float]:
+    """(efficiency, latency µs per step) of ``level`` for a collective of ``kind``: the level's entry for
+    that kind in ``collectives`` when it has one, else the level's own ``efficiency`` and ``latency_us``."""
+    per_kind: Mapping[str, Any] = getattr(level, "collectives", None) or {}
+    own = per_kind.get(kind)
+    if own is None:
+        return level.efficiency, level.latency_us
+    return float(own.efficiency), float(own.latency_us)
+
+
+def effective_bytes_per_s(level: LevelLike, kind: str = "") -> float:
+    """Achieved bandwidth of a level in bytes/s for a collective of ``kind``: ``bandwidth_gb_s · 1e9 ·
+    efficiency`` (:func:`level_factors`; no kind: the level's own efficiency)."""
+    return level.bandwidth_gb_s * BYTES_PER_GB * level_factors(level, kind)[0]
 
 
 def members_per_domain(group_size: int, stride: int, levels: Sequence[LevelLike]) -> list[int]:
@@ -89,24 +121,28 @@ def ring_time_s(
     """Hierarchical ring all-reduce / all-gather / reduce-scatter of a ``size_bytes`` buffer.
 
     Level ``L`` works on ``S_L = S/Π_{l<L} n_l`` (the shard left after the inner levels) with the
-    ring bound ``k·(n_L−1)/n_L·S_L/bw_L + k·(n_L−1)·lat_L``; ``k`` = 2 for all-reduce (reduce-scatter
-    then all-gather), 1 for all-gather and reduce-scatter.
+    ring bound ``k·(n_L−1)/n_L·S_L/bw_L + k·(n_L−1)·lat_L`` with that level's factors for ``kind``;
+    ``k`` = 2 for all-reduce (reduce-scatter then all-gather), 1 for all-gather and reduce-scatter.
+    Plus once per call the ``call_latency_us`` of the widest level the group spans (NCCL's baseLat).
     """
     if group_size <= 1:
         return 0.0
     k = 2.0 if kind == "all_reduce" else 1.0
     shard = size_bytes
-    total = 0.0
+    total = call = 0.0
     for n_l, lvl in zip(level_fanout(group_size, stride, levels), levels, strict=True):
         if n_l > 1:
-            total += k * (n_l - 1) / n_l * shard / effective_bytes_per_s(lvl)
-            total += k * (n_l - 1) * lvl.latency_us * S_PER_US
+            _, latency_us = level_factors(lvl, kind)
+            total += k * (n_l - 1) / n_l * shard / effective_bytes_per_s(lvl, kind)
+            total += k * (n_l - 1) * latency_us * S_PER_US
+            call = float(getattr(lvl, "call_latency_us", 0.0)) * S_PER_US
         shard /= n_l
-    return total
+    return total + call
 
 
 def all_to_all_time_s(size_bytes: float, group_size: int, stride: int, levels: Sequence[LevelLike]) -> float:
-    """All-to-all where each device holds ``S`` bytes split evenly over the ``n`` members.
+    """All-to-all where each device holds ``S`` bytes split evenly over the ``n`` members (each level's
+    ``all_to_all`` factors).
 
     The ``S/n`` chunks for peers first reachable at level L (``members_L − members_{L−1}`` of them,
     minus itself at level 0) go over that level: ``Σ_L chunks_L·(S/n)/bw_L + chunks_L·lat_L``.
@@ -121,17 +157,18 @@ def all_to_all_time_s(size_bytes: float, group_size: int, stride: int, levels: S
     for m, lvl in zip(members_per_domain(group_size, stride, levels), levels, strict=True):
         peers = m - prev
         if peers > 0:
-            total += peers * chunk / effective_bytes_per_s(lvl) + peers * lvl.latency_us * S_PER_US
+            _, latency_us = level_factors(lvl, "all_to_all")
+            total += peers * chunk / effective_bytes_per_s(lvl, "all_to_all") + peers * latency_us * S_PER_US
         prev = m
     return total
 
 
 def p2p_time_s(size_bytes: float, stride: int, levels: Sequence[LevelLike]) -> float:
     """One send of ``S`` bytes to a peer ``stride`` ids away, over the innermost level holding both:
-    ``S/bw_L + lat_L``."""
+    ``S/bw_L + lat_L`` (the level's ``p2p`` factors)."""
     members = members_per_domain(2, stride, levels)
     lvl = levels[next(i for i, m in enumerate(members) if m >= 2)]
-    return size_bytes / effective_bytes_per_s(lvl) + lvl.latency_us * S_PER_US
+    return size_bytes / effective_bytes_per_s(lvl, "p2p") + level_factors(lvl, "p2p")[1] * S_PER_US
 
 
 def collective_time_s(c: Collective, stride: int, levels: Sequence[LevelLike]) -> float:

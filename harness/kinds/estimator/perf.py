@@ -104,8 +104,7 @@ def overlay_record(name: str, overlay: Any) -> dict[str, Any]:
     """What the sign-off shows of an applied overlay: ``name`` (as the case gives it), hardware, the
     fields it sets and their sources."""
     return {"file": name, "hardware": overlay.hardware, "source": overlay.source, "fields": overlay.fields(),
-            "values": {k: overlay.efficiency[k] for k in overlay.fields()},
-            "sources": dict(overlay.efficiency.get("sources", {}))}
+            "values": overlay.values(), "sources": overlay.sources()}
 
 
 def _measured_step_ms(params: EstimatorParams, row: dict[str, Any]) -> float | None:
