@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="YAML threshold overrides, applied to BOTH sides")
     parser.add_argument("--phase", choices=("prefill", "decode"), default=None,
                         help="phase override, applied to BOTH sides")
-    parser.add_argument("--top", type=int, default=8, help="operators to print per list (default 8)")
+    parser.add_argument("--top", type=int, default=None,
+                        help="operators to print per list (default: every one the comparison lists, compareTopOperators)")
 
 
 class UnreadableInput(ValueError):
@@ -94,7 +95,7 @@ def distinct_short_names(names: list[str], width: int = 60) -> list[str]:
         width += 20
 
 
-def summary_text(comparison: Any, top: int = 8) -> str:
+def summary_text(comparison: Any, top: int | None = None) -> str:
     """Console summary: headline, comparability + reasons, headline metrics, top changed operators."""
     from tabulate import tabulate
 

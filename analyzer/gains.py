@@ -18,12 +18,16 @@ from typing import Any
 from analyzer.indicators import IndicatorSet
 from analyzer.thresholds import Thresholds, default_thresholds
 
-#: seed §6.2 empirical ranges, percent of step time: id -> (low, high, note).
-EMPIRICAL: dict[str, tuple[float, float, str]] = {
-    "quantization": (20.0, 45.0, "depends on model structure and operator coverage"),
-    "small-op-fusion": (10.0, 30.0, "depends on fusion coverage"),
-    "chunked-prefill": (5.0, 25.0, "measure against the real sequence-length distribution"),
-    "parallel-strategy": (5.0, 30.0, "strongly depends on model structure and device count"),
+#: seed §6.2 empirical ranges: id -> (low parameter, high parameter, note); the range, percent of step time,
+#: is in ``thresholds_default.yaml``.
+EMPIRICAL: dict[str, tuple[str, str, str]] = {
+    "quantization": ("empiricalQuantizationLowPct", "empiricalQuantizationHighPct",
+                     "depends on model structure and operator coverage"),
+    "small-op-fusion": ("empiricalSmallOpFusionLowPct", "empiricalSmallOpFusionHighPct", "depends on fusion coverage"),
+    "chunked-prefill": ("empiricalChunkedPrefillLowPct", "empiricalChunkedPrefillHighPct",
+                        "measure against the real sequence-length distribution"),
+    "parallel-strategy": ("empiricalParallelStrategyLowPct", "empiricalParallelStrategyHighPct",
+                          "strongly depends on model structure and device count"),
 }
 EMPIRICAL_NOTE = "empirical range, not derived from this dataset; measure before relying on it"
 COMBINE_NOTE = ("optimisations overlap and constrain each other: they do not simply add up; "
@@ -103,7 +107,8 @@ def derive(gain_id: str, ind: IndicatorSet, th: Thresholds | None = None) -> Gai
     v = ind.value
     step, steps = v("avg_step_us"), int(v("step_count") or 0)
     if gain_id in EMPIRICAL:
-        lo, hi, note = EMPIRICAL[gain_id]
+        low_id, high_id, note = EMPIRICAL[gain_id]
+        lo, hi = th.v(low_id), th.v(high_id)
         return Gain(gain_id, (lo + hi) / 2, lo, hi, "low", False, f"{EMPIRICAL_NOTE}: {note}",
                     "seed §6.2 range; the estimate is its midpoint")
     if gain_id == "concurrency":

@@ -1,7 +1,8 @@
 """Strategy-search throughput: layouts per second of ``ndval search`` on DeepSeek-V3 671B, 1,024 devices.
 
 The sweep covers tp × pp (uneven first/last and embedding/loss splits) × vpp × ep × micro-batch ×
-recompute, priced on the scalar path in this process and, with ``--dask``, on a local Dask
+recompute, priced in this process one by one (``--scalar`` path) and with batched memory
+(:mod:`estimator.search.batched`; step time still per layout) and, with ``--dask``, on a local Dask
 cluster of ``--workers`` processes; it prints layouts/s of each and checks that both give the
 same top K. Not a timed test.
 
@@ -36,11 +37,23 @@ def main() -> int:
     args = ap.parse_args()
     base = estimator.load_config(EXAMPLE)
     start = time.perf_counter()
+    scalar = search.search(base, 1024, SPACE, top_k=args.top, batched=False)
+    wall_s = time.perf_counter() - start
+    start = time.perf_counter()
     single = search.search(base, 1024, SPACE, top_k=args.top)
     wall = time.perf_counter() - start
     p = single.partial
-    print(f"scalar: {p.evaluated} layouts ({p.feasible} feasible) in {wall:.2f} s = {p.evaluated / wall:,.0f} layouts/s")
-    print(f"  rejected by reason: {single.rejected}")
+    paths = {c.path for c in single.ranked}
+    print(f"scalar: {p.evaluated} layouts in {wall_s:.2f} s = {p.evaluated / wall_s:,.0f} layouts/s")
+    print(f"batched memory ({single.path}; top {args.top} memory paths {sorted(paths)}): {p.evaluated} layouts "
+          f"({p.feasible} feasible) in {wall:.2f} s = {p.evaluated / wall:,.0f} layouts/s; ratio {wall_s / wall:.2f}x")
+    def strip(r: search.SearchResult) -> list[dict[str, object]]:
+        return [{k: v for k, v in c.to_dict().items() if k != "path"} for c in r.ranked]
+
+    same_top = strip(single) == strip(scalar)
+    print(f"  same top {args.top} as scalar: {same_top}; rejected by reason: {single.rejected}")
+    if not same_top:
+        return 1
     if args.dask:
         from estimator.search.distributed import search_dask
 

@@ -10,12 +10,12 @@ Symbols (reference §2): d = dp, t = tp, cp, ep, etp, p = pp, vp = vpp, E = rout
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from estimator import pipeline_split
+from estimator.arrays import gcd, where
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, ModelConfig
@@ -40,10 +40,8 @@ def expert_degrees(dp: int, tp: int, cp: int, ep: int, etp: int | None) -> Exper
     """
     if etp:
         return ExpertDegrees(t_exp=etp, d_exp=dp * tp * cp / (etp * ep))
-    t_exp = tp
-    d_exp = dp / ep if dp >= ep else dp * tp / ep
-    if t_exp * ep > dp * tp:
-        t_exp = 1
+    d_exp = where(dp >= ep, dp / ep, dp * tp / ep)  # arrays of layouts too (estimator.arrays)
+    t_exp = where(tp * ep > dp * tp, 1, tp)
     return ExpertDegrees(t_exp=t_exp, d_exp=d_exp)
 
 
@@ -95,7 +93,7 @@ def shard_factors(cfg: EstimatorConfig) -> ShardFactors:
     os_shard = os_max_shard(cfg)
     p_os_non_exp_partial = (os_shard if has_op else p.tp) * p.cp
     p_os_non_exp = (p.dp if has_op else 1) * p.cp * p.tp
-    p_os_exp_partial = math.gcd(m.num_experts, (os_shard if has_op else 1) * degrees.t_exp)
+    p_os_exp_partial = gcd(m.num_experts, (os_shard if has_op else 1) * degrees.t_exp)
     p_os_exp = routed_expert_shard(
         degrees.d_exp, p.cp, degrees.t_exp, has_op=has_op, expert_zero3_sharding=p.expert_zero3_sharding
     )
@@ -121,7 +119,7 @@ def megatron_expert_tp(cfg: EstimatorConfig) -> int:
     p = cfg.parallel
     if p.etp:
         return p.etp
-    return p.tp if (p.dp * p.cp) % p.ep == 0 else 1
+    return where((p.dp * p.cp) % p.ep == 0, p.tp, 1)  # arrays of layouts too (estimator.arrays)
 
 
 def expert_data_parallel(cfg: EstimatorConfig) -> int:

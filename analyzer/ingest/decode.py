@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 import numpy as np
@@ -111,10 +111,30 @@ class Format:
     kineto: bool
 
 
-GENERIC = Format(msgspec.json.Decoder(list[Event], float_hook=str), msgspec.json.Decoder(Event, float_hook=str),
-                 False)
-KINETO = Format(msgspec.json.Decoder(list[KinetoEvent], float_hook=str),
-                msgspec.json.Decoder(KinetoEvent, float_hook=str), True)
+#: every ``ph`` of the Trace Event Format; a chunk holding another value (or an event without
+#: ``ph``) fails the fast decode and is decoded event by event (:func:`decode_one`), same result.
+PHASES: tuple[str, ...] = ("X", "M", "B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O",
+                           "D", "V", "v", "R", "c", "(", ")")
+#: the phases whose fields are read (complete events; metadata: process / thread names).
+READ_PHASES: tuple[str, ...] = ("X", "M")
+
+
+def _chunk_decoder(event: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
+    """A decoder of a chunk of events, tagged by ``ph``: complete and metadata events get the fields
+    of ``event``; events of every other phase (Kineto flow ``s``/``f`` arrows, instants, counters:
+    a third of a GPU trace) decode to a struct with no field, so the decoder skips their content
+    without building a string or a number. Every struct has its ``ph`` as a class attribute, like
+    the ``ph`` field of ``event`` (what :func:`decode_one` returns)."""
+    fields = [(f.name, f.type, f.default) for f in msgspec.structs.fields(event) if f.name != "ph"]
+    types = [msgspec.defstruct(f"{event.__name__}_{i}", fields if ph in READ_PHASES else [], tag_field="ph",
+                               tag=ph, gc=False, namespace={"ph": ph}, module=__name__)
+             for i, ph in enumerate(PHASES)]
+    union: Any = Union[tuple(types)]  # noqa: UP007 - a union of types built at run time
+    return msgspec.json.Decoder(list[union], float_hook=str)
+
+
+GENERIC = Format(_chunk_decoder(Event), msgspec.json.Decoder(Event, float_hook=str), False)
+KINETO = Format(_chunk_decoder(KinetoEvent), msgspec.json.Decoder(KinetoEvent, float_hook=str), True)
 LOOSE_DECODER = msgspec.json.Decoder(float_hook=str)
 _NON_JSON_NUMBER = re.compile(rb"([:,\[]\s*)(?:-?Infinity|NaN)")
 DecodeFailure = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError)

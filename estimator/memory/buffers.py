@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from estimator.arrays import maximum, where
 from estimator.derive import expert_degrees, layer_ep, layer_kind, mtp_is_moe, shard_factors
 from estimator.params import MLP_MATRICES, layer_params
 from estimator.profiles import profile_of, resolved_bytes
@@ -24,10 +25,14 @@ N_ATT_MM = 4
 
 
 def comm_flag(degree: float, has_op: bool, grad_sharding: bool) -> int:
-    """Reference comm flag: 0 without sharding (degree 1 or no OP), 2 ZeRO-2-like, 3 with grad sharding."""
-    if degree <= 1 or not has_op:
-        return 0
-    return 3 if grad_sharding else 2
+    """Reference comm flag: 0 without sharding (degree 1 or no OP), 2 ZeRO-2-like, 3 with grad sharding.
+    (``degree`` may be an array of layouts: :mod:`estimator.arrays`.)"""
+    return where((degree <= 1) | (not has_op), 0, 3 if grad_sharding else 2)
+
+
+def _by_flag(flag: int, two: float, three: float) -> float:
+    """The value of a buffer term by comm flag: 0, ``two`` or ``three`` (elementwise for arrays)."""
+    return where(flag == 0, 0.0, where(flag == 2, two, three))
 
 
 def dp_buffer(cfg: EstimatorConfig, index: int) -> float:
@@ -36,13 +41,13 @@ def dp_buffer(cfg: EstimatorConfig, index: int) -> float:
     p = cfg.parallel
     lp = layer_params(cfg.model, index)
     flag = comm_flag(p.dp, p.distributed_optimizer, p.grad_sharding)
-    non_exp = {0: 0.0, 2: lp.non_expert / (p.cp * p.tp) + lp.non_expert / p.tp, 3: lp.non_expert / p.tp}[flag]
+    non_exp = _by_flag(flag, lp.non_expert / (p.cp * p.tp) + lp.non_expert / p.tp, lp.non_expert / p.tp)
     deg = expert_degrees(p.dp, p.tp, p.cp, p.ep, p.etp)
     ep = layer_ep(cfg, index)
     e_tot = lp.routed + lp.shared
     flag_e = comm_flag(deg.d_exp, p.distributed_optimizer, p.grad_sharding)
     sharded = e_tot / (p.cp * deg.t_exp * ep)
-    expert = {0: 0.0, 2: sharded + e_tot / max(ep, deg.t_exp), 3: sharded}[flag_e]
+    expert = _by_flag(flag_e, sharded + e_tot / maximum(ep, deg.t_exp), sharded)
     return non_exp + expert
 
 
@@ -50,37 +55,34 @@ def tp_buffer(cfg: EstimatorConfig, index: int) -> float:
     """TP gather buffer for one micro-batch. Dense: s·b·(h + F)/cp (elements). MoE (parameter-sized):
     4·h²·B + n_mm·h·B·(E/ep·F_e + F_s) bytes. 0 without TP."""
     m, p, tr = cfg.model, cfg.parallel, cfg.train
-    if p.tp == 1:
-        return 0.0
     kind = layer_kind(m, index)
     moe = kind == "moe" or (kind == "mtp" and mtp_is_moe(m))
     s_b = tr.seq_length * tr.micro_batch_size
     if not moe:
-        return s_b * (m.hidden_size + m.dense_ffn) / p.cp
+        return where(p.tp == 1, 0.0, s_b * (m.hidden_size + m.dense_ffn) / p.cp)
     b_c, h = resolved_bytes(cfg).compute, m.hidden_size
     widths = m.num_experts / layer_ep(cfg, index) * m.expert_ffn + m.shared_ffn_total
-    return N_ATT_MM * h * h * b_c + MLP_MATRICES[m.activation] * h * b_c * widths
+    return where(p.tp == 1, 0.0, N_ATT_MM * h * h * b_c
+                 + MLP_MATRICES[m.activation] * h * b_c * widths)
 
 
 def cp_buffer(cfg: EstimatorConfig, index: int) -> float:
     """Ring-CP buffer (elements): 2·s·b·(rf + 0.5)·4·h/t + 2·s·b·n_mm·F/t with rf = [p = 1]; 0 without CP."""
     m, p, tr = cfg.model, cfg.parallel, cfg.train
-    if p.cp == 1:
-        return 0.0
     s_b = tr.seq_length * tr.micro_batch_size
     rf = 1.0 if p.pp == 1 else 0.0
     ffn = m.expert_ffn if layer_kind(m, index) == "moe" else m.dense_ffn
-    return 2 * s_b * (rf + 0.5) * N_ATT_MM * m.hidden_size / p.tp + 2 * s_b * MLP_MATRICES[m.activation] * ffn / p.tp
+    value = 2 * s_b * (rf + 0.5) * N_ATT_MM * m.hidden_size / p.tp + 2 * s_b * MLP_MATRICES[m.activation] * ffn / p.tp
+    return where(p.cp == 1, 0.0, value)
 
 
 def ep_buffer(cfg: EstimatorConfig, index: int) -> float:
     """EP all-to-all buffer for one micro-batch (bytes): 2·k·s·b/cp·(ep−1)/ep·h·B (dispatch + combine)."""
     m, tr = cfg.model, cfg.train
     ep = layer_ep(cfg, index)
-    if ep <= 1:
-        return 0.0
     tokens = tr.seq_length * tr.micro_batch_size / cfg.parallel.cp
-    return 2 * m.moe_topk * tokens * (ep - 1) / ep * m.hidden_size * resolved_bytes(cfg).compute
+    value = 2 * m.moe_topk * tokens * (ep - 1) / ep * m.hidden_size * resolved_bytes(cfg).compute
+    return where(ep <= 1, 0.0, value)
 
 
 def layer_comm_bytes(cfg: EstimatorConfig, index: int, mu: int, mode: RecomputeMode) -> float:
@@ -90,7 +92,7 @@ def layer_comm_bytes(cfg: EstimatorConfig, index: int, mu: int, mode: RecomputeM
     dp = dp_buffer(cfg, index)
     if mode == "full":
         return dp
-    return max(dp, tp_buffer(cfg, index) * mu, cp_buffer(cfg, index)) + ep_buffer(cfg, index) * mu
+    return maximum(maximum(dp, tp_buffer(cfg, index) * mu), cp_buffer(cfg, index)) + ep_buffer(cfg, index) * mu
 
 
 def embedding_comm_bytes(cfg: EstimatorConfig) -> float:
@@ -101,7 +103,7 @@ def embedding_comm_bytes(cfg: EstimatorConfig) -> float:
     flag = comm_flag(p.dp, p.distributed_optimizer, p.grad_sharding)
     dp = flag * m.hidden_size * m.vocab / (shard_factors(cfg).embed * p.cp)
     tp = tr.seq_length * m.hidden_size * tr.micro_batch_size * (p.tp - 1) / (p.tp * p.cp)
-    return max(dp, tp)
+    return maximum(dp, tp)
 
 
 def head_comm_bytes(cfg: EstimatorConfig) -> float:

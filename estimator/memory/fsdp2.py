@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from estimator.arrays import maximum
 from estimator.derive import layer_ep, megatron_expert_tp
 from estimator.memory import activation as act
 from estimator.params import embedding_params, head_params, layer_params, position_embedding_params
@@ -161,5 +162,5 @@ def reserve_terms(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode
     if main:
         last = main[-1]
         freed = act.layer_activation_bytes(cfg, last, "none") - act.layer_activation_bytes(cfg, last, mode)
-        terms["idle_block_intermediates"] = max(freed, 0.0)
+        terms["idle_block_intermediates"] = maximum(freed, 0.0)  # arrays of layouts too (estimator.arrays)
     return terms

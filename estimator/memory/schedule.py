@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import Literal
 
+from estimator.arrays import maximum, minimum
+
 Schedule = Literal["1f1b", "interleaved", "zero_bubble_v", "gpipe"]
 #: how interleaved 1F1B spreads μ over a stage's chunks: the reference's rule or Megatron's order
 InterleavedOrder = Literal["reference", "megatron"]
 
 
 def in_flight_1f1b(pp: int, m: int, stage: int) -> int:
-    """1F1B: μ = min(p, m) − stage (stage 0 holds p, the last stage 1); at least 1."""
-    return max(1, min(pp, m) - stage)
+    """1F1B: μ = min(p, m) − stage (stage 0 holds p, the last stage 1); at least 1. (``m`` may be
+    an array of layouts: :mod:`estimator.arrays`.)"""
+    return maximum(1, minimum(pp, m) - stage)
 
 
 def in_flight_interleaved(pp: int, vpp: int, m: int, stage: int, chunk: int) -> int:
@@ -27,10 +30,10 @@ def in_flight_interleaved(pp: int, vpp: int, m: int, stage: int, chunk: int) -> 
     last chunk holds ``last``. Summed over chunks this equals Megatron's warm-up depth
     (p − stage − 1)·2 + (vp − 1)·p plus the one in the steady state for every stage but the first.
     """
-    base = min(pp, m)
+    base = minimum(pp, m)
     extra = base - stage - 1
     last = base - stage
-    if last < base:
+    if stage > 0:  # last < base ⇔ stage > 0 (the form that also holds for an array of m)
         last += 1
         extra -= 1
     if chunk == 0:
@@ -39,7 +42,7 @@ def in_flight_interleaved(pp: int, vpp: int, m: int, stage: int, chunk: int) -> 
         value = last
     else:
         value = base
-    return max(1, value)
+    return maximum(1, value)
 
 
 def megatron_interleaved_warmup(pp: int, vpp: int, m: int, stage: int, extra: int = 0) -> int:
@@ -85,8 +88,8 @@ def in_flight_megatron_interleaved(pp: int, vpp: int, m: int, stage: int, chunk:
 
 def in_flight_zero_bubble_v(pp: int, m: int, stage: int, chunk: int) -> int:
     """Zero-bubble V (DualPipeV-like, 2 chunks): chunk 0 holds 2·min(p, m) − 1 − stage, chunk 1 holds stage."""
-    value = 2 * min(pp, m) - 1 - stage if chunk == 0 else stage
-    return max(1, value)
+    value = 2 * minimum(pp, m) - 1 - stage if chunk == 0 else stage
+    return maximum(1, value)
 
 
 def in_flight_gpipe(m: int) -> int:
@@ -96,7 +99,7 @@ def in_flight_gpipe(m: int) -> int:
     direction, so ndval keeps the m of Huang et al. 2019 (GPipe §2.2: activations of all
     micro-batches are stored unless re-materialised).
     """
-    return max(1, m)
+    return maximum(1, m)
 
 
 def in_flight(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from estimator.arrays import is_array, where
 from estimator.derive import layer_kind, layer_kind_groups
 from estimator.memory import activation as act
 from estimator.memory import buffers, fsdp2, sac
@@ -142,6 +143,8 @@ def _layer_dynamic(cfg: EstimatorConfig, memo: dict[Any, Any], index: int, key: 
     μ-independent activation and its comm buffer each priced once per config in ``memo``."""
     if ("act", key, mode) not in memo:
         memo["act", key, mode] = act.layer_activation_bytes(cfg, index, mode)
+    if is_array(mu):  # an array of layouts' μ (estimator.search.batched) is no dictionary key
+        return memo["act", key, mode] * mu, buffers.layer_comm_bytes(cfg, index, mu, mode)
     if ("comm", key, mu, mode) not in memo:
         memo["comm", key, mu, mode] = buffers.layer_comm_bytes(cfg, index, mu, mode)
     return memo["act", key, mode] * mu, memo["comm", key, mu, mode]
@@ -271,11 +274,10 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
     totals = static.total + extra
     bwd = backward_overhead_bytes(cfg, layout, mode, memo)
     dynamic = activations + comm + bwd
-    safety = overhead = 0.0
-    if dynamic > 0:
-        opts = cfg.options
-        safety = opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1)
-        overhead = tp_shardable_overhead_mb(cfg) / p.tp
+    opts = cfg.options
+    on_stage = dynamic > 0  # the buffers count only on a stage with dynamic memory (arrays too: estimator.arrays)
+    safety = where(on_stage, opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1), 0.0)
+    overhead = where(on_stage, tp_shardable_overhead_mb(cfg) / p.tp, 0.0)
     components = {
         "params": totals.params / BYTES_PER_MIB,
         "optimizer_states": totals.optimizer_states / BYTES_PER_MIB,

@@ -125,6 +125,35 @@ def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[s
     return fw, bw, rec, by_class
 
 
+#: layer seconds shared across configs (a sweep's layouts repeat the same layer shapes): key -> (model, seconds)
+_LAYER_SECONDS: dict[tuple[object, ...], tuple[object, GroupSeconds]] = {}
+_LAYER_SECONDS_MAX = 4096
+
+
+def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode: str, modules: frozenset[str],
+                   eff: DeviceEfficiency, peak: float, derate: float) -> GroupSeconds:
+    """:func:`ops_seconds` of layer ``index``'s operators, memoised across configs on everything they
+    depend on: the model (by identity, held by the entry so the identity cannot be reused), the
+    per-rank shapes ``dims``, the layer kind and ep, the recompute mode and modules, the device
+    efficiencies (by value), the peak and the derate."""
+    kind, ep = derive.layer_kind(cfg.model, index), derive.layer_ep(cfg, index)
+    key = (id(cfg.model), dims, kind, ep, mode, modules, efficiency_key(eff), peak, derate)
+    hit = _LAYER_SECONDS.get(key)
+    if hit is not None and hit[0] is cfg.model:
+        return hit[1]
+    value = ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff, peak, derate)
+    if len(_LAYER_SECONDS) >= _LAYER_SECONDS_MAX:
+        _LAYER_SECONDS.clear()
+    _LAYER_SECONDS[key] = (cfg.model, value)
+    return value
+
+
+def efficiency_key(eff: DeviceEfficiency) -> tuple[object, ...]:
+    """The values :func:`kernel_group_s` reads from ``eff`` (sources excluded), hashable."""
+    return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
+            tuple(map(tuple, eff.memory)), eff.kernel_latency_us)
+
+
 def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, optimizer_ops: list[ops_.Op],
                    memo: dict[object, GroupSeconds] | None = None) -> StageRoofline:
     """Forward, backward and recompute seconds of one stage per micro-batch (layers, embedding, head)
@@ -143,7 +172,7 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, o
     for index, n in layer_groups(cfg, layout.layers):
         key = (derive.layer_kind(cfg.model, index), mode)
         if key not in memo:
-            memo[key] = ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff, peak, derate)
+            memo[key] = _layer_seconds(cfg, dims, index, mode, modules, eff, peak, derate)
         groups.append((memo[key], float(n)))
     if layout.has_embedding:
         groups.append((ops_seconds(ops_.embedding_ops(cfg.model, dims, ctx.b_grad), False, mode, modules, eff, peak,

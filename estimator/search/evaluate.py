@@ -29,6 +29,8 @@ class Candidate:
     mfu: float
     split: str = "even"
     peak_stage: int = 0
+    #: how its memory was priced: "scalar" (one config at a time) or "batched" (estimator.search.batched)
+    path: str = "scalar"
 
     def key(self) -> tuple[str, ...]:
         """A total order among candidates with equal objective (stable across runs and partitions)."""
@@ -38,7 +40,7 @@ class Candidate:
         return {
             "overrides": dict(self.overrides), "split": self.split, "peak_mb": self.peak_mb,
             "peak_stage": self.peak_stage, "total_s": self.total_s, "tokens_per_s": self.tokens_per_s,
-            "mfu": self.mfu,
+            "mfu": self.mfu, "path": self.path,
         }
 
 
@@ -73,22 +75,39 @@ def reason_of(exc: ConfigError) -> str:
     return f"invalid {exc.field or 'config'}"
 
 
-def evaluate(
-    base_data: Mapping[str, Any], layout: Layout | SkippedLayout, memory_margin_mb: float = 0.0,
-) -> Candidate | Rejection:
-    """Price ``layout`` over ``base_data`` (see :func:`search_base`), or say why it is rejected."""
+def load_layout(base_data: Mapping[str, Any], layout: Layout | SkippedLayout) -> EstimatorConfig | Rejection:
+    """The validated config of ``layout`` over ``base_data``, or why it is rejected (config rules)."""
     if isinstance(layout, SkippedLayout):
         return Rejection(dict(layout.overrides), layout.reason, layout.message)
     overrides = layout.as_dict()
     try:
-        cfg = load_config(base_data, overrides)
+        return load_config(base_data, overrides)
     except ConfigError as exc:
         return Rejection(overrides, reason_of(exc), str(exc))
-    mem = estimate_memory(cfg)
+
+
+def finish(
+    layout: Layout, cfg: EstimatorConfig, peak_mb: float, peak_stage: int, memory_margin_mb: float,
+    path: str = "scalar",
+) -> Candidate | Rejection:
+    """Reject ``layout`` as OOM when its peak exceeds device memory minus the margin, else price
+    its step time (scalar) into a :class:`Candidate`."""
+    overrides = layout.as_dict()
     limit_mb = cfg.hardware.hbm_mb - memory_margin_mb
-    if mem.peak_mb > limit_mb:
-        return Rejection(overrides, REASON_OOM,
-                         f"peak {mem.peak_mb:.0f} MiB (stage {mem.peak_stage}) > {limit_mb:.0f} MiB")
+    if peak_mb > limit_mb:
+        return Rejection(overrides, REASON_OOM, f"peak {peak_mb:.0f} MiB (stage {peak_stage}) > {limit_mb:.0f} MiB")
     perf = estimate_perf(cfg)
-    return Candidate(overrides, mem.peak_mb, perf.total, perf.tokens_per_s, perf.mfu, layout.split,
-                     mem.peak_stage)
+    return Candidate(overrides, peak_mb, perf.total, perf.tokens_per_s, perf.mfu, layout.split, peak_stage, path)
+
+
+def evaluate(
+    base_data: Mapping[str, Any], layout: Layout | SkippedLayout, memory_margin_mb: float = 0.0,
+) -> Candidate | Rejection:
+    """Price ``layout`` over ``base_data`` (see :func:`search_base`) on the scalar path, or say why
+    it is rejected."""
+    cfg = load_layout(base_data, layout)
+    if isinstance(cfg, Rejection):
+        return cfg
+    assert isinstance(layout, Layout)
+    mem = estimate_memory(cfg)
+    return finish(layout, cfg, mem.peak_mb, mem.peak_stage, memory_margin_mb)

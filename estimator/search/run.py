@@ -14,6 +14,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from estimator.config import EstimatorConfig
+from estimator.search.batched import evaluate_batched
 from estimator.search.evaluate import Candidate, Rejection, evaluate, search_base
 from estimator.search.rank import OBJECTIVES, Partial
 from estimator.search.space import DEFAULT_SPACE, Layout, SkippedLayout, layouts, space_size
@@ -21,8 +22,9 @@ from estimator.search.space import DEFAULT_SPACE, Layout, SkippedLayout, layouts
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-#: layouts priced between two progress updates / partial reductions
+#: layouts priced between two progress updates / partial reductions (scalar path, batched path)
 CHUNK = 256
+BATCH_CHUNK = 4096
 
 
 @dataclass
@@ -75,18 +77,23 @@ def row_of(outcome: Candidate | Rejection) -> dict[str, Any]:
     if isinstance(outcome, Rejection):
         return {**base, "feasible": False, "reason": outcome.reason, "message": outcome.message}
     return {**base, "feasible": True, "split": outcome.split, "peak_mb": outcome.peak_mb,
-            "total_s": outcome.total_s, "tokens_per_s": outcome.tokens_per_s, "mfu": outcome.mfu}
+            "total_s": outcome.total_s, "tokens_per_s": outcome.tokens_per_s, "mfu": outcome.mfu,
+            "path": outcome.path}
 
 
 def sweep(
     base_data: Mapping[str, Any], points: Iterable[Layout | SkippedLayout], partial: Partial,
     memory_margin_mb: float = 0.0, on_chunk: Callable[[int], None] | None = None,
-    rows: list[dict[str, Any]] | None = None,
+    rows: list[dict[str, Any]] | None = None, *, batched: bool = True,
 ) -> Partial:
-    """Price ``points`` chunk by chunk into ``partial`` (``on_chunk(n)`` after each chunk)."""
+    """Price ``points`` chunk by chunk into ``partial`` (``on_chunk(n)`` after each chunk): memory
+    batched (:mod:`estimator.search.batched`) unless ``batched`` is False (one by one)."""
     it = iter(points)
-    while chunk := list(islice(it, CHUNK)):
-        outcomes = [evaluate(base_data, layout, memory_margin_mb) for layout in chunk]
+    while chunk := list(islice(it, BATCH_CHUNK if batched else CHUNK)):
+        if batched:
+            outcomes = evaluate_batched(base_data, chunk, memory_margin_mb)
+        else:
+            outcomes = [evaluate(base_data, layout, memory_margin_mb) for layout in chunk]
         partial.add(outcomes)
         if rows is not None:
             rows.extend(row_of(o) for o in outcomes)
@@ -98,12 +105,13 @@ def sweep(
 def search(
     base: EstimatorConfig, devices: int, space: Mapping[str, Sequence[Any]] | None = None,
     memory_margin_mb: float = 0.0, *, objective: str = "time", top_k: int | None = 20,
-    keep_rows: bool = False, progress: bool = False,
+    keep_rows: bool = False, progress: bool = False, batched: bool = True,
 ) -> SearchResult:
     """Rank the layouts of ``space`` (default :data:`DEFAULT_SPACE`) on ``devices`` devices.
 
     The global batch of ``base`` is held fixed; a layout whose peak exceeds device memory minus
     ``memory_margin_mb`` is rejected as OOM. ``top_k=None`` keeps every feasible layout ranked.
+    ``batched=False`` prices every layout one by one (the checking path, ``--scalar``).
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective {objective!r}: known {', '.join(OBJECTIVES)}")
@@ -116,8 +124,9 @@ def search(
         return sum(1 for _ in layouts(base, devices, space)) if space_size(space) <= 10**6 else None
 
     with _progress(count, progress) as advance:
-        sweep(base_data, layouts(base, devices, space), partial, memory_margin_mb, advance, rows)
-    return SearchResult(partial, time.perf_counter() - start, "scalar", devices, rows or [])
+        sweep(base_data, layouts(base, devices, space), partial, memory_margin_mb, advance, rows, batched=batched)
+    path = "batched-memory" if batched else "scalar"
+    return SearchResult(partial, time.perf_counter() - start, path, devices, rows or [])
 
 
 class _progress:

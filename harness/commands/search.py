@@ -78,7 +78,7 @@ def _run_search(args: argparse.Namespace, base: EstimatorConfig, space: dict[str
                            top_k=args.top, scheduler=args.scheduler, workers=args.workers)
     return search(base, args.devices, space, args.memory_margin_mb, objective=args.objective,
                   top_k=args.top, keep_rows=bool(args.csv or args.parquet or args.plot),
-                  progress=not args.no_progress)
+                  progress=not args.no_progress, batched=not args.scalar)
 
 
 def _write_outputs(args: argparse.Namespace, result: SearchResult) -> None:

@@ -96,7 +96,7 @@ def test_overrides_do_not_mutate_defaults() -> None:
     assert base.v("triggerScore") == 40 and changed.v("triggerScore") == 10
 
 
-SEED_PARAMETERS = {  # seed §2 weights, §5 priorityScore, §6.1 gain factors, §7 comparison rules
+SEED_PARAMETERS = {  # seed §2 weights, §5 priorityScore, §6.1 gain factors, §6.2 ranges, §7 comparison rules
     "weightHostPrimary": 45, "weightHostSupport": 35, "weightHostBusy": 20, "weightComputeBusy": 55,
     "weightComputeCommLow": 25, "weightComputeBound": 20, "weightMemoryBound": 12, "weightCommShare": 55,
     "weightCommLatency": 20, "weightCommBandwidth": 15, "weightCommOverlap": 15, "weightCopyShare": 45,
@@ -108,6 +108,9 @@ SEED_PARAMETERS = {  # seed §2 weights, §5 priorityScore, §6.1 gain factors, 
     "gainConcurrencyBonusPct": 15, "gainConcurrencyCapPct": 60,
     "compareUnchangedPct": 1, "compareVerdictFloorPct": 1, "compareVerdictGainFactor": 0.5,
     "compareStepCountTolPct": 15, "comparePhaseMixTolPt": 10, "compareWindowTolPct": 20, "compareTopOperators": 8,
+    "empiricalQuantizationLowPct": 20, "empiricalQuantizationHighPct": 45, "empiricalSmallOpFusionLowPct": 10,
+    "empiricalSmallOpFusionHighPct": 30, "empiricalChunkedPrefillLowPct": 5, "empiricalChunkedPrefillHighPct": 25,
+    "empiricalParallelStrategyLowPct": 5, "empiricalParallelStrategyHighPct": 30,
 }
 
 

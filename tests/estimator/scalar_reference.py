@@ -12,6 +12,7 @@ in ``tests/estimator/data/scalar_reference.json``; regenerate only deliberately:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -73,13 +74,20 @@ def reference_inputs() -> list[tuple[str, dict[str, Any]]]:
     return out + list(EXTRA)
 
 
+@functools.cache
+def _base(name: str) -> Any:
+    import estimator
+
+    return estimator.load_config(EXAMPLES / name)
+
+
 def outputs(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """Every number of the scalar path for one config: per-stage memory, perf and real parts."""
     import estimator
     from estimator.errors import ConfigError
     from estimator.search.evaluate import search_base
 
-    base = estimator.load_config(EXAMPLES / name)
+    base = _base(name)  # one instance per example: its sections are shared, as in a sweep (warm caches)
     try:
         data = search_base(base, overrides) if overrides else base
         cfg = estimator.load_config(data, overrides or None)

@@ -98,3 +98,34 @@ def test_one_home_per_concept(concept: str) -> None:
     hits = sorted({str(p.relative_to(graph.ROOT)) for p in graph.modules().values()
                    if pattern.search(p.read_text(encoding="utf-8"))})
     assert all(h.startswith(home) for h in hits), f"{concept} outside {home}: {hits}"
+
+
+#: modules whose judgement numbers (score weights, gain factors, the priority formula, comparison rules) live
+#: in analyzer/thresholds_default.yaml, with unit, rationale and source: none may bind a number at module level
+_NUMBERS_IN_YAML = ("analyzer.bottleneck", "analyzer.gains", "analyzer.recommend", "analyzer.rootcause",
+                    "analyzer.compare.metrics", "analyzer.compare.verdicts", "analyzer.compare.comparability",
+                    "analyzer.compare.comparison")
+
+
+def _is_number(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float) and not isinstance(node.value, bool)
+    if isinstance(node, ast.UnaryOp):
+        return _is_number(node.operand)
+    return isinstance(node, ast.Tuple) and any(_is_number(e) for e in node.elts)
+
+
+def test_judgement_numbers_live_in_the_thresholds_file() -> None:
+    bound = [(m, node.lineno) for m in _NUMBERS_IN_YAML for node in graph.tree(m).body
+             if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None and _is_number(node.value)]
+    assert not bound, f"numbers bound in code, move them to analyzer/thresholds_default.yaml (parameters): {bound}"
+
+
+def test_every_parameter_is_used() -> None:
+    """A parameter of the thresholds file that no analyzer module names would be a dead copy."""
+    import yaml
+
+    params = yaml.safe_load((graph.ROOT / "analyzer" / "thresholds_default.yaml").read_text(encoding="utf-8"))
+    text = "\n".join(p.read_text(encoding="utf-8") for m, p in graph.modules().items() if m.startswith("analyzer"))
+    unused = sorted(k for k in params["parameters"] if f'"{k}"' not in text)
+    assert not unused, f"parameters no analyzer module reads: {unused}"
