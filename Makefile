@@ -42,8 +42,9 @@ report: $(STAMP)
 	$(BIN)/ndval report
 
 # headless Chromium for the browser tests (Debian package, as root) + the Playwright driver (no browser
-# download); without it those tests skip with the reason. See ../shared/reference/browser-testing.md.
+# download) + the Allure 3 command line; without them those tests skip with the reason. See ../shared/reference/browser-testing.md.
 CHROMIUM ?= /usr/bin/chromium
+ALLURE_NPM ?= allure@3
 browser: $(STAMP)
 	@if [ ! -x $(CHROMIUM) ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -52,6 +53,10 @@ browser: $(STAMP)
 	fi
 	$(BIN)/python -m pip install --quiet 'playwright>=1.44'
 	@$(CHROMIUM) --version
+	@# the Allure 3 command line (npm, into node_modules/: gitignored): `ndval validate` then renders the
+	@# single-file Allure report and its browser test runs; without npm that test skips with the reason
+	@if command -v npm >/dev/null; then npm install --no-save --no-package-lock --no-audit --no-fund --silent $(ALLURE_NPM) \
+	  && node_modules/.bin/allure --version; else echo "make browser: npm missing: no Allure 3 command line" >&2; fi
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -255,9 +255,14 @@ def _scope_input(name: str, windows: tuple[tuple[float, float], ...], rank: Rank
 
 
 def _analyze_scope(name: str, phase: str | None, windows: tuple[tuple[float, float], ...], rank: RankData,
-                   plan: phases.PhasePlan, th: Thresholds, comm_ok: tuple[bool, str], fmt: str) -> ScopeResult:
+                   plan: phases.PhasePlan, th: Thresholds, comm_ok: tuple[bool, str], fmt: str,
+                   no_verdict: str | None = None) -> ScopeResult:
+    """One scope; ``no_verdict`` (the plausibility gate's reason) withholds the verdict: kind ``none``, the
+    candidates' scores kept as context, the reason as its summary."""
     ind = compute_indicators(rank.events, _scope_input(name, windows, rank, plan, th, fmt))
     verdict = locate(ind, th, comm_applicable=comm_ok[0], comm_excluded_reason=comm_ok[1])
+    if no_verdict:
+        verdict = replace(verdict, kind=NONE, subtype=None, secondary=(), summary=no_verdict, selection="")
     hyps = rootcause.infer(verdict, ind, th, phase)
     recs = recommend.recommend(name, verdict, hyps, ind, phase, th)
     combined = gains.combine((r.gain for r in recs if r.gain is not None), th.v("optimisticCapPct"))
@@ -302,34 +307,39 @@ def _boundary_warnings(plan: phases.PhasePlan, scopes: dict[str, ScopeResult], r
     if util is not None and util > 100.0:
         out.append(f"rank {rank.rank}: matmul throughput {ov.value('matmul_tflops'):.1f} TFLOPS is {util:.0f} % of "
                    "peakTflops: the peak is set for another chip or precision, or the kernel shapes were misread (seed §9)")
-    if all(s.verdict.kind == NONE for s in scopes.values()):
+    if all(s.verdict.kind == NONE and not s.verdict.summary.startswith(plausibility.NO_VERDICT) for s in scopes.values()):
         out.append(f"rank {rank.rank}: no scope reaches the trigger score — only closeness and missing evidence are given")
     return out
 
 
-def _screened(rank: RankData) -> tuple[RankData, list[str]]:
-    """``rank`` with its implausible events set aside (:mod:`analyzer.plausibility`) and the warning saying so.
+def _screened(rank: RankData, th: Thresholds) -> tuple[RankData, list[str], str | None]:
+    """``rank`` with its implausible events set aside (:mod:`analyzer.plausibility`), the warnings saying so, and
+    the reason to withhold the verdict (None: the plausible share reaches ``minPlausibleEventPct``).
 
     Raises ``IngestError`` when nothing is left to analyse: no plausible event and no table (a file
     holding just ``{`` is then refused like one holding ``{"traceEvents": []}``)."""
     screen = plausibility.screen_events(rank.events, rank.base_ts_us)
+    trace = rank.files.get("trace") or rank.files.get("trace_view.json") or rank.path
     if screen.kept.empty and not rank.tables and rank.communication is None:
         why = (f"all {screen.total:,} events are implausible ({', '.join(screen.set_aside)})" if screen.total
                else "no complete event (ph 'X') and no table to analyse")
-        raise IngestError(rank.files.get("trace") or rank.files.get("trace_view.json") or rank.path, "traceEvents", why)
-    warning = screen.warning(rank.rank, str(rank.files.get("trace") or rank.files.get("trace_view.json") or rank.path))
+        raise IngestError(trace, "traceEvents", why)
+    unparsed = rank.dropped_events.by_category.get("unparsed", 0)
+    no_verdict = plausibility.no_verdict_reason(len(screen.kept), screen.total, unparsed, th.v("minPlausibleEventPct"))
+    gate = [f"rank {rank.rank}: {trace}: {no_verdict}"] if no_verdict else []
+    warning = screen.warning(rank.rank, str(trace))
     if warning is None:
-        return rank, []
+        return rank, gate, no_verdict
     by_cat = {**rank.dropped_events.by_category, "implausible": screen.n_set_aside}
     reason = "; ".join(r for r in (rank.dropped_events.reason, "implausible ts/dur or step order") if r)
     dropped = DroppedEvents(rank.dropped_events.count + screen.n_set_aside, reason, by_cat)
-    return dataclasses.replace(rank, events=screen.kept, dropped_events=dropped), [warning]
+    return dataclasses.replace(rank, events=screen.kept, dropped_events=dropped), [warning, *gate], no_verdict
 
 
 def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str | None = None,
                  n_ranks: int = 1) -> RankAnalysis:
     """All scopes of one rank (its implausible events set aside first, with a warning)."""
-    rank, screen_warnings = _screened(rank)
+    rank, screen_warnings, no_verdict = _screened(rank, th)
     plan = phases.plan_phases(rank.events, th, rank.tables.get("step_trace_time"), phase_override)
     world = _world_size(rank, n_ranks)
     comm_ok = _comm_applicable(rank, world)
@@ -337,7 +347,7 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
     scopes: dict[str, ScopeResult] = {}
     for name, windows in plan.scopes.items():
         phase = dominant if name == OVERALL else name
-        scopes[name] = _analyze_scope(name, phase, windows, rank, plan, th, comm_ok, fmt)
+        scopes[name] = _analyze_scope(name, phase, windows, rank, plan, th, comm_ok, fmt, no_verdict)
     graph = graph_mode_signal(rank.events, th.v("graphKernelsPerLaunch")) if not rank.events.empty else (False, "")
     host_thinned = sorted(set(getattr(rank.dropped_events, "by_category", {})) & {ev.HOST_OP, ev.DISPATCH, ev.SYNC})
     graph_note = []

@@ -19,6 +19,11 @@ Rules (each event is tested against all; the first that fails names it):
 - ``step marker out of order``: ``ProfilerStep#N`` markers whose numbers do not increase with their start
   (the markers outside the longest increasing run of step numbers); events assigned to such a step lose
   their step (``step = -1``).
+
+Verdict gate (:func:`no_verdict_reason`): when the plausible share of the trace's complete events (those
+kept, over those screened plus those the reader could not parse) is below the threshold
+``minPlausibleEventPct`` (``thresholds_default.yaml``), the analysis gives no verdict and says why; at or
+above it, the verdict is reached on the plausible events, with the warning naming what was set aside.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ WINDOW_MARGIN = 10.0
 #: smallest span used for the window rules (1 s), so tiny synthetic or single-step traces are not cut.
 MIN_SPAN_US = 1e6
 STEP_NUMBER_RE = re.compile(r"ProfilerStep#(\d+)")
+#: how a verdict withheld by the plausibility gate begins (its summary and warning)
+NO_VERDICT = "no verdict"
 
 
 @dataclass(frozen=True)
@@ -154,3 +161,23 @@ def screen_events(events: pd.DataFrame, base_ts_us: float | int) -> Screen:
         kept = kept.copy()
         kept.loc[kept["step"].isin(dropped_steps), "step"] = ev.UNKNOWN_STEP
     return Screen(kept.reset_index(drop=True), counts, n)
+
+
+def plausible_pct(n_kept: int, n_screened: int, n_unparsed: int) -> float:
+    """Plausible share of a trace's complete events, in %: ``100 · kept / (screened + unparsed)``.
+
+    ``screened``: rows of the event table given to :func:`screen_events`; ``unparsed``: events the reader
+    dropped for a bad ts/dur (NaN, negative, non-numeric, beyond float range). Events left out by an event
+    budget are not implausible and are counted in neither. No event at all: 100 (nothing is implausible)."""
+    total = n_screened + n_unparsed
+    return 100.0 if total <= 0 else 100.0 * n_kept / total
+
+
+def no_verdict_reason(n_kept: int, n_screened: int, n_unparsed: int, min_pct: float) -> str | None:
+    """Why no verdict may be given (None: the plausible share reaches ``min_pct`` %, the verdict stands on it)."""
+    pct = plausible_pct(n_kept, n_screened, n_unparsed)
+    if pct >= min_pct:
+        return None
+    return (f"{NO_VERDICT}: only {pct:.1f} % of the trace's events are plausible ({n_kept:,} of "
+            f"{n_screened + n_unparsed:,}), below minPlausibleEventPct {min_pct:g} %: what was set aside could "
+            "decide any bottleneck")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
 from estimator import pipeline_split
@@ -214,8 +215,9 @@ class StageLayout:
     embedding_chunk: int | None  # chunk holding the embedding, or None
     head_chunk: int | None  # chunk holding the output head (+MTP), or None
 
-    @property
+    @cached_property
     def layers(self) -> tuple[int, ...]:
+        """Every layer of the stage, chunk by chunk (built once per layout)."""
         return tuple(i for chunk in self.chunks for i in chunk)
 
     @property

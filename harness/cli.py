@@ -42,7 +42,7 @@ EXIT_CODES: dict[str, str] = {
     "add-case": "0 case written and valid; 2 unreadable spreadsheet, missing column, model not found, file exists, "
                 "invalid case",
     "signoff": "0 sign-off written; 2 no summary.json",
-    "report": "0 Allure report written; 2 no results, Node.js missing or allure failed",
+    "report": "0 Allure report written (one file; --multi-file for the folder form); 2 no results, Node.js missing or allure failed",
     "estimate": "0 estimate printed; 2 invalid configuration or file",
     "ablate": "0 ablations printed; 2 invalid configuration or file",
     "search": "0 feasible layouts found; 1 no layout fits; 2 invalid input",

@@ -30,11 +30,16 @@ PAYLOAD_KEY = "ndval.record"
 RECORD_VERSION = 1
 
 
-class CaseFailure(Exception):
-    """One or more unwaived criteria failed (carries the results for ``repr_failure``)."""
+class CaseFailure(AssertionError):
+    """One or more unwaived criteria failed (carries the results for ``repr_failure``).
+
+    An ``AssertionError``, so that reporters (Allure) count the item as *failed*, not *broken*; its message
+    names the failed assertions (id, type, reason) before the case header, for reporters that show the
+    message only (Allure categories match on it)."""
 
     def __init__(self, results: list[AssertionResult], header: str) -> None:
-        super().__init__(header)
+        reasons = [f"{r.id} ({r.type}): {r.message}" for r in results if r.status == "failed"]
+        super().__init__("\n".join([*reasons, header]))
         self.results = results
         self.header = header
 
@@ -151,7 +156,7 @@ class CaseItem(pytest.Item):
         outcome.apply_waiver(results, waiver, opts.strict_waivers)
         out = outcome.decide(results, broken, waiver, opts.strict_waivers)
         self._record(status=out.status, results=results, message="; ".join(broken + out.notes))
-        self._allure(results, out.status)
+        self.ihook.pytest_ndval_item_evaluated(item=self, results=results, status=out.status)
         header = f"case {self.nodeid} — {case.title}\n{self.path}:{self.loaded.line}"
         if broken:
             raise CaseBroken(header + "\n" + "\n".join(broken) + "\n" + self._table(results))
@@ -186,7 +191,7 @@ class CaseItem(pytest.Item):
         """The golden mismatch as a unified diff for the console (the review files have all of it)."""
         outcome = getattr(self, "_golden", None)
         text = getattr(outcome, "diff_text", "") if outcome is not None and not outcome.passed else ""
-        if not text:
+        if not text or outcome is None:
             return ""
         lines = text.rstrip("\n").splitlines()
         more = f"\n  ... {len(lines) - max_lines} more diff line(s) in {outcome.artifacts[1]}" if len(lines) > max_lines else ""
@@ -210,10 +215,11 @@ class CaseItem(pytest.Item):
         review = opts.reports_dir / "golden" / path.parent.relative_to(opts.golden_root(root))
         outcome = golden.check(self.loaded.case.id, result.golden, path, review, opts.golden_mode, spec.rel, spec.abs)
         self._golden = outcome
-        return spec.make(spec.id or "golden", target=f"golden {path.name}", observed=outcome.status,
-                         expected="match", margin=None, passed=outcome.passed, message=outcome.message(),
-                         rows=outcome.mismatches, stats={"path": str(path), "status": outcome.status,
-                                                          "artifacts": [str(p) for p in outcome.artifacts]})
+        made: AssertionResult = spec.make(
+            spec.id or "golden", target=f"golden {path.name}", observed=outcome.status, expected="match", margin=None,
+            passed=outcome.passed, message=outcome.message(), rows=outcome.mismatches,
+            stats={"path": str(path), "status": outcome.status, "artifacts": [str(p) for p in outcome.artifacts]})
+        return made
 
     def _record(self, status: str, results: list[AssertionResult] | None = None, message: str = "") -> None:
         case, point = self.loaded.case, self.point
@@ -238,12 +244,6 @@ class CaseItem(pytest.Item):
         self.user_properties[:] = [p for p in self.user_properties if p[0] != PAYLOAD_KEY]
         self.user_properties.append((PAYLOAD_KEY, text))
 
-    def _allure(self, results: list[AssertionResult], status: str) -> None:
-        if not self.config.stash[OPTIONS_KEY].allure:
-            return
-        from harness import allure as allure_support
-
-        allure_support.decorate_item(self, results, status)
 
 
 def _register_marker(config: pytest.Config, tag: str) -> None:

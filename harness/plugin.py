@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from harness import paths, subjects
+from harness import allure, hookspecs, paths, subjects
 from harness.cases import CASE_SUFFIX, find_cases_root
 from harness.collect import CaseFile, golden_root_for
 from harness.options import CASES_ROOT_KEY, OPTIONS_KEY, GoldenMode, PluginOptions
 from harness.project import find_project
 from harness.session import NdvalSession, matches_globs
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -76,6 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if case_run:
         # one broken case must not stop the others (acceptance: the summary counts it)
         config.option.continue_on_collection_errors = True
+    allure.register(config, config.stash[OPTIONS_KEY].allure)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(NdvalSession(config, lock=case_run), "ndval-session")
 

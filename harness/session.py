@@ -147,12 +147,8 @@ class NdvalSession:
         try:
             with report_write_errors(reports / "summary.json"):
                 atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))
-            alluredir = opts.allure
-            if alluredir:
-                from harness import allure as allure_support
-
-                with report_write_errors(Path(alluredir)):
-                    allure_support.write_run_files(Path(alluredir), self.summary)
+            with report_write_errors(reports):  # report writers (Allure run files) follow the summary
+                self.config.hook.pytest_ndval_summary(config=self.config, summary=self.summary, out_dir=reports)
         except ReportWriteError as exc:
             _report_failure(self.config, exc, session)
 
@@ -190,6 +186,12 @@ class NdvalSession:
                       f"{c['error']} broken, {c['skipped']} skipped; {c['collection_errors']} collection error(s)")
         for r in s["gate"]["rules"]:
             tr.write_line(f"  [{r['status'].upper():4}] {r['rule']}: {r['actual']} (threshold {r['threshold']})")
+            if r["status"] == "fail":
+                _write_items(tr, r.get("items") or [])
+        real = next((r for r in s["gate"]["rules"] if r["rule"] == "real data present"), None)
+        if real and real["status"] == "pass" and real["actual"]:
+            tr.write_line(f"NOTICE: {real['actual']} item(s) skipped for missing real data; not required here, so the "
+                          "gate passes without that evidence (CI sets NDVAL_REQUIRE_REAL_DATA=1: it fails there)", yellow=True)
         for g in s["golden"]["unused"][:20]:
             tr.write_line(f"  unused golden (not deleted): {g}")
         if s["run"]["partial"]:
@@ -198,6 +200,14 @@ class NdvalSession:
         tr.write_line(f"summary: {(self.out_dir or self.config.stash[OPTIONS_KEY].reports_dir) / 'summary.json'}")
         tr.write_line(f"gate verdict: {s['gate']['verdict']} (exit {s['gate']['exit_code']})",
                       bold=True, red=s["gate"]["exit_code"] != 0, green=s["gate"]["exit_code"] == 0)
+
+
+def _write_items(tr: pytest.TerminalReporter, items: list[str], limit: int = 20) -> None:
+    """The items a failed gate rule names (at most ``limit``; the summary has all of them)."""
+    for item in items[:limit]:
+        tr.write_line(f"      {item}")
+    if len(items) > limit:
+        tr.write_line(f"      ... {len(items) - limit} more in summary.json (gate.rules[].items)")
 
 
 class ReportWriteError(Exception):

@@ -14,7 +14,7 @@ sign-off:
       command = ["python", "tools/estimate.py"]   # or one string, split like a shell
       timeout_s = 60                              # default 120
       format = "json"                             # how the config is given: json (default) or yaml
-      tasks = ["memory"]                          # default ["memory"]
+      tasks = ["memory", "step_time"]             # default ["memory"]
 
   The command gets the estimator config (``EstimatorConfig`` as JSON/YAML: model, train,
   parallel, recompute, hardware, options) on stdin, or in a file when an argument contains
@@ -31,7 +31,21 @@ Results of the ``memory`` task (MiB)::
      "peak_stage": 0,                                        # optional; default the largest stage
      "warnings": ["..."]}                                    # optional
 
-Kinds a subject does not provide are skipped with the reason (``recorded.results`` needs no subject).
+Results of the ``step_time`` task (kind ``estimator.perf``; seconds per training step)::
+
+    {"real_parts": {"TOTAL": 1.25,                          # required
+                    "COMP": 0.9, "DP_WAIT": 0.1, "MP_WAIT": 0.1, # optional, each needed only by the
+                    "EP_WAIT": 0.0, "CP_WAIT": 0.0, "PP_WAIT": 0.15},  # assertions that read it
+     "perf_parts": {"...": 0.0},                            # optional: any further breakdown (s)
+     "stage_times_s": [1.1, 1.25],                          # optional: per pipeline stage
+     "straggler_stage": 1,                                  # optional
+     "warnings": ["..."]}                                   # optional
+
+Every number finite and >= 0. The kind's ``calibrate`` and ``host_launch_cost_from`` steps fit or set
+knobs of ndval's own model, so cases using them are skipped for another subject, with the reason.
+
+Kinds a subject does not provide are skipped with the reason (``recorded.results`` needs no subject);
+such skips begin with ``subject '<name>'`` and are not counted as missing real data by the gate.
 """
 
 from __future__ import annotations
@@ -56,7 +70,9 @@ from harness import paths
 BUILTIN = "ndval"
 ENTRY_POINT_GROUP = "ndval.subjects"
 #: kind -> the task a subject must provide to run it (kinds not listed run ndval's own code only)
-KIND_TASKS = {"estimator.memory": "memory"}
+KIND_TASKS = {"estimator.memory": "memory", "estimator.perf": "step_time"}
+#: the step-time components of the ``step_time`` task (``estimator.perf``'s RealParts), seconds
+STEP_TIME_PARTS = ("COMP", "DP_WAIT", "MP_WAIT", "EP_WAIT", "CP_WAIT", "PP_WAIT", "TOTAL")
 #: kinds that evaluate recorded numbers and need no subject
 SUBJECT_FREE_KINDS = {"recorded.results"}
 STDERR_TAIL_CHARS = 1500
@@ -107,6 +123,46 @@ class MemoryResult(BaseModel):
         return self.model_dump()
 
 
+def _finite_nonnegative(values: dict[str, float] | list[float], what: str) -> None:
+    items = values.items() if isinstance(values, dict) else enumerate(values)
+    for key, v in items:
+        if not math.isfinite(v) or v < 0:
+            raise ValueError(f"{what}[{key}] must be finite and >= 0, got {v}")
+
+
+class StepTimeResult(BaseModel):
+    """The ``step_time`` task's results (s); quacks like ``estimator.PerfReport`` where the kind reads it."""
+
+    model_config = ConfigDict(extra="forbid")
+    real_parts: dict[str, float]
+    perf_parts: dict[str, float] = Field(default_factory=dict)
+    stage_times_s: list[float] = Field(default_factory=list)
+    straggler_stage: int | None = Field(None, ge=0)
+    unit: str = "s"
+    warnings: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> StepTimeResult:
+        if "TOTAL" not in self.real_parts:
+            raise ValueError("real_parts needs TOTAL (seconds per step)")
+        unknown = sorted(set(self.real_parts) - set(STEP_TIME_PARTS))
+        if unknown:
+            raise ValueError(f"real_parts: unknown part(s) {unknown} (known: {', '.join(STEP_TIME_PARTS)})")
+        if self.unit != "s":
+            raise ValueError(f"unit must be 's', got {self.unit!r}")
+        _finite_nonnegative(self.real_parts, "real_parts")
+        _finite_nonnegative(self.perf_parts, "perf_parts")
+        _finite_nonnegative(self.stage_times_s, "stage_times_s")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+#: task -> the schema its results must follow
+RESULT_MODELS: dict[str, type[MemoryResult] | type[StepTimeResult]] = {"memory": MemoryResult, "step_time": StepTimeResult}
+
+
 @dataclass
 class Subject:
     """A named subject: ``memory(cfg)`` returns an object with ``peak_mb``, ``peak_stage``, ``stages``
@@ -127,24 +183,33 @@ class Subject:
     def memory(self, cfg: Any) -> Any:
         return self.call("memory", cfg)
 
+    def step_time(self, cfg: Any) -> Any:
+        """``real_parts`` (s; TOTAL at least), ``perf_parts``, ``stage_times_s``, ``straggler_stage``, ``unit``."""
+        return self.call("step_time", cfg)
+
 
 def _ndval(task: str, cfg: Any) -> Any:
     import estimator
 
-    if task != "memory":  # pragma: no cover - guarded by provides()
-        raise SubjectError(f"ndval subject: unknown task {task!r}")
-    return estimator.estimate_memory(cfg)
+    if task == "memory":
+        return estimator.estimate_memory(cfg)
+    if task == "step_time":
+        return estimator.estimate_perf(cfg)
+    raise SubjectError(f"ndval subject: unknown task {task!r}")  # pragma: no cover - guarded by provides()
 
 
 def _config_dict(cfg: Any) -> dict[str, Any]:
     return cfg.model_dump(mode="json") if hasattr(cfg, "model_dump") else dict(cfg)
 
 
-def _validated(name: str, task: str, raw: Any) -> MemoryResult:
-    if isinstance(raw, MemoryResult):
+def _validated(name: str, task: str, raw: Any) -> MemoryResult | StepTimeResult:
+    model = RESULT_MODELS.get(task)
+    if model is None:
+        raise SubjectError(f"subject {name!r}: unknown task {task!r} (known: {', '.join(RESULT_MODELS)})")
+    if isinstance(raw, model):
         return raw
     try:
-        return MemoryResult.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
@@ -157,7 +222,7 @@ def _tail(text: str) -> str:
     return ("…" + text[-STDERR_TAIL_CHARS:]) if len(text) > STDERR_TAIL_CHARS else (text or "(empty)")
 
 
-def run_command(name: str, spec: dict[str, Any], task: str, cfg: Any, root: Path) -> MemoryResult:
+def run_command(name: str, spec: dict[str, Any], task: str, cfg: Any, root: Path) -> MemoryResult | StepTimeResult:
     """Run the subject's command for ``task`` on ``cfg``; every failure is a ``SubjectError``."""
     command = spec["command"]
     argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
@@ -204,6 +269,9 @@ def _command_subject(name: str, spec: Any, root: Path) -> Subject:
     if spec.get("format", "json") not in ("json", "yaml"):
         raise SubjectError(f"[tool.ndval.subjects.{name}] format must be json or yaml")
     tasks = tuple(spec.get("tasks", ["memory"]))
+    unknown_tasks = sorted(set(tasks) - set(RESULT_MODELS))
+    if unknown_tasks:
+        raise SubjectError(f"[tool.ndval.subjects.{name}] tasks: unknown {unknown_tasks} (known: {', '.join(RESULT_MODELS)})")
     return Subject(name, f"command {spec['command']!r}", tasks,
                    lambda task, cfg: run_command(name, spec, task, cfg, root))
 
@@ -213,7 +281,7 @@ def _entry_point_subject(name: str) -> Subject | None:
         if ep.name == name:
             fn, where = ep.load(), ep.value
 
-            def call(task: str, cfg: Any, fn: Any = fn, where: str = where) -> MemoryResult:
+            def call(task: str, cfg: Any, fn: Any = fn, where: str = where) -> MemoryResult | StepTimeResult:
                 try:
                     raw = fn(task, _config_dict(cfg))
                 except SubjectError:
@@ -244,7 +312,7 @@ def resolve(name: str | None = None) -> Subject:
     """The subject called ``name`` (default: the selected one)."""
     name = name or selected_name()
     if name == BUILTIN:
-        return Subject(BUILTIN, "ndval's estimator and analyzer", ("memory",), _ndval)
+        return Subject(BUILTIN, "ndval's estimator and analyzer", ("memory", "step_time"), _ndval)
     project = paths.project()
     table = (project.settings.get("subjects") or {}).get(name)
     if table is not None:

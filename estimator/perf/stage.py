@@ -8,7 +8,8 @@ DP/ZeRO traffic. Stages with the same layers, extras and recompute mode are pric
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import copy
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -300,5 +301,15 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
         key = (kinds, layout.has_embedding, layout.has_head, cfg.stage_recompute(layout.stage))
         if key not in seen:
             seen[key] = stage_cost(cfg, ctx, layout, memo)
-        out.append(seen[key] if seen[key].stage == layout.stage else replace(seen[key], stage=layout.stage))
+            seen[key].per_micro_batch  # derived once; the relabelled copies below carry it  # noqa: B018
+        out.append(seen[key] if seen[key].stage == layout.stage else relabelled(seen[key], layout.stage))
+    return out
+
+
+def relabelled(cost: StageCost, stage: int) -> StageCost:
+    """``cost`` for another stage with the same layers: every value, and the derived values already
+    computed (none depends on ``stage``), kept; only ``stage`` differs. (``dataclasses.replace``
+    would rebuild the record and derive everything again.)"""
+    out = copy.copy(cost)
+    object.__setattr__(out, "stage", stage)
     return out

@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--require-real-data", action="store_true",
                         help="items skipped for missing real data fail the gate (also NDVAL_REQUIRE_REAL_DATA=1, set in CI)")
     parser.add_argument("--reports", default=None, metavar="DIR", help="reports folder (default reports/)")
+    parser.add_argument("--no-allure-report", action="store_true",
+                        help="do not render the Allure report after the run (default: rendered as one index.html "
+                             "when an Allure 3 command line is installed locally)")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments after --")
 
 
@@ -90,6 +93,7 @@ def clean(reports: Path) -> None:
     """Remove the outputs of the previous run of the same scope (``reports/`` or ``reports/partial/``)."""
     # the CLI cleans, not --clean-alluredir, which races under xdist
     shutil.rmtree(reports / "allure-results", ignore_errors=True)
+    shutil.rmtree(reports / "allure-report", ignore_errors=True)  # not allure-history.jsonl: trends need it
     shutil.rmtree(reports / "golden", ignore_errors=True)
     shutil.rmtree(reports / "signoff_plots", ignore_errors=True)
     for name in ("summary.json", "junit.xml", "signoff.md", "signoff.html"):
@@ -129,6 +133,22 @@ def _written_summary(reports: Path, since: float) -> Path | None:
     return None
 
 
+def allure_report(out: Path, reports: Path) -> str:
+    """Render ``out/allure-report/index.html`` (one file) when a local Allure 3 command line exists; the line to
+    print. A release run carries the history file over (trends); a PARTIAL run's report has no history."""
+    from harness.commands import report
+
+    results = out / "allure-results"
+    if not any(results.glob("*-result.json")):
+        return ""
+    cmd = report.allure_command(allow_download=False)
+    if cmd is None:
+        return report.missing_message(results).replace("\n", "\n  ")
+    history = reports / report.HISTORY_FILE if out == reports else None
+    code, message = report.generate(cmd, results, out / "allure-report", history)
+    return message if code == 0 else f"{message} (the gate is not affected)"
+
+
 def _run_locked(args: argparse.Namespace, reports: Path, lock_fd: int | None = None) -> int:
     clean(reports / "partial" if is_subset(args) else reports)
     cmd = pytest_command(args, reports)
@@ -152,11 +172,12 @@ def _run_locked(args: argparse.Namespace, reports: Path, lock_fd: int | None = N
     if out != reports:
         print(f"\nPARTIAL run ({summary['run'].get('partial')}): reports in {out}; the release sign-off "
               f"{reports / 'signoff.md'} is left as it was")
+    allure_line = "" if getattr(args, "no_allure_report", False) else allure_report(out, reports)
     print("\nreports:")
     for name in ("summary.json", "junit.xml", "allure-results", "signoff.md", "signoff.html"):
         p = out / name
         print(f"  {p}{'' if p.exists() else '  (missing)'}")
-    print("  render the Allure HTML with: make report")
+    print("  " + (allure_line or "render the Allure HTML with: make report"))
     crit = ", ".join(f"{c['id']}={c['status']}" for c in summary["criteria"])
     print(f"seed criteria: {crit}")
     g = summary["gate"]

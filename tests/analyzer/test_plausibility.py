@@ -56,6 +56,18 @@ def _tenth_huge(events: list[dict[str, Any]]) -> None:
             e["ts"] = 1e300
 
 
+def _most_huge(events: list[dict[str, Any]]) -> None:
+    rnd = random.Random(1)
+    for e in _complete(events):
+        if rnd.random() < 0.6:
+            e["ts"] = 1e300
+
+
+def _every_dur_huge(events: list[dict[str, Any]]) -> None:
+    for e in _complete(events):
+        e["dur"] = 1e300
+
+
 def _steps_swapped(events: list[dict[str, Any]]) -> None:
     a = next(e for e in events if e.get("name") == "ProfilerStep#2")
     b = next(e for e in events if e.get("name") == "ProfilerStep#4")
@@ -98,12 +110,65 @@ def test_implausible_events_are_set_aside_with_a_warning(tmp_path: Path, mutate:
 
 @pytest.mark.parametrize(("mutate", "rule"), [
     (_every_ts_huge, ""),
+    (_every_dur_huge, "duration outside the physical range"),
     (_no_dur, "every dur missing or 0"),
-], ids=["every-ts-1e300", "every-dur-missing"])
+], ids=["every-ts-1e300", "every-dur-1e300", "every-dur-missing"])
 def test_nothing_plausible_means_no_verdict(tmp_path: Path, mutate: Mutation, rule: str) -> None:
     with pytest.raises(IngestError) as info:
         analyze(load_dataset(_rank(tmp_path, mutate)))
     assert rule in info.value.rule and "trace_view.json" in str(info.value)
+
+
+def test_mostly_implausible_trace_gets_no_verdict_said_so(tmp_path: Path) -> None:
+    """60 % of the events at ts 1e300: the plausible share (< minPlausibleEventPct 50 %) gets no verdict, and the
+    warning and the verdict's summary say why (before: a verdict on the 40 % left, with a warning only)."""
+    analysis = analyze(load_dataset(_rank(tmp_path, _most_huge)))
+    assert analysis.verdict.kind == "none" and analysis.verdict.summary.startswith("no verdict: only ")
+    assert all(s.verdict.kind == "none" for s in analysis.primary.scopes.values())
+    gate = [w for w in analysis.warnings if "below minPlausibleEventPct 50 %" in w]
+    assert gate and "trace_view.json" in gate[0]
+    assert not [w for w in analysis.warnings if "no scope reaches the trigger score" in w]  # not the usual "none"
+
+
+def test_the_documented_threshold_decides(tmp_path: Path) -> None:
+    """The same 10 %-implausible trace: a verdict at the default (90 % ≥ 50 %), none when 95 % is required."""
+    from analyzer.plausibility import no_verdict_reason, plausible_pct
+    from analyzer.thresholds import default_thresholds
+
+    assert default_thresholds().v("minPlausibleEventPct") == 50
+    rank = _rank(tmp_path, _tenth_huge)
+    assert analyze(load_dataset(rank)).verdict.kind != "none"
+    strict = analyze(load_dataset(rank), thresholds={"minPlausibleEventPct": 95})
+    assert strict.verdict.kind == "none" and "below minPlausibleEventPct 95 %" in strict.verdict.summary
+    assert plausible_pct(90, 95, 5) == 90.0 and plausible_pct(0, 0, 0) == 100.0
+    assert no_verdict_reason(50, 100, 0, 50) is None and no_verdict_reason(49, 100, 0, 50) is not None
+
+
+@pytest.mark.parametrize(("mutate", "code", "verdict"), [
+    (_every_ts_huge, 2, None), (_every_dur_huge, 2, None), (_no_dur, 2, None),
+    (_step_far_away, 0, "clean"), (_tenth_huge, 0, "clean"), (_one_dur_huge, 0, "clean"), (_most_huge, 0, "none"),
+], ids=["ts-1e300", "dur-1e300", "dur-missing", "ProfilerStep-1e18", "10pct-ts-1e300", "one-dur-1e300", "60pct-ts-1e300"])
+def test_cli_never_gives_a_silent_verdict(tmp_path: Path, mutate: Mutation, code: int, verdict: str | None,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Each of the issue's silent-verdict examples through ``ndval analyze``: refused (exit 2, the file named), or
+    exit 0 with a warning on stderr and a verdict equal to the clean trace's, or no verdict with the reason."""
+    parser = argparse.ArgumentParser()
+    cli_analyze.add_arguments(parser)
+    out = tmp_path / "a.json"
+    assert cli_analyze.run(parser.parse_args([str(_rank(tmp_path / "clean", lambda e: None)), "--json", str(out)])) == 0
+    clean = json.loads(out.read_text())["ranks"][0]["scopes"]["overall"]["verdict"]["kind"]
+    capsys.readouterr()
+    assert cli_analyze.run(parser.parse_args([str(_rank(tmp_path / "bad", mutate)), "--json", str(out)])) == code
+    err = capsys.readouterr().err
+    assert "trace_view.json" in err
+    if verdict is None:
+        assert "error" in err
+        return
+    assert "warning:" in err and ("implausible trace" in err or "bad ts/dur" in err)
+    got = json.loads(out.read_text())["ranks"][0]["scopes"]["overall"]["verdict"]
+    assert got["kind"] == (clean if verdict == "clean" else "none")
+    if verdict == "none":
+        assert got["summary"].startswith("no verdict") and "no verdict" in err
 
 
 def test_clean_trace_sets_nothing_aside(tmp_path: Path) -> None:

@@ -2,6 +2,11 @@
 because pytest rejects ``pytest_plugins`` in nested conftest files).
 
 Every case written here is synthetic: made-up configs and numbers that exercise the harness only.
+
+pandas is imported here, before any test runs: ``pytester`` restores ``sys.modules`` after each in-process
+run, so a pandas first imported inside one (by a kind) was dropped and imported again later, a second copy
+over the same C parser, whose ``read_csv(dtype=str)`` then failed ("the dtype str is not supported for
+parsing") in whichever analyzer test came next on that process (order-dependent under xdist).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import pandas  # noqa: F401 - imported before any in-process pytester run (see below)
 import pytest
 
 SYNTHETIC_ROWS = """\

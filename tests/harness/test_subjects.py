@@ -49,22 +49,65 @@ expect:
 """
 
 
+#: a ten-line step-time estimator (synthetic formula): 6 x params x tokens at 150 TFLOP/s, a 1F1B bubble
+SCRIPT_STEP_TIME = """\
+import json, sys
+cfg = json.load(sys.stdin)
+m, t, p = cfg["model"], cfg["train"], cfg["parallel"]
+tokens = t["seq_length"] * t["micro_batch_size"] * t["num_micro_batches"] * p["dp"]
+flops = 6 * 12 * m["num_layers"] * m["hidden_size"] ** 2 * tokens
+comp = flops / (p["tp"] * p["pp"] * p["dp"]) / 150e12
+bubble = comp * (p["pp"] - 1) / t["num_micro_batches"]
+print("estimating", p["tp"], p["pp"], p["dp"], file=sys.stderr)
+print(json.dumps({"real_parts": {"COMP": comp, "PP_WAIT": bubble, "TOTAL": comp + bubble}}))
+"""
+
+STEP_CASE = """\
+id: team-step-time
+title: published iteration times (Korthikanti 2022 Table 5) vs the subject's step time
+kind: estimator.perf
+owner: team
+severity: major
+source: ../shared/data/measured/step_time_cases.csv (arXiv 2205.05198 Table 5)
+data: {measured: step_time_cases.csv, where: {source_id: korthikanti2022_tab5}}
+params: {from_measured: true, profile: megatron, preset: fixed, label: case_id}
+expect:
+  - {type: spearman_rho_gt, id: ranking, x: total_ms, y: measured_step_ms, min: 0.7}
+"""
+
+
+def _write_project(root: Path, case_path: str, case_text: str) -> Path:
+    """A team project: its subjects in [tool.ndval] (each providing memory and step_time), one case."""
+    tables = [f'[tool.ndval.subjects.script-est]\ncommand = ["{sys.executable}", "tools/estimate.py"]\n',
+              f'[tool.ndval.subjects.script-step]\ncommand = ["{sys.executable}", "tools/step_time.py"]\n'
+              'tasks = ["step_time"]\n']
+    (root / "tools").mkdir(exist_ok=True)
+    for name, (body, _, _) in FAILING.items():
+        (root / "tools" / f"{name}.py").write_text(body, encoding="utf-8")
+        tables.append(f'[tool.ndval.subjects.{name}]\ncommand = ["{sys.executable}", "tools/{name}.py"]\ntimeout_s = 1\n'
+                      'tasks = ["memory", "step_time"]\n')
+    (root / "tools" / "estimate.py").write_text(SCRIPT_ESTIMATOR, encoding="utf-8")
+    (root / "tools" / "step_time.py").write_text(SCRIPT_STEP_TIME, encoding="utf-8")
+    (root / "pyproject.toml").write_text('[tool.ndval]\nsubject = "script-est"\n\n' + "\n".join(tables), encoding="utf-8")
+    (root / "validation_cases" / case_path).parent.mkdir(parents=True)
+    (root / "validation_cases" / case_path).write_text(case_text, encoding="utf-8")
+    return root
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester, measured_dir: Path, monkeypatch) -> Path:
-    """A team project: its subjects in [tool.ndval], one measured-memory case over the real CSV."""
+    """A team project with one measured-memory case over the real CSV."""
     monkeypatch.setenv("NDVAL_MEASURED_DIR", str(measured_dir))
     monkeypatch.delenv("NDVAL_SUBJECT", raising=False)
-    root = pytester.path
-    tables = [f'[tool.ndval.subjects.script-est]\ncommand = ["{sys.executable}", "tools/estimate.py"]\n']
-    for name, (body, _, _) in FAILING.items():
-        (root / "tools" / f"{name}.py").parent.mkdir(exist_ok=True)
-        (root / "tools" / f"{name}.py").write_text(body, encoding="utf-8")
-        tables.append(f'[tool.ndval.subjects.{name}]\ncommand = ["{sys.executable}", "tools/{name}.py"]\ntimeout_s = 1\n')
-    (root / "tools" / "estimate.py").write_text(SCRIPT_ESTIMATOR, encoding="utf-8")
-    (root / "pyproject.toml").write_text('[tool.ndval]\nsubject = "script-est"\n\n' + "\n".join(tables), encoding="utf-8")
-    (root / "validation_cases" / "memory").mkdir(parents=True)
-    (root / "validation_cases" / "memory" / "peaks.case.yaml").write_text(CASE, encoding="utf-8")
-    return root
+    return _write_project(pytester.path, "memory/peaks.case.yaml", CASE)
+
+
+@pytest.fixture
+def step_project(pytester: pytest.Pytester, measured_dir: Path, monkeypatch) -> Path:
+    """A team project with one measured step-time case over the real CSV."""
+    monkeypatch.setenv("NDVAL_MEASURED_DIR", str(measured_dir))
+    monkeypatch.delenv("NDVAL_SUBJECT", raising=False)
+    return _write_project(pytester.path, "perf/steps.case.yaml", STEP_CASE)
 
 
 def _summary(root: Path) -> dict:
@@ -97,6 +140,59 @@ def test_script_estimator_runs_the_measured_memory_case(pytester: pytest.Pyteste
         assert r["estimate_mb"] == pytest.approx(_script_peak_mb(cfg))
 
 
+def _script_total_s(cfg: dict) -> float:
+    m, t, p = cfg["model"], cfg["train"], cfg["parallel"]
+    tokens = t["seq_length"] * t["micro_batch_size"] * t["num_micro_batches"] * p["dp"]
+    comp = 6 * 12 * m["num_layers"] * m["hidden_size"] ** 2 * tokens / (p["tp"] * p["pp"] * p["dp"]) / 150e12
+    return comp + comp * (p["pp"] - 1) / t["num_micro_batches"]
+
+
+def test_script_estimator_runs_a_step_time_case(pytester: pytest.Pytester, step_project: Path) -> None:
+    result = pytester.runpytest("validation_cases", "--subject", "script-step")
+    assert "Traceback" not in result.stdout.str()
+    s = _summary(step_project)
+    (case,) = s["cases"]
+    assert case["status"] in ("passed", "failed", "waived"), case["message"]
+    assert s["run"]["subject"] == "script-step"
+    ranking = case["assertions"][0]
+    assert ranking["producer"] == "script-step" and ranking["provenance"] == "evaluated"
+    assert len(case["table"]) == 8
+    import csv
+
+    from estimator.measured import config_from_measured_row
+
+    rows = {r["case_id"]: r for r in csv.DictReader((Path(paths.measured_dir()) / "step_time_cases.csv").open())}
+    for r in case["table"]:  # the script's numbers, from the config ndval handed it; parts it did not give are absent
+        expected_s = _script_total_s(config_from_measured_row(rows[r["config"]], profile="megatron"))
+        assert r["TOTAL_s"] == pytest.approx(expected_s) and r["total_ms"] == pytest.approx(expected_s * 1000)
+        assert "COMP_s" in r and "DP_WAIT_s" not in r
+        assert r["measured_step_ms"] == float(rows[r["config"]]["measured_step_ms"])
+
+
+@pytest.mark.parametrize("name", sorted(FAILING))
+def test_a_failing_step_time_subject_is_broken_with_its_stderr_tail(pytester: pytest.Pytester, step_project: Path,
+                                                                     name: str) -> None:
+    _, reason, tail = FAILING[name]
+    result = pytester.runpytest("validation_cases", "--subject", name)
+    out = result.stdout.str()
+    assert result.ret == EXIT_BROKEN_INPUT and "Traceback" not in out and reason.split(": field")[0] in out
+    (case,) = _summary(step_project)["cases"]
+    assert case["status"] == "error" and tail in case["message"]
+
+
+def test_step_time_results_schema() -> None:
+    ok = subjects.StepTimeResult.model_validate({"real_parts": {"TOTAL": 1.5}})
+    assert ok.real_parts == {"TOTAL": 1.5} and ok.stage_times_s == [] and ok.straggler_stage is None
+    for bad, words in (({"real_parts": {"COMP": 1.0}}, "needs TOTAL"), ({"real_parts": {"TOTAL": -1.0}}, ">= 0"),
+                       ({"real_parts": {"TOTAL": float("inf")}}, "finite"), ({"real_parts": {"TOTAL": 1, "GPU": 1}}, "GPU"),
+                       ({"real_parts": {"TOTAL": 1.0}, "peak_mb": 3}, "peak_mb")):
+        with pytest.raises(subjects.SubjectError, match=words):
+            subjects._validated("t", "step_time", bad)
+    assert subjects.resolve("ndval").provides("step_time")
+    assert subjects.skip_reason("estimator.perf", subjects.Subject("x", "test", ("memory",), lambda t, c: None)) == (
+        "subject 'x' does not provide the step_time task (tasks: memory)")
+
+
 @pytest.mark.parametrize("name", sorted(FAILING))
 def test_a_failing_subject_command_is_broken_with_its_stderr_tail(pytester: pytest.Pytester, project: Path,
                                                                    name: str) -> None:
@@ -114,7 +210,9 @@ def test_unknown_subject_and_kinds_it_does_not_provide(pytester: pytest.Pytester
     result = pytester.runpytest("validation_cases", "--subject", "nobody")
     assert result.ret == EXIT_BROKEN_INPUT and "unknown subject 'nobody'; known: ndval, crashes" in result.stdout.str()
     script = subjects.resolve("script-est")
-    assert subjects.skip_reason("estimator.perf", script).startswith("subject 'script-est': kind estimator.perf runs")
+    assert subjects.skip_reason("estimator.ablation", script).startswith("subject 'script-est': kind estimator.ablation")
+    assert subjects.skip_reason("estimator.perf", script) == (
+        "subject 'script-est' does not provide the step_time task (tasks: memory)")
     assert subjects.skip_reason("recorded.results", script) is None
     assert subjects.skip_reason("estimator.perf", subjects.resolve("ndval")) is None
 

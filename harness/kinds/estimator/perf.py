@@ -7,8 +7,10 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
+import pytest
 from pydantic import Field
 
+from harness import subjects
 from harness.kinds import KindError, KindParams, RunContext, register_kind
 from harness.kinds.estimator import host_cost
 from harness.kinds.estimator.common import (
@@ -24,7 +26,8 @@ from harness.kinds.estimator.common import (
 from harness.results import RunResult
 from ndcore.units import MS_PER_S
 
-REAL_PARTS = ("COMP", "DP_WAIT", "MP_WAIT", "EP_WAIT", "CP_WAIT", "PP_WAIT", "TOTAL")
+#: the step-time components, one list for the kind and the subjects' ``step_time`` schema
+REAL_PARTS = subjects.STEP_TIME_PARTS
 
 
 class CalibrateSpec(KindParams):
@@ -183,7 +186,8 @@ def _table_row(params: PerfParams, row: dict[str, Any], label: str, report: Any,
             raise KindError(f"keep_columns: column {col!r} not in the data (have {sorted(row)})")
         out[col] = row[col]
     for part in REAL_PARTS:
-        out[f"{part}_s"] = float(report.real_parts[part])
+        if part in report.real_parts:  # a subject's results may give TOTAL only
+            out[f"{part}_s"] = float(report.real_parts[part])
     out["total_ms"] = out["TOTAL_s"] * MS_PER_S
     out |= fit_columns
     out["straggler_stage"] = report.straggler_stage
@@ -209,6 +213,10 @@ def run_perf(ctx: RunContext[PerfParams]) -> RunResult:
     """
     params: PerfParams = ctx.params
     est = estimator_api("estimate_perf")
+    subject = ctx.subject or subjects.resolve(subjects.BUILTIN)
+    if not subject.builtin and (params.calibrate is not None or params.host_launch_cost_from):
+        pytest.skip(f"subject {subject.name!r}: this case's calibrate / host_launch_cost_from steps set knobs of "
+                    "ndval's own model (use --subject ndval)")
     rows = ctx.rows or [{}]
     values: dict[str, Any] = {}
     halves: list[str | None] = [None] * len(rows)
@@ -232,7 +240,11 @@ def run_perf(ctx: RunContext[PerfParams]) -> RunResult:
             table.append(not_evaluable_row(params, row, label, cfg, _measured_columns(params, row)))
             notes.append(f"{label}: not evaluable - {cfg}")
             continue
-        report = est.estimate_perf(cfg)
+        try:
+            report = subject.step_time(cfg)
+        except subjects.SubjectError as exc:
+            raise KindError(f"row {label!r}: {exc}") from None
+        notes += [f"{label}: {w}" for w in getattr(report, "warnings", ())]
         fit_columns: dict[str, Any] = {}
         if halves[i] is not None:
             at_peak = row_config(params, row, ctx, extra | {"compute_efficiency": 1.0}, overlay)
@@ -248,4 +260,4 @@ def run_perf(ctx: RunContext[PerfParams]) -> RunResult:
         cal = values["calibration"]
         notes.append(f"calibration: {cal['fitted']} = {cal['value']:.4f} fitted on {cal['rows_fit']} rows "
                      f"(fit half), figures on {cal['rows_holdout']} held-out rows")
-    return RunResult(table=table, golden=golden, values=values, notes=notes)
+    return RunResult(table=table, golden=golden, values=values, notes=notes, producer=subject.name)
