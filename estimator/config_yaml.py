@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel
 
 from estimator.errors import ConfigError
+from ndcore.yamlsrc import CaseError, read_located
 
 #: where ``model: {ref: models/x.yaml}`` is looked up when not found beside the YAML file
 BUNDLED_CASES_DIR = Path(__file__).resolve().parent.parent / "validation_cases"
@@ -30,37 +31,21 @@ def line_for(field: str, lines: dict[str, int]) -> int | None:
 
 
 def read_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
-    """Mapping and a ``dotted.key -> line`` index of a YAML file (safe loader)."""
+    """Mapping and a ``dotted.key -> line`` index of a YAML file.
+
+    Read by :func:`ndcore.yamlsrc.read_located`, so a configuration has the limits and rules of a case
+    file (safe tags only, aliases bounded, nesting depth, key/value lengths, no merge or duplicate keys);
+    its ``CaseError`` becomes a ``ConfigError`` naming the same file, line and field.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError("<file>", f"cannot read: {exc.strerror}", file=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError("<file>", f"not UTF-8 text (byte {exc.start}: {exc.reason})", file=str(path)) from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except RecursionError:
-        raise ConfigError("<yaml>", "nested too deeply to read", file=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(
-            "<yaml>", f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
-            line=mark.line + 1 if mark else None,
-        ) from None
-    if not isinstance(data, dict):
+        located = read_located(path)
+    except CaseError as exc:
+        field = exc.field if exc.field != "<root>" else "<yaml>"
+        raise ConfigError(field, exc.rule, file=exc.file, line=exc.line) from None
+    if not isinstance(located.data, dict):
         raise ConfigError("<yaml>", "top level must be a mapping", file=str(path))
-    lines: dict[str, int] = {}
-    _index_lines(node, "", lines)
-    return data, lines
-
-
-def _index_lines(node: Any, prefix: str, out: dict[str, int]) -> None:
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
-            out[key] = key_node.start_mark.line + 1
-            _index_lines(value_node, key, out)
+    lines = {".".join(loc): line for loc, line in located.key_lines.items() if all(isinstance(p, str) for p in loc)}
+    return located.data, lines
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,10 @@ class DeviceEfficiency(BaseModel):
     ``attention_bwd``: fused (flash) attention forward / backward against its full, non-causal FLOP
     count; ``hbm_gb_s``: HBM bandwidth (GB/s, 1e9 B/s) and ``memory``: its achieved share by the
     bytes one kernel moves in MB; ``kernel_latency_us``: fixed time added to each kernel's memory
-    term. ``sources``: field -> citation. All efficiencies in (0, 1].
+    term. ``grouped_matmul``: the routed-expert GEMMs of a MoE layer (grouped GEMM) against peak, and
+    ``permute_memory_fwd`` / ``_bwd``: the HBM share of the MoE token permute / unpermute forward and
+    backward, where the source publishes them (None: the ``matmul`` / ``memory`` tables apply).
+    ``sources``: field -> citation. All efficiencies in (0, 1].
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -99,6 +102,9 @@ class DeviceEfficiency(BaseModel):
     attention_bwd: float = Field(gt=0, le=1)
     memory: SizeTable = Field(min_length=1)
     kernel_latency_us: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    grouped_matmul: float | None = Field(default=None, gt=0, le=1)
+    permute_memory_fwd: float | None = Field(default=None, gt=0, le=1)
+    permute_memory_bwd: float | None = Field(default=None, gt=0, le=1)
     sources: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -227,10 +233,19 @@ _SIMUMAX = "MooreThreads/SimuMax@4dcaae513b configs/system/{}"
 
 
 def _simumax_eff(file: str, hbm_gb_s: float, hbm_source: str, matmul: float, sdp_fwd: float, sdp_bwd: float,
-                 mem: float, latency_us: float) -> dict[str, Any]:
-    """A :class:`DeviceEfficiency` mapping from one SimuMax system file (flat tables: one size row)."""
+                 mem: float, latency_us: float, moe: tuple[str, float, float, float] | None = None) -> dict[str, Any]:
+    """A :class:`DeviceEfficiency` mapping from one SimuMax system file (flat tables: one size row);
+    ``moe``: (``owner/repo@commit`` of the file read, group_matmul, permute_fwd, permute_bwd factors)."""
     src = _SIMUMAX.format(file)
-    return {
+    extra: dict[str, Any] = {}
+    if moe is not None:
+        at, grouped, perm_fwd, perm_bwd = moe
+        extra = {"grouped_matmul": grouped, "permute_memory_fwd": perm_fwd, "permute_memory_bwd": perm_bwd}
+        moe_src = f"{at} configs/system/{file}"
+        extra_sources = {"grouped_matmul": f"{moe_src}: accelerator.op.group_matmul.efficient_factor",
+                         "permute_memory_fwd": f"{moe_src}: accelerator.bandwidth.permute_fwd.efficient_factor",
+                         "permute_memory_bwd": f"{moe_src}: accelerator.bandwidth.permute_bwd.efficient_factor"}
+    return extra | {
         "hbm_gb_s": hbm_gb_s, "matmul": [(0.0, matmul)], "attention_fwd": sdp_fwd, "attention_bwd": sdp_bwd,
         "memory": [(0.0, mem)], "kernel_latency_us": latency_us,
         "sources": {
@@ -240,9 +255,13 @@ def _simumax_eff(file: str, hbm_gb_s: float, hbm_source: str, matmul: float, sdp
             "attention_bwd": f"{src}: accelerator.op.sdp_bwd.efficient_factor",
             "memory": f"{src}: accelerator.bandwidth efficient_factor",
             "kernel_latency_us": f"{src}: accelerator.bandwidth latency_us (added per operator memory access)",
+            **(extra_sources if moe is not None else {}),
         },
     }
 
+
+#: SimuMax's H100 file (h100_nvlink.json, read at 160921ca96): group_matmul 0.60, permute_fwd / _bwd 0.25
+_SIMUMAX_H100_MOE = ("MooreThreads/SimuMax@160921ca96", 0.60, 0.25, 0.25)
 
 PRESETS: dict[str, dict[str, Any]] = {
     "ascend-910b": {
@@ -297,7 +316,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "devices_per_node": 8,
         "levels": NVIDIA_LEVELS["h100-80g"],
         "efficiency": _simumax_eff("h100_nvlink.json", 3350.0, "NVIDIA H100 SXM5 datasheet: 3.35 TB/s",
-                                   0.70, 0.72, 0.55, 0.85, 20.0),
+                                   0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE),
         "provenance": {
             "hbm_gib": "NVIDIA H100 SXM5 80GB datasheet",
             "peak_tflops": "NVIDIA H100 SXM5 datasheet, dense (no sparsity)",
@@ -313,7 +332,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "levels": NVIDIA_LEVELS["h100-80g"],
         "efficiency": _simumax_eff("h100_nvlink.json", 4800.0, "NVIDIA H200 SXM datasheet: 4.8 TB/s; the "
                                    "efficiencies are SimuMax's H100 file (same tensor cores; assumption)",
-                                   0.70, 0.72, 0.55, 0.85, 20.0),
+                                   0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE),
         "provenance": {
             "hbm_gib": "NVIDIA H200 SXM 141 GB (decimal) datasheet; ~140 GiB usable, rounded",
             "peak_tflops": "NVIDIA H200 SXM datasheet, dense (same tensor cores as H100)",
@@ -329,7 +348,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "levels": NVIDIA_LEVELS["b200"],
         "efficiency": _simumax_eff("b200_bf16_ceperm.json", 8000.0, "NVIDIA DGX B200 datasheet: 64 TB/s HBM3e "
                                    "for 8 GPUs = 8 TB/s per GPU", 0.48780765792034037, 0.7059717796465379,
-                                   0.6943225842672003, 0.666, 30.0),
+                                   0.6943225842672003, 0.666, 30.0,
+                                   moe=("MooreThreads/SimuMax@4dcaae513b", 0.30199308868813257, 0.5008136513816437,
+                                        0.5108178337365621)),
         "provenance": {
             "hbm_gib": "DGX B200: 1,440 GB HBM3e for 8 GPUs = 180 GB per GPU (decimal); rounded",
             "peak_tflops": "NVIDIA DGX B200 datasheet per GPU, dense (no sparsity); fp32 approximate",

@@ -18,6 +18,7 @@ File (YAML)::
         collectives: {all_to_all: {efficiency: 0.6, latency_us: 3.4}}
         sources: {efficiency: "..."}
     fit: {...}                    # optional, informational (the calibration's per-class fit)
+    host_layers: [...]            # optional, informational (host time per repeated layer, calibrate)
 
 At least one of ``efficiency`` and ``network``. Unknown keys, a negative or out-of-range efficiency,
 a level the hardware does not have, or a hardware without an efficiency block that the overlay does
@@ -39,7 +40,7 @@ from estimator.hardware import DeviceEfficiency, NetworkLevel
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
 
-TOP_KEYS = ("hardware", "efficiency", "network", "fit", "source")
+TOP_KEYS = ("hardware", "efficiency", "network", "fit", "host_layers", "source")
 EFFICIENCY_KEYS = tuple(DeviceEfficiency.model_fields)
 #: the fields of a network level an overlay may set (its name, size and bandwidth stay the preset's)
 LEVEL_KEYS = ("efficiency", "latency_us", "call_latency_us", "collectives", "sources")
@@ -150,7 +151,7 @@ def _check_values(file: str, key: str, value: Any) -> None:
                 raise ConfigError(field, f"each row is [min size, efficiency]; got {row!r}", file=file)
             if not 0 < row[1] <= 1 or row[0] < 0:
                 raise ConfigError(field, f"efficiency must be in (0, 1] and size >= 0; got {row!r}", file=file)
-    elif key in ("attention_fwd", "attention_bwd"):
+    elif key in ("attention_fwd", "attention_bwd", "grouped_matmul", "permute_memory_fwd", "permute_memory_bwd"):
         if not isinstance(value, int | float) or not 0 < value <= 1:
             raise ConfigError(field, f"efficiency must be in (0, 1]; got {value!r}", file=file)
     elif key in ("hbm_gb_s", "kernel_latency_us") and (

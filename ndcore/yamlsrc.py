@@ -43,6 +43,8 @@ class Located:
     data: Any
     lines: dict[Loc, tuple[str, int]] = field(default_factory=dict)
     files: set[str] = field(default_factory=set)
+    #: 1-based line of each mapping key (``lines`` holds where the value starts, often the next line)
+    key_lines: dict[Loc, int] = field(default_factory=dict)
 
     def where(self, loc: Loc) -> tuple[str, int | None]:
         """(file, line) of the value at ``loc`` or of its nearest ancestor that has one."""
@@ -164,8 +166,8 @@ def _reader_line(exc: yaml.YAMLError, text: str) -> int | None:
 
 
 class _Builder:
-    def __init__(self, cases_root: Path) -> None:
-        self.cases_root = cases_root
+    def __init__(self, cases_root: Path | None) -> None:
+        self.cases_root = cases_root  # None: ``ref`` keys stay plain data
         self.located = Located(data=None)
         self._scalar = yaml.SafeLoader("")
         self._nodes = 0
@@ -186,7 +188,9 @@ class _Builder:
             raise CaseError(file, _reader_line(exc, text), format_loc(loc), f"invalid YAML: {str(exc).splitlines()[0]}") from None
         except RecursionError:
             raise CaseError(file, None, format_loc(loc), f"nested deeper than {MAX_DEPTH} levels") from None
-        except (OSError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            raise CaseError(file, None, format_loc(loc), f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        except OSError as exc:
             raise CaseError(file, None, format_loc(loc), f"cannot read: {exc}") from None
         if node is None:
             return None
@@ -228,22 +232,25 @@ class _Builder:
                 key = self._key(k_node, loc, file)
                 if key in out:
                     raise CaseError(file, k_node.start_mark.line + 1, format_loc((*loc, key)), "duplicate key")
+                self.located.key_lines[(*loc, key)] = k_node.start_mark.line + 1
                 out[key] = self._build(v_node, (*loc, key), file, stack)
-            if "ref" in out:
-                return self._resolve_ref(out, loc, file, line, stack)
+            if "ref" in out and self.cases_root is not None:
+                return self._resolve_ref(out, loc, file, line, stack, self.cases_root)
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self._build(v, (*loc, i), file, stack) for i, v in enumerate(node.value)]
         return self._scalar_value(node, loc, file)
 
-    def _resolve_ref(self, mapping: dict[Any, Any], loc: Loc, file: str, line: int, stack: tuple[str, ...]) -> Any:
+    def _resolve_ref(
+        self, mapping: dict[Any, Any], loc: Loc, file: str, line: int, stack: tuple[str, ...], root: Path
+    ) -> Any:
         ref = mapping.pop("ref")
         field_path = format_loc((*loc, "ref"))
         if not isinstance(ref, str):
             raise CaseError(file, line, field_path, "ref must be a path relative to validation_cases/")
-        target = confine(self.cases_root / ref, self.cases_root, file, line, field_path)
+        target = confine(root / ref, root, file, line, field_path)
         if not target.is_file():
-            raise CaseError(file, line, field_path, f"referenced file {ref!r} not found under {self.cases_root}")
+            raise CaseError(file, line, field_path, f"referenced file {ref!r} not found under {root}")
         if str(target) in stack:
             raise CaseError(file, line, field_path, f"circular ref to {ref!r}")
         overrides = mapping
@@ -277,6 +284,16 @@ def load_located(path: Path, cases_root: Path) -> Located:
     ``model: {ref: models/x.yaml}`` works with a file that starts with ``model:``.
     """
     builder = _Builder(cases_root)
+    builder.located.data = builder.load(path)
+    return builder.located
+
+
+def read_located(path: Path) -> Located:
+    """Load ``path`` under the same limits and rules as :func:`load_located`, ``ref:`` keys left as data
+
+    (for callers with their own include rule, such as the estimator's ``model: {ref: ...}``).
+    """
+    builder = _Builder(None)
     builder.located.data = builder.load(path)
     return builder.located
 

@@ -62,20 +62,22 @@ class Op:
     bw_bytes: float
     bw_kernels: float
     count: float = 1.0
+    variant: str = ""  # "grouped": a MoE layer's routed-expert GEMM; "permute": its token (un)permute
 
 
-def gemm(name: str, modules: tuple[str, ...], m: float, k: float, n: float, b: int, count: float = 1.0) -> Op:
+def gemm(name: str, modules: tuple[str, ...], m: float, k: float, n: float, b: int, count: float = 1.0,
+         variant: str = "") -> Op:
     """``[m, k] @ [k, n]`` in a ``b``-byte dtype; backward = two GEMMs of the same size."""
     flops = compute.matmul_flops(m, k, n)
     moved = (m * k + k * n + m * n) * b
-    return Op(name, "gemm", modules, flops, moved, 1.0, 2.0 * flops, 2.0 * moved, 2.0, count)
+    return Op(name, "gemm", modules, flops, moved, 1.0, 2.0 * flops, 2.0 * moved, 2.0, count, variant)
 
 
 def elementwise(name: str, modules: tuple[str, ...], moved: float, kernels: float = 1.0,
-                bw_kernels: float = 1.0, bw_bytes: float | None = None) -> Op:
+                bw_kernels: float = 1.0, bw_bytes: float | None = None, variant: str = "") -> Op:
     """A memory-bound operator moving ``moved`` bytes forward (backward 1.5× unless given)."""
     back = ELEMENTWISE_BACKWARD_BYTES * moved if bw_bytes is None else bw_bytes
-    return Op(name, "elementwise", modules, 0.0, moved, kernels, 0.0, back, bw_kernels)
+    return Op(name, "elementwise", modules, 0.0, moved, kernels, 0.0, back, bw_kernels, variant=variant)
 
 
 @dataclass(frozen=True)
@@ -161,11 +163,11 @@ def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> 
         ops += [gemm("router", ("moe",), t, h, e / d.tp, b),
                 elementwise("router_softmax", ("moe",), 2 * tn * e * 4),
                 elementwise("router_topk", ("moe",), tn * e * 4 + 2 * tn * k * 4),
-                elementwise("permute", ("moe",), (1 + k) * tn * h * b),
-                elementwise("unpermute", ("moe",), (1 + k) * tn * h * b)]
+                elementwise("permute", ("moe",), (1 + k) * tn * h * b, variant="permute"),
+                elementwise("unpermute", ("moe",), (1 + k) * tn * h * b, variant="permute")]
         per_expert = k * t * d.imbalance / max(1, local_experts)
         ops += _ffn_ops("expert", ("moe",), ("moe", "moe_act"), h, model.expert_ffn / d.tp, per_expert, b,
-                        model.activation, count=float(local_experts))
+                        model.activation, count=float(local_experts), variant="grouped")
         if model.shared_ffn_total:
             ops += _ffn_ops("shared", ("moe", "shared_experts"), ("moe", "shared_experts"), h,
                             model.shared_ffn_total / d.tp, t, b, model.activation)
@@ -174,14 +176,15 @@ def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> 
 
 
 def _ffn_ops(name: str, modules: tuple[str, ...], act_modules: tuple[str, ...], h: int, ffn: float, tokens: float,
-             b: int, activation: str, count: float = 1.0) -> list[Op]:
-    """fc1 (gate and up fused for gated activations), activation, fc2 on ``tokens`` tokens."""
+             b: int, activation: str, count: float = 1.0, variant: str = "") -> list[Op]:
+    """fc1 (gate and up fused for gated activations), activation, fc2 on ``tokens`` tokens (``variant``
+    of the two GEMMs: ``grouped`` for routed experts)."""
     gated = compute.MLP_MATMULS[activation] == 3
     width = (2 if gated else 1) * ffn
     act = elementwise(f"{name}_activation", act_modules, (width + ffn) * tokens * b)
-    return [gemm(f"{name}_fc1", modules, tokens, h, width, b, count),
+    return [gemm(f"{name}_fc1", modules, tokens, h, width, b, count, variant),
             Op(act.name, act.op_class, act.modules, 0.0, act.bytes, 1.0, 0.0, act.bw_bytes, 1.0, count),
-            gemm(f"{name}_fc2", modules, tokens, ffn, h, b, count)]
+            gemm(f"{name}_fc2", modules, tokens, ffn, h, b, count, variant)]
 
 
 def embedding_ops(model: ModelConfig, d: LayerDims, b_grad: int) -> list[Op]:

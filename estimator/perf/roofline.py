@@ -41,28 +41,35 @@ def roofline_active(cfg: EstimatorConfig) -> bool:
 
 
 def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, backward: bool,
-                   eff: DeviceEfficiency, peak_flops: float) -> float:
-    """Seconds of ``kernels`` equal kernels doing ``flops`` and moving ``moved`` bytes in all (roofline)."""
+                   eff: DeviceEfficiency, peak_flops: float, variant: str = "") -> float:
+    """Seconds of ``kernels`` equal kernels doing ``flops`` and moving ``moved`` bytes in all (roofline).
+
+    A ``grouped`` GEMM (MoE routed experts) takes ``eff.grouped_matmul`` and a ``permute`` operator
+    ``eff.permute_memory_fwd`` / ``_bwd`` when the hardware has them (else the matmul / memory tables)."""
     per_kernel = max(kernels, 1.0)
     compute_s = 0.0
     if flops:
         if op_class == "attention":
             e = eff.attention_bwd if backward else eff.attention_fwd
+        elif variant == "grouped" and eff.grouped_matmul is not None:
+            e = eff.grouped_matmul
         else:
             e = eff.matmul_eff(flops / per_kernel / FLOPS_PER_GFLOP)
         compute_s = flops / (peak_flops * e)
     memory_s = 0.0
     if moved:
-        bw = eff.hbm_gb_s * 1e9 * eff.memory_eff(moved / per_kernel / BYTES_PER_MB)
-        memory_s = moved / bw + kernels * eff.kernel_latency_us * 1e-6
+        permute = eff.permute_memory_bwd if backward else eff.permute_memory_fwd
+        share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MB)
+        memory_s = moved / (eff.hbm_gb_s * 1e9 * share) + kernels * eff.kernel_latency_us * 1e-6
     return max(compute_s, memory_s)
 
 
 def op_pass_s(op: ops_.Op, backward: bool, eff: DeviceEfficiency, peak_flops: float) -> float:
     """Seconds of one pass (forward or backward) of ``op`` and its ``count`` copies."""
     if backward:
-        return op.count * kernel_group_s(op.bw_flops, op.bw_bytes, op.bw_kernels, op.op_class, True, eff, peak_flops)
-    return op.count * kernel_group_s(op.flops, op.bytes, op.kernels, op.op_class, False, eff, peak_flops)
+        return op.count * kernel_group_s(op.bw_flops, op.bw_bytes, op.bw_kernels, op.op_class, True, eff, peak_flops,
+                                         op.variant)
+    return op.count * kernel_group_s(op.flops, op.bytes, op.kernels, op.op_class, False, eff, peak_flops, op.variant)
 
 
 @dataclass(frozen=True)
@@ -151,7 +158,8 @@ def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode:
 def efficiency_key(eff: DeviceEfficiency) -> tuple[object, ...]:
     """The values :func:`kernel_group_s` reads from ``eff`` (sources excluded), hashable."""
     return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
-            tuple(map(tuple, eff.memory)), eff.kernel_latency_us)
+            tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.grouped_matmul, eff.permute_memory_fwd,
+            eff.permute_memory_bwd)
 
 
 def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, optimizer_ops: list[ops_.Op],

@@ -9,7 +9,10 @@ class, what the profile supports:
 * ``elementwise``: achieved bytes/s over the hardware's HBM bandwidth for the kernels whose shapes and
   dtypes give their bytes (median = ``memory`` efficiency), and the kernel latency = the 10th
   percentile of their durations (``kernel_latency_us``: a near-empty kernel's time);
-* ``attention``, ``collective``, ``memcpy``: count and time (reported, not written).
+* ``attention``, ``collective``, ``memcpy``: count and time (reported, not written);
+* host time per layer: where a host thread's top-level ops repeat with the model's layers,
+  :mod:`harness.commands.host_layers` counts the launches and the host time per repetition (reported
+  and kept in the overlay's ``host_layers``; it is host time, not a device efficiency).
 
 It prints the fit (per class: kernels, time and share of the profile's kernel time, median and
 p25-p75 of the derived value) and writes an overlay (:mod:`estimator.overlay`) that ``ndval estimate
@@ -57,14 +60,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="OVERLAY.yaml", help="overlay file to write")
 
 
-def profile_kernels(profile: Path) -> tuple[list[Kernel], dict[str, Any]]:
+def profile_kernels(profile: Path, host_layers: bool = False) -> tuple[list[Kernel], dict[str, Any]]:
     """Every device kernel of the profile's first rank, classified, with the rank's metadata plus
-    ``steps``: the steps the kernels span (distinct ``Step Id`` / ``ProfilerStep`` events, at least 1)."""
+    ``steps``: the steps the kernels span (distinct ``Step Id`` / ``ProfilerStep`` events, at least 1),
+    and with ``host_layers`` the rank's repeated host layers (:func:`host_layers.host_layers`)."""
     from analyzer.dataset import load_dataset
     from analyzer.kernel_classes import bytes_moved, classify, gemm_flops, shapes
 
     dataset = load_dataset(profile)
     rank = dataset.ranks[0]
+    extra: dict[str, Any] = {}
+    if host_layers:
+        from harness.commands.host_layers import host_layers as find_layers
+
+        extra["host_layers"] = find_layers(rank.events)
     table = rank.tables.get("kernel_details")
     out: list[Kernel] = []
     if table is not None and len(table):
@@ -76,14 +85,14 @@ def profile_kernels(profile: Path) -> tuple[list[Kernel], dict[str, Any]]:
             moved = bytes_moved(ins, row.get("Input Data Types"), outs, row.get("Output Data Types"))
             out.append(Kernel(str(row.get("Name", "")), cls, float(row["Duration(us)"]), flops, moved))
         steps = table["Step Id"].nunique() if "Step Id" in table else 1
-        return out, {**rank.meta, "steps": max(1, int(steps))}
+        return out, {**rank.meta, "steps": max(1, int(steps)), **extra}
     ev = rank.events
     dev = ev[(ev["side"] == "device") & ev["category"].isin(["compute", "communication", "memcpy", "memset"])]
     for name, category, dur, moved in zip(dev["name"], dev["category"], dev["dur_us"], dev["bytes"], strict=True):
         b = float(moved) if moved == moved and moved and moved > 0 else None  # NaN-safe
         out.append(Kernel(str(name), classify(str(name), "", str(category)), float(dur), None, b))
     steps = int((ev["category"] == "step").sum())
-    return out, {**rank.meta, "steps": max(1, steps)}
+    return out, {**rank.meta, "steps": max(1, steps), **extra}
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -166,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         for cls in args.require:
             if cls not in KERNEL_CLASSES:
                 raise ValueError(f"--require: unknown class {cls!r}; expected one of {', '.join(KERNEL_CLASSES)}")
-        kernels, meta = profile_kernels(Path(args.profile))
+        kernels, meta = profile_kernels(Path(args.profile), host_layers=True)
         hw_name = _hardware_name(args.hardware, meta, args.profile)
         hw = preset(hw_name)
         peak = hw.peak_tflops.get(args.precision)
@@ -182,14 +191,30 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"ndval calibrate: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    doc = overlay_from_fit(fit, args.profile, hw_name)
     _print_fit(fit, hw_name)
+    doc = overlay_from_fit(fit, args.profile, hw_name)
+    doc["host_layers"] = meta.get("host_layers") or []
+    _print_host_layers(doc["host_layers"])
     from ndcore.atomic import write_text
 
     write_text(Path(args.output), yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
     written = [k for k in doc["efficiency"] if k != "sources"]
     print(f"overlay: {args.output} ({', '.join(written) or 'no efficiency the profile supports'})")
     return 0
+
+
+def _print_host_layers(layers: list[dict[str, Any]]) -> None:
+    """One line per host thread whose top-level ops repeat (host time per layer, launches per layer)."""
+    if not layers:
+        print("host time per layer: no host thread repeats a pattern of top-level ops that launches kernels "
+              "(no layer structure in the profile)")
+        return
+    for r in layers:
+        print(f"host layer on thread {r['thread']}: {len(r['ops'])} ops ({r['ops'][0]} ...) x {r['layers']} "
+              f"({r['runs']} runs): host {r['host_us_per_layer']['median']:.1f} us per layer "
+              f"(p25 {r['host_us_per_layer']['p25']:.1f}, p75 {r['host_us_per_layer']['p75']:.1f}), "
+              f"{r['launches_per_layer']['median']:g} launches per layer, "
+              f"{r['host_us_per_launch']['median']:.1f} us per launch")
 
 
 def _print_fit(fit: dict[str, dict[str, Any]], hardware: str) -> None:

@@ -70,14 +70,21 @@ def test_layer_counts_are_capped_and_refused_quickly(field: str, value: int) -> 
 
 @pytest.mark.parametrize(("text", "rule"), [
     (b"model: \xff\xfe\n", "not UTF-8"),
-    (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
+    (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested deeper than"),
+    # an 860-byte mapping alias bomb (2**30 values once expanded) ran for minutes in `ndval estimate`
+    (("a0: &a0 {x: 1, y: 2}\n" + "".join(f"a{i}: &a{i} {{p: *a{i - 1}, q: *a{i - 1}}}\n" for i in range(1, 30))
+      + "model: {ref: models/llama3-8b.yaml}\n").encode(), "aliases are expanded"),
+    (b"base: &b {tp: 2}\nparallel:\n  <<: *b\n", "merge keys"),
+    (b"model: !!python/name:os.system\n", "invalid value"),
 ])
 def test_unreadable_config_files_are_config_errors(tmp_path: Path, text: bytes, rule: str) -> None:
     path = tmp_path / "run.yaml"
     path.write_bytes(text)
+    t0 = time.perf_counter()
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert rule in info.value.rule and info.value.file == str(path)
+    assert time.perf_counter() - t0 < 1.0
 
 
 def _cli(argv: list[str]) -> int:
