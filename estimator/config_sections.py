@@ -266,9 +266,24 @@ class PrecisionConfig(StrictSection):
     compute: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
     grads: Literal["fp32", "bf16", "fp16"] | None = None
     optimizer_states: Literal["fp32", "bf16", "fp16"] | None = None
-    #: linear layers run in FP8 through Transformer Engine (Megatron ``--fp8-format``); the
-    #: ``megatron`` profile then counts TE's cached FP8 weight copies (``memory.static``)
+    #: linear layers run in FP8 (Megatron ``--fp8-format`` through Transformer Engine; torchtitan
+    #: ``--float8.enable_float8_linear`` through torchao ``Float8Linear``); the ``megatron`` profile
+    #: then counts TE's cached FP8 weight copies (``memory.static``), the ``fsdp2`` profile nothing
+    #: more unless ``fsdp_float8_all_gather`` (``memory.fsdp2``)
     fp8_linear: bool = False
+    #: FSDP2 all-gathers the Float8Linear weights in float8 (torchtitan
+    #: ``--float8.enable_fsdp_float8_all_gather``, default off; ``memory.fsdp2``)
+    fsdp_float8_all_gather: bool = False
+
+    @model_validator(mode="after")
+    def _float8_all_gather_needs_float8(self) -> PrecisionConfig:
+        if self.fsdp_float8_all_gather and not self.fp8_linear:
+            raise config_rule(
+                "precision.fsdp_float8_all_gather",
+                "needs precision.fp8_linear: true (only Float8Linear weights are all-gathered in float8); "
+                "a valid example: precision: {fp8_linear: true, fsdp_float8_all_gather: true}",
+            )
+        return self
 
 
 class OptionsConfig(StrictSection):
@@ -317,7 +332,9 @@ class OptionsConfig(StrictSection):
         default=None, description="routed tokens per expert (any scale, length num_experts); None = balanced"
     )
     torch_compile: bool = Field(
-        default=False, description="torch.compile of each block (torchtitan); recorded, no memory term is sourced"
+        default=False,
+        description="torch.compile of each block (torchtitan); no memory effect modelled: no published source "
+                    "states one (estimator.memory.fsdp2.TORCH_COMPILE_MEMORY)",
     )
     expandable_segments: bool = Field(
         default=False, description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no idle-block reserve terms"

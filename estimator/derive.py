@@ -39,7 +39,7 @@ def expert_degrees(dp: int, tp: int, cp: int, ep: int, etp: int | None) -> Exper
     else d·t/ep; and t_exp = 1 when t_exp·ep > d·t. Every branch of d_exp carries 1/ep — the source
     of the seed's P2 cancellation.
     """
-    if etp:
+    if etp is not None:  # ge 1 when set; an array of layouts too (estimator.arrays)
         return ExpertDegrees(t_exp=etp, d_exp=dp * tp * cp / (etp * ep))
     d_exp = where(dp >= ep, dp / ep, dp * tp / ep)  # arrays of layouts too (estimator.arrays)
     t_exp = where(tp * ep > dp * tp, 1, tp)
@@ -118,7 +118,7 @@ def megatron_expert_tp(cfg: EstimatorConfig) -> int:
     there it is always ``etp or tp``; the fallback only applies to ``sapp-nd`` configs.
     """
     p = cfg.parallel
-    if p.etp:
+    if p.etp is not None:  # ge 1 when set; an array of layouts too (estimator.arrays)
         return p.etp
     return where((p.dp * p.cp) % p.ep == 0, p.tp, 1)  # arrays of layouts too (estimator.arrays)
 

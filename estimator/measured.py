@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from estimator.errors import ConfigError
+from ndcore.units import BYTES_PER_MIB
 
 #: hardware text (lower-case substring) -> preset name, checked in order
 HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -135,6 +136,30 @@ def _apply_facts(row: Mapping[str, str], config: dict[str, Any]) -> None:
 
 def _text(row: Mapping[str, str], column: str) -> str:
     return (row.get(column) or "").strip()
+
+
+_KORTHIKANTI_PAR_OPT = (
+    "Korthikanti et al. 2022 (arXiv 2205.05198) Fig. 1 'parameters and optimizer state' (values as "
+    "Calculon's validation.py encodes them) counts the transformer layers only: each of the four values "
+    "equals 18 B x 12h^2 x L/(t.p) exactly (22B and 175B: 45.5625 GiB, 530B: 31.640625, 1T: 32.958984375), "
+    "i.e. 12h^2 weights per layer at 18 B each (fp16 param + fp32 grad + fp32 master + Adam), no "
+    "embedding or output layer (the figure is the paper's analytical breakdown, not a measurement)"
+)
+
+#: what a source's measurement of a kind covers where it is narrower than the kind's default:
+#: (source_id, measured_kind) -> (scope, citation). Scope ``layers``: the transformer layers of the
+#: stage only (``StageMemory.static_detail``), without embedding and output layer.
+MEASUREMENT_SCOPES: dict[tuple[str, str], tuple[str, str]] = {
+    ("korthikanti2022_fig1", "params_optimizer"): ("layers", _KORTHIKANTI_PAR_OPT),
+}
+
+
+def measured_kind_of(row: Mapping[str, str]) -> str:
+    """The row's ``measured_kind`` with the source's scope where ``MEASUREMENT_SCOPES`` narrows it
+    (``params_optimizer:layers``); the key ``estimate_for_measurement`` takes."""
+    kind = _text(row, "measured_kind") or "max_allocated"
+    scope = MEASUREMENT_SCOPES.get((_text(row, "source_id"), kind))
+    return f"{kind}:{scope[0]}" if scope else kind
 
 
 class NotStated(ConfigError):
@@ -351,7 +376,9 @@ def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str
     idle blocks, ``estimator.memory.fsdp2``; equal to the total where no term is modelled);
     ``allocated_steady`` (after the optimizer step) and ``params_optimizer`` -> params +
     optimizer states + grads;
-    ``activations`` -> the activations component.
+    ``activations`` -> the activations component. ``<kind>:layers`` (``measured_kind_of``, a source
+    whose breakdown covers the transformer layers only) -> the layers' params + optimizer states +
+    grads, without embedding and output layer.
     """
     stage = stage_for_rank(report, measured_rank)
     kind = (measured_kind or "max_allocated").strip()
@@ -360,6 +387,8 @@ def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str
         return stage.total_mb, f"stage {stage.stage} total"
     if kind == "max_reserved":
         return getattr(stage, "reserved_mb", stage.total_mb), f"stage {stage.stage} reserved"
+    if kind in ("allocated_steady:layers", "params_optimizer:layers"):
+        return stage.static_detail.total.total / BYTES_PER_MIB, f"stage {stage.stage} layers' params+optimizer_states+grads"
     if kind in ("allocated_steady", "params_optimizer"):
         static = sum(comp[k] for k in ("params", "optimizer_states", "grads"))
         return static, f"stage {stage.stage} params+optimizer_states+grads"

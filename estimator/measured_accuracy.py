@@ -19,7 +19,7 @@ from pathlib import Path
 
 from estimator import presets
 from estimator.config import load_config
-from estimator.measured import NotStated, config_from_measured_row, estimate_for_measurement
+from estimator.measured import NotStated, config_from_measured_row, estimate_for_measurement, measured_kind_of
 from estimator.memory import estimate_memory
 from ndcore.render import markdown_table
 from ndcore.units import MIB_PER_GIB
@@ -54,7 +54,7 @@ def row_error(row: dict[str, str]) -> RowError:
         report = estimate_memory(load_config(config))
     except NotStated as exc:
         return RowError(case_id, measured, None, not_evaluable=f"column {exc.field}: {exc.rule}")
-    value, what = estimate_for_measurement(report, row.get("measured_kind", ""), row.get("measured_rank", ""))
+    value, what = estimate_for_measurement(report, measured_kind_of(row), row.get("measured_rank", ""))
     return RowError(case_id, measured, value / MIB_PER_GIB, what)
 
 

@@ -61,6 +61,13 @@ ASSUMED_RUN: dict[str, tuple[Any, str]] = {
     ),
     "parallel.sequence_parallel": (False, "not published; MindSpore runs default to off"),
     "parallel.distributed_optimizer": (True, "the reference's has_op default (optimizer parallel on)"),
+    "parallel.etp": (
+        1,
+        "inferred from the recorded estimates (`ndval reconstruct-seed`): they are exactly additive, "
+        "A-E = B-D = C-F = 1208, A-B = E-D = 873, B-C = D-F = 437 MiB, i.e. c + x/ep + y/tp; legacy() "
+        "has that structure only with expert tensor parallelism 1 (etp unset = tp halves each routed "
+        "expert at TP = 2: residual ~70 MiB; etp = 1: 0)",
+    ),
     "hardware": ("ascend-910b", "SAPP-ND targets Ascend (A2/A3); peak-memory arithmetic does not depend on it"),
 }
 
@@ -88,6 +95,7 @@ def seed_run(label: str, *, profile: str = "sapp-nd", options: dict[str, Any] | 
             "ep": seed.ep,
             "sequence_parallel": v["parallel.sequence_parallel"],
             "distributed_optimizer": v["parallel.distributed_optimizer"],
+            "etp": v["parallel.etp"],
             "schedule": "1f1b",
         },
         "recompute": {"mode": v["recompute.mode"]},

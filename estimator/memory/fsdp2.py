@@ -33,6 +33,18 @@ but idle. At the loss-backward peak of torchtitan's eager loss (``loss_fn(pred)`
 With ``expandable_segments`` the allocator maps more pages into one segment and can hand freed
 pages to a larger request, so terms 1 and 3 vanish; term 2 (a different stream's pool) stays.
 Block rounding (segments rounded up to 2 MiB, blocks to 512 B) is below 0.1 % here and not added.
+
+Options:
+
+- **Float8 all-gather** (``precision.fsdp_float8_all_gather`` with ``fp8_linear``): torchtitan
+  (``torchtitan/float8.py``@9dec370) swaps every ``nn.Linear`` but ``output`` for torchao's
+  ``Float8Linear`` and, with ``--float8.enable_fsdp_float8_all_gather`` (default off) and FSDP
+  sharding (``dp_shard > 1``), passes ``Float8LinearConfig(enable_fsdp_float8_all_gather=True)``:
+  FSDP2 then all-gathers those weights as float8 (1 B) instead of bf16, so the unsharded linear
+  weights of a block take half the bytes (norms, router and routed experts stay in the compute
+  dtype; the root group holds no Float8Linear). ``FLOAT8_BYTES``, ``float8_all_gather``.
+- **Float8 linears without it** and **torch.compile**: no memory term (``FLOAT8_LINEAR_MEMORY``,
+  ``TORCH_COMPILE_MEMORY`` state why).
 """
 
 from __future__ import annotations
@@ -48,6 +60,32 @@ from estimator.profiles import profile_of, resolved_bytes
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, RecomputeMode
     from estimator.derive import StageLayout
+
+
+#: bytes per element of a float8 all-gathered weight (e4m3, torchao ``Float8LinearConfig``)
+FLOAT8_BYTES = 1
+
+#: why torch.compile changes no memory term: no published source states what compiling the
+#: blocks does to memory. torchtitan's benchmark (benchmarks/llama3_h100_202412_torchtitan.md)
+#: measures compiled runs 5.4 GiB (8 GPUs) and 5.0 GiB (128 GPUs) below eager but says nothing of
+#: why, and a difference seen only in the rows being judged is not turned into a term.
+TORCH_COMPILE_MEMORY = "none modelled: no published source states a memory effect of torch.compile"
+
+#: why Float8 linears without float8 all-gather change no memory term: torchao's dynamic-scaling
+#: ``Float8Linear`` casts input and weight inside the forward and saves for backward either the
+#: high-precision arguments (``manual_float8_matmul_with_args_in_hp``, as ``nn.Linear`` does) or
+#: their float8 casts (``manual_float8_matmul_with_args_in_float8``) depending on the scaling
+#: path, while torchtitan's op-level SAC saves every ``abs``/``max`` output; which of these survive
+#: torch.compile's fusion is not stated by a source. The torchtitan Float8 rows are 0.2 GiB below
+#: compile-only.
+FLOAT8_LINEAR_MEMORY = "none modelled without fsdp_float8_all_gather: what Float8Linear keeps under compile + SAC is not published"
+
+
+def float8_all_gather(cfg: EstimatorConfig) -> bool:
+    """FSDP2 all-gathers Float8Linear weights in float8: asked for, Float8 on and FSDP sharding
+    (torchtitan enables it only when ``dp_shard > 1``)."""
+    pr = cfg.precision
+    return pr.fp8_linear and pr.fsdp_float8_all_gather and cfg.parallel.dp > 1
 
 
 def is_fsdp2(cfg: EstimatorConfig) -> bool:
@@ -67,11 +105,17 @@ def root_resharded(cfg: EstimatorConfig) -> bool:
 
 
 def unsharded_layer_bytes(cfg: EstimatorConfig, index: int) -> float:
-    """Compute-dtype bytes of layer ``index``'s weights once all-gathered (its TP/EP slice)."""
+    """Bytes of layer ``index``'s weights once all-gathered (its TP/EP slice): compute dtype, or
+    ``FLOAT8_BYTES`` for the linear weights (all but norms, router and routed experts) with
+    ``float8_all_gather``."""
     t, etp = cfg.parallel.tp, megatron_expert_tp(cfg)
     lp = layer_params(cfg.model, index)
     count = lp.held_non_expert(t) + lp.routed / (layer_ep(cfg, index) * etp) + lp.shared / t
-    return count * resolved_bytes(cfg).compute
+    compute = resolved_bytes(cfg).compute
+    if not float8_all_gather(cfg):
+        return count * compute
+    linear = lp.held_non_expert(t) - lp.norm + lp.shared / t
+    return linear * FLOAT8_BYTES + (count - linear) * compute
 
 
 def root_unsharded_bytes(cfg: EstimatorConfig, layout: StageLayout) -> float:

@@ -94,7 +94,9 @@ def run_memory(ctx: RunContext[MemoryParams]) -> RunResult:
         out: dict[str, Any] = {"config": label}
         out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
         if params.from_measured:
-            value, what = estimate_for_measurement(report, row.get("measured_kind", ""), row.get("measured_rank", ""))
+            from estimator.measured import measured_kind_of
+
+            value, what = estimate_for_measurement(report, measured_kind_of(row), row.get("measured_rank", ""))
             out["estimate_mb"], out["estimate_of"] = value, what
             out["measured_mb"] = float(row["measured_gib"]) * MIB_PER_GIB
         else:
