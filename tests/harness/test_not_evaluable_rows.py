@@ -3,13 +3,13 @@ column, never dropped, and the run is not BROKEN INPUT when the other rows pass.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import pytest
 
 from harness import signoff
 from harness.gate import EXIT_PASS
+from tests.harness._measured_rows import write_rows_with_gaps
 
 #: three real torchtitan rows (published, ../shared/data/measured); two of them get one cell blanked here
 ROWS = ("torchtitan_llama3_h100_202412__t1__8B__FSDP+torch.compile__max_reserved",
@@ -32,18 +32,7 @@ expect:
 
 
 def _write_rows(measured_dir: Path, out: Path) -> None:
-    with (measured_dir / "memory_cases.csv").open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        rows = [r for r in reader if r["case_id"] in ROWS]
-        fields = reader.fieldnames or []
-    assert len(rows) == len(ROWS)
-    for row in rows:
-        if row["case_id"] in BLANKED:
-            row[BLANKED[row["case_id"]]] = ""
-    with out.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    assert write_rows_with_gaps(measured_dir / "memory_cases.csv", out, set(ROWS), None, BLANKED) == len(ROWS)
 
 
 def test_two_rows_with_gaps_are_listed_and_the_run_passes(pytester: pytest.Pytester, cases, summary,

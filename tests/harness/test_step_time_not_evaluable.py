@@ -5,13 +5,13 @@ kind (``harness.kinds.estimator.common.RowNotEvaluable`` / ``not_evaluable_row``
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import pytest
 
 from harness import signoff
 from harness.gate import EXIT_PASS
+from tests.harness._measured_rows import write_rows_with_gaps
 
 #: the eight real Korthikanti 2022 Table 5 rows (published, ../shared/data/measured); two get one cell blanked here
 SOURCE = "korthikanti2022_tab5"
@@ -33,17 +33,7 @@ expect:
 
 
 def _write_rows(measured_dir: Path, out: Path, only: set[str] | None = None) -> None:
-    with (measured_dir / "step_time_cases.csv").open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        rows = [r for r in reader if r["source_id"] == SOURCE and (only is None or r["case_id"] in only)]
-        fields = reader.fieldnames or []
-    for row in rows:
-        if row["case_id"] in BLANKED:
-            row[BLANKED[row["case_id"]]] = ""
-    with out.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows_with_gaps(measured_dir / "step_time_cases.csv", out, only, SOURCE, BLANKED)
 
 
 def test_gaps_are_listed_and_the_six_other_rows_judged(pytester: pytest.Pytester, cases, summary,
