@@ -117,16 +117,16 @@ def calibrate_efficiency(
     if not fit_idx or not hold_idx:
         raise ValueError(f"split_half left an empty half ({len(fit_idx)} fit, {len(hold_idx)} holdout rows)")
     meas = np.asarray(measured_s, float)
-    eff = fit_efficiency(estimate, fit_idx, meas[fit_idx])
+    eff = fit_efficiency(estimate, fit_idx, meas[fit_idx].tolist())
 
     def acc(idx: list[int], e: float) -> Accuracy:
-        return accuracy([estimate(i, e) for i in idx], meas[idx], [groups[i] for i in idx])
+        return accuracy([estimate(i, e) for i in idx], meas[idx].tolist(), [groups[i] for i in idx])
 
     step = max(1, len(fit_idx) // max(1, loo_subsample))
     loo_err = []
     for i in fit_idx[::step]:
         rest = [j for j in fit_idx if j != i]
-        e_i = fit_efficiency(estimate, rest, meas[rest])
+        e_i = fit_efficiency(estimate, rest, meas[rest].tolist())
         loo_err.append(abs(estimate(i, e_i) - meas[i]) / meas[i])
     return Calibration(
         efficiency=eff,

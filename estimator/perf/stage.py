@@ -201,9 +201,9 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     timed = [compute_value(ctx, fw), compute_value(ctx, bw), compute_value(ctx, rec)]
     optimizer, by_class = 0.0, {}
     if roofline.roofline_active(cfg):
-        r = roofline.stage_roofline(cfg, ctx, layout, optimizer_ops(cfg, ctx, layout, held),
-                                    memo.setdefault("roofline", {}))
-        timed, optimizer, by_class = [r.forward, r.backward, r.recompute], r.optimizer, r.by_class
+        roof = roofline.stage_roofline(cfg, ctx, layout, optimizer_ops(cfg, ctx, layout, held),
+                                       memo.setdefault("roofline", {}))
+        timed, optimizer, by_class = [roof.forward, roof.backward, roof.recompute], roof.optimizer, roof.by_class
     values = {
         "tp": comm_value(cfg, ctx, tp_cs, 1, "tp"),
         "ep": comm_value(cfg, ctx, ep_cs, ctx.t_exp, "ep"),
