@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from ndcore.yamlsrc import FAST_SAFE_LOADER
+
 RELATIONS = (">=", ">", "<=", "<")
 
 
@@ -234,7 +236,7 @@ def _parse_parameter(key: str, raw: Any, origin: str) -> Parameter:
 def default_thresholds() -> Thresholds:
     """The seed's defaults (``thresholds_default.yaml``): thresholds and parameters (read once; immutable)."""
     text = resources.files("analyzer").joinpath("thresholds_default.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = yaml.load(text, Loader=FAST_SAFE_LOADER)
     origin = "analyzer/thresholds_default.yaml"
     items = {k: _parse_entry(k, v, origin) for k, v in data["thresholds"].items()}
     params = {k: _parse_parameter(k, v, origin) for k, v in data.get("parameters", {}).items()}

@@ -20,6 +20,9 @@ import yaml
 
 Loc = tuple[Any, ...]
 
+#: PyYAML's safe loader on libyaml when it is built in (same safe tags, ~10x faster), else the Python one
+FAST_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class CaseError(Exception):
     """A problem with a case file: names the file, the line, the field and the rule."""
@@ -131,7 +134,7 @@ def _check_depth(text: str, file: str, loc: Loc) -> None:
     recurses once per level and would hit Python's recursion limit first, slowly)."""
     depth = 0
     try:  # libyaml when present (fast); its syntax errors are left to the composer, which words them for us
-        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        for event in yaml.parse(text, Loader=FAST_SAFE_LOADER):
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
