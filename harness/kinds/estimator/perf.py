@@ -110,10 +110,17 @@ def overlay_record(name: str, overlay: Any) -> dict[str, Any]:
             "values": overlay.values(), "sources": overlay.sources()}
 
 
-def _measured_step_ms(params: EstimatorParams, row: dict[str, Any]) -> float | None:
+def _stated_step_ms(params: EstimatorParams, row: dict[str, Any]) -> float | None:
+    """A measured row's ``measured_step_ms`` (None when not a measured row or the cell is empty)."""
     if params.from_measured and row.get("measured_step_ms") not in (None, ""):
         return float(row["measured_step_ms"])
-    return measured_value(params, row)
+    return None
+
+
+def _measured_step_ms(params: EstimatorParams, row: dict[str, Any]) -> float | None:
+    """The step time a row is judged against: its stated ``measured_step_ms``, else its ``measured`` value."""
+    stated = _stated_step_ms(params, row)
+    return stated if stated is not None else measured_value(params, row)
 
 
 def calibrate_rows(params: PerfParams, rows: list[dict[str, Any]], ctx: RunContext,
@@ -170,9 +177,7 @@ def _config_or_gap(params: PerfParams, row: dict[str, Any], ctx: RunContext, ext
 
 def _measured_columns(params: PerfParams, row: dict[str, Any]) -> dict[str, float | None]:
     """The measurement columns of a row's table entry (``measured_step_ms`` for measured rows, ``measured``)."""
-    step = float(row["measured_step_ms"]) if params.from_measured and row.get("measured_step_ms") not in (None, "") \
-        else None
-    return {"measured_step_ms": step, "measured": measured_value(params, row)}
+    return {"measured_step_ms": _stated_step_ms(params, row), "measured": measured_value(params, row)}
 
 
 def _table_row(params: PerfParams, row: dict[str, Any], label: str, report: Any,
