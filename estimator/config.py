@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from estimator.config_rules import first_broken
 from estimator.config_sections import (
@@ -60,6 +60,10 @@ __all__ = [
 ]
 
 
+#: validation context key that leaves the cross-field rules to the caller (``load_config(cross_fields=False)``)
+SKIP_CROSS_FIELDS = "skip_cross_fields"
+
+
 class EstimatorConfig(StrictSection):
     """The whole run: profile + model + train + parallel + recompute + precision + hardware + options."""
 
@@ -100,7 +104,9 @@ class EstimatorConfig(StrictSection):
         return per_stage[stage] if per_stage else self.recompute.mode
 
     @model_validator(mode="after")
-    def _cross_field(self) -> EstimatorConfig:
+    def _cross_field(self, info: ValidationInfo) -> EstimatorConfig:
+        if info.context and info.context.get(SKIP_CROSS_FIELDS):
+            return self
         broken = first_broken(self)  # the cross-field rules of spec §3, one table (estimator.config_rules)
         if broken is not None:
             raise config_rule(*broken)
@@ -116,6 +122,7 @@ def load_config(
     overrides: Mapping[str, Any] | list[str] | None = None,
     *,
     base_dir: str | Path | None = None,
+    cross_fields: bool = True,
 ) -> EstimatorConfig:
     """Load and validate a configuration.
 
@@ -124,6 +131,8 @@ def load_config(
     as YAML scalars). ``model: {ref: path}`` loads the model from a YAML file relative to the
     config's folder (or ``base_dir``), falling back to the bundled ``validation_cases/``; other
     keys beside ``ref`` override the referenced model. Raises ``ConfigError``.
+    ``cross_fields=False`` checks every section but leaves the cross-field rules
+    (``estimator.config_rules``) to the caller: the batched search checks them as array masks.
     """
     file: str | None = None
     lines: dict[str, int] = {}
@@ -146,7 +155,7 @@ def load_config(
     except ConfigError as exc:
         raise exc.with_location(file, None) from None
     try:
-        return EstimatorConfig.model_validate(data)
+        return EstimatorConfig.model_validate(data, context=None if cross_fields else {SKIP_CROSS_FIELDS: True})
     except ValidationError as exc:
         err = _to_config_error(exc, file, lines)
     if ref is not None and err.field.startswith("model.") and err.field.split(".")[1] in ref.keys:

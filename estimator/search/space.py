@@ -232,7 +232,7 @@ class SkippedLayout:
     message: str
 
 
-def _with_schedule(point: dict[str, Any], space: Mapping[str, Any], base_schedule: str) -> None:
+def with_schedule(point: dict[str, Any], space: Mapping[str, Any], base_schedule: str) -> None:
     """vpp > 1 runs ``interleaved`` when the space does not sweep the schedule itself."""
     if "parallel.vpp" in space and "parallel.schedule" not in space:
         vpp = point["parallel.vpp"]
@@ -262,7 +262,7 @@ def layouts(
         point = dict(zip(keys, combo, strict=True))
         tp, pp, cp = (int(point.get(f"parallel.{d}", getattr(p, d))) for d in ("tp", "pp", "cp"))
         vpp = int(point.get("parallel.vpp", p.vpp))
-        _with_schedule(point, space, p.schedule)
+        with_schedule(point, space, p.schedule)
         denom = tp * pp * cp
         if devices % denom:
             yield SkippedLayout(tuple(point.items()), "devices not divisible",
