@@ -40,6 +40,8 @@ from estimator.search.rank import OBJECTIVE_COLUMNS, Partial, Position, chosen_r
 OVERRIDE_HINT = "value set by an override"
 #: a layout's outcome as a flat row (``--csv``) and its place in the sweep
 KeptRow = tuple[Position, dict[str, Any]]
+#: rejected rows of a group: reason, row indices, message of row i
+Rejections = tuple[str, np.ndarray, Callable[[int], str]]
 
 
 def _step_time_batcher() -> Callable[[Any, int], Any] | None:
@@ -89,30 +91,29 @@ class Pricing:
                      lambda i: f"{devices} devices are not divisible by tp·pp·cp = {int(piece.denominator[i])}")
 
     def _group(self, g: Group) -> None:
+        rep, rejections, valid = self.screen(g)
+        for reason, rows, message in rejections:
+            self._reject(g, rows, reason, message)
+        if rep is not None and len(valid):
+            self._price_valid(g, rep, valid)
+
+    def screen(self, g: Group) -> tuple[EstimatorConfig | None, list[Rejections], np.ndarray]:
+        """The config rules over a group: its representative (None when a section error rejects
+        every row), the rejected rows by reason with the message of each, and the valid rows."""
         overrides = self.grid.overrides(g, 0)
         try:
             rep = load_config(self.base_data, overrides, cross_fields=False)
         except ConfigError as exc:
             text = str(exc)
-            self._reject(g, np.arange(len(g)), reason_of(exc), lambda i: text)
-            return
+            return None, [(reason_of(exc), np.arange(len(g)), lambda i: text)], np.arange(0)
         first = first_broken_index(array_config(rep, g.columns), len(g))
+        by_reason: dict[str, list[int]] = {}
         for index in np.unique(first[first < NO_RULE]).tolist():
-            self._rule_rejections(g, rep, overrides.keys(), first, index)
-        valid = np.flatnonzero(first == NO_RULE)
-        if len(valid):
-            self._price_valid(g, rep, valid)
-
-    def _rule_rejections(self, g: Group, rep: EstimatorConfig, keys: Any, first: np.ndarray, index: int) -> None:
-        rule = RULES[index]
-        field = rule.field_of(rep)
-        hint = OVERRIDE_HINT if field in keys else None
-
-        def message(i: int) -> str:
-            row = array_config(rep, {k: c[i].item() for k, c in g.columns.items()})
-            return str(ConfigError(field, rule.message(row), hint=hint))
-
-        self._reject(g, np.flatnonzero(first == index), f"invalid {field}", message)
+            by_reason.setdefault(f"invalid {RULES[index].field_of(rep)}", []).append(index)
+        rejections = [(reason, np.flatnonzero(np.isin(first, indices)),
+                       _rule_message(g, rep, first, overrides.keys()))
+                      for reason, indices in by_reason.items()]
+        return rep, rejections, np.flatnonzero(first == NO_RULE)
 
     def _price_valid(self, g: Group, rep: EstimatorConfig, valid: np.ndarray) -> None:
         columns = {k: c[valid] for k, c in g.columns.items()}
@@ -170,6 +171,18 @@ class Pricing:
         self.partial.accept(len(rows), chosen)
         if self.rows is not None:
             self.rows.extend(((int(g.order[rows[j]]), g.split_index), row_of(c)) for j, c in zip(keep, chosen, strict=True))
+
+
+def _rule_message(g: Group, rep: EstimatorConfig, first: np.ndarray, keys: Any) -> Callable[[int], str]:
+    """The message of row i of ``g``: its first broken rule on its own values, worded as
+    ``load_config`` words it (the override hint on a field the layout sets)."""
+    def message(i: int) -> str:
+        rule = RULES[int(first[i])]
+        row = array_config(rep, {k: c[i].item() for k, c in g.columns.items()})
+        field = rule.field_of(rep)
+        return str(ConfigError(field, rule.message(row), hint=OVERRIDE_HINT if field in keys else None))
+
+    return message
 
 
 def _at(rows: np.ndarray, i: int) -> int:
