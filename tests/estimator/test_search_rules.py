@@ -131,7 +131,7 @@ def test_first_broken_index_over_arrays_matches_row_by_row() -> None:
     proxy = array_config(cfg, {"parallel.tp": tp, "parallel.dp": dp, "parallel.ep": ep})
     first = first_broken_index(proxy, 5)
     for i in range(5):
-        row = array_config(cfg, {"parallel.tp": int(tp[i]), "parallel.dp": int(dp[i]), "parallel.ep": int(ep[i])})
+        row = array_config(cfg, {"parallel.tp": tp[i:i + 1], "parallel.dp": dp[i:i + 1], "parallel.ep": ep[i:i + 1]})
         want = next((k for k, r in enumerate(RULES) if r.broken(row)), NO_RULE)
         assert first[i] == want
     assert first[1] == 0  # tp 3 does not divide the heads: the first rule
