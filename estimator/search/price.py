@@ -8,8 +8,8 @@ For each group (layouts that share their pipeline structure, :class:`~estimator.
    message of the first rule it breaks;
 3. memory per stage of the valid rows at once (:func:`estimator.search.batched.group_stage_memory`)
    and the OOM mask;
-4. the step time of the rows that fit (``estimator.search.batched_time`` when present and able to
-   take the group, else one config at a time);
+4. the step time of the rows that fit (:func:`estimator.search.batched_time.batch_step_time`, or
+   one config at a time when its formulas branch on an array field);
 5. a :class:`~estimator.search.evaluate.Candidate` only for the rows that can reach the top K or
    the Pareto front (:func:`~estimator.search.rank.chosen_rows`); counts by reason as arrays.
 
@@ -19,7 +19,6 @@ candidates' ``path`` says so.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from estimator.errors import ConfigError
 from estimator.memory import estimate_memory
 from estimator.perf.parts import estimate_perf
 from estimator.search.batched import array_config, group_stage_memory, stage_totals
+from estimator.search.batched_time import batch_step_time
 from estimator.search.evaluate import REASON_OOM, Candidate, reason_of, row_of
 from estimator.search.grid import Grid, Group, Rows, Skipped
 from estimator.search.rank import OBJECTIVE_COLUMNS, Partial, Position, chosen_rows
@@ -44,16 +44,6 @@ KeptRow = tuple[Position, dict[str, Any]]
 Rejections = tuple[str, np.ndarray, Callable[[int], str]]
 
 
-def _step_time_batcher() -> Callable[[Any, int], Any] | None:
-    """``estimator.search.batched_time.batch_step_time`` when that module exists (issue 15)."""
-    try:
-        module = importlib.import_module("estimator.search.batched_time")
-    except ModuleNotFoundError:
-        return None
-    return getattr(module, "batch_step_time", None)
-
-
-BATCH_STEP_TIME = _step_time_batcher()
 
 
 @dataclass
@@ -149,8 +139,8 @@ class Pricing:
                     path: str) -> dict[str, np.ndarray]:
         """total_s, tokens_per_s and mfu per row that fits: batched when the step-time formulas take
         the group (and the memory was batched), else one config at a time."""
-        if BATCH_STEP_TIME is not None and path == "batched":
-            perf = BATCH_STEP_TIME(array_config(rep, columns), len(rows))
+        if path == "batched":
+            perf = batch_step_time(array_config(rep, columns), len(rows))
             if perf is not None:
                 return {k: np.broadcast_to(np.asarray(getattr(perf, k), dtype=np.float64), (len(rows),))
                         for k in ("total_s", "tokens_per_s", "mfu")}

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from estimator.config import EstimatorConfig
 from estimator.search.evaluate import Candidate, evaluate, row_of, search_base
 from estimator.search.grid import Grid, check_integer_dims
-from estimator.search.price import BATCH_STEP_TIME, KeptRow, Pricing
+from estimator.search.price import KeptRow, Pricing
 from estimator.search.rank import OBJECTIVES, Partial
 from estimator.search.space import DEFAULT_SPACE, Layout, SkippedLayout, layouts, space_size
 
@@ -134,7 +134,7 @@ def search(
             sweep_batched(base, devices, space, base_data, partial, memory_margin_mb, advance, rows)
         else:
             sweep(base_data, layouts(base, devices, space), partial, memory_margin_mb, advance, rows)
-    path = ("batched" if BATCH_STEP_TIME is not None else "batched-memory") if batched else "scalar"
+    path = "batched" if batched else "scalar"
     return SearchResult(partial, time.perf_counter() - start, path, devices, rows or [])
 
 

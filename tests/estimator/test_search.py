@@ -174,7 +174,7 @@ def test_cli_search_writes_every_output(tmp_path: Path, capsys: pytest.CaptureFi
     assert "top 3 by time" in text and "Pareto front" in text
     doc = json.loads(Path(f"{out}.json").read_text())
     assert set(doc) >= {"evaluated", "feasible", "rejected", "ranked", "pareto", "configs_per_s", "path"}
-    assert len(doc["ranked"]) == 3 and doc["path"] == "batched-memory"
+    assert len(doc["ranked"]) == 3 and doc["path"] == "batched"
     assert Path(f"{out}.csv").read_text().count("\n") == doc["evaluated"] + 1
     assert Path(f"{out}.png").read_bytes()[:4] == b"\x89PNG"
     assert "<svg" in Path(f"{out}.html").read_text()

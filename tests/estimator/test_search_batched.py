@@ -97,7 +97,7 @@ def test_search_batched_equals_scalar_ranking_and_rejections() -> None:
              "train.micro_batch_size": (1, 2), "recompute.mode": ("full", "selective")}
     fast = search.search(base, 1024, space, top_k=20)
     slow = search.search(base, 1024, space, top_k=20, batched=False)
-    assert (fast.path, slow.path) == ("batched-memory", "scalar")
+    assert (fast.path, slow.path) == ("batched", "scalar")
 
     def strip(c: search.Candidate) -> dict[str, Any]:
         return {k: v for k, v in c.to_dict().items() if k != "path"}
