@@ -24,25 +24,29 @@ from typing import Any
 import numpy as np
 
 from estimator.config import EstimatorConfig
-from estimator.config_sections import MAX_INT
-from estimator.search.space import SPLIT_DIM, SPLIT_KINDS, SpaceError, Split, splits_for, with_schedule
+from estimator.search.space import (
+    INTEGER_DIMS,
+    SPLIT_DIM,
+    SPLIT_KINDS,
+    Split,
+    check_values,
+    splits_for,
+    with_schedule,
+)
 
 #: config fields that may vary inside one batched group (dotted section.field)
 ARRAY_FIELDS = ("parallel.tp", "parallel.dp", "parallel.ep", "parallel.cp", "parallel.etp",
-                "train.micro_batch_size")
-#: dimensions whose values must be positive integers (checked before a sweep: a layout count)
-INTEGER_DIMS = (*ARRAY_FIELDS, "parallel.pp", "parallel.vpp")
+                "train.micro_batch_size", "train.global_batch_size")
 #: most rows of one grid block (bounds the memory of one group whatever the space)
 BLOCK_ROWS = 1 << 16
 
 
 def check_integer_dims(space: Mapping[str, Sequence[Any]]) -> None:
-    """``SpaceError`` unless every value of a parallel degree or micro-batch dimension is an integer
-    in [1, 2**53] (a degree of 0 or 'abc' is malformed input, not a layout to reject)."""
+    """``SpaceError`` unless every value of a parallel degree, micro-batch or global-batch dimension
+    is an integer in [1, 2**53] (a degree of 0 or 'abc' is malformed input, not a layout to reject)."""
     for key in INTEGER_DIMS:
-        for value in space.get(key, ()):
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT:
-                raise SpaceError(key, f"values must be integers ≥ 1; got {value!r}")
+        if key in space:
+            check_values(key, tuple(space[key]))
 
 
 @dataclass(frozen=True)
