@@ -78,11 +78,11 @@ def descending(table: SizeTable) -> SizeTable:
 def descending_table_value(ordered: SizeTable, size: float) -> float:
     """:func:`table_value` on rows already in :func:`descending` order (``size`` may be an array of
     layouts: the first row it reaches, elementwise)."""
-    if is_array(size):
-        out = np.full(np.shape(size), ordered[-1][1])
-        for threshold, eff in reversed(ordered):
-            out = np.where(size >= threshold, eff, out)
-        return cast(float, out)
+    if is_array(size):  # the largest threshold ≤ size, else the last row (ties: the first row, as the scan)
+        thresholds = np.array([row[0] for row in reversed(ordered)], dtype=np.float64)
+        effs = np.array([row[1] for row in reversed(ordered)], dtype=np.float64)
+        at = np.searchsorted(thresholds, size, side="right") - 1
+        return cast(float, np.where(at < 0, ordered[-1][1], effs[np.maximum(at, 0)]))
     for threshold, eff in ordered:
         if size >= threshold:
             return eff

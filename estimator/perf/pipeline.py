@@ -110,7 +110,12 @@ def step_time(
     ``Σ s_i + (m−1)·max s_i − m·max s_i``. ``T`` never falls when any stage time grows.
     """
     p = len(stage_s)
-    if any(any_true(h) for h in hidden):
+    hides = any(any_true(h) for h in hidden)
+    if hides and is_array(*hidden, *stage_s):  # arrays: every k in one call
+        rows = np.arange(p)[:, None]  # candidate k on axis 0, layouts on axis 1
+        timed = schedule_time([np.where(rows == i, 0.0, h) for i, h in enumerate(hidden)])
+        candidates = list(np.broadcast_to(timed, (p, *np.shape(timed)[1:])))
+    elif hides:
         candidates = [schedule_time([0.0 if i == k else h for i, h in enumerate(hidden)]) for k in range(p)]
     else:
         candidates = [schedule_time(hidden)] * p
