@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -113,7 +114,8 @@ def step_time(
     hides = any(any_true(h) for h in hidden)
     if hides and is_array(*hidden, *stage_s):  # arrays: every k in one call
         rows = np.arange(p)[:, None]  # candidate k on axis 0, layouts on axis 1
-        timed = schedule_time([np.where(rows == i, 0.0, h) for i, h in enumerate(hidden)])
+        per_k: list[Any] = [np.where(rows == i, 0.0, h) for i, h in enumerate(hidden)]  # h_k = 0 in row k
+        timed = schedule_time(per_k)
         candidates = list(np.broadcast_to(timed, (p, *np.shape(timed)[1:])))
     elif hides:
         candidates = [schedule_time([0.0 if i == k else h for i, h in enumerate(hidden)]) for k in range(p)]
