@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from estimator.arrays import is_array
+from estimator.arrays import ARRAY
 from estimator.perf.comm import CollectiveKind
 from ndcore.units import MIB_PER_GIB
 
@@ -78,7 +78,7 @@ def descending(table: SizeTable) -> SizeTable:
 def descending_table_value(ordered: SizeTable, size: float) -> float:
     """:func:`table_value` on rows already in :func:`descending` order (``size`` may be an array of
     layouts: the first row it reaches, elementwise)."""
-    if is_array(size):  # the largest threshold ≤ size, else the last row (ties: the first row, as the scan)
+    if type(size) is ARRAY:  # the largest threshold ≤ size, else the last row (ties: the first row, as the scan)
         thresholds = np.array([row[0] for row in reversed(ordered)], dtype=np.float64)
         effs = np.array([row[1] for row in reversed(ordered)], dtype=np.float64)
         at = np.searchsorted(thresholds, size, side="right") - 1

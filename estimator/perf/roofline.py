@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator import derive
-from estimator.arrays import is_array, maximum, where
+from estimator.arrays import ARRAY, is_array, maximum, where
 from estimator.perf import operators as ops_
 from estimator.perf.layers import is_moe_layer, layer_groups
 
@@ -49,7 +49,7 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
     ``eff.permute_memory_fwd`` / ``_bwd`` when the hardware has them (else the matmul / memory tables)."""
     per_kernel = maximum(kernels, 1.0)
     compute_s = 0.0
-    if is_array(flops) or flops:  # (arrays of layouts: rows with 0 FLOPs price 0)
+    if type(flops) is ARRAY or flops:  # (arrays of layouts: rows with 0 FLOPs price 0)
         if op_class == "attention":
             e = eff.attention_bwd if backward else eff.attention_fwd
         elif variant == "grouped" and eff.grouped_matmul is not None:
@@ -58,11 +58,11 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
             e = eff.matmul_eff(flops / per_kernel / FLOPS_PER_GFLOP)
         compute_s = flops / (peak_flops * e)
     memory_s = 0.0
-    if is_array(moved) or moved:
+    if type(moved) is ARRAY or moved:
         permute = eff.permute_memory_bwd if backward else eff.permute_memory_fwd
         share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MB)
         memory_s = moved / (eff.hbm_gb_s * 1e9 * share) + kernels * eff.kernel_latency_us * 1e-6
-        if is_array(moved):  # rows moving nothing price no memory term (the scalar ``if``)
+        if type(moved) is ARRAY:  # rows moving nothing price no memory term (the scalar ``if``)
             memory_s = where(moved != 0, memory_s, 0.0)
     return maximum(compute_s, memory_s)
 
