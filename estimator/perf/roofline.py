@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
 
 from estimator import derive
 from estimator.arrays import ARRAY, is_array, maximum, where
@@ -123,7 +125,9 @@ def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[s
                 peak: float, derate: float) -> GroupSeconds:
     """Forward, backward and recompute seconds of ``ops`` (one layer, or the embedding / head), each
     operator priced by :func:`op_pass_s` and derated; recompute re-runs the forward of a layer's
-    recomputed operators."""
+    recomputed operators. (Arrays of layouts: :func:`_stacked_ops_seconds`.)"""
+    if any(is_array(*(getattr(op, f) for f in _OP_NUMBERS)) for op in ops):
+        return _stacked_ops_seconds(ops, layer, mode, modules, eff, peak, derate)
     fw = bw = rec = 0.0
     by_class: dict[str, float] = defaultdict(float)
     for op in ops:
@@ -133,6 +137,50 @@ def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[s
         fw, bw, rec = fw + f, bw + b, rec + r
         by_class[op.op_class] += f + b + r
     return fw, bw, rec, by_class
+
+
+#: the numbers of an :class:`operators.Op` (any may be an array of layouts)
+_OP_NUMBERS = ("flops", "bytes", "kernels", "bw_flops", "bw_bytes", "bw_kernels", "count")
+
+
+def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[str],
+                         eff: DeviceEfficiency, peak: float, derate: float) -> GroupSeconds:
+    """:func:`ops_seconds` over arrays of layouts: the operators of one (class, variant) stacked into
+    (operator, layout) arrays and priced by one :func:`kernel_group_s` call per pass (the same
+    formula elementwise; the sums over operators are taken in another order, equal to ~1e-16)."""
+    numbers = [getattr(op, f) for op in ops for f in _OP_NUMBERS]
+    shape = np.broadcast_shapes(*(v.shape for v in numbers if type(v) is ARRAY))
+    kinds: dict[tuple[str, str], list[ops_.Op]] = defaultdict(list)
+    for op in ops:
+        kinds[op.op_class, op.variant].append(op)
+    fw = bw = rec = 0.0
+    by_class: dict[str, float] = defaultdict(float)
+    for (op_class, variant), members in kinds.items():
+        col = {f: _stacked([getattr(op, f) for op in members], shape) for f in _OP_NUMBERS}
+        f = col["count"] * kernel_group_s(*_numbers(col, "flops", "bytes", "kernels"), op_class, False, eff, peak,
+                                          variant) * derate
+        b = col["count"] * kernel_group_s(*_numbers(col, "bw_flops", "bw_bytes", "bw_kernels"), op_class, True, eff,
+                                          peak, variant) * derate
+        again = np.array([layer and _recomputed(op, mode, modules) for op in members]).reshape(-1, *([1] * len(shape)))
+        r = np.where(again, f, 0.0)
+        fw, bw, rec = fw + f.sum(axis=0), bw + b.sum(axis=0), rec + r.sum(axis=0)
+        by_class[op_class] += (f + b + r).sum(axis=0)
+    return fw, bw, rec, by_class
+
+
+def _stacked(values: list[float], shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` (numbers or arrays of ``shape``) as one (value, *shape) array; all numbers: (value, 1...)."""
+    if not is_array(*values):
+        return np.array(values, dtype=np.float64).reshape(-1, *([1] * len(shape)))
+    out = np.empty((len(values), *shape))
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+def _numbers(col: dict[str, np.ndarray], flops: str, moved: str, kernels: str) -> tuple[float, float, float]:
+    """The stacked columns of one pass (arrays pass for numbers in the formulas, :mod:`estimator.arrays`)."""
+    return cast(float, col[flops]), cast(float, col[moved]), cast(float, col[kernels])
 
 
 #: layer seconds shared across configs (a sweep's layouts repeat the same layer shapes): key -> (model, seconds)
