@@ -146,26 +146,31 @@ _OP_NUMBERS = ("flops", "bytes", "kernels", "bw_flops", "bw_bytes", "bw_kernels"
 def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[str],
                          eff: DeviceEfficiency, peak: float, derate: float) -> GroupSeconds:
     """:func:`ops_seconds` over arrays of layouts: the operators of one (class, variant) stacked into
-    (operator, layout) arrays and priced by one :func:`kernel_group_s` call per pass (the same
-    formula elementwise; the sums over operators are taken in another order, equal to ~1e-16)."""
+    (operator, layout) arrays and priced by one :func:`kernel_group_s` call per pass (the same formula
+    elementwise); the sums run over the operators in their order, as the scalar loop adds them."""
     numbers = [getattr(op, f) for op in ops for f in _OP_NUMBERS]
     shape = np.broadcast_shapes(*(v.shape for v in numbers if type(v) is ARRAY))
-    kinds: dict[tuple[str, str], list[ops_.Op]] = defaultdict(list)
-    for op in ops:
-        kinds[op.op_class, op.variant].append(op)
-    fw = bw = rec = 0.0
-    by_class: dict[str, float] = defaultdict(float)
-    for (op_class, variant), members in kinds.items():
-        col = {f: _stacked([getattr(op, f) for op in members], shape) for f in _OP_NUMBERS}
-        f = col["count"] * kernel_group_s(*_numbers(col, "flops", "bytes", "kernels"), op_class, False, eff, peak,
-                                          variant) * derate
-        b = col["count"] * kernel_group_s(*_numbers(col, "bw_flops", "bw_bytes", "bw_kernels"), op_class, True, eff,
-                                          peak, variant) * derate
-        again = np.array([layer and _recomputed(op, mode, modules) for op in members]).reshape(-1, *([1] * len(shape)))
-        r = np.where(again, f, 0.0)
-        fw, bw, rec = fw + f.sum(axis=0), bw + b.sum(axis=0), rec + r.sum(axis=0)
-        by_class[op_class] += (f + b + r).sum(axis=0)
-    return fw, bw, rec, by_class
+    kinds: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, op in enumerate(ops):
+        kinds[op.op_class, op.variant].append(i)
+    fw, bw, rec = (np.empty((len(ops), *shape)) for _ in range(3))
+    for (op_class, variant), at in kinds.items():
+        col = {f: _stacked([getattr(ops[i], f) for i in at], shape) for f in _OP_NUMBERS}
+        fw[at] = col["count"] * kernel_group_s(*_numbers(col, "flops", "bytes", "kernels"), op_class, False, eff,
+                                               peak, variant) * derate
+        bw[at] = col["count"] * kernel_group_s(*_numbers(col, "bw_flops", "bw_bytes", "bw_kernels"), op_class, True,
+                                               eff, peak, variant) * derate
+        again = np.array([layer and _recomputed(ops[i], mode, modules) for i in at]).reshape(-1, *([1] * len(shape)))
+        rec[at] = np.where(again, fw[at], 0.0)
+    each = fw + bw + rec
+    by_class = {cls: _in_order(each[[i for i, op in enumerate(ops) if op.op_class == cls]])
+                for cls in dict.fromkeys(op.op_class for op in ops)}
+    return _in_order(fw), _in_order(bw), _in_order(rec), by_class
+
+
+def _in_order(rows: np.ndarray) -> float:
+    """``rows[0] + rows[1] + ...`` left to right (the scalar loop's order, so the sums are the same numbers)."""
+    return cast(float, np.cumsum(rows, axis=0)[-1])
 
 
 def _stacked(values: list[float], shape: tuple[int, ...]) -> np.ndarray:
