@@ -39,8 +39,8 @@ its source; none is fitted. Bytes throughout.
 
 Not modelled (small or not pinned down): PyTorch's separate cuBLASLt workspace (1 MiB, only for
 cuBLASLt matmuls), the MoE all-to-all dispatcher's per-layer state kept until the next forward
-(``self.probs``, ``self.routing_map``, the permutation map: megatron/core/transformer/moe/
-token_dispatcher.py ``dispatch_preprocess``; ~1-2 MiB per MoE layer here), RoPE caches
+(``self.probs``, ``self.routing_map``, the permutation's ``row_id_map``: megatron/core/transformer/
+moe/token_dispatcher.py ``dispatch_preprocess``; ~3 MiB per MoE layer on the CI proxies), RoPE caches
 (``lru_cache`` on ``RotaryEmbedding.forward``, ~1 MiB per model chunk).
 """
 
