@@ -282,21 +282,50 @@ def _add(raw: RawTrace, events: list[dec.Event], state: _State) -> None:
         corr, nbytes = dec.int64_column(list(corr_t)), np.array(nbytes_t, dtype=np.float64)
         keys = list(zip([e.pid for e in xs], [e.tid for e in xs], [e.name for e in xs],
                         [e.cat for e in xs], tt, aux, strict=True))
-    long = None
-    if max(map(len, map(_NAME, keys))) > state.max_name:  # event-size budget (a name this long is not kept)
-        long = np.array([len(k[2]) > state.max_name for k in keys])
-        raw.n_too_long += int(long.sum())
-        bad |= long
+    sig = _chunk_signatures(raw, keys, bad, state.max_name)
     if bad.any():
         good = ~bad
-        raw.n_dropped_bad += int(bad.sum()) - int(long.sum() if long is not None else 0)
-        keys = list(itertools.compress(keys, good))
-        ts.rel_us, dur = ts.rel_us[good], dur[good]
-        corr, nbytes = corr[good], nbytes[good]
-    sig = _signature_ids(raw, keys)
+        ts.rel_us, dur, corr, nbytes = ts.rel_us[good], dur[good], corr[good], nbytes[good]
     cols = (sig, ts.rel_us, dur, corr, nbytes)
     raw.n_complete += len(sig)
     _append(raw, cols)
+
+
+def _chunk_signatures(raw: RawTrace, keys: list[Any], bad: np.ndarray, max_name: int) -> np.ndarray:
+    """Signature ids of the events of a chunk that are kept. ``bad`` (unreadable ts / dur) is
+    updated in place with the names over the event-size budget; dropped events are counted."""
+    sig = _known_ids(raw.sig_index, keys)
+    if sig is not None:
+        if bad.any():
+            raw.n_dropped_bad += int(bad.sum())
+            sig = sig[~bad]
+        return sig
+    # a new signature (or an unhashable value) in the chunk: the exact per-event route
+    long = _long_names(keys, max_name)
+    if long is not None:
+        raw.n_too_long += int(long.sum())
+        bad |= long
+    if bad.any():
+        raw.n_dropped_bad += int(bad.sum()) - int(long.sum() if long is not None else 0)
+        keys = list(itertools.compress(keys, ~bad))
+    return _signature_ids(raw, keys)
+
+
+def _known_ids(index: dict[Signature, int], keys: list[Any]) -> np.ndarray | None:
+    """Signature id per key when every key is already in ``index`` (the common case after the first
+    chunks: one C-level pass, no list), else None. A key with a name over the event-size budget is
+    never added to ``index``, so a chunk holding one always takes the exact route."""
+    try:
+        return np.fromiter(map(index.__getitem__, keys), dtype=np.int32, count=len(keys))
+    except (KeyError, TypeError):
+        return None
+
+
+def _long_names(keys: list[Any], max_name: int) -> np.ndarray | None:
+    """Per key, whether its name is longer than ``max_name`` (None when none is)."""
+    if max(map(len, map(_NAME, keys))) <= max_name:
+        return None
+    return np.array([len(k[2]) > max_name for k in keys])
 
 
 def _signature_ids(raw: RawTrace, keys: list[Any]) -> np.ndarray:
