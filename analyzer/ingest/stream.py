@@ -193,6 +193,7 @@ def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | No
         with _gc_paused():
             for events in framer.chunks():
                 _add(raw, events, state)
+                events.clear()  # this chunk's structs freed before the next chunk is decoded (peak: one chunk, not two)
                 bar.update(src.disk.n_read)
     except READ_ERRORS as exc:
         if isinstance(exc, IngestError):
