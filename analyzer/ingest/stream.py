@@ -294,14 +294,39 @@ def _add(raw: RawTrace, events: list[dec.Event], state: _State) -> None:
 
 def _chunk_signatures(raw: RawTrace, keys: list[Any], bad: np.ndarray, max_name: int) -> np.ndarray:
     """Signature ids of the events of a chunk that are kept. ``bad`` (unreadable ts / dur) is
-    updated in place with the names over the event-size budget; dropped events are counted."""
-    sig = _known_ids(raw.sig_index, keys)
-    if sig is not None:
-        if bad.any():
-            raw.n_dropped_bad += int(bad.sum())
-            sig = sig[~bad]
-        return sig
-    # a new signature (or an unhashable value) in the chunk: the exact per-event route
+    updated in place with the names over the event-size budget; dropped events are counted.
+
+    One C-level lookup pass (-1 for a key not seen yet); only the events with a new key are then
+    visited in order: a name over the budget is dropped (such a key is never added, so it is always
+    new), every other new key is added in first-occurrence order of the kept events. A chunk with an
+    unhashable value takes the exact route of :func:`_signature_ids` (values as text)."""
+    index = raw.sig_index
+    try:
+        ids = np.fromiter(map(index.get, keys, itertools.repeat(-1)), dtype=np.int32, count=len(keys))
+    except TypeError:
+        return _exact_signatures(raw, keys, bad, max_name)
+    new = np.flatnonzero(ids < 0)
+    long = _long_names([keys[i] for i in new], max_name) if new.size else None
+    n_long = int(long.sum()) if long is not None else 0
+    if long is not None:
+        raw.n_too_long += n_long
+        bad[new[long]] = True
+    sigs = raw.sigs
+    for i in new[~bad[new]]:
+        k = keys[i]
+        s = index.get(k)
+        if s is None:
+            s = index[k] = len(sigs)
+            sigs.append(k)
+        ids[i] = s
+    if bad.any():
+        raw.n_dropped_bad += int(bad.sum()) - n_long  # a name too long is counted apart
+        ids = ids[~bad]
+    return ids
+
+
+def _exact_signatures(raw: RawTrace, keys: list[Any], bad: np.ndarray, max_name: int) -> np.ndarray:
+    """:func:`_chunk_signatures` for a chunk with an unhashable value: per event, values as text."""
     long = _long_names(keys, max_name)
     if long is not None:
         raw.n_too_long += int(long.sum())
@@ -312,19 +337,9 @@ def _chunk_signatures(raw: RawTrace, keys: list[Any], bad: np.ndarray, max_name:
     return _signature_ids(raw, keys)
 
 
-def _known_ids(index: dict[Signature, int], keys: list[Any]) -> np.ndarray | None:
-    """Signature id per key when every key is already in ``index`` (the common case after the first
-    chunks: one C-level pass, no list), else None. A key with a name over the event-size budget is
-    never added to ``index``, so a chunk holding one always takes the exact route."""
-    try:
-        return np.fromiter(map(index.__getitem__, keys), dtype=np.int32, count=len(keys))
-    except (KeyError, TypeError):
-        return None
-
-
 def _long_names(keys: list[Any], max_name: int) -> np.ndarray | None:
     """Per key, whether its name is longer than ``max_name`` (None when none is)."""
-    if max(map(len, map(_NAME, keys))) <= max_name:
+    if not keys or max(map(len, map(_NAME, keys))) <= max_name:
         return None
     return np.array([len(k[2]) > max_name for k in keys])
 
