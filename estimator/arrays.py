@@ -7,7 +7,9 @@ and an array otherwise.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -18,7 +20,7 @@ N = TypeVar("N", int, float)
 
 def is_array(*values: Any) -> bool:
     """True when any of ``values`` is a numpy array."""
-    return any(isinstance(v, np.ndarray) for v in values)
+    return np.ndarray in map(type, values)
 
 
 def minimum(a: N, b: N) -> N:
@@ -47,3 +49,67 @@ def gcd(a: int, b: int) -> int:
     if is_array(a, b):
         return cast(int, np.gcd(a, b))
     return math.gcd(a, b)
+
+
+def as_float(x: float) -> float:
+    """``float(x)`` elementwise (an array becomes float64)."""
+    if is_array(x):
+        return cast(float, np.asarray(x, dtype=np.float64))
+    return float(x)
+
+
+def any_true(condition: Any) -> bool:
+    """``bool(condition)`` for a scalar; True when any element is true for an array."""
+    if type(condition) is np.ndarray:
+        return bool(condition.any())
+    return bool(condition)
+
+
+def all_true(condition: Any) -> bool:
+    """``bool(condition)`` for a scalar; True when every element is true for an array."""
+    if type(condition) is np.ndarray:
+        return bool(condition.all())
+    return bool(condition)
+
+
+def max_of(values: Sequence[N]) -> N:
+    """``max(values)`` elementwise over a sequence (for scalars exactly the builtin)."""
+    if is_array(*values):
+        return cast(N, functools.reduce(np.maximum, cast(Sequence[Any], values)))
+    return max(values)
+
+
+def pick(index: int, values: Sequence[N]) -> N:
+    """``values[index]`` elementwise: for an array of indices, row ``r`` takes ``values[index[r]][r]``."""
+    if not is_array(index):
+        return values[index]
+    n = np.size(index)
+    rows = np.stack([np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in values])
+    return cast(N, rows[index, np.arange(n)])
+
+
+def divide_or_nan(num: float, den: float) -> float:
+    """``num / den`` where ``den > 0``, NaN elsewhere (no division by zero is evaluated)."""
+    if not is_array(num, den):
+        return num / den if den > 0 else float("nan")
+    num_b, den_b = np.broadcast_arrays(np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64))
+    out = np.full(num_b.shape, np.nan)
+    np.divide(num_b, den_b, out=out, where=den_b > 0)
+    return cast(float, out)
+
+
+def per_unique(fn: Callable[..., tuple[float, ...]], *args: Any) -> tuple[Any, ...]:
+    """``fn(*args)`` for scalar arguments; for arrays (one value per layout), ``fn`` called once per
+    distinct combination of the arguments' values (as Python ``int``/``bool``/``float``) and each
+    returned number spread to its layouts. For formulas over a few small degrees (kernel counts by
+    tp, cp, ep) whose rules are tables, not arithmetic."""
+    if not any(type(a) is np.ndarray for a in args):
+        return fn(*args)
+    columns = np.broadcast_arrays(*(np.asarray(a) for a in args))
+    kinds = [bool if c.dtype == np.bool_ else (int if np.issubdtype(c.dtype, np.integer) else float)
+             for c in columns]
+    table = np.stack([c.astype(np.float64) for c in columns], axis=1)
+    unique, inverse = np.unique(table, axis=0, return_inverse=True)
+    results = np.array([fn(*(k(v) for k, v in zip(kinds, row, strict=True))) for row in unique], dtype=np.float64)
+    spread = results[inverse.reshape(-1)]
+    return tuple(spread[:, j] for j in range(spread.shape[1]))

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from estimator.arrays import is_array
 from estimator.perf.comm import CollectiveKind
 from ndcore.units import MIB_PER_GIB
 
@@ -74,7 +76,13 @@ def descending(table: SizeTable) -> SizeTable:
 
 
 def descending_table_value(ordered: SizeTable, size: float) -> float:
-    """:func:`table_value` on rows already in :func:`descending` order."""
+    """:func:`table_value` on rows already in :func:`descending` order (``size`` may be an array of
+    layouts: the first row it reaches, elementwise)."""
+    if is_array(size):
+        out = np.full(np.shape(size), ordered[-1][1])
+        for threshold, eff in reversed(ordered):
+            out = np.where(size >= threshold, eff, out)
+        return cast(float, out)
     for threshold, eff in ordered:
         if size >= threshold:
             return eff

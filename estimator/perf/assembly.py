@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from estimator.arrays import any_true, divide_or_nan, pick, where
 from estimator.perf import comm, network, pipeline
 from estimator.perf.context import Ctx, context
 from estimator.perf.report import MB_PARTS, PERF_PARTS, PerfReport
@@ -88,10 +89,10 @@ def assemble(
         lambda h: schedule_time(schedule, stages, m, vpp, h), hidden, [s.per_micro_batch for s in stages], m,
         [s.dp_comm + s.optimizer for s in stages],
     )
-    strag = stages[st.straggler_stage]
-    perf = {name: m * strag.part(name) for name in MB_PARTS}
-    perf["BW_COMPUTE"] += strag.optimizer  # the per-step optimizer step (operator roofline; 0 otherwise)
-    perf["DP_COMM"] = strag.dp_comm
+    k = st.straggler_stage  # (an array of stage indices for arrays of layouts: estimator.arrays.pick)
+    perf = {name: m * pick(k, [s.part(name) for s in stages]) for name in MB_PARTS}
+    perf["BW_COMPUTE"] += pick(k, [s.optimizer for s in stages])  # the per-step optimizer (operator roofline)
+    perf["DP_COMM"] = pick(k, [s.dp_comm for s in stages])
     perf["PP_COMM"] = pp_comm
     perf["BUBBLE"] = st.bubble * bubble_coefficient
     real = {
@@ -112,7 +113,7 @@ def pp_comm_value(cfg: EstimatorConfig, ctx: Ctx | None = None) -> float:
     ctx = ctx or context(cfg)
     p = cfg.parallel
     n = comm.p2p_transfers_on_critical_path(p.pp, cfg.num_micro_batches, p.vpp)
-    size = ctx.tokens / ctx.cp * cfg.model.hidden_size * ctx.b_compute / (ctx.tp if ctx.sp else 1)
+    size = ctx.tokens / ctx.cp * cfg.model.hidden_size * ctx.b_compute / where(ctx.sp, ctx.tp, 1)
     cs = comm.pp_p2p_collectives(size, n)
     if ctx.score:
         value = sum(comm.wire_bytes(c) for c in cs) * ctx.comm_weight
@@ -136,7 +137,7 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
     total = real["TOTAL"]
     time_mode = o.perf_mode == "time"
     warnings = []
-    if time_mode and not o.convert_ep_comm_to_time and any(s.ep_comm for s in stages):
+    if time_mode and not o.convert_ep_comm_to_time and any(any_true(s.ep_comm) for s in stages):
         warnings.append("EP_COMM left in bytes (convert_ep_comm_to_time: false): TOTAL mixes bytes and seconds")
     tokens = m * cfg.train.micro_batch_size * cfg.train.seq_length * p.dp
     model_flops = sum(3.0 * s.fw_flops for s in stages) * m * p.tp * p.cp * p.dp
@@ -146,8 +147,8 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
         real_parts=real,
         stage_times_s=[s.per_micro_batch for s in stages],
         straggler_stage=st.straggler_stage,
-        tokens_per_s=tokens / total if time_mode and total > 0 else float("nan"),
-        mfu=model_flops / (total * p.world_size * peak) if time_mode and total > 0 else float("nan"),
+        tokens_per_s=divide_or_nan(tokens, total) if time_mode else float("nan"),
+        mfu=divide_or_nan(model_flops, total * p.world_size * peak) if time_mode else float("nan"),
         stages=stages,
         mode=o.perf_mode,
         unit="s" if time_mode else "score",

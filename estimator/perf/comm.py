@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from estimator.arrays import all_true, any_true, is_array, where
+
 CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
 
 
@@ -30,7 +32,12 @@ class Collective:
     count: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.size_bytes < 0 or self.count < 0 or self.group_size < 1:
+        size, count, group = self.size_bytes, self.count, self.group_size  # arrays of layouts too
+        if is_array(size, count, group):
+            bad = any_true(size < 0) or any_true(count < 0) or any_true(group < 1)
+        else:
+            bad = size < 0 or count < 0 or group < 1
+        if bad:
             raise ValueError(f"invalid collective {self}")
 
 
@@ -40,7 +47,7 @@ def wire_bytes(c: Collective) -> float:
     n = c.group_size
     if c.kind == "p2p":
         return c.size_bytes * c.count
-    if n == 1:
+    if not is_array(n) and n == 1:  # the formula's 0 (arrays: computed)
         return 0.0
     factor = 2.0 * (n - 1) / n if c.kind == "all_reduce" else (n - 1) / n
     return factor * c.size_bytes * c.count
@@ -56,8 +63,15 @@ def tp_layer_collectives(
     one reduce-scatter of it (same bytes, Korthikanti et al. §4.2.2). ``activation_bytes`` =
     ``b·(s/cp)·h·B_c``. The backward pass repeats them (:data:`BACKWARD_COMM_FACTOR`).
     """
-    if tp <= 1 or blocks <= 0:
+    if all_true(tp <= 1) or all_true(blocks <= 0):  # no traffic (arrays: rows with tp = 1 price 0)
         return []
+    if is_array(sequence_parallel):  # per layout: the kind not taken gets 0 calls
+        with_sp, without = where(sequence_parallel, blocks, 0), where(sequence_parallel, 0, blocks)
+        return [
+            Collective("all_gather", activation_bytes, tp, with_sp),
+            Collective("reduce_scatter", activation_bytes, tp, with_sp),
+            Collective("all_reduce", activation_bytes, tp, without),
+        ]
     if sequence_parallel:
         return [
             Collective("all_gather", activation_bytes, tp, blocks),
@@ -98,7 +112,7 @@ def ep_layer_collectives(dispatch_tokens: float, hidden: int, bytes_compute: flo
     wire bytes ``(ep−1)/ep·k·T·h·B_c``, so one forward moves the seed's ``2·k·T·(ep−1)/ep·h·B_c``
     (seed P4, comm.py:167-181). The backward repeats both with gradients.
     """
-    if ep <= 1:
+    if all_true(ep <= 1):  # (arrays: rows with ep = 1 price 0, a group of one)
         return []
     return [Collective("all_to_all", dispatch_tokens * hidden * bytes_compute, ep, 2)]
 
@@ -112,14 +126,20 @@ def dp_step_collectives(
     all-gather of the updated parameters (``B_p``); otherwise one all-reduce of the gradients
     (reference §8 item 2; Rajbhandari et al. 2020 for ZeRO's equal volume).
     """
-    if dp <= 1 or params <= 0:
+    if is_array(dp, params):  # per layout: 0 calls where there is no traffic
+        calls = where((dp <= 1) | (params <= 0), 0.0, 1.0)
+        if all_true(calls == 0.0):
+            return []
+    elif dp <= 1 or params <= 0:
         return []
+    else:
+        calls = 1.0
     if distributed_optimizer:
         return [
-            Collective("reduce_scatter", params * bytes_grad, dp),
-            Collective("all_gather", params * bytes_param, dp),
+            Collective("reduce_scatter", params * bytes_grad, dp, calls),
+            Collective("all_gather", params * bytes_param, dp, calls),
         ]
-    return [Collective("all_reduce", params * bytes_grad, dp)]
+    return [Collective("all_reduce", params * bytes_grad, dp, calls)]
 
 
 def cp_ring_layer_collectives(tokens_local: float, kv_dim: float, bytes_compute: float, cp: int) -> list[Collective]:
@@ -129,7 +149,7 @@ def cp_ring_layer_collectives(tokens_local: float, kv_dim: float, bytes_compute:
     rank (reference §3.2 CP detail); the backward passes K, V and their gradients (2× forward).
     ``tokens_local`` = ``b·s/cp``, ``kv_dim`` = ``n_kv·d_h`` per TP rank.
     """
-    if cp <= 1:
+    if all_true(cp <= 1):  # (arrays: rows with cp = 1 make cp − 1 = 0 calls)
         return []
     block = 2.0 * tokens_local * kv_dim * bytes_compute
     return [Collective("p2p", block, cp, cp - 1)]
@@ -144,7 +164,7 @@ def cp_ulysses_layer_collectives(
     ``width`` = ``a·d_qk`` (Q), ``n_kv·d_qk`` (K), ``n_kv·d_v`` (V), ``a·d_v`` (output) per TP rank;
     ``kv_width`` is the mean of the K and V widths. The backward runs the four conjugate all-to-alls
     on the gradients (:data:`BACKWARD_COMM_FACTOR` ``cp_a2a``)."""
-    if cp <= 1:
+    if all_true(cp <= 1):  # (arrays: rows with cp = 1 price 0, a group of one)
         return []
     size = tokens_local * bytes_compute
     return [
@@ -175,7 +195,7 @@ def scaled(cs: list[Collective], factor: float) -> list[Collective]:
 def pp_p2p_collectives(activation_bytes: float, num_transfers: float) -> list[Collective]:
     """Pipeline p2p: ``num_transfers`` sends of the boundary activation (or its gradient),
     ``b·(s/cp)·h·B_c`` bytes each, divided by ``tp`` under sequence parallelism (reference §8)."""
-    if num_transfers <= 0:
+    if all_true(num_transfers <= 0):  # (arrays: rows with 0 transfers make 0 calls)
         return []
     return [Collective("p2p", activation_bytes, 2, num_transfers)]
 

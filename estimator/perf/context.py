@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator import derive
+from estimator.arrays import as_float
 from estimator.errors import ConfigError
 from estimator.perf import comm, compute, network
 from estimator.profiles import DTYPE_BYTES, host_launch_cost_s, profile_of
@@ -66,7 +67,7 @@ def context(cfg: EstimatorConfig) -> Ctx:
     ffn = m.expert_ffn if m.is_moe else m.dense_ffn
     load = _tokens_per_expert(cfg)
     return Ctx(
-        tokens=float(cfg.train.micro_batch_size * cfg.train.seq_length),
+        tokens=as_float(cfg.train.micro_batch_size * cfg.train.seq_length),
         seq=cfg.train.seq_length,
         tp=p.tp, cp=p.cp, dp=p.dp, pp=p.pp, ep=p.ep,
         t_exp=degrees.t_exp,
@@ -120,7 +121,7 @@ def comm_value(cfg: EstimatorConfig, ctx: Ctx, cs: list[comm.Collective], stride
     overlap = {"tp": o.tp_comm_overlap, "ep": o.ep_comm_overlap, "cp": o.cp_comm_overlap, "dp": o.dp_comm_overlap}
     value = network.exposed_s(value, overlap[dim])
     if dim == "tp" and o.tp_comm_half_hack:
-        value /= 2.0
+        value = value / 2.0
     if dim == "dp" and o.dp_comm_zero_hack:
         value = 0.0
     return value

@@ -53,6 +53,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from estimator.arrays import is_array, per_unique
+
 if TYPE_CHECKING:
     from estimator.config import ModelConfig
 
@@ -204,11 +206,17 @@ def embedding_pass_kernels(learned_position: bool) -> PassKernels:
 
 def head_pass_kernels(tp: int) -> PassKernels:
     """Last stage, per micro-batch: final norm, logits GEMM, vocab-parallel cross entropy
-    (+ 3 all-reduces when ``tp > 1``)."""
+    (+ 3 all-reduces when ``tp > 1``; an array of layouts: per distinct tp)."""
+    if is_array(tp):
+        return PassKernels(*per_unique(lambda t: _as_tuple(head_pass_kernels(t)), tp))
     ops = Counter({"NORM": 1, "GEMM": 1, "CROSS_ENTROPY": 1})
     if tp > 1:
         ops["COLLECTIVE"] += 3
     return PassKernels(forward_kernels(ops), backward_kernels(ops), 0.0)
+
+
+def _as_tuple(k: PassKernels) -> tuple[float, float, float]:
+    return k.forward, k.backward, k.recompute
 
 
 def mtp_extra_pass_kernels(tp: int) -> PassKernels:

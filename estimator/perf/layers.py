@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator import derive
+from estimator.arrays import any_true, per_unique
 from estimator.errors import ConfigError
 from estimator.perf import comm, compute, kernels
 
@@ -65,14 +66,14 @@ def _selective_share_flops(model: ModelConfig, tokens: float, modules: set[str],
     share = core if "core_attn" in modules else 0.0
     if "mla_up_proj" in modules and model.attention == "mla":
         assert model.kv_lora_rank and model.qk_head_dim and model.v_head_dim
-        share += compute.mla_up_projection_flops(
+        share = share + compute.mla_up_projection_flops(  # not in place: ``share`` may be ``core``'s array
             tokens, model.num_attention_heads, model.q_lora_rank, model.kv_lora_rank, model.qk_head_dim,
             model.qk_rope_head_dim or 0, model.v_head_dim,
         )
     if ("mlp" in modules and not moe) or ("moe" in modules and moe):
-        share += mlp
+        share = share + mlp
     elif "shared_experts" in modules and moe and model.shared_ffn_total:
-        share += compute.mlp_flops(tokens, model.hidden_size, model.shared_ffn_total, model.activation)
+        share = share + compute.mlp_flops(tokens, model.hidden_size, model.shared_ffn_total, model.activation)
     return share
 
 
@@ -113,16 +114,22 @@ def layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) -> LayerF
 def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_blocks: int,
                   mode: str) -> kernels.PassKernels:
     """Kernels one rank launches for layer ``index`` per micro-batch (:mod:`estimator.perf.kernels`);
-    an MTP layer adds its projection and second head."""
-    layer_ep = derive.layer_ep(cfg, index)
-    shape = kernels.layer_shape(
-        cfg.model, moe=moe, layer_ep=layer_ep, tp=ctx.tp, sequence_parallel=ctx.sp, tp_blocks=tp_blocks,
-        cp=ctx.cp, flash_attention=cfg.train.flash_attention, cp_a2a=cfg.parallel.cp_comm_type == "a2a",
-    )
-    out = kernels.layer_pass_kernels(shape, mode, frozenset(cfg.recompute.modules))
-    if derive.layer_kind(cfg.model, index) == "mtp":
-        out += kernels.mtp_extra_pass_kernels(ctx.tp)
-    return out
+    an MTP layer adds its projection and second head. (Arrays of layouts: counted once per distinct
+    degrees, :func:`estimator.arrays.per_unique`.)"""
+    mtp = derive.layer_kind(cfg.model, index) == "mtp"
+    modules = frozenset(cfg.recompute.modules)
+
+    def count(layer_ep: int, tp: int, sp: bool, blocks: int, cp: int) -> tuple[float, float, float]:
+        shape = kernels.layer_shape(
+            cfg.model, moe=moe, layer_ep=layer_ep, tp=tp, sequence_parallel=sp, tp_blocks=blocks, cp=cp,
+            flash_attention=cfg.train.flash_attention, cp_a2a=cfg.parallel.cp_comm_type == "a2a",
+        )
+        out = kernels.layer_pass_kernels(shape, mode, modules)
+        if mtp:
+            out += kernels.mtp_extra_pass_kernels(tp)
+        return out.forward, out.backward, out.recompute
+
+    return kernels.PassKernels(*per_unique(count, derive.layer_ep(cfg, index), ctx.tp, ctx.sp, tp_blocks, ctx.cp))
 
 
 def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
@@ -139,7 +146,7 @@ def cp_layer_collectives(m: ModelConfig, ctx: Ctx, local_tokens: float, cp_dim: 
     if cp_dim == "cp":
         return comm.cp_ring_layer_collectives(local_tokens, kv_dim(m) / ctx.tp, ctx.b_compute, ctx.cp)
     a = m.num_attention_heads
-    if (a // ctx.tp) % ctx.cp:
+    if any_true((a // ctx.tp) % ctx.cp):
         raise ConfigError("parallel.cp_comm_type", f"a2a (Ulysses) scatters the {a // ctx.tp} attention heads of a "
                           f"TP rank over cp={ctx.cp}: cp must divide them")
     if m.attention == "mla":

@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from estimator.arrays import as_float, maximum
 from estimator.perf import compute
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ def core_attention_ops(d: LayerDims, a: int, n_kv: int, d_qk: int, d_v: int) -> 
     kv = d.batch * d.seq * n_kv / d.tp * (d_qk + d_v) * b
     if d.flash:
         flops = compute.attention_core_flops(t, d.seq, a, d_qk, d_v) / d.tp
-        k = float(d.ring_blocks)
+        k = as_float(d.ring_blocks)
         return [Op("flash_attention", "attention", ("core_attn",), flops, q + kv + o, k,
                    FLASH_BACKWARD_FLOPS * flops, 2.0 * (q + kv + o), 2.0 * k)]
     scores = d.batch * heads * (t / d.batch) * d.seq  # b·(a/tp)·(s/cp)·s
@@ -165,9 +166,9 @@ def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> 
                 elementwise("router_topk", ("moe",), tn * e * 4 + 2 * tn * k * 4),
                 elementwise("permute", ("moe",), (1 + k) * tn * h * b, variant="permute"),
                 elementwise("unpermute", ("moe",), (1 + k) * tn * h * b, variant="permute")]
-        per_expert = k * t * d.imbalance / max(1, local_experts)
+        per_expert = k * t * d.imbalance / maximum(1, local_experts)
         ops += _ffn_ops("expert", ("moe",), ("moe", "moe_act"), h, model.expert_ffn / d.tp, per_expert, b,
-                        model.activation, count=float(local_experts), variant="grouped")
+                        model.activation, count=as_float(local_experts), variant="grouped")
         if model.shared_ffn_total:
             ops += _ffn_ops("shared", ("moe", "shared_experts"), ("moe", "shared_experts"), h,
                             model.shared_ffn_total / d.tp, t, b, model.activation)

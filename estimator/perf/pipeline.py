@@ -20,6 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from estimator.arrays import any_true, is_array, max_of, maximum, pick, where
+
 SCHEDULES = ("1f1b", "interleaved", "zero_bubble_v", "gpipe")
 
 #: relative size below which a bubble is float rounding of equal sums, reported as 0
@@ -29,7 +33,7 @@ FLOAT_NOISE_REL = 1e-12
 def one_f_one_b_time(stage_s: Sequence[float], num_micro_batches: int) -> float:
     """1F1B (and GPipe) step time ``Σ s_i + (m − 1)·max s_i`` (reference §3.4, seed P3 derivation)."""
     _check(stage_s, num_micro_batches)
-    return sum(stage_s) + (num_micro_batches - 1) * max(stage_s)
+    return sum(stage_s) + (num_micro_batches - 1) * max_of(stage_s)
 
 
 def interleaved_time(stage_s: Sequence[float], num_micro_batches: int, vpp: int) -> float:
@@ -41,7 +45,7 @@ def interleaved_time(stage_s: Sequence[float], num_micro_batches: int, vpp: int)
     if vpp < 1:
         raise ValueError(f"vpp={vpp} must be >= 1")
     p, v, m = len(stage_s), vpp, num_micro_batches
-    peak = max(stage_s) / v
+    peak = max_of(stage_s) / v
     return sum(stage_s) / v + p * (v - 1) * peak + (m * v - p * (v - 1) - 1) * peak
 
 
@@ -52,8 +56,9 @@ def zero_bubble_v_time(
     """ZB-V: ``m·max(F+B+W) + (p−1)·max(0, max(F + B − 2W))`` (Qi et al. 2024, ZB-V bubble)."""
     totals = [f + b + w for f, b, w in zip(forward_s, backward_input_s, backward_weight_s, strict=True)]
     _check(totals, num_micro_batches)
-    residual = max(f + b - 2.0 * w for f, b, w in zip(forward_s, backward_input_s, backward_weight_s, strict=True))
-    return num_micro_batches * max(totals) + (len(totals) - 1) * max(0.0, residual)
+    residual = max_of([f + b - 2.0 * w for f, b, w in zip(forward_s, backward_input_s, backward_weight_s,
+                                                           strict=True)])
+    return num_micro_batches * max_of(totals) + (len(totals) - 1) * maximum(0.0, residual)
 
 
 def straggler_index(values: Sequence[float]) -> int:
@@ -66,6 +71,8 @@ def ep_overlapped_stage_time(stage_s: float, ep_comm_s: float, ratio: float, sta
     """Seed P3: ``s' = s − ratio·ep_comm`` on a stage whose layers run with ``ep > 1``; else ``s``."""
     if not 0.0 <= ratio <= 1.0:
         raise ValueError(f"ep_bubble_overlap_ratio {ratio} outside [0, 1]")
+    if is_array(stage_ep):  # per layout (estimator.arrays)
+        return where(stage_ep <= 1, stage_s, stage_s - ratio * ep_comm_s)
     if stage_ep <= 1:
         return stage_s
     return stage_s - ratio * ep_comm_s
@@ -103,18 +110,38 @@ def step_time(
     ``Σ s_i + (m−1)·max s_i − m·max s_i``. ``T`` never falls when any stage time grows.
     """
     p = len(stage_s)
-    if any(hidden):
+    if any(any_true(h) for h in hidden):
         candidates = [schedule_time([0.0 if i == k else h for i, h in enumerate(hidden)]) for k in range(p)]
     else:
         candidates = [schedule_time(hidden)] * p
-    k = max(range(p), key=lambda i: (candidates[i], stage_s[i], i))
-    tail = max(per_step_tail)
-    total = candidates[k] + tail
+    k = _straggler(candidates, stage_s)
+    tail = max_of(per_step_tail)
     work = [num_micro_batches * s + t for s, t in zip(stage_s, per_step_tail, strict=True)]
+    if is_array(k):  # per layout: row r takes candidate k[r]
+        total = pick(k, candidates) + tail
+        bubble = total - pick(k, work)
+        bubble = where(abs(bubble) <= FLOAT_NOISE_REL * total, 0.0, bubble)
+        return StepTime(total, total, max_of(work), k, bubble)
+    total = candidates[k] + tail
     bubble = total - work[k]
     if abs(bubble) <= FLOAT_NOISE_REL * total:  # the same sum in another order (p = 1, ZB-V)
         bubble = 0.0
-    return StepTime(total, total, max(work), k, bubble)
+    return StepTime(total, total, max_of(work), k, bubble)
+
+
+def _straggler(candidates: Sequence[float], stage_s: Sequence[float]) -> int:
+    """The ``k`` maximising ``(candidates[k], stage_s[k], k)`` (elementwise for arrays of layouts)."""
+    p = len(stage_s)
+    if not is_array(*candidates, *stage_s):
+        return max(range(p), key=lambda i: (candidates[i], stage_s[i], i))
+    best_c, best_s = np.asarray(candidates[0]), np.asarray(stage_s[0])
+    k = np.zeros(np.broadcast(*(np.asarray(v) for v in (*candidates, *stage_s))).shape, dtype=np.int64)
+    for i in range(1, p):
+        c, s = candidates[i], stage_s[i]
+        better = (c > best_c) | ((c == best_c) & (s >= best_s))  # a later index wins full ties
+        k, best_c, best_s = np.where(better, i, k), np.where(better, c, best_c), np.where(better, s, best_s)
+    return k  # type: ignore[return-value]  # one stage index per layout
+
 
 
 def bubble_fraction_1f1b(pp: int, num_micro_batches: int) -> float:
@@ -125,5 +152,5 @@ def bubble_fraction_1f1b(pp: int, num_micro_batches: int) -> float:
 def _check(stage_s: Sequence[float], m: int) -> None:
     if not stage_s:
         raise ValueError("no pipeline stages")
-    if m < 1:
+    if any_true(m < 1):  # (arrays of layouts too)
         raise ValueError(f"num_micro_batches={m} must be >= 1")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator import derive
+from estimator.arrays import is_array, maximum, where
 from estimator.perf import operators as ops_
 from estimator.perf.layers import is_moe_layer, layer_groups
 
@@ -46,9 +47,9 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
 
     A ``grouped`` GEMM (MoE routed experts) takes ``eff.grouped_matmul`` and a ``permute`` operator
     ``eff.permute_memory_fwd`` / ``_bwd`` when the hardware has them (else the matmul / memory tables)."""
-    per_kernel = max(kernels, 1.0)
+    per_kernel = maximum(kernels, 1.0)
     compute_s = 0.0
-    if flops:
+    if is_array(flops) or flops:  # (arrays of layouts: rows with 0 FLOPs price 0)
         if op_class == "attention":
             e = eff.attention_bwd if backward else eff.attention_fwd
         elif variant == "grouped" and eff.grouped_matmul is not None:
@@ -57,11 +58,13 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
             e = eff.matmul_eff(flops / per_kernel / FLOPS_PER_GFLOP)
         compute_s = flops / (peak_flops * e)
     memory_s = 0.0
-    if moved:
+    if is_array(moved) or moved:
         permute = eff.permute_memory_bwd if backward else eff.permute_memory_fwd
         share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MB)
         memory_s = moved / (eff.hbm_gb_s * 1e9 * share) + kernels * eff.kernel_latency_us * 1e-6
-    return max(compute_s, memory_s)
+        if is_array(moved):  # rows moving nothing price no memory term (the scalar ``if``)
+            memory_s = where(moved != 0, memory_s, 0.0)
+    return maximum(compute_s, memory_s)
 
 
 def op_pass_s(op: ops_.Op, backward: bool, eff: DeviceEfficiency, peak_flops: float) -> float:
@@ -87,9 +90,9 @@ class StageRoofline:
 def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
     """Per-rank shapes shared by the stage's layers."""
     local = ctx.tokens / ctx.cp
-    ring = ctx.cp if ctx.cp > 1 and cfg.parallel.cp_comm_type != "a2a" else 1
+    ring = where(ctx.cp > 1, ctx.cp, 1) if cfg.parallel.cp_comm_type != "a2a" else 1
     return ops_.LayerDims(
-        tokens=local, norm_tokens=local / (ctx.tp if ctx.sp else 1), batch=ctx.tokens / ctx.seq, seq=ctx.seq,
+        tokens=local, norm_tokens=local / where(ctx.sp, ctx.tp, 1), batch=ctx.tokens / ctx.seq, seq=ctx.seq,
         tp=ctx.tp, cp=ctx.cp, b=ctx.b_compute, flash=cfg.train.flash_attention, ring_blocks=ring,
         imbalance=ctx.expert_imbalance,
     )
@@ -99,7 +102,7 @@ def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int) -> list[op
     """Forward operators of layer ``index`` on one rank (attention block, MLP or MoE block, MTP extras)."""
     m = cfg.model
     moe = is_moe_layer(m, index)
-    local = max(1, m.num_experts // max(1, derive.layer_ep(cfg, index))) if moe else 0
+    local = maximum(1, m.num_experts // maximum(1, derive.layer_ep(cfg, index))) if moe else 0
     out = ops_.attention_ops(m, dims) + ops_.mlp_ops(m, dims, moe, local)
     if derive.layer_kind(m, index) == "mtp":
         out += ops_.mtp_extra_ops(m, dims)
@@ -144,6 +147,8 @@ def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode:
     per-rank shapes ``dims``, the layer kind and ep, the recompute mode and modules, the device
     efficiencies (by value), the peak and the derate."""
     kind, ep = derive.layer_kind(cfg.model, index), derive.layer_ep(cfg, index)
+    if is_array(dims.tokens, dims.norm_tokens, dims.tp, dims.cp, dims.ring_blocks, ep):  # arrays of layouts
+        return ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff, peak, derate)
     key = (id(cfg.model), dims, kind, ep, mode, modules, efficiency_key(eff), peak, derate)
     hit = _LAYER_SECONDS.get(key)
     if hit is not None and hit[0] is cfg.model:

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from estimator import derive, params
+from estimator.arrays import any_true, maximum, where
 from estimator.perf import comm, compute, kernels, layers, operators, roofline
 from estimator.perf.context import Ctx, comm_value, compute_value, context
 from estimator.profiles import resolved_bytes
@@ -86,7 +87,7 @@ class StageCost:
 
     @property
     def has_host_term(self) -> bool:
-        return bool(self.host_fw or self.host_bw or self.host_rec)
+        return any_true(self.host_fw) or any_true(self.host_bw) or any_true(self.host_rec)
 
     def exposed_host(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
         """Exposed host time per pass ``max(0, host_p − (compute_p + comm_p))`` (forward, backward,
@@ -103,8 +104,8 @@ class StageCost:
         if not self.has_host_term:
             return 0.0, 0.0, 0.0
         c_fw, c_bw, c_rec = self.pass_comm(ep_scale)
-        return (max(0.0, self.host_fw - self.fw_compute - c_fw), max(0.0, self.host_bw - self.bw_compute - c_bw),
-                max(0.0, self.host_rec - self.recompute - c_rec))
+        return (maximum(0.0, self.host_fw - self.fw_compute - c_fw),
+                maximum(0.0, self.host_bw - self.bw_compute - c_bw), maximum(0.0, self.host_rec - self.recompute - c_rec))
 
     @cached_property
     def per_micro_batch(self) -> float:
@@ -157,7 +158,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     cp_cs: list[comm.Collective] = []
     local_tokens = ctx.tokens / ctx.cp
     act_bytes = local_tokens * m.hidden_size * ctx.b_compute
-    sent = local_tokens / (ctx.tp if ctx.sp else 1)
+    sent = local_tokens / where(ctx.sp, ctx.tp, 1)
     if ctx.tokens_per_expert is None:
         dispatch = comm.ep_dispatch_tokens_balanced(sent, m.moe_topk)
     else:
@@ -176,7 +177,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         lc = memo["flops", kind_key]
         f, b, r = compute.pass_flops(lc.forward * n, lc.recompute_fraction)
         fw, bw, rec = fw + f, bw + b, rec + r
-        blocks = 1 if (lc.moe and ctx.t_exp == 1) else 2
+        blocks = where(ctx.t_exp == 1, 1, 2) if lc.moe else 2
         if ctx.host_launch_s:
             if ("kernels", kind_key) not in memo:
                 memo["kernels", kind_key] = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
@@ -184,8 +185,8 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), calls["tp"] * n)
         cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n)
         layer_ep = derive.layer_ep(cfg, index)
-        if lc.moe and layer_ep > 1:
-            stage_ep = max(stage_ep, layer_ep)
+        if lc.moe and any_true(layer_ep > 1):  # (arrays: rows with ep = 1 price no EP comm)
+            stage_ep = maximum(stage_ep, layer_ep)
             ep_a2a = comm.ep_layer_collectives(dispatch, m.hidden_size, ctx.b_compute, layer_ep)
             ep_cs += comm.scaled(ep_a2a, calls["ep"] * n)
     if layout.has_head:
@@ -286,18 +287,15 @@ def dp_collectives(
 def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]:
     """Per-stage costs of ``cfg`` before part coefficients (report units).
 
-    Stages with the same layers (kind, ep and count), extras and recompute mode cost the same and
-    are priced once.
+    Stages with the same layers (kind and count; a layer's ep follows from its kind), extras and
+    recompute mode cost the same and are priced once.
     """
     ctx = ctx or context(cfg)
     out: list[StageCost] = []
     seen: dict[tuple[object, ...], StageCost] = {}
     memo: dict[object, Any] = {}  # per-kind layer prices shared by the stages
     for layout in derive.stage_layouts(cfg):
-        kinds = tuple(sorted(
-            (derive.layer_kind(cfg.model, i), derive.layer_ep(cfg, i), n)
-            for i, n in layers.layer_groups(cfg, layout.layers)
-        ))
+        kinds = tuple(sorted((derive.layer_kind(cfg.model, i), n) for i, n in layers.layer_groups(cfg, layout.layers)))
         key = (kinds, layout.has_embedding, layout.has_head, cfg.stage_recompute(layout.stage))
         if key not in seen:
             seen[key] = stage_cost(cfg, ctx, layout, memo)

@@ -10,11 +10,14 @@ from __future__ import annotations
 import copy
 import importlib
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
+from harness import subjects
 from harness.kinds import KindError, KindParams, RunContext
+
+Report = TypeVar("Report")
 
 
 def estimator_api(*attrs: str) -> Any:
@@ -67,6 +70,23 @@ def not_evaluable_row(params: EstimatorParams, row: dict[str, Any], label: str, 
     out: dict[str, Any] = {"config": label, "not_evaluable": reason}
     out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
     return out | {k: v for k, v in measured.items() if v is not None}
+
+
+def record_gap(table: list[dict[str, Any]], notes: list[str], gap_row: dict[str, Any]) -> None:
+    """Count and list a not-evaluable row (:func:`not_evaluable_row`): never dropped silently."""
+    table.append(gap_row)
+    notes.append(f"{gap_row['config']}: not evaluable - {gap_row['not_evaluable']}")
+
+
+def call_subject(task: Callable[[Any], Report], cfg: Any, label: str, notes: list[str]) -> Report:
+    """``task(cfg)`` (a subject's memory or step-time task) for row ``label``: a subject failure becomes
+    a KindError naming the row; the report's warnings are added to ``notes``, prefixed by the row."""
+    try:
+        report = task(cfg)
+    except subjects.SubjectError as exc:
+        raise KindError(f"row {label!r}: {exc}") from None
+    notes += [f"{label}: {w}" for w in getattr(report, "warnings", ())]
+    return report
 
 
 def row_label(params: EstimatorParams, row: dict[str, Any], i: int) -> str:

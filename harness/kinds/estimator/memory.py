@@ -12,8 +12,10 @@ from harness.kinds.estimator.common import (
     EstimatorParams,
     RowNotEvaluable,
     build_config,
+    call_subject,
     measured_value,
     not_evaluable_row,
+    record_gap,
     requires_api,
     row_label,
 )
@@ -77,20 +79,17 @@ def run_memory(ctx: RunContext[MemoryParams]) -> RunResult:
     params: MemoryParams = ctx.params
     subject = ctx.subject or subjects.resolve(subjects.BUILTIN)
     rows = ctx.rows or [{}]
-    table, golden, notes = [], {}, []
+    table: list[dict[str, Any]] = []
+    golden: dict[str, Any] = {}
+    notes: list[str] = []
     for i, row in enumerate(rows):
         label = row_label(params, row, i)
         try:
             cfg = build_config(params, row, ctx)
-        except RowNotEvaluable as exc:  # counted and listed as not evaluable, never dropped
-            table.append(_not_evaluable_row(params, row, label, str(exc)))
-            notes.append(f"{label}: not evaluable - {exc}")
+        except RowNotEvaluable as exc:
+            record_gap(table, notes, _not_evaluable_row(params, row, label, str(exc)))
             continue
-        try:
-            report = subject.memory(cfg)
-        except subjects.SubjectError as exc:
-            raise KindError(f"row {label!r}: {exc}") from None
-        notes += [f"{label}: {w}" for w in report.warnings]
+        report = call_subject(subject.memory, cfg, label, notes)
         out: dict[str, Any] = {"config": label}
         out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
         if params.from_measured:

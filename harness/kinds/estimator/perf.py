@@ -17,9 +17,11 @@ from harness.kinds.estimator.common import (
     EstimatorParams,
     RowNotEvaluable,
     build_config,
+    call_subject,
     estimator_api,
     measured_value,
     not_evaluable_row,
+    record_gap,
     requires_api,
     row_label,
 )
@@ -237,19 +239,16 @@ def run_perf(ctx: RunContext[PerfParams]) -> RunResult:
         halves = list(fitted_halves)
         extra[params.calibrate.fit] = eff
         values |= {params.calibrate.fit: eff, "calibration": record}
-    table, golden, notes = [], {}, []
+    table: list[dict[str, Any]] = []
+    golden: dict[str, Any] = {}
+    notes: list[str] = []
     for i, row in enumerate(rows):
         label = row_label(params, row, i)
         cfg = _config_or_gap(params, row, ctx, extra, overlay)
-        if isinstance(cfg, str):  # counted and listed as not evaluable, never dropped
-            table.append(not_evaluable_row(params, row, label, cfg, _measured_columns(params, row)))
-            notes.append(f"{label}: not evaluable - {cfg}")
+        if isinstance(cfg, str):
+            record_gap(table, notes, not_evaluable_row(params, row, label, cfg, _measured_columns(params, row)))
             continue
-        try:
-            report = subject.step_time(cfg)
-        except subjects.SubjectError as exc:
-            raise KindError(f"row {label!r}: {exc}") from None
-        notes += [f"{label}: {w}" for w in getattr(report, "warnings", ())]
+        report = call_subject(subject.step_time, cfg, label, notes)
         fit_columns: dict[str, Any] = {}
         if halves[i] is not None:
             at_peak = row_config(params, row, ctx, extra | {"compute_efficiency": 1.0}, overlay)
