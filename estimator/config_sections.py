@@ -168,6 +168,12 @@ class TrainConfig(StrictSection):
     #: hidden (residual) dropout rate; None = not stated: keep Korthikanti's 1-byte masks (attention
     #: output and MLP output); 0 = no dropout, no masks.
     hidden_dropout: float | None = Field(default=None, ge=0, lt=1)
+    #: Megatron's ``--gradient-accumulation-fusion`` (default on; ``--no-gradient-accumulation-fusion``
+    #: turns it off): weight gradients go straight into ``main_grad`` and TE caches a dummy gradient per
+    #: weight shape (``estimator.memory.framework``)
+    gradient_accumulation_fusion: bool = True
+    #: Megatron's ``--moe-grouped-gemm`` (default off): TE grouped GEMM with its per-stream workspaces
+    moe_grouped_gemm: bool = False
 
 
 class ParallelConfig(StrictSection):

@@ -12,6 +12,7 @@ citation, is applied to that source's rows only, and is recorded in ``model.sour
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from estimator.errors import ConfigError
@@ -59,12 +60,30 @@ _KORTHIKANTI_SCORES = (
 )
 
 
+@dataclass(frozen=True)
+class VocabPadding:
+    """A source fact ``--make-vocab-size-divisible-by d``: the padded vocabulary follows from the row's
+    vocabulary and tp by :func:`megatron_padded_vocab` when the row leaves ``padded_vocab_size`` empty."""
+
+    divisible_by: int
+
+
+def megatron_padded_vocab(vocab: int, divisible_by: int, tp: int) -> int:
+    """Megatron's padded vocabulary: ⌈V / (d·t)⌉·d·t (NVIDIA/Megatron-LM@d98e8a64dd
+    megatron/training/vocab_utils.py ``calculate_padded_vocab_size``: ``multiple =
+    make_vocab_size_divisible_by * tensor_model_parallel_size``, rounded up to it)."""
+    multiple = divisible_by * tp
+    return -(-vocab // multiple) * multiple
+
+
 def _mcore_moe_facts(test: str, commit: str, layout: str | None = None) -> dict[str, tuple[Any, str]]:
     """Facts of one Megatron-LM CI MoE proxy test read from its ``model_config.yaml``."""
     src = _MCORE_MOE_CONFIG.format(commit, test)
     facts: dict[str, tuple[Any, str]] = {
         "train.attention_dropout": (0.0, f"{src}: --attention-dropout 0.0"),
         "train.hidden_dropout": (0.0, f"{src}: --hidden-dropout 0.0"),
+        "train.moe_grouped_gemm": (True, f"{src}: --moe-grouped-gemm true"),
+        "model.padded_vocab_size": (VocabPadding(3232), f"{src}: --make-vocab-size-divisible-by 3232"),
     }
     if layout is not None:
         facts["parallel.overlap_moe_expert_parallel_comm"] = (True, f"{src}: --overlap-moe-expert-parallel-comm")
@@ -88,6 +107,10 @@ _VTRAIN_POSITIONS = (
 )
 
 
+_MCORE_7B_CONFIG = ("NVIDIA/Megatron-LM@d98e8a64dd tests/functional_tests/test_cases/gpt/{}/model_config.yaml: "
+                    "--no-gradient-accumulation-fusion: true")
+
+
 #: published facts about a source's runs that its CSV cells leave empty or cannot express:
 #: (source_id, model_name or None for every row of the source) -> {config path: (value, citation)}.
 #: A CSV cell that states the value wins over a fact (facts fill empty cells only).
@@ -96,6 +119,12 @@ SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
     ("vtrain_single", None): {
         "train.flash_attention": (False, _VTRAIN_MODEL),
         "model.position_embedding": ("learned", _VTRAIN_POSITIONS),
+    },
+    ("megatron_ci", "gpt3_7b_tp4_pp1_memory_speed"): {
+        "train.gradient_accumulation_fusion": (False, _MCORE_7B_CONFIG.format("gpt3_7b_tp4_pp1_memory_speed")),
+    },
+    ("megatron_ci", "gpt3_7b_tp1_pp4_memory_speed"): {
+        "train.gradient_accumulation_fusion": (False, _MCORE_7B_CONFIG.format("gpt3_7b_tp1_pp4_memory_speed")),
     },
     ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed"): _mcore_moe_facts(
         "gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed", "2afeef845d"
@@ -116,7 +145,7 @@ def source_facts(row: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
 
 
 #: config path -> CSV column whose non-empty cell wins over a source fact
-_FACT_COLUMNS = {"train.flash_attention": "flash_attention"}
+_FACT_COLUMNS = {"train.flash_attention": "flash_attention", "model.padded_vocab_size": "padded_vocab_size"}
 
 
 def _apply_facts(row: Mapping[str, str], config: dict[str, Any]) -> None:
@@ -127,6 +156,8 @@ def _apply_facts(row: Mapping[str, str], config: dict[str, Any]) -> None:
         if column and _text(row, column):
             continue
         section, key = path.split(".", 1)
+        if isinstance(value, VocabPadding):
+            value = megatron_padded_vocab(config["model"]["vocab_size"], value.divisible_by, config["parallel"]["tp"])
         config[section][key] = value
         if column:
             config["model"]["assumed"].pop(column, None)
@@ -374,8 +405,9 @@ def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str
     Like for like (measured README): ``max_allocated`` -> stage total (allocated bytes at the
     peak); ``max_reserved`` -> the stage's reserved estimate (allocated + the caching allocator's
     idle blocks, ``estimator.memory.fsdp2``; equal to the total where no term is modelled);
-    ``allocated_steady`` (after the optimizer step) and ``params_optimizer`` -> params +
-    optimizer states + grads;
+    ``allocated_steady`` (after the optimizer step) -> params + optimizer states + grads + the
+    run-long framework allocations (``StageMemory.steady_mb``, ``estimator.memory.framework``);
+    ``params_optimizer`` -> params + optimizer states + grads;
     ``activations`` -> the activations component. ``<kind>:layers`` (``measured_kind_of``, a source
     whose breakdown covers the transformer layers only) -> the layers' params + optimizer states +
     grads, without embedding and output layer.
@@ -389,7 +421,11 @@ def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str
         return getattr(stage, "reserved_mb", stage.total_mb), f"stage {stage.stage} reserved"
     if kind in ("allocated_steady:layers", "params_optimizer:layers"):
         return stage.static_detail.total.total / BYTES_PER_MIB, f"stage {stage.stage} layers' params+optimizer_states+grads"
-    if kind in ("allocated_steady", "params_optimizer"):
+    if kind == "allocated_steady":
+        steady = sum(comp[k] for k in ("params", "optimizer_states", "grads"))
+        steady += float(sum(getattr(stage, "persistent", {}).values()))
+        return steady, f"stage {stage.stage} params+optimizer_states+grads+persistent"
+    if kind == "params_optimizer":
         static = sum(comp[k] for k in ("params", "optimizer_states", "grads"))
         return static, f"stage {stage.stage} params+optimizer_states+grads"
     if kind == "activations":

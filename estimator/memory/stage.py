@@ -4,7 +4,8 @@ Stage total = params + optimizer_states + grads (static, summed over the stage's
 embedding on the first virtual stage, the head on the last, and under ``megatron`` a second
 embedding on the MTP stage: ``mtp_embedding_on_stage``) + activations (each layer × its
 in-flight micro-batches μ, embedding, head input and logits) + comm_buffers (reference §2.6,
-``sapp-nd`` only) + backward_overhead + safety_buffer + tp_shardable_overhead + other.
+``sapp-nd`` only) + backward_overhead + safety_buffer + tp_shardable_overhead + other (FSDP2's
+unsharded weights and the run-long framework allocations of ``memory.framework``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from estimator.arrays import is_array, where
 from estimator.derive import layer_kind, layer_kind_groups
 from estimator.memory import activation as act
-from estimator.memory import buffers, fsdp2, sac
+from estimator.memory import buffers, framework, fsdp2, sac
 from estimator.memory.schedule import in_flight
 from estimator.memory.static import (
     StaticBreakdown,
@@ -58,6 +59,8 @@ class StageMemory:
     static_detail: StaticBreakdown = field(default_factory=StaticBreakdown)
     #: the caching allocator's idle cached blocks at the peak (MiB, by name; ``memory.fsdp2``)
     reserve: dict[str, float] = field(default_factory=dict)
+    #: run-long framework allocations (MiB, by name; ``memory.framework``), part of ``other``
+    persistent: dict[str, float] = field(default_factory=dict)
 
     @property
     def total_mb(self) -> float:
@@ -77,6 +80,11 @@ class StageMemory:
     def dynamic_mb(self) -> float:
         return self.total_mb - self.static_mb
 
+    @property
+    def steady_mb(self) -> float:
+        """Allocated after the optimizer step: params + optimizer states + grads + run-long allocations."""
+        return self.static_mb + float(sum(self.persistent.values()))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "stage": self.stage,
@@ -87,6 +95,7 @@ class StageMemory:
             "recompute": self.recompute,
             "reserved_mb": self.reserved_mb,
             "reserve": dict(self.reserve),
+            "persistent": dict(self.persistent),
         }
 
 
@@ -278,6 +287,7 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
     on_stage = dynamic > 0  # the buffers count only on a stage with dynamic memory (arrays too: estimator.arrays)
     safety = where(on_stage, opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1), 0.0)
     overhead = where(on_stage, tp_shardable_overhead_mb(cfg) / p.tp, 0.0)
+    persistent = {k: v / BYTES_PER_MIB for k, v in framework.persistent_bytes(cfg, layout).items()}
     components = {
         "params": totals.params / BYTES_PER_MIB,
         "optimizer_states": totals.optimizer_states / BYTES_PER_MIB,
@@ -287,7 +297,7 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
         "backward_overhead": bwd / BYTES_PER_MIB,
         "safety_buffer": safety,
         "tp_shardable_overhead": overhead,
-        "other": fsdp2.unsharded_live_bytes(cfg, layout) / BYTES_PER_MIB,
+        "other": fsdp2.unsharded_live_bytes(cfg, layout) / BYTES_PER_MIB + sum(persistent.values()),
     }
     return StageMemory(
         stage=layout.stage,
@@ -297,4 +307,5 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
         recompute=mode,
         static_detail=static,
         reserve={k: v / BYTES_PER_MIB for k, v in fsdp2.reserve_terms(cfg, layout, mode).items()},
+        persistent=persistent,
     )

@@ -84,9 +84,14 @@ def test_selective_recompute_layout_fact() -> None:
     assert facts["parallel.overlap_moe_expert_parallel_comm"][0] is True
 
 
-def test_dense_7b_ci_rows_get_no_facts() -> None:
-    """The 7B CI configs set no dropout flags (Megatron default 0.1): nothing to override."""
-    assert source_facts(_row(source_id="megatron_ci", model_name="gpt3_7b_tp1_pp4_memory_speed")) == {}
+def test_dense_7b_ci_rows_get_only_the_fusion_fact() -> None:
+    """The 7B CI configs set no dropout flags (Megatron default 0.1): nothing to override there; they
+    set --no-gradient-accumulation-fusion (no TE dummy weight gradients: estimator.memory.framework)."""
+    for test in ("gpt3_7b_tp1_pp4_memory_speed", "gpt3_7b_tp4_pp1_memory_speed"):
+        facts = source_facts(_row(source_id="megatron_ci", model_name=test))
+        assert set(facts) == {"train.gradient_accumulation_fusion"}
+        assert facts["train.gradient_accumulation_fusion"][0] is False
+        assert f"gpt/{test}/model_config.yaml" in facts["train.gradient_accumulation_fusion"][1]
 
 
 # -- real rows ------------------------------------------------------------------------------------
