@@ -14,13 +14,19 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
+#: the numpy array type, typed ``Any`` so that ``type(x) is ARRAY`` type-checks on a number (a fast
+#: single-value test for the scalar path's hot formulas)
+ARRAY: Any = np.ndarray
 #: a number type; an array of layouts passes for it (the formulas are typed for one config)
 N = TypeVar("N", int, float)
 
 
 def is_array(*values: Any) -> bool:
     """True when any of ``values`` is a numpy array."""
-    return np.ndarray in map(type, values)
+    for v in values:  # noqa: SIM110  # a loop: twice as fast as any() on the scalar path
+        if type(v) is np.ndarray:
+            return True
+    return False
 
 
 def minimum(a: N, b: N) -> N:
@@ -79,10 +85,16 @@ def max_of(values: Sequence[N]) -> N:
     return max(values)
 
 
+#: choices numpy's ``choose`` takes at once (NPY_MAXARGS of numpy 1.x)
+CHOOSE_MAX = 32
+
+
 def pick(index: int, values: Sequence[N]) -> N:
     """``values[index]`` elementwise: for an array of indices, row ``r`` takes ``values[index[r]][r]``."""
     if not is_array(index):
         return values[index]
+    if len(values) <= CHOOSE_MAX:
+        return cast(N, np.choose(index, values))
     n = np.size(index)
     rows = np.stack([np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for v in values])
     return cast(N, rows[index, np.arange(n)])
@@ -108,8 +120,10 @@ def per_unique(fn: Callable[..., tuple[float, ...]], *args: Any) -> tuple[Any, .
     columns = np.broadcast_arrays(*(np.asarray(a) for a in args))
     kinds = [bool if c.dtype == np.bool_ else (int if np.issubdtype(c.dtype, np.integer) else float)
              for c in columns]
-    table = np.stack([c.astype(np.float64) for c in columns], axis=1)
-    unique, inverse = np.unique(table, axis=0, return_inverse=True)
-    results = np.array([fn(*(k(v) for k, v in zip(kinds, row, strict=True))) for row in unique], dtype=np.float64)
-    spread = results[inverse.reshape(-1)]
+    rows = zip(*(c.tolist() for c in columns), strict=True)
+    keys = [tuple(k(v) for k, v in zip(kinds, row, strict=True)) for row in rows]
+    index: dict[tuple[Any, ...], int] = {}
+    inverse = np.array([index.setdefault(key, len(index)) for key in keys], dtype=np.int64)
+    results = np.array([fn(*key) for key in index], dtype=np.float64)
+    spread = results[inverse]
     return tuple(spread[:, j] for j in range(spread.shape[1]))

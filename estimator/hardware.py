@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from estimator.arrays import is_array
+from estimator.arrays import ARRAY
 from estimator.perf.comm import CollectiveKind
 from ndcore.units import MIB_PER_GIB
 
@@ -78,15 +78,30 @@ def descending(table: SizeTable) -> SizeTable:
 def descending_table_value(ordered: SizeTable, size: float) -> float:
     """:func:`table_value` on rows already in :func:`descending` order (``size`` may be an array of
     layouts: the first row it reaches, elementwise)."""
-    if is_array(size):
-        out = np.full(np.shape(size), ordered[-1][1])
-        for threshold, eff in reversed(ordered):
-            out = np.where(size >= threshold, eff, out)
-        return cast(float, out)
+    if type(size) is ARRAY:  # the largest threshold ≤ size, else the last row (ties: the first row, as the scan)
+        thresholds, effs = _ascending(ordered)
+        at = np.searchsorted(thresholds, size, side="right") - 1
+        return cast(float, np.where(at < 0, ordered[-1][1], effs[np.maximum(at, 0)]))
     for threshold, eff in ordered:
         if size >= threshold:
             return eff
     return ordered[-1][1]
+
+
+#: ascending (thresholds, efficiencies) arrays of a descending table, by the table's identity (the entry
+#: holds the table, so its id cannot be reused while cached)
+_ASCENDING: dict[int, tuple[SizeTable, np.ndarray, np.ndarray]] = {}
+
+
+def _ascending(ordered: SizeTable) -> tuple[np.ndarray, np.ndarray]:
+    hit = _ASCENDING.get(id(ordered))
+    if hit is None or hit[0] is not ordered:
+        if len(_ASCENDING) >= 256:
+            _ASCENDING.clear()
+        rows = list(reversed(ordered))
+        hit = (ordered, np.array([r[0] for r in rows], dtype=np.float64), np.array([r[1] for r in rows], dtype=np.float64))
+        _ASCENDING[id(ordered)] = hit
+    return hit[1], hit[2]
 
 
 class DeviceEfficiency(BaseModel):

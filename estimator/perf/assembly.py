@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from estimator.arrays import any_true, divide_or_nan, pick, where
+from estimator.arrays import ARRAY, any_true, divide_or_nan, pick, where
 from estimator.perf import comm, network, pipeline
 from estimator.perf.context import Ctx, context
 from estimator.perf.report import MB_PARTS, PERF_PARTS, PerfReport
@@ -89,10 +89,16 @@ def assemble(
         lambda h: schedule_time(schedule, stages, m, vpp, h), hidden, [s.per_micro_batch for s in stages], m,
         [s.dp_comm + s.optimizer for s in stages],
     )
-    k = st.straggler_stage  # (an array of stage indices for arrays of layouts: estimator.arrays.pick)
-    perf = {name: m * pick(k, [s.part(name) for s in stages]) for name in MB_PARTS}
-    perf["BW_COMPUTE"] += pick(k, [s.optimizer for s in stages])  # the per-step optimizer (operator roofline)
-    perf["DP_COMM"] = pick(k, [s.dp_comm for s in stages])
+    k = st.straggler_stage
+    if type(k) is ARRAY:  # one straggler per layout (estimator.arrays.pick)
+        perf = {name: m * pick(k, [s.part(name) for s in stages]) for name in MB_PARTS}
+        optimizer, dp_comm = pick(k, [s.optimizer for s in stages]), pick(k, [s.dp_comm for s in stages])
+    else:
+        strag = stages[k]
+        perf = {name: m * strag.part(name) for name in MB_PARTS}
+        optimizer, dp_comm = strag.optimizer, strag.dp_comm
+    perf["BW_COMPUTE"] += optimizer  # the per-step optimizer step (operator roofline; 0 otherwise)
+    perf["DP_COMM"] = dp_comm
     perf["PP_COMM"] = pp_comm
     perf["BUBBLE"] = st.bubble * bubble_coefficient
     real = {

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from estimator.arrays import all_true, any_true, is_array, where
+from estimator.arrays import ARRAY, all_true, any_true, is_array, where
 
 CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
 
@@ -33,7 +33,7 @@ class Collective:
 
     def __post_init__(self) -> None:
         size, count, group = self.size_bytes, self.count, self.group_size  # arrays of layouts too
-        if is_array(size, count, group):
+        if type(size) is ARRAY or type(count) is ARRAY or type(group) is ARRAY:
             bad = any_true(size < 0) or any_true(count < 0) or any_true(group < 1)
         else:
             bad = size < 0 or count < 0 or group < 1
@@ -47,7 +47,7 @@ def wire_bytes(c: Collective) -> float:
     n = c.group_size
     if c.kind == "p2p":
         return c.size_bytes * c.count
-    if not is_array(n) and n == 1:  # the formula's 0 (arrays: computed)
+    if type(n) is not ARRAY and n == 1:  # the formula's 0 (arrays: computed)
         return 0.0
     factor = 2.0 * (n - 1) / n if c.kind == "all_reduce" else (n - 1) / n
     return factor * c.size_bytes * c.count
@@ -65,7 +65,7 @@ def tp_layer_collectives(
     """
     if all_true(tp <= 1) or all_true(blocks <= 0):  # no traffic (arrays: rows with tp = 1 price 0)
         return []
-    if is_array(sequence_parallel):  # per layout: the kind not taken gets 0 calls
+    if type(sequence_parallel) is ARRAY:  # per layout: the kind not taken gets 0 calls
         with_sp, without = where(sequence_parallel, blocks, 0), where(sequence_parallel, 0, blocks)
         return [
             Collective("all_gather", activation_bytes, tp, with_sp),

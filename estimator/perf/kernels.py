@@ -53,7 +53,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.arrays import is_array, per_unique
+from estimator.arrays import ARRAY, per_unique
 
 if TYPE_CHECKING:
     from estimator.config import ModelConfig
@@ -207,7 +207,7 @@ def embedding_pass_kernels(learned_position: bool) -> PassKernels:
 def head_pass_kernels(tp: int) -> PassKernels:
     """Last stage, per micro-batch: final norm, logits GEMM, vocab-parallel cross entropy
     (+ 3 all-reduces when ``tp > 1``; an array of layouts: per distinct tp)."""
-    if is_array(tp):
+    if type(tp) is ARRAY:
         return PassKernels(*per_unique(lambda t: _as_tuple(head_pass_kernels(t)), tp))
     ops = Counter({"NORM": 1, "GEMM": 1, "CROSS_ENTROPY": 1})
     if tp > 1:

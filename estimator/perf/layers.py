@@ -116,20 +116,31 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
     """Kernels one rank launches for layer ``index`` per micro-batch (:mod:`estimator.perf.kernels`);
     an MTP layer adds its projection and second head. (Arrays of layouts: counted once per distinct
     degrees, :func:`estimator.arrays.per_unique`.)"""
-    mtp = derive.layer_kind(cfg.model, index) == "mtp"
-    modules = frozenset(cfg.recompute.modules)
+    model = cfg.model
+    fixed = (id(model), moe, derive.layer_kind(model, index) == "mtp", mode, frozenset(cfg.recompute.modules),
+             cfg.train.flash_attention, cfg.parallel.cp_comm_type == "a2a")
 
     def count(layer_ep: int, tp: int, sp: bool, blocks: int, cp: int) -> tuple[float, float, float]:
-        shape = kernels.layer_shape(
-            cfg.model, moe=moe, layer_ep=layer_ep, tp=tp, sequence_parallel=sp, tp_blocks=blocks, cp=cp,
-            flash_attention=cfg.train.flash_attention, cp_a2a=cfg.parallel.cp_comm_type == "a2a",
-        )
-        out = kernels.layer_pass_kernels(shape, mode, modules)
-        if mtp:
-            out += kernels.mtp_extra_pass_kernels(tp)
-        return out.forward, out.backward, out.recompute
+        key = (*fixed, layer_ep, tp, sp, blocks, cp)
+        hit = _KERNELS.get(key)
+        if hit is None or hit[0] is not model:
+            shape = kernels.layer_shape(model, moe=moe, layer_ep=layer_ep, tp=tp, sequence_parallel=sp,
+                                        tp_blocks=blocks, cp=cp, flash_attention=fixed[5], cp_a2a=fixed[6])
+            out = kernels.layer_pass_kernels(shape, mode, fixed[4])
+            if fixed[2]:
+                out += kernels.mtp_extra_pass_kernels(tp)
+            if len(_KERNELS) >= _KERNELS_MAX:
+                _KERNELS.clear()
+            hit = _KERNELS[key] = (model, (out.forward, out.backward, out.recompute))
+        return hit[1]
 
     return kernels.PassKernels(*per_unique(count, derive.layer_ep(cfg, index), ctx.tp, ctx.sp, tp_blocks, ctx.cp))
+
+
+#: kernel counts of a layer shared across configs (a sweep repeats the same degrees): key -> (model, counts);
+#: the entry holds the model, so the ``id`` in the key cannot be reused while cached
+_KERNELS: dict[tuple[object, ...], tuple[object, tuple[float, float, float]]] = {}
+_KERNELS_MAX = 4096
 
 
 def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:

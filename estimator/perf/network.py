@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from estimator.arrays import any_true, is_array, maximum, minimum, where
+from estimator.arrays import ARRAY, any_true, maximum, minimum, where
 from estimator.perf.comm import Collective
 from ndcore.units import BYTES_PER_GB, S_PER_US
 
@@ -94,7 +94,8 @@ def members_per_domain(group_size: int, stride: int, levels: Sequence[LevelLike]
 
     The last entry is always ``n`` (the outermost level holds the whole group, whatever its size).
     """
-    if any_true(group_size < 1) or any_true(stride < 1):  # (arrays of layouts too: estimator.arrays)
+    if (any_true(group_size < 1) or any_true(stride < 1) if type(group_size) is ARRAY or type(stride) is ARRAY
+            else group_size < 1 or stride < 1):  # (arrays of layouts too: estimator.arrays)
         raise ValueError(f"group_size={group_size}, stride={stride}: both must be >= 1")
     out = []
     for i, lvl in enumerate(levels):
@@ -126,13 +127,13 @@ def ring_time_s(
     ``k`` = 2 for all-reduce (reduce-scatter then all-gather), 1 for all-gather and reduce-scatter.
     Plus once per call the ``call_latency_us`` of the widest level the group spans (NCCL's baseLat).
     """
-    if not is_array(group_size) and group_size <= 1:  # the formula's 0 (arrays: computed)
+    if type(group_size) is not ARRAY and group_size <= 1:  # the formula's 0 (arrays: computed)
         return 0.0
     k = 2.0 if kind == "all_reduce" else 1.0
     shard = size_bytes
     total = call = 0.0
     for n_l, lvl in zip(level_fanout(group_size, stride, levels), levels, strict=True):
-        if is_array(n_l):  # per layout: a level spanned by one member adds 0 (n_l − 1 = 0)
+        if type(n_l) is ARRAY:  # per layout: a level spanned by one member adds 0 (n_l − 1 = 0)
             _, latency_us = level_factors(lvl, kind)
             total = total + k * (n_l - 1) / n_l * shard / effective_bytes_per_s(lvl, kind)
             total = total + k * (n_l - 1) * latency_us * S_PER_US
@@ -155,14 +156,14 @@ def all_to_all_time_s(size_bytes: float, group_size: int, stride: int, levels: S
     Levels are summed (serial), the conservative bound when the inner and outer links are not driven
     concurrently.
     """
-    if not is_array(group_size) and group_size <= 1:  # the formula's 0 (arrays: computed)
+    if type(group_size) is not ARRAY and group_size <= 1:  # the formula's 0 (arrays: computed)
         return 0.0
     chunk = size_bytes / group_size
     prev = 1
     total = 0.0
     for m, lvl in zip(members_per_domain(group_size, stride, levels), levels, strict=True):
         peers = m - prev
-        if is_array(peers) or peers > 0:  # arrays: a level with no new peers adds 0
+        if type(peers) is ARRAY or peers > 0:  # arrays: a level with no new peers adds 0
             _, latency_us = level_factors(lvl, "all_to_all")
             total += peers * chunk / effective_bytes_per_s(lvl, "all_to_all") + peers * latency_us * S_PER_US
         prev = m
@@ -173,7 +174,7 @@ def p2p_time_s(size_bytes: float, stride: int, levels: Sequence[LevelLike]) -> f
     """One send of ``S`` bytes to a peer ``stride`` ids away, over the innermost level holding both:
     ``S/bw_L + lat_L`` (the level's ``p2p`` factors)."""
     members = members_per_domain(2, stride, levels)
-    if is_array(stride):  # per layout: the innermost level holding both, from the outside in
+    if type(stride) is ARRAY:  # per layout: the innermost level holding both, from the outside in
         out: float = 0.0
         for m, lvl in reversed(list(zip(members, levels, strict=True))):
             out = where(m >= 2, _p2p_level_s(size_bytes, lvl), out)
@@ -189,7 +190,7 @@ def _p2p_level_s(size_bytes: float, lvl: LevelLike) -> float:
 
 def collective_time_s(c: Collective, stride: int, levels: Sequence[LevelLike]) -> float:
     """Seconds for ``c.count`` calls of collective ``c`` placed with ``stride`` (see module doc)."""
-    if not is_array(c.count) and c.count == 0:  # (arrays: 0 calls price 0)
+    if type(c.count) is not ARRAY and c.count == 0:  # (arrays: 0 calls price 0)
         return 0.0
     if c.kind == "p2p":
         return c.count * p2p_time_s(c.size_bytes, stride, levels)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from estimator.arrays import any_true, is_array, max_of, maximum, pick, where
+from estimator.arrays import ARRAY, any_true, is_array, max_of, maximum, pick, where
 
 SCHEDULES = ("1f1b", "interleaved", "zero_bubble_v", "gpipe")
 
@@ -71,7 +72,7 @@ def ep_overlapped_stage_time(stage_s: float, ep_comm_s: float, ratio: float, sta
     """Seed P3: ``s' = s − ratio·ep_comm`` on a stage whose layers run with ``ep > 1``; else ``s``."""
     if not 0.0 <= ratio <= 1.0:
         raise ValueError(f"ep_bubble_overlap_ratio {ratio} outside [0, 1]")
-    if is_array(stage_ep):  # per layout (estimator.arrays)
+    if type(stage_ep) is ARRAY:  # per layout (estimator.arrays)
         return where(stage_ep <= 1, stage_s, stage_s - ratio * ep_comm_s)
     if stage_ep <= 1:
         return stage_s
@@ -110,14 +111,21 @@ def step_time(
     ``Σ s_i + (m−1)·max s_i − m·max s_i``. ``T`` never falls when any stage time grows.
     """
     p = len(stage_s)
-    if any(any_true(h) for h in hidden):
+    arrays = is_array(*hidden, *stage_s)
+    hides = any(any_true(h) for h in hidden) if arrays else any(hidden)
+    if hides and arrays:  # arrays: every k in one call
+        rows = np.arange(p)[:, None]  # candidate k on axis 0, layouts on axis 1
+        per_k: list[Any] = [np.where(rows == i, 0.0, h) for i, h in enumerate(hidden)]  # h_k = 0 in row k
+        timed = schedule_time(per_k)
+        candidates = list(np.broadcast_to(timed, (p, *np.shape(timed)[1:])))
+    elif hides:
         candidates = [schedule_time([0.0 if i == k else h for i, h in enumerate(hidden)]) for k in range(p)]
     else:
         candidates = [schedule_time(hidden)] * p
     k = _straggler(candidates, stage_s)
     tail = max_of(per_step_tail)
     work = [num_micro_batches * s + t for s, t in zip(stage_s, per_step_tail, strict=True)]
-    if is_array(k):  # per layout: row r takes candidate k[r]
+    if type(k) is ARRAY:  # per layout: row r takes candidate k[r]
         total = pick(k, candidates) + tail
         bubble = total - pick(k, work)
         bubble = where(abs(bubble) <= FLOAT_NOISE_REL * total, 0.0, bubble)

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
 
 from estimator import derive
-from estimator.arrays import is_array, maximum, where
+from estimator.arrays import ARRAY, is_array, maximum, where
 from estimator.perf import operators as ops_
 from estimator.perf.layers import is_moe_layer, layer_groups
 
@@ -49,7 +51,7 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
     ``eff.permute_memory_fwd`` / ``_bwd`` when the hardware has them (else the matmul / memory tables)."""
     per_kernel = maximum(kernels, 1.0)
     compute_s = 0.0
-    if is_array(flops) or flops:  # (arrays of layouts: rows with 0 FLOPs price 0)
+    if type(flops) is ARRAY or flops:  # (arrays of layouts: rows with 0 FLOPs price 0)
         if op_class == "attention":
             e = eff.attention_bwd if backward else eff.attention_fwd
         elif variant == "grouped" and eff.grouped_matmul is not None:
@@ -58,11 +60,11 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
             e = eff.matmul_eff(flops / per_kernel / FLOPS_PER_GFLOP)
         compute_s = flops / (peak_flops * e)
     memory_s = 0.0
-    if is_array(moved) or moved:
+    if type(moved) is ARRAY or moved:
         permute = eff.permute_memory_bwd if backward else eff.permute_memory_fwd
         share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MB)
         memory_s = moved / (eff.hbm_gb_s * 1e9 * share) + kernels * eff.kernel_latency_us * 1e-6
-        if is_array(moved):  # rows moving nothing price no memory term (the scalar ``if``)
+        if type(moved) is ARRAY:  # rows moving nothing price no memory term (the scalar ``if``)
             memory_s = where(moved != 0, memory_s, 0.0)
     return maximum(compute_s, memory_s)
 
@@ -123,7 +125,9 @@ def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[s
                 peak: float, derate: float) -> GroupSeconds:
     """Forward, backward and recompute seconds of ``ops`` (one layer, or the embedding / head), each
     operator priced by :func:`op_pass_s` and derated; recompute re-runs the forward of a layer's
-    recomputed operators."""
+    recomputed operators. (Arrays of layouts: :func:`_stacked_ops_seconds`.)"""
+    if any(is_array(*(getattr(op, f) for f in _OP_NUMBERS)) for op in ops):
+        return _stacked_ops_seconds(ops, layer, mode, modules, eff, peak, derate)
     fw = bw = rec = 0.0
     by_class: dict[str, float] = defaultdict(float)
     for op in ops:
@@ -133,6 +137,55 @@ def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[s
         fw, bw, rec = fw + f, bw + b, rec + r
         by_class[op.op_class] += f + b + r
     return fw, bw, rec, by_class
+
+
+#: the numbers of an :class:`operators.Op` (any may be an array of layouts)
+_OP_NUMBERS = ("flops", "bytes", "kernels", "bw_flops", "bw_bytes", "bw_kernels", "count")
+
+
+def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[str],
+                         eff: DeviceEfficiency, peak: float, derate: float) -> GroupSeconds:
+    """:func:`ops_seconds` over arrays of layouts: the operators of one (class, variant) stacked into
+    (operator, layout) arrays and priced by one :func:`kernel_group_s` call per pass (the same formula
+    elementwise); the sums run over the operators in their order, as the scalar loop adds them."""
+    numbers = [getattr(op, f) for op in ops for f in _OP_NUMBERS]
+    shape = np.broadcast_shapes(*(v.shape for v in numbers if type(v) is ARRAY))
+    kinds: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, op in enumerate(ops):
+        kinds[op.op_class, op.variant].append(i)
+    fw, bw, rec = (np.empty((len(ops), *shape)) for _ in range(3))
+    for (op_class, variant), at in kinds.items():
+        col = {f: _stacked([getattr(ops[i], f) for i in at], shape) for f in _OP_NUMBERS}
+        fw[at] = col["count"] * kernel_group_s(*_numbers(col, "flops", "bytes", "kernels"), op_class, False, eff,
+                                               peak, variant) * derate
+        bw[at] = col["count"] * kernel_group_s(*_numbers(col, "bw_flops", "bw_bytes", "bw_kernels"), op_class, True,
+                                               eff, peak, variant) * derate
+        again = np.array([layer and _recomputed(ops[i], mode, modules) for i in at]).reshape(-1, *([1] * len(shape)))
+        rec[at] = np.where(again, fw[at], 0.0)
+    each = fw + bw + rec
+    by_class = {cls: _in_order(each[[i for i, op in enumerate(ops) if op.op_class == cls]])
+                for cls in dict.fromkeys(op.op_class for op in ops)}
+    return _in_order(fw), _in_order(bw), _in_order(rec), by_class
+
+
+def _in_order(rows: np.ndarray) -> float:
+    """``rows[0] + rows[1] + ...`` left to right (the scalar loop's order, so the sums are the same numbers)."""
+    return cast(float, np.cumsum(rows, axis=0)[-1])
+
+
+def _stacked(values: list[float], shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` (numbers or arrays of ``shape``) as one (value, *shape) array; all numbers: (value, 1...)."""
+    if not is_array(*values):
+        return np.array(values, dtype=np.float64).reshape(-1, *([1] * len(shape)))
+    out = np.empty((len(values), *shape))
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+def _numbers(col: dict[str, np.ndarray], flops: str, moved: str, kernels: str) -> tuple[float, float, float]:
+    """The stacked columns of one pass (arrays pass for numbers in the formulas, :mod:`estimator.arrays`)."""
+    return cast(float, col[flops]), cast(float, col[moved]), cast(float, col[kernels])
 
 
 #: layer seconds shared across configs (a sweep's layouts repeat the same layer shapes): key -> (model, seconds)

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from estimator import derive, params
-from estimator.arrays import any_true, maximum, where
+from estimator.arrays import ARRAY, any_true, maximum, where
 from estimator.perf import comm, compute, kernels, layers, operators, roofline
 from estimator.perf.context import Ctx, comm_value, compute_value, context
 from estimator.profiles import resolved_bytes
@@ -87,7 +87,9 @@ class StageCost:
 
     @property
     def has_host_term(self) -> bool:
-        return any_true(self.host_fw) or any_true(self.host_bw) or any_true(self.host_rec)
+        if type(self.host_fw) is ARRAY or type(self.host_bw) is ARRAY or type(self.host_rec) is ARRAY:
+            return any_true(self.host_fw) or any_true(self.host_bw) or any_true(self.host_rec)
+        return bool(self.host_fw or self.host_bw or self.host_rec)
 
     def exposed_host(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
         """Exposed host time per pass ``max(0, host_p − (compute_p + comm_p))`` (forward, backward,

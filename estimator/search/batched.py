@@ -9,9 +9,8 @@ formula home and no second copy. A group whose formulas branch on an array field
 the array cannot answer) raises, and its layouts are priced on the scalar path instead: every
 candidate reports the ``path`` that priced its memory.
 
-What is batched (issue 15, a subset): memory per stage and the OOM decision. Config rules are
-checked by ``load_config`` per layout (the rejection reason is the scalar path's by construction)
-and the step time of each layout that fits is priced on the scalar path.
+The rest of the batched pipeline (the space as arrays, the config rules as masks, the OOM mask,
+step time, the reduction) is :mod:`estimator.search.price`.
 """
 
 from __future__ import annotations
@@ -25,17 +24,14 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from estimator.derive import stage_layouts
-from estimator.memory import estimate_memory
 from estimator.memory.stage import StageMemory, stage_memory
-from estimator.search.evaluate import Candidate, Rejection, finish, load_layout
-from estimator.search.space import Layout, SkippedLayout
+from estimator.search.grid import ARRAY_FIELDS
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
 
-#: config fields that may vary inside one batched group (dotted section.field)
-ARRAY_FIELDS = ("parallel.tp", "parallel.dp", "parallel.ep", "parallel.cp", "parallel.etp",
-                "train.micro_batch_size")
+__all__ = ["ARRAY_FIELDS", "ArrayConfig", "array_config", "batch_stage_memory", "group_stage_memory",
+           "stage_totals"]
 #: what a formula raises when it branches on an array (the group then goes to the scalar path)
 BRANCH_ERRORS = (ValueError, TypeError)
 
@@ -84,67 +80,47 @@ def array_config(rep: EstimatorConfig, columns: dict[str, np.ndarray]) -> Estima
     return cast("EstimatorConfig", ArrayConfig(rep, values))
 
 
+class MixedUnset(ValueError):
+    """A field set on some configs of a group and unset (None) on others: not one array."""
+
+
 def _column(cfgs: Sequence[EstimatorConfig], key: str) -> np.ndarray | None:
+    """The values of ``key`` over ``cfgs`` as an int64 array, or None when no config sets it;
+    :class:`MixedUnset` when some do and some do not."""
     section, name = key.split(".")
     values = [getattr(getattr(c, section), name) for c in cfgs]
-    if any(v is None for v in values):
-        return None if all(v is None for v in values) else np.array([-1])  # mixed None: not batchable
+    unset = sum(v is None for v in values)
+    if unset == len(values):
+        return None
+    if unset:
+        raise MixedUnset(f"{key} is unset on {unset} of {len(values)} layouts")
     return np.array(values, dtype=np.int64)
 
 
-def batch_stage_memory(cfgs: Sequence[EstimatorConfig]) -> list[StageMemory] | None:
-    """Per-stage memory of ``cfgs`` (one batched group: they differ only in :data:`ARRAY_FIELDS`),
-    each component an array over the layouts (or a number shared by all), from the scalar path's
+def group_stage_memory(rep: EstimatorConfig, columns: Mapping[str, np.ndarray]) -> list[StageMemory] | None:
+    """Per-stage memory of the layouts that are ``rep`` with the :data:`ARRAY_FIELDS` of
+    ``columns`` (one array per field, one value per layout), each component an array over the
+    layouts (or a number shared by all), from the scalar path's
     :func:`estimator.memory.stage.stage_memory`; None when a formula branches on an array field."""
-    columns: dict[str, np.ndarray] = {}
-    for key in ARRAY_FIELDS:
-        column = _column(cfgs, key)
-        if column is not None and len(column) != len(cfgs):
-            return None
-        if column is not None:
-            columns[key] = column
-    proxy = array_config(cfgs[0], columns)
+    proxy = array_config(rep, dict(columns))
     memo: dict[Any, Any] = {}
     try:
-        return [stage_memory(proxy, layout, memo) for layout in stage_layouts(cfgs[0])]
+        return [stage_memory(proxy, layout, memo) for layout in stage_layouts(rep)]
     except BRANCH_ERRORS:
         return None
 
 
-def batch_stage_totals(cfgs: Sequence[EstimatorConfig]) -> np.ndarray | None:
-    """Allocated MiB per (layout, stage) of ``cfgs`` (one batched group), summed as
-    ``StageMemory.total_mb`` sums its components; None when the group cannot be batched."""
-    stages = batch_stage_memory(cfgs)
-    if stages is None:
+def batch_stage_memory(cfgs: Sequence[EstimatorConfig]) -> list[StageMemory] | None:
+    """:func:`group_stage_memory` of validated configs that differ only in :data:`ARRAY_FIELDS`;
+    None when they cannot be one batch (a formula branches, or a field is set on some only)."""
+    try:
+        columns = {key: col for key in ARRAY_FIELDS if (col := _column(cfgs, key)) is not None}
+    except MixedUnset:
         return None
-    totals = [np.broadcast_to(np.asarray(sum(s.components.values()), dtype=np.float64), (len(cfgs),))
-              for s in stages]
+    return group_stage_memory(cfgs[0], columns)
+
+
+def stage_totals(stages: Sequence[StageMemory], n: int) -> np.ndarray:
+    """Allocated MiB per (layout, stage), summed as ``StageMemory.total_mb`` sums its components."""
+    totals = [np.broadcast_to(np.asarray(sum(s.components.values()), dtype=np.float64), (n,)) for s in stages]
     return np.stack(totals, axis=1)
-
-
-def evaluate_batched(
-    base_data: Mapping[str, Any], points: Sequence[Layout | SkippedLayout], memory_margin_mb: float = 0.0,
-) -> list[Candidate | Rejection]:
-    """Price ``points`` like :func:`estimator.search.evaluate.evaluate`, in order, with the memory of
-    each batched group computed at once (:func:`batch_stage_totals`); a group that cannot be
-    batched is priced on the scalar path."""
-    outcomes: list[Candidate | Rejection | None] = [None] * len(points)
-    groups: dict[tuple[Any, ...], list[tuple[int, Layout, EstimatorConfig]]] = {}
-    for pos, layout in enumerate(points):
-        cfg = load_layout(base_data, layout)
-        if isinstance(cfg, Rejection):
-            outcomes[pos] = cfg
-            continue
-        assert isinstance(layout, Layout)
-        key = (*(kv for kv in layout.overrides if kv[0] not in ARRAY_FIELDS), layout.split)
-        groups.setdefault(key, []).append((pos, layout, cfg))
-    for members in groups.values():
-        totals = batch_stage_totals([cfg for _, _, cfg in members])
-        for row, (pos, layout, cfg) in enumerate(members):
-            if totals is None:
-                mem = estimate_memory(cfg)
-                outcomes[pos] = finish(layout, cfg, mem.peak_mb, mem.peak_stage, memory_margin_mb)
-            else:
-                stage = int(np.argmax(totals[row]))  # the first stage at the peak, as MemoryReport.peak_stage
-                outcomes[pos] = finish(layout, cfg, float(totals[row, stage]), stage, memory_margin_mb, "batched")
-    return [o for o in outcomes if o is not None]

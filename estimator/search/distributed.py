@@ -18,9 +18,10 @@ from typing import Any
 
 from estimator.config import EstimatorConfig
 from estimator.search.evaluate import search_base
+from estimator.search.grid import check_integer_dims
 from estimator.search.rank import OBJECTIVES, Partial
-from estimator.search.run import SearchResult, sweep
-from estimator.search.space import DEFAULT_SPACE, SPLIT_DIM, layouts
+from estimator.search.run import SearchResult, sweep_batched
+from estimator.search.space import DEFAULT_SPACE, SPLIT_DIM
 
 #: partitions per worker thread the driver aims for (load balance vs scheduling overhead)
 PARTITIONS_PER_THREAD = 4
@@ -44,11 +45,11 @@ def partitions(space: Mapping[str, Sequence[Any]], target: int) -> Iterator[dict
 
 def run_partition(
     base: EstimatorConfig, base_data: dict[str, Any], devices: int, sub: dict[str, tuple[Any, ...]],
-    memory_margin_mb: float, objective: str, top_k: int,
+    memory_margin_mb: float, objective: str, top_k: int, origin: int = 0,
 ) -> Partial:
-    """One partition swept on a worker, reduced to its bounded partial."""
-    partial = Partial(objective=objective, top_k=top_k)
-    return sweep(base_data, layouts(base, devices, sub), partial, memory_margin_mb)
+    """Partition ``origin`` swept (batched) on a worker, reduced to its bounded partial."""
+    partial = Partial(objective=objective, top_k=top_k, origin=origin)
+    return sweep_batched(base, devices, sub, base_data, partial, memory_margin_mb)
 
 
 def search_dask(
@@ -63,6 +64,7 @@ def search_dask(
     from distributed import Client, LocalCluster, as_completed
 
     space = dict(space or DEFAULT_SPACE)
+    check_integer_dims(space)
     base_data = search_base(base, space)
     own = None
     if client is None:
@@ -74,8 +76,8 @@ def search_dask(
         base_f, data_f = client.scatter([base, base_data], broadcast=True)
         futures = [
             client.submit(run_partition, base_f, data_f, devices, sub, memory_margin_mb, objective, top_k,
-                          pure=False)
-            for sub in partitions(space, PARTITIONS_PER_THREAD * threads)
+                          origin, pure=False)
+            for origin, sub in enumerate(partitions(space, PARTITIONS_PER_THREAD * threads))
         ]
         total = Partial(objective=objective, top_k=top_k)
         for future in as_completed(futures):

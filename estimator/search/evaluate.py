@@ -53,6 +53,16 @@ class Rejection:
     message: str
 
 
+def row_of(outcome: Candidate | Rejection) -> dict[str, Any]:
+    """One flat table row (CSV/Parquet) for an evaluated layout."""
+    base = dict(outcome.overrides)
+    if isinstance(outcome, Rejection):
+        return {**base, "feasible": False, "reason": outcome.reason, "message": outcome.message}
+    return {**base, "feasible": True, "split": outcome.split, "peak_mb": outcome.peak_mb,
+            "total_s": outcome.total_s, "tokens_per_s": outcome.tokens_per_s, "mfu": outcome.mfu,
+            "path": outcome.path}
+
+
 def search_base(base: EstimatorConfig, space: Mapping[str, Any]) -> dict[str, Any]:
     """The base config as data for a sweep: the global batch held fixed (``num_micro_batches``
     dropped, ``global_batch_size`` = micro-batch · dp · micro-batches when the base states only the

@@ -14,17 +14,17 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from estimator.config import EstimatorConfig
-from estimator.search.batched import evaluate_batched
-from estimator.search.evaluate import Candidate, Rejection, evaluate, search_base
+from estimator.search.evaluate import Candidate, evaluate, row_of, search_base
+from estimator.search.grid import Grid, check_integer_dims
+from estimator.search.price import KeptRow, Pricing
 from estimator.search.rank import OBJECTIVES, Partial
 from estimator.search.space import DEFAULT_SPACE, Layout, SkippedLayout, layouts, space_size
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-#: layouts priced between two progress updates / partial reductions (scalar path, batched path)
+#: layouts priced between two progress updates / partial reductions (scalar path)
 CHUNK = 256
-BATCH_CHUNK = 4096
 
 
 @dataclass
@@ -71,34 +71,39 @@ class SearchResult:
         }
 
 
-def row_of(outcome: Candidate | Rejection) -> dict[str, Any]:
-    """One flat table row (CSV/Parquet) for an evaluated layout."""
-    base = dict(outcome.overrides)
-    if isinstance(outcome, Rejection):
-        return {**base, "feasible": False, "reason": outcome.reason, "message": outcome.message}
-    return {**base, "feasible": True, "split": outcome.split, "peak_mb": outcome.peak_mb,
-            "total_s": outcome.total_s, "tokens_per_s": outcome.tokens_per_s, "mfu": outcome.mfu,
-            "path": outcome.path}
-
-
 def sweep(
     base_data: Mapping[str, Any], points: Iterable[Layout | SkippedLayout], partial: Partial,
     memory_margin_mb: float = 0.0, on_chunk: Callable[[int], None] | None = None,
-    rows: list[dict[str, Any]] | None = None, *, batched: bool = True,
+    rows: list[dict[str, Any]] | None = None,
 ) -> Partial:
-    """Price ``points`` chunk by chunk into ``partial`` (``on_chunk(n)`` after each chunk): memory
-    batched (:mod:`estimator.search.batched`) unless ``batched`` is False (one by one)."""
+    """Price ``points`` one by one (the checking path, ``--scalar``), chunk by chunk into
+    ``partial`` (``on_chunk(n)`` after each chunk)."""
     it = iter(points)
-    while chunk := list(islice(it, BATCH_CHUNK if batched else CHUNK)):
-        if batched:
-            outcomes = evaluate_batched(base_data, chunk, memory_margin_mb)
-        else:
-            outcomes = [evaluate(base_data, layout, memory_margin_mb) for layout in chunk]
+    while chunk := list(islice(it, CHUNK)):
+        outcomes = [evaluate(base_data, layout, memory_margin_mb) for layout in chunk]
         partial.add(outcomes)
         if rows is not None:
             rows.extend(row_of(o) for o in outcomes)
         if on_chunk:
             on_chunk(len(chunk))
+    return partial
+
+
+def sweep_batched(
+    base: EstimatorConfig, devices: int, space: Mapping[str, Sequence[Any]], base_data: Mapping[str, Any],
+    partial: Partial, memory_margin_mb: float = 0.0, on_chunk: Callable[[int], None] | None = None,
+    rows: list[dict[str, Any]] | None = None,
+) -> Partial:
+    """Price the layouts of ``space`` as arrays (:mod:`estimator.search.price`) into ``partial``;
+    ``rows``, when given, receives every layout's row in sweep order."""
+    kept: list[KeptRow] | None = [] if rows is not None else None
+    pricing = Pricing(Grid(base, devices, space), base_data, partial, memory_margin_mb, kept)
+    for piece in pricing.grid.blocks():
+        pricing.price(piece)
+        if on_chunk:
+            on_chunk(len(piece))
+    if rows is not None and kept is not None:
+        rows.extend(row for _, row in sorted(kept, key=lambda pr: pr[0]))
     return partial
 
 
@@ -116,6 +121,7 @@ def search(
     if objective not in OBJECTIVES:
         raise ValueError(f"objective {objective!r}: known {', '.join(OBJECTIVES)}")
     space = dict(space or DEFAULT_SPACE)
+    check_integer_dims(space)
     base_data = search_base(base, space)
     partial = Partial(objective=objective, top_k=top_k if top_k is not None else sys.maxsize)
     rows: list[dict[str, Any]] | None = [] if keep_rows else None
@@ -124,8 +130,11 @@ def search(
         return sum(1 for _ in layouts(base, devices, space)) if space_size(space) <= 10**6 else None
 
     with _progress(count, progress) as advance:
-        sweep(base_data, layouts(base, devices, space), partial, memory_margin_mb, advance, rows, batched=batched)
-    path = "batched-memory" if batched else "scalar"
+        if batched:
+            sweep_batched(base, devices, space, base_data, partial, memory_margin_mb, advance, rows)
+        else:
+            sweep(base_data, layouts(base, devices, space), partial, memory_margin_mb, advance, rows)
+    path = "batched" if batched else "scalar"
     return SearchResult(partial, time.perf_counter() - start, path, devices, rows or [])
 
 

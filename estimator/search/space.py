@@ -11,10 +11,10 @@ which says how layers are placed on pipeline stages:
 - ``account``: Megatron's ``account_for_embedding_in_pipeline_split`` and/or
   ``account_for_loss_in_pipeline_split`` where (L + 1) or (L + 2) splits evenly.
 
-``parallel.dp`` is derived: devices / (tp·pp·cp). The global batch is held fixed, so each layout
-gets its own number of micro-batches. When the space sweeps ``parallel.vpp`` but not
-``parallel.schedule``, vpp > 1 runs the ``interleaved`` schedule and vpp = 1 the base schedule
-(``1f1b`` when the base is interleaved).
+``parallel.dp`` is derived: devices / (tp·pp·cp). The global batch is held fixed (or swept as
+``train.global_batch_size``), so each layout gets its own number of micro-batches. When the space
+sweeps ``parallel.vpp`` but not ``parallel.schedule``, vpp > 1 runs the ``interleaved`` schedule
+and vpp = 1 the base schedule (``1f1b`` when the base is interleaved).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from estimator.config import EstimatorConfig
+from estimator.config_sections import MAX_INT
 from estimator.errors import did_you_mean
 
 #: the pseudo-dimension for pipeline layer placement, and its values
@@ -47,7 +48,7 @@ ALIASES = {
     "schedule": "parallel.schedule", "split": SPLIT_DIM,
 }
 #: fields a search derives itself (never a dimension)
-DERIVED = ("parallel.dp", "hardware.devices", "train.num_micro_batches", "train.global_batch_size")
+DERIVED = ("parallel.dp", "hardware.devices", "train.num_micro_batches")
 #: the space swept when the caller gives none
 DEFAULT_SPACE: dict[str, tuple[Any, ...]] = {
     "parallel.tp": (1, 2, 4, 8),
@@ -55,6 +56,9 @@ DEFAULT_SPACE: dict[str, tuple[Any, ...]] = {
     "parallel.ep": (1, 2, 4, 8),
     "recompute.mode": ("none", "selective", "full"),
 }
+#: dimensions whose values must be integers ≥ 1 (parallel degrees, micro-batch, global batch)
+INTEGER_DIMS = ("parallel.tp", "parallel.pp", "parallel.vpp", "parallel.ep", "parallel.etp", "parallel.cp",
+                "train.micro_batch_size", "train.global_batch_size")
 #: most values one dimension may list, and most layouts one space may span (a typo guard)
 MAX_VALUES_PER_DIM = 4096
 MAX_LAYOUTS = 10**9
@@ -87,7 +91,7 @@ def check_dimension(name: str) -> str:
     """The canonical dimension name for ``name`` (alias resolved); ``SpaceError`` when unknown."""
     name = ALIASES.get(name, name)
     if name in DERIVED:
-        raise SpaceError(name, "is derived by the search (devices, the fixed global batch), not a dimension")
+        raise SpaceError(name, "is derived by the search (from the devices and the global batch), not a dimension")
     if name != SPLIT_DIM and name not in KNOWN_FIELDS:
         hint = did_you_mean(name, [*KNOWN_FIELDS, *ALIASES, SPLIT_DIM])
         raise SpaceError(name, "unknown dimension" + (f" ({hint})" if hint else "")
@@ -126,11 +130,17 @@ def parse_space(specs: Sequence[str]) -> dict[str, tuple[Any, ...]]:
 
 
 def check_values(name: str, values: Sequence[Any]) -> tuple[Any, ...]:
-    """The values of one dimension, checked: non-empty, bounded, duplicates removed (order kept)."""
+    """The values of one dimension, checked: non-empty, bounded, integers ≥ 1 for
+    :data:`INTEGER_DIMS`, known split kinds; duplicates removed (order kept)."""
     if not values:
         raise SpaceError(name, "has no values")
     if len(values) > MAX_VALUES_PER_DIM:
         raise SpaceError(name, f"lists {len(values)} values; at most {MAX_VALUES_PER_DIM}")
+    if name in INTEGER_DIMS:
+        bad_int = next((v for v in values if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_INT),
+                       None)
+        if bad_int is not None:
+            raise SpaceError(name, f"values must be integers ≥ 1; got {bad_int!r}")
     if name == SPLIT_DIM:
         bad = [v for v in values if v not in SPLIT_KINDS]
         if bad:
@@ -232,7 +242,7 @@ class SkippedLayout:
     message: str
 
 
-def _with_schedule(point: dict[str, Any], space: Mapping[str, Any], base_schedule: str) -> None:
+def with_schedule(point: dict[str, Any], space: Mapping[str, Any], base_schedule: str) -> None:
     """vpp > 1 runs ``interleaved`` when the space does not sweep the schedule itself."""
     if "parallel.vpp" in space and "parallel.schedule" not in space:
         vpp = point["parallel.vpp"]
@@ -262,7 +272,7 @@ def layouts(
         point = dict(zip(keys, combo, strict=True))
         tp, pp, cp = (int(point.get(f"parallel.{d}", getattr(p, d))) for d in ("tp", "pp", "cp"))
         vpp = int(point.get("parallel.vpp", p.vpp))
-        _with_schedule(point, space, p.schedule)
+        with_schedule(point, space, p.schedule)
         denom = tp * pp * cp
         if devices % denom:
             yield SkippedLayout(tuple(point.items()), "devices not divisible",

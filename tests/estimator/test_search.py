@@ -128,11 +128,16 @@ def test_partitions_merge_to_the_single_pass_result(objective: str) -> None:
     whole.add(outcomes)
     rng = random.Random(3)
     cuts = sorted(rng.sample(range(1, len(outcomes)), 9))
-    merged = search.Partial(objective=objective, top_k=25)
-    for lo, hi in zip([0, *cuts], [*cuts, len(outcomes)], strict=True):
-        part = search.Partial(objective=objective, top_k=25)
+    parts = []
+    for origin, (lo, hi) in enumerate(zip([0, *cuts], [*cuts, len(outcomes)], strict=True)):
+        part = search.Partial(objective=objective, top_k=25, origin=origin)
         part.add(outcomes[lo:hi])
+        parts.append(part)
+    rng.shuffle(parts)  # partitions finish in any order
+    merged = search.Partial(objective=objective, top_k=25)
+    for part in parts:
         merged.merge(part)
+    assert merged.examples == whole.examples  # the earliest example of each reason, whatever the merge order
     assert [c.key() for c in merged.ranked] == [c.key() for c in whole.ranked]
     assert [c.key() for c in merged.pareto] == [c.key() for c in whole.pareto]
     assert (merged.evaluated, merged.feasible, merged.rejected) == (whole.evaluated, whole.feasible, whole.rejected)
@@ -162,6 +167,7 @@ def test_dask_local_cluster_equals_single_process(mini: estimator.EstimatorConfi
     assert [c.to_dict() for c in spread.ranked] == [c.to_dict() for c in single.ranked]
     assert [c.key() for c in spread.pareto] == [c.key() for c in single.pareto]
     assert spread.rejected == single.rejected and spread.partial.evaluated == single.partial.evaluated
+    assert spread.partial.examples == single.partial.examples
 
 
 def test_cli_search_writes_every_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,7 +180,7 @@ def test_cli_search_writes_every_output(tmp_path: Path, capsys: pytest.CaptureFi
     assert "top 3 by time" in text and "Pareto front" in text
     doc = json.loads(Path(f"{out}.json").read_text())
     assert set(doc) >= {"evaluated", "feasible", "rejected", "ranked", "pareto", "configs_per_s", "path"}
-    assert len(doc["ranked"]) == 3 and doc["path"] == "batched-memory"
+    assert len(doc["ranked"]) == 3 and doc["path"] == "batched"
     assert Path(f"{out}.csv").read_text().count("\n") == doc["evaluated"] + 1
     assert Path(f"{out}.png").read_bytes()[:4] == b"\x89PNG"
     assert "<svg" in Path(f"{out}.html").read_text()
@@ -186,6 +192,11 @@ def test_cli_search_writes_every_output(tmp_path: Path, capsys: pytest.CaptureFi
     (["--set", "parallel.tp=0"], 2, "parallel.tp"),
     (["--memory-margin-mb", "1e12"], 1, "no layout is feasible"),
     (["--devices", "7", "--space", "tp=2,4"], 1, "devices not divisible"),
+    (["--space", "ep=3"], 1, "invalid parallel.ep"),  # every layout breaks a rule: listed by reason
+    (["--space", "pp=0"], 2, "parallel.pp: values must be integers ≥ 1; got 0"),
+    (["--space", "mb=two"], 2, "train.micro_batch_size: values must be integers ≥ 1; got 'two'"),
+    (["--space", "ep="], 2, "parallel.ep: has no values"),
+    (["--space", "parallel.dp=2"], 2, "derived by the search"),
 ])
 def test_cli_search_bad_input(argv: list[str], rc: int, words: str, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["search", str(MINI), "--no-progress"]

@@ -23,7 +23,7 @@ SPACES: tuple[tuple[str, int, dict[str, tuple[Any, ...]]], ...] = (
     ("deepseek-v3-671b-h100.yaml", 1024, {
         "parallel.tp": (1, 2, 4, 8), "parallel.pp": (1, 2, 4, 8, 16), "parallel.vpp": (1, 2),
         "parallel.ep": (8, 16, 32, 64), "train.micro_batch_size": (1, 2, 4),
-        "recompute.mode": ("none", "selective", "full"),
+        "train.global_batch_size": (1024, 8192), "recompute.mode": ("none", "selective", "full"),
     }),
     ("llama3-8b-h100.yaml", 256, {
         "parallel.tp": (1, 2, 4, 8), "parallel.pp": (1, 2, 4, 8), "parallel.cp": (1, 2, 4),
@@ -94,10 +94,11 @@ def test_batched_memory_equals_scalar_on_10000_random_layouts() -> None:
 def test_search_batched_equals_scalar_ranking_and_rejections() -> None:
     base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
     space = {"parallel.tp": (1, 2, 4, 8), "parallel.pp": (4, 8, 16), "parallel.ep": (8, 32, 64),
-             "train.micro_batch_size": (1, 2), "recompute.mode": ("full", "selective")}
+             "train.micro_batch_size": (1, 2), "train.global_batch_size": (2048, 8192),
+             "recompute.mode": ("full", "selective")}
     fast = search.search(base, 1024, space, top_k=20)
     slow = search.search(base, 1024, space, top_k=20, batched=False)
-    assert (fast.path, slow.path) == ("batched-memory", "scalar")
+    assert (fast.path, slow.path) == ("batched", "scalar")
 
     def strip(c: search.Candidate) -> dict[str, Any]:
         return {k: v for k, v in c.to_dict().items() if k != "path"}

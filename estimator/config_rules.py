@@ -1,0 +1,243 @@
+"""The cross-field rules of a configuration (spec §3), written once as a table.
+
+Each :class:`Rule` names the field it guards, a predicate over a config whose numbers may be numpy
+arrays (one value per layout, :mod:`estimator.search.batched`) that is true where the rule is
+broken, and the message for one broken config. The rules run in table order and the first broken
+one is the error:
+
+- one config (``EstimatorConfig``'s validator, :func:`first_broken`): the first broken rule is
+  raised with its field and message;
+- a batch (:func:`first_broken_index`): every row gets the index of its first broken rule, so each
+  rejected layout keeps the reason (field) and message the one-config path gives it.
+
+Predicates combine with ``&``/``|`` (never ``and``/``or``) so that they hold for scalars and arrays
+alike. A rule marked ``structural`` reads only fields that a batched group shares (profile, model,
+pp, vpp, schedule, the pipeline split, recompute): its field and message are the same for the
+whole group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from estimator import pipeline_split
+from estimator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from estimator.config import EstimatorConfig
+
+#: a configuration, or a stand-in whose numeric fields may be numpy arrays
+Cfg = Any
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One cross-field rule: where it is broken, the field it names and its message."""
+
+    field: str | Callable[[Cfg], str]
+    broken: Callable[[Cfg], Any]
+    message: Callable[[Cfg], str]
+    structural: bool = False
+
+    def field_of(self, cfg: Cfg) -> str:
+        """The dotted field this rule names for ``cfg`` (fixed unless the rule is structural)."""
+        return self.field if isinstance(self.field, str) else self.field(cfg)
+
+
+def _etp_or_1(etp: Any) -> Any:
+    return 1 if etp is None else etp
+
+
+def _expert_group_broken(cfg: Cfg) -> Any:
+    p = cfg.parallel
+    return cfg.model.is_moe & ((p.dp * p.tp * p.cp) % (p.ep * _etp_or_1(p.etp)) != 0)
+
+
+def _profile_ep_broken(cfg: Cfg) -> Any:
+    p = cfg.parallel
+    return cfg.model.is_moe & (cfg.profile != "sapp-nd") & (p.etp is None) & ((p.dp * p.cp) % p.ep != 0)
+
+
+def _world_broken(cfg: Cfg) -> Any:
+    devices = cfg.hardware.devices
+    return (devices is not None) & (devices != cfg.parallel.world_size)
+
+
+def _world_message(cfg: Cfg) -> str:
+    p = cfg.parallel
+    return (f"world size dp·tp·pp·cp = {p.dp}·{p.tp}·{p.pp}·{p.cp} = {p.world_size} "
+            f"does not match hardware.devices = {cfg.hardware.devices}")
+
+
+def _gbs_broken(cfg: Cfg) -> Any:
+    t = cfg.train
+    return (t.global_batch_size is not None) & (_modulo(t.global_batch_size, t.micro_batch_size * cfg.parallel.dp) != 0)
+
+
+def _nmb_broken(cfg: Cfg) -> Any:
+    t = cfg.train
+    if t.global_batch_size is None or t.num_micro_batches is None:
+        return False
+    return t.num_micro_batches * t.micro_batch_size * cfg.parallel.dp != t.global_batch_size
+
+
+def _modulo(a: Any, b: Any) -> Any:
+    """``a % b``, 0 when either is None (unset: the rule's guard already excludes it)."""
+    return 0 if a is None or b is None else a % b
+
+
+def example_layers(num_layers: int, chunks: int) -> list[int]:
+    """An even-as-possible split (first stages one layer more), for error hints."""
+    base, extra = divmod(num_layers, chunks)
+    return [base + (1 if v < extra else 0) for v in range(chunks)]
+
+
+def split_error(cfg: EstimatorConfig) -> ConfigError | None:
+    """Why the stated split (``estimator.pipeline_split``) does not place exactly model.num_layers
+    layers on pp·vpp virtual stages, or None when it does."""
+    m, p = cfg.model, cfg.parallel
+    chunks = p.pp * p.vpp
+    try:
+        if p.pipeline_layout is not None:
+            stages = pipeline_split.parse_layout(p.pipeline_layout)
+            pipeline_split.check_layout(stages, p.pp, p.vpp, m.num_layers, m.mtp_layers)
+        elif p.layers_per_stage is not None:
+            return _layers_per_stage_error(p.layers_per_stage, m.num_layers, chunks)
+        elif pipeline_split.split_fields_set(p):
+            pipeline_split.decoder_layers_per_virtual_stage(p, m.num_layers)
+        elif m.num_layers % chunks:
+            return ConfigError(
+                "parallel.pp", f"model.num_layers ({m.num_layers}) must split evenly over pp·vpp = {chunks} "
+                "(or give parallel.layers_per_stage, parallel.pipeline_layout, "
+                "parallel.decoder_first/last_pipeline_num_layers)"
+            )
+    except ConfigError as exc:
+        return exc
+    return None
+
+
+def _layers_per_stage_error(counts: list[int], num_layers: int, chunks: int) -> ConfigError | None:
+    if len(counts) != chunks:
+        return ConfigError("parallel.layers_per_stage", f"needs pp·vpp = {chunks} entries; got {len(counts)}")
+    if any(n < 0 for n in counts) or sum(counts) != num_layers:
+        return ConfigError(
+            "parallel.layers_per_stage", f"entries must be ≥ 0 and sum to model.num_layers ({num_layers})",
+            hint=f"a valid example for {num_layers} layers on {chunks} virtual stages: "
+            f"{example_layers(num_layers, chunks)}",
+        )
+    return None
+
+
+def _split_field(cfg: Cfg) -> str:
+    err = split_error(cfg)
+    return err.field if err else "parallel"
+
+
+def _split_message(cfg: Cfg) -> str:
+    err = split_error(cfg)
+    if err is None:
+        return ""
+    return f"{err.rule}; {err.hint}" if err.hint else err.rule
+
+
+def _families_message(cfg: Cfg) -> str:
+    families = pipeline_split.split_fields_set(cfg.parallel)
+    return (f"give at most one uneven pipeline split; got {' and '.join(families)} "
+            "(a valid example: parallel.pipeline_layout 'Et*3|(tt|)*29,m|L' alone)")
+
+
+def _moe_rules() -> list[Rule]:
+    """Expert parallelism: MoE layouts (ep | experts, expert groups in dp·tp·cp) and dense models."""
+    return [
+        Rule("parallel.ep", lambda c: c.model.is_moe & (c.model.num_experts % c.parallel.ep != 0),
+             lambda c: f"must divide model.num_experts ({c.model.num_experts}); got {c.parallel.ep}"),
+        Rule("parallel.ep", _expert_group_broken,
+             lambda c: f"ep·etp must divide dp·tp·cp ({c.parallel.dp * c.parallel.tp * c.parallel.cp}); "
+             f"got ep={c.parallel.ep}"),
+        Rule("parallel.ep", _profile_ep_broken,
+             lambda c: f"must divide dp·cp ({c.parallel.dp * c.parallel.cp}) under '{c.profile}', where etp "
+             "defaults to tp (expert groups ep·etp must divide dp·tp·cp); set parallel.etp otherwise"),
+        Rule("parallel.ep", lambda c: (not c.model.is_moe) & (c.parallel.ep > 1),
+             lambda c: "must be 1 for a dense model (model.num_experts ≤ 1)"),
+        Rule("parallel.etp",
+             lambda c: (not c.model.is_moe) & (c.parallel.etp is not None) & (_etp_or_1(c.parallel.etp) != 1),
+             lambda c: "expert tensor parallelism needs routed experts: leave it unset (or 1) for "
+             f"a dense model (model.num_experts ≤ 1); got {c.parallel.etp}"),
+    ]
+
+
+def _layer_rules() -> list[Rule]:
+    """Layer split over pp·vpp (spec §3) and the schedule's chunk count: structural."""
+    return [
+        Rule("parallel.vpp", lambda c: (c.parallel.schedule == "zero_bubble_v") & (c.parallel.vpp != 2),
+             lambda c: "must be 2 for schedule 'zero_bubble_v' (two chunks per stage)", structural=True),
+        Rule("parallel.vpp", lambda c: (c.parallel.schedule == "interleaved") & (c.parallel.vpp < 2),
+             lambda c: "must be ≥ 2 for schedule 'interleaved'", structural=True),
+        Rule("parallel.schedule", lambda c: (c.parallel.vpp > 1) & (c.parallel.schedule in ("1f1b", "gpipe")),
+             lambda c: f"'{c.parallel.schedule}' has one chunk per stage; use 'interleaved' for vpp > 1",
+             structural=True),
+        Rule("parallel", lambda c: len(pipeline_split.split_fields_set(c.parallel)) > 1, _families_message,
+             structural=True),
+        Rule(_split_field, lambda c: split_error(c) is not None, _split_message, structural=True),
+    ]
+
+
+def _train_rules() -> list[Rule]:
+    """Sequence and batch divisibility, then recompute and optimizer-shard rules."""
+    return [
+        Rule("train.seq_length", lambda c: c.train.seq_length % c.parallel.cp != 0,
+             lambda c: f"must be divisible by parallel.cp ({c.parallel.cp})"),
+        Rule("train.seq_length",
+             lambda c: c.parallel.sequence_parallel & (c.train.seq_length % (c.parallel.tp * c.parallel.cp) != 0),
+             lambda c: "must be divisible by tp·cp with sequence parallelism"),
+        Rule("train.global_batch_size", _gbs_broken,
+             lambda c: f"must be a multiple of micro_batch_size·dp = {c.train.micro_batch_size * c.parallel.dp}"),
+        Rule("train.num_micro_batches", _nmb_broken,
+             lambda c: "disagrees with global_batch_size/(micro_batch_size·dp)"),
+        Rule("recompute.selective_ac_option",
+             lambda c: (c.recompute.selective_ac_option == "op") & (c.model.is_moe | (c.model.attention == "mla")),
+             lambda c: "'op' (torchtitan's op-level policy) is modelled for dense MHA/GQA blocks only; "
+             "a valid example: model llama3-8b with {mode: selective, selective_ac_option: op}", structural=True),
+        Rule("recompute.per_stage",
+             lambda c: (c.recompute.per_stage is not None) and len(c.recompute.per_stage) != c.parallel.pp,
+             lambda c: f"needs one entry per pipeline stage ({c.parallel.pp})", structural=True),
+        Rule("parallel.optimizer_shard_size",
+             lambda c: (c.parallel.optimizer_shard_size is not None)
+             & (_modulo(c.parallel.dp * c.parallel.tp, c.parallel.optimizer_shard_size) != 0),
+             lambda c: "must divide dp·tp"),
+    ]
+
+
+#: every cross-field rule, in the order they are checked (the first broken one is the error)
+RULES: tuple[Rule, ...] = (
+    Rule("parallel.tp", lambda c: c.model.num_attention_heads % c.parallel.tp != 0,
+         lambda c: f"must divide model.num_attention_heads ({c.model.num_attention_heads}); got {c.parallel.tp}"),
+    *_moe_rules(),
+    Rule("parallel", _world_broken, _world_message),
+    *_layer_rules(),
+    *_train_rules(),
+)
+#: the index :func:`first_broken_index` gives a row that breaks no rule
+NO_RULE = len(RULES)
+
+
+def first_broken(cfg: EstimatorConfig) -> tuple[str, str] | None:
+    """(field, message) of the first rule ``cfg`` breaks, or None when it keeps them all."""
+    for rule in RULES:
+        if rule.broken(cfg):
+            return rule.field_of(cfg), rule.message(cfg)
+    return None
+
+
+def first_broken_index(cfg: Cfg, n: int) -> np.ndarray:
+    """Per row of a batch of ``n`` layouts (``cfg``'s numbers arrays of length n or shared
+    scalars): the index in :data:`RULES` of the first rule the row breaks, :data:`NO_RULE` if none."""
+    first = np.full(n, NO_RULE, dtype=np.int64)
+    for index in range(NO_RULE - 1, -1, -1):
+        broken = np.broadcast_to(np.asarray(RULES[index].broken(cfg), dtype=bool), (n,))
+        first[broken] = index
+    return first
