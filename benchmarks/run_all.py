@@ -20,6 +20,8 @@ SCRIPTS: dict[str, list[str]] = {
     "bench_search.py": ["--dask"],
     # scalar single estimates, this tree vs the commit before the speed work (issue 15), same run
     "bench_scalar.py": [],
+    # batched step time (one estimate_perf over arrays per group) vs scalar estimate_perf, same run
+    "bench_batched_time.py": [],
     "bench_analyzer.py": ["--copies", "50"],
     "vtrain_accuracy.py": [],
     "step_time_accuracy.py": [],

@@ -192,11 +192,31 @@ def collective_time_s(c: Collective, stride: int, levels: Sequence[LevelLike]) -
     """Seconds for ``c.count`` calls of collective ``c`` placed with ``stride`` (see module doc)."""
     if type(c.count) is not ARRAY and c.count == 0:  # (arrays: 0 calls price 0)
         return 0.0
-    if c.kind == "p2p":
-        return c.count * p2p_time_s(c.size_bytes, stride, levels)
-    if c.kind == "all_to_all":
-        return c.count * all_to_all_time_s(c.size_bytes, c.group_size, stride, levels)
-    return c.count * ring_time_s(c.kind, c.size_bytes, c.group_size, stride, levels)
+    if type(c.size_bytes) is ARRAY or type(c.group_size) is ARRAY or type(stride) is ARRAY:
+        return c.count * call_time_s(c.kind, c.size_bytes, c.group_size, stride, levels)
+    key = (c.kind, c.size_bytes, c.group_size, stride, *map(id, levels))
+    hit = _CALL_S.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], levels, strict=True)):
+        if len(_CALL_S) >= _CALL_S_MAX:
+            _CALL_S.clear()
+        hit = _CALL_S[key] = (tuple(levels), call_time_s(c.kind, c.size_bytes, c.group_size, stride, levels))
+    return c.count * hit[1]
+
+
+#: seconds of one collective call shared across configs (a sweep repeats the same buffers and groups):
+#: key (kind, bytes, group size, stride, the levels' ids) -> (the levels, seconds); the entry holds the
+#: levels, so their ids cannot be reused while cached
+_CALL_S: dict[tuple[object, ...], tuple[tuple[LevelLike, ...], float]] = {}
+_CALL_S_MAX = 8192
+
+
+def call_time_s(kind: str, size_bytes: float, group_size: int, stride: int, levels: Sequence[LevelLike]) -> float:
+    """Seconds of one call of a collective of ``kind`` (p2p, all-to-all or a ring collective)."""
+    if kind == "p2p":
+        return p2p_time_s(size_bytes, stride, levels)
+    if kind == "all_to_all":
+        return all_to_all_time_s(size_bytes, group_size, stride, levels)
+    return ring_time_s(kind, size_bytes, group_size, stride, levels)
 
 
 def collectives_time_s(cs: Sequence[Collective], stride: int, levels: Sequence[LevelLike]) -> float:

@@ -18,6 +18,7 @@ otherwise the stage prices GEMM FLOPs at ``peak · compute_efficiency`` and noth
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -203,18 +204,53 @@ def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode:
     if is_array(dims.tokens, dims.norm_tokens, dims.tp, dims.cp, dims.ring_blocks, ep):  # arrays of layouts
         return ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff, peak, derate)
     key = (id(cfg.model), dims, kind, ep, mode, modules, efficiency_key(eff), peak, derate)
+    return _memo_seconds(cfg.model, key, lambda: ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff,
+                                                             peak, derate))
+
+
+def _memo_seconds(model: object, key: tuple[object, ...], price: Callable[[], GroupSeconds]) -> GroupSeconds:
+    """``price()`` memoised in :data:`_LAYER_SECONDS` under ``key`` (which starts with ``id(model)``; the
+    entry holds ``model``, so that identity cannot be reused while cached)."""
     hit = _LAYER_SECONDS.get(key)
-    if hit is not None and hit[0] is cfg.model:
+    if hit is not None and hit[0] is model:
         return hit[1]
-    value = ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff, peak, derate)
+    value = price()
     if len(_LAYER_SECONDS) >= _LAYER_SECONDS_MAX:
         _LAYER_SECONDS.clear()
-    _LAYER_SECONDS[key] = (cfg.model, value)
+    _LAYER_SECONDS[key] = (model, value)
     return value
 
 
+def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_grad: int, eff: DeviceEfficiency,
+                   peak: float, derate: float) -> GroupSeconds:
+    """:func:`ops_seconds` of the embedding (``head`` False) or the head operators, memoised across
+    configs like :func:`_layer_seconds` (no recompute: the mode does not enter)."""
+    def price() -> GroupSeconds:
+        ops = ops_.head_ops(cfg.model, dims) if head else ops_.embedding_ops(cfg.model, dims, b_grad)
+        return ops_seconds(ops, False, "none", frozenset(), eff, peak, derate)
+
+    if is_array(dims.tokens, dims.norm_tokens, dims.tp, dims.cp, dims.ring_blocks):  # arrays of layouts
+        return price()
+    key = (id(cfg.model), dims, "head" if head else "embedding", b_grad, efficiency_key(eff), peak, derate)
+    return _memo_seconds(cfg.model, key, price)
+
+
 def efficiency_key(eff: DeviceEfficiency) -> tuple[object, ...]:
-    """The values :func:`kernel_group_s` reads from ``eff`` (sources excluded), hashable."""
+    """The values :func:`kernel_group_s` reads from ``eff`` (sources excluded), hashable; built once per
+    (frozen) instance."""
+    hit = _EFFICIENCY_KEYS.get(id(eff))
+    if hit is None or hit[0] is not eff:
+        if len(_EFFICIENCY_KEYS) >= 256:
+            _EFFICIENCY_KEYS.clear()
+        hit = _EFFICIENCY_KEYS[id(eff)] = (eff, _efficiency_values(eff))
+    return hit[1]
+
+
+#: :func:`efficiency_key` by instance identity (the entry holds the instance)
+_EFFICIENCY_KEYS: dict[int, tuple[DeviceEfficiency, tuple[object, ...]]] = {}
+
+
+def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
     return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
             tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.grouped_matmul, eff.permute_memory_fwd,
             eff.permute_memory_bwd)
@@ -241,10 +277,9 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, o
             memo[key] = _layer_seconds(cfg, dims, index, mode, modules, eff, peak, derate)
         groups.append((memo[key], float(n)))
     if layout.has_embedding:
-        groups.append((ops_seconds(ops_.embedding_ops(cfg.model, dims, ctx.b_grad), False, mode, modules, eff, peak,
-                                   derate), 1.0))
+        groups.append((_extra_seconds(cfg, dims, False, ctx.b_grad, eff, peak, derate), 1.0))
     if layout.has_head:
-        groups.append((ops_seconds(ops_.head_ops(cfg.model, dims), False, mode, modules, eff, peak, derate), 1.0))
+        groups.append((_extra_seconds(cfg, dims, True, ctx.b_grad, eff, peak, derate), 1.0))
     fw = bw = rec = 0.0
     by_class: dict[str, float] = defaultdict(float)
     for (f, b, r, classes), times in groups:
