@@ -370,7 +370,7 @@ def _hta_overlap(rank: RankData, fmt: str) -> float | None:
     """Comm–compute overlap over HTA's default window (Kineto traces with communication only)."""
     if fmt != "kineto" or rank.events.empty:
         return None
-    pct = breakdown.comm_compute_overlap(breakdown.hta_window(rank.events))
+    pct = breakdown.hta_window_overlap_pct(rank.events)
     return round(pct, 4) if np.isfinite(pct) else None
 
 

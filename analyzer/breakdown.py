@@ -29,7 +29,8 @@ Two families, one per source format, both pure functions (event table -> typed r
      ``memcpy_share_pct`` = 100 · memcpy / span.
 
    :func:`hta_window` reproduces HTA's default trace window (the last ProfilerStep and everything
-   launched after its start are dropped), and :func:`comm_compute_overlap` the whole-window ratio.
+   launched after its start are dropped), and :func:`comm_compute_overlap` the whole-window ratio
+   (:func:`hta_window_overlap_pct`: both at once, without building the window table).
 """
 
 from __future__ import annotations
@@ -172,12 +173,13 @@ class _WorkArrays:
     step: np.ndarray
 
     @classmethod
-    def of(cls, device_events: pd.DataFrame) -> _WorkArrays:
+    def of(cls, device_events: pd.DataFrame, rows: np.ndarray | None = None) -> _WorkArrays:
+        """The work rows of ``device_events`` (only its rows at positions ``rows`` when given)."""
         code = _work_codes(device_events["category"])
-        work = code >= 0
+        work = code >= 0 if rows is None else rows[code[rows] >= 0]
         ts = device_events["ts_us"].to_numpy(dtype=np.float64)[work]
         step = (device_events["step"].to_numpy()[work] if "step" in device_events.columns
-                else np.full(int(work.sum()), ev.UNKNOWN_STEP))
+                else np.full(ts.size, ev.UNKNOWN_STEP))
         return cls(ts, ts + device_events["dur_us"].to_numpy(dtype=np.float64)[work], code[work], step)
 
     def union(self, rows: np.ndarray | slice, code: int | None = None) -> tl.Intervals:
@@ -240,6 +242,14 @@ def hta_window(events: pd.DataFrame, include_last_step: bool = False) -> pd.Data
     ``include_last_step``: before it ends); device events are kept when their launching host event
     (same ``corr``) is kept. With fewer than two steps HTA keeps the last step too; so do we.
     """
+    keep_host, keep_dev = _hta_window_masks(events, include_last_step)
+    ts = events["ts_us"].to_numpy(dtype=np.float64)
+    rows = np.concatenate([np.flatnonzero(keep_host), np.flatnonzero(keep_dev)])  # host rows, then device rows
+    return events.take(rows[np.argsort(ts[rows], kind="stable")])
+
+
+def _hta_window_masks(events: pd.DataFrame, include_last_step: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(host rows kept, device rows kept)`` of :func:`hta_window`, as boolean masks."""
     is_step = (events["category"] == ev.STEP).to_numpy(dtype=bool)
     is_host = (events["side"] == ev.SIDE_HOST).to_numpy(dtype=bool)
     ts = events["ts_us"].to_numpy(dtype=np.float64)
@@ -253,10 +263,16 @@ def hta_window(events: pd.DataFrame, include_last_step: bool = False) -> pd.Data
             else float(ts[last])
         keep_host = is_host & ((ts <= limit) if include_last_step else (ts < limit))
     corr = events["corr"].to_numpy()
-    launched = np.unique(corr[keep_host & (corr >= 0)])
-    keep_dev = (events["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool) & np.isin(corr, launched)
-    rows = np.concatenate([np.flatnonzero(keep_host), np.flatnonzero(keep_dev)])  # host rows, then device rows
-    return events.take(rows[np.argsort(ts[rows], kind="stable")])
+    launched = ev.sorted_unique(corr[keep_host & (corr >= 0)])
+    keep_dev = (events["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool) & ev.in_sorted(corr, launched)
+    return keep_host, keep_dev
+
+
+def hta_window_overlap_pct(events: pd.DataFrame) -> float:
+    """``comm_compute_overlap(hta_window(events))``, from the window's device rows as arrays (the
+    window table is not built: the union of intervals does not depend on row order)."""
+    _, keep_dev = _hta_window_masks(events, False)
+    return _breakdown_of(_WorkArrays.of(events, np.flatnonzero(keep_dev)), slice(None), ev.UNKNOWN_STEP).overlap_pct
 
 
 def comm_compute_overlap(events: pd.DataFrame) -> float:

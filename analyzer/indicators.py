@@ -472,18 +472,19 @@ def graph_mode_signal(events: pd.DataFrame, kernels_per_launch_gate: float) -> t
     Signals: host graph-launch calls (``cudaGraphLaunch``, ``aclmdlRIExecute``...); or device kernels per
     host dispatch/launch event ≥ ``kernels_per_launch_gate``. Returns (detected, reason).
     """
-    host = events[events["side"] == ev.SIDE_HOST]
-    dev = events[(events["side"] == ev.SIDE_DEVICE) & (events["category"] == ev.COMPUTE)]
-    graph = host[host["name"].str.contains(GRAPH_LAUNCH_RE, na=False)]
-    if len(graph):
-        return True, (f"{len(graph)} graph launch call(s) on the host ({graph['name'].iloc[0]}): device work "
+    host = (events["side"] == ev.SIDE_HOST).to_numpy(dtype=bool)  # masks and counts: no row is copied
+    category = events["category"]
+    n_dev = int(((events["side"] == ev.SIDE_DEVICE) & (category == ev.COMPUTE)).sum())
+    graph = np.flatnonzero(host & ev.matches(events["name"], lambda v: bool(GRAPH_LAUNCH_RE.search(v))))
+    if graph.size:
+        return True, (f"{graph.size} graph launch call(s) on the host ({events['name'].iloc[graph[0]]}): device work "
                       "replayed from a captured graph is invisible to host dispatch metrics")
-    launches = host[host["category"] == ev.DISPATCH]
-    if len(launches) == 0:
-        launches = host[host["category"] == ev.HOST_OP]
-    if len(dev) and len(launches) == 0:
-        return True, f"{len(dev)} device kernels but no host operator or launch events in the trace"
-    if len(launches) and len(dev) / len(launches) >= kernels_per_launch_gate:
-        return True, (f"{len(dev)} device kernels for {len(launches)} host dispatch events "
-                      f"({len(dev) / len(launches):.1f} per launch ≥ graphKernelsPerLaunch {kernels_per_launch_gate:g})")
+    n_launch = int((host & (category == ev.DISPATCH).to_numpy(dtype=bool)).sum())
+    if n_launch == 0:
+        n_launch = int((host & (category == ev.HOST_OP).to_numpy(dtype=bool)).sum())
+    if n_dev and n_launch == 0:
+        return True, f"{n_dev} device kernels but no host operator or launch events in the trace"
+    if n_launch and n_dev / n_launch >= kernels_per_launch_gate:
+        return True, (f"{n_dev} device kernels for {n_launch} host dispatch events "
+                      f"({n_dev / n_launch:.1f} per launch ≥ graphKernelsPerLaunch {kernels_per_launch_gate:g})")
     return False, ""

@@ -187,9 +187,10 @@ def _print_row(label: str, size: int, ing: dict[str, float], nd: dict[str, Any],
 def _print_summary(rows: list[tuple[str, int, dict[str, float], dict[str, Any], dict[str, Any] | None]]) -> None:
     print("\nsummary vs targets (" + ", ".join(f"{k} {v}" for k, v in TARGETS.items()) + "):")
     for label, size, ing, nd, ht in rows:
-        parts = [f"ingest {ing['events'] / ing['cpu_s']:,.0f} ev/s CPU",
-                 f"RSS {nd['rss'] / size:.2f} x trace"]
+        parts = [f"ingest {ing['events'] / ing['cpu_s']:,.0f} ev/s CPU ({ing['events'] / ing['wall_s']:,.0f} wall)",
+                 f"ndval analyze {nd['wall_s']:.2f} s wall", f"RSS {nd['rss'] / size:.2f} x trace"]
         if ht and ht["overlap_pct"] is not None and nd["overlap_pct"] is not None:
+            parts.append(f"HTA {ht['wall_s']:.2f} s wall")
             parts.append(f"speed-up {ht['wall_s'] / nd['wall_s']:.1f} x wall, {ht['cpu_s'] / nd['cpu_s']:.1f} x CPU")
             parts.append(f"overlap diff {abs(ht['overlap_pct'] - nd['overlap_pct']):.3f} points")
         print(f"  {label}: " + "; ".join(parts))

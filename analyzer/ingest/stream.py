@@ -193,6 +193,7 @@ def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | No
         with _gc_paused():
             for events in framer.chunks():
                 _add(raw, events, state)
+                events.clear()  # this chunk's structs freed before the next chunk is decoded (peak: one chunk, not two)
                 bar.update(src.disk.n_read)
     except READ_ERRORS as exc:
         if isinstance(exc, IngestError):
@@ -282,21 +283,65 @@ def _add(raw: RawTrace, events: list[dec.Event], state: _State) -> None:
         corr, nbytes = dec.int64_column(list(corr_t)), np.array(nbytes_t, dtype=np.float64)
         keys = list(zip([e.pid for e in xs], [e.tid for e in xs], [e.name for e in xs],
                         [e.cat for e in xs], tt, aux, strict=True))
-    long = None
-    if max(map(len, map(_NAME, keys))) > state.max_name:  # event-size budget (a name this long is not kept)
-        long = np.array([len(k[2]) > state.max_name for k in keys])
-        raw.n_too_long += int(long.sum())
-        bad |= long
+    sig = _chunk_signatures(raw, keys, bad, state.max_name)
     if bad.any():
         good = ~bad
-        raw.n_dropped_bad += int(bad.sum()) - int(long.sum() if long is not None else 0)
-        keys = list(itertools.compress(keys, good))
-        ts.rel_us, dur = ts.rel_us[good], dur[good]
-        corr, nbytes = corr[good], nbytes[good]
-    sig = _signature_ids(raw, keys)
+        ts.rel_us, dur, corr, nbytes = ts.rel_us[good], dur[good], corr[good], nbytes[good]
     cols = (sig, ts.rel_us, dur, corr, nbytes)
     raw.n_complete += len(sig)
     _append(raw, cols)
+
+
+def _chunk_signatures(raw: RawTrace, keys: list[Any], bad: np.ndarray, max_name: int) -> np.ndarray:
+    """Signature ids of the events of a chunk that are kept. ``bad`` (unreadable ts / dur) is
+    updated in place with the names over the event-size budget; dropped events are counted.
+
+    One C-level lookup pass (-1 for a key not seen yet); only the events with a new key are then
+    visited in order: a name over the budget is dropped (such a key is never added, so it is always
+    new), every other new key is added in first-occurrence order of the kept events. A chunk with an
+    unhashable value takes the exact route of :func:`_signature_ids` (values as text)."""
+    index = raw.sig_index
+    try:
+        ids = np.fromiter(map(index.get, keys, itertools.repeat(-1)), dtype=np.int32, count=len(keys))
+    except TypeError:
+        return _exact_signatures(raw, keys, bad, max_name)
+    new = np.flatnonzero(ids < 0)
+    long = _long_names([keys[i] for i in new], max_name) if new.size else None
+    n_long = int(long.sum()) if long is not None else 0
+    if long is not None:
+        raw.n_too_long += n_long
+        bad[new[long]] = True
+    sigs = raw.sigs
+    for i in new[~bad[new]]:
+        k = keys[i]
+        s = index.get(k)
+        if s is None:
+            s = index[k] = len(sigs)
+            sigs.append(k)
+        ids[i] = s
+    if bad.any():
+        raw.n_dropped_bad += int(bad.sum()) - n_long  # a name too long is counted apart
+        ids = ids[~bad]
+    return ids
+
+
+def _exact_signatures(raw: RawTrace, keys: list[Any], bad: np.ndarray, max_name: int) -> np.ndarray:
+    """:func:`_chunk_signatures` for a chunk with an unhashable value: per event, values as text."""
+    long = _long_names(keys, max_name)
+    if long is not None:
+        raw.n_too_long += int(long.sum())
+        bad |= long
+    if bad.any():
+        raw.n_dropped_bad += int(bad.sum()) - int(long.sum() if long is not None else 0)
+        keys = list(itertools.compress(keys, ~bad))
+    return _signature_ids(raw, keys)
+
+
+def _long_names(keys: list[Any], max_name: int) -> np.ndarray | None:
+    """Per key, whether its name is longer than ``max_name`` (None when none is)."""
+    if not keys or max(map(len, map(_NAME, keys))) <= max_name:
+        return None
+    return np.array([len(k[2]) > max_name for k in keys])
 
 
 def _signature_ids(raw: RawTrace, keys: list[Any]) -> np.ndarray:

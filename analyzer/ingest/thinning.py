@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from analyzer.ingest import events as ev
+
 if TYPE_CHECKING:
     from analyzer.ingest.stream import RawTrace
 
@@ -109,7 +111,7 @@ class Thinning:
                 rows = np.flatnonzero(in_t)
                 ts = np.frombuffer(raw.ts_us, dtype=np.float64)[rows]
                 by_time = rows[np.argsort(ts, kind="stable")]
-                picked = by_time[np.unique(np.linspace(0, rows.size - 1, room).round().astype(np.int64))]
+                picked = by_time[ev.sorted_unique(np.linspace(0, rows.size - 1, room).round().astype(np.int64))]
                 keep[rows] = False
                 keep[picked] = True
                 self.picked[t] = int(picked.size)

@@ -7,8 +7,11 @@ Free 25744.05 µs) recomputed from the raw device tasks of trace_view.json withi
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer import breakdown as bd
 from analyzer.dataset import load_dataset
@@ -112,3 +115,14 @@ def test_kineto_per_step_breakdown_control(profile_path) -> None:
         assert frame[col].between(0, 100).all(), col
     assert (frame["communication_us"] > 0).all() and (frame["memcpy_us"] > 0).all()
     assert (frame["busy_us"] <= frame["span_us"]).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-2**62, 2**62), max_size=60), st.lists(st.integers(-2**62, 2**62), max_size=60))
+def test_sorted_unique_and_in_sorted_equal_numpy(values: list[int], probe: list[int]) -> None:
+    """The sort-based helpers used on correlation ids equal ``np.unique`` / ``np.isin`` (any int64)."""
+    a = np.array(values, dtype=np.int64)
+    u = ev.sorted_unique(a)
+    assert np.array_equal(u, np.unique(a))
+    b = np.array(probe + values[:5], dtype=np.int64)
+    assert np.array_equal(ev.in_sorted(b, u), np.isin(b, a))

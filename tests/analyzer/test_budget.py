@@ -232,6 +232,82 @@ def test_kineto_budget_tiers_follow_categories(tmp_path: Path) -> None:
     assert tiers[ev.HOST_OP] == ev.TIER_HOST_OP
 
 
+
+def _write_synthetic_kineto_text(path: Path, steps: int, kernels: int = 300) -> None:
+    """SYNTHETIC: the events of :func:`_synthetic_kineto` written as compact text directly (fast
+    enough for hundreds of thousands of events)."""
+    parts, t, corr = [], 0, 0
+    for n in range(steps):
+        start = t
+        for k in range(kernels):
+            corr += 1
+            parts.append(f'{{"ph":"X","cat":"cpu_op","name":"aten::op{k % 4}","pid":1,"tid":1,"ts":{t},"dur":8}},'
+                         f'{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{t + 1},'
+                         f'"dur":3,"args":{{"correlation":{corr}}}}},{{"ph":"X","cat":"kernel","name":"gemm_{k % 3}",'
+                         f'"pid":0,"tid":7,"ts":{t + 5},"dur":20,"args":{{"correlation":{corr}}}}}')
+            t += 25
+        parts.append(f'{{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":0,"tid":21,'
+                     f'"ts":{t},"dur":100,"args":{{"In msg nelems":1024,"dtype":"Float"}}}}')
+        t += 150
+        parts.append(f'{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{n}","pid":1,"tid":1,"ts":{start},'
+                     f'"dur":{t - start}}}')
+    path.write_text('{"distributedInfo":{"rank":0,"world_size":2},"traceEvents":[' + ",".join(parts) + "]}",
+                    encoding="utf-8")
+
+
+_PEAK_RSS_GROWTH = """
+import json, sys
+from pathlib import Path
+from analyzer.ingest import chunks
+chunks.CHUNK_BYTES = 1 << 20
+from analyzer.dataset import load_dataset
+
+def peak_kib():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+
+budget = None if sys.argv[3] == "none" else int(sys.argv[3])
+load_dataset(Path(sys.argv[1]), max_events=budget)  # warm-up: imports and first allocations
+before = peak_kib()
+rows = len(load_dataset(Path(sys.argv[2]), max_events=budget).ranks[0].events)
+print(json.dumps({"growth_kib": peak_kib() - before, "rows": rows}))
+"""
+
+
+def _peak_rss_growth_mib(warm: Path, trace: Path, budget: int | None) -> tuple[float, int]:
+    """(peak RSS growth in MiB, rows kept) of ``load_dataset(trace, max_events=budget)`` in a fresh
+    process, after a warm-up load. Peak RSS is the child's ``VmHWM`` (/proc/self/status, KiB), not
+    ``ru_maxrss``: Linux carries ``ru_maxrss`` across fork + exec, so a child of a big process (pytest)
+    would start at its parent's RSS and show no growth."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", _PEAK_RSS_GROWTH, str(warm), str(trace), str(budget or "none")],
+                         check=True, capture_output=True, text=True, cwd=root)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    return res["growth_kib"] / 1024, int(res["rows"])
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="peak RSS read from /proc (Linux)")
+def test_synthetic_kineto_budget_peak_memory_does_not_grow_with_the_trace(tmp_path: Path) -> None:
+    """Peak RSS under ``max_events`` is bounded by the budget, not the trace: doubling a SYNTHETIC
+    Kineto trace (144k -> 289k events, 14 -> 29 MiB) adds < 4 MiB of peak RSS growth under a 2,000-event
+    budget (measured: 13.8 and 13.5 MiB), while without a budget the same doubling adds the rows
+    (measured: 20.7 -> 33.1 MiB; the check below needs ≥ 8 MiB more than under the budget, so it can
+    see row storage). 1 MiB chunks (set in the child) keep the decode buffers small beside the rows."""
+    warm, mid, big = tmp_path / "warm.json", tmp_path / "mid.json", tmp_path / "big.json"
+    _write_synthetic_kineto_text(warm, 4)
+    _write_synthetic_kineto_text(mid, 160)
+    _write_synthetic_kineto_text(big, 320)
+    mid_mib, mid_rows = _peak_rss_growth_mib(warm, mid, 2000)
+    big_mib, big_rows = _peak_rss_growth_mib(warm, big, 2000)
+    free_mib, free_rows = _peak_rss_growth_mib(warm, big, None)
+    assert mid_rows == big_rows == 2000 and free_rows == 320 * 902
+    assert big_mib <= mid_mib + 4.0, (mid_mib, big_mib)
+    assert free_mib >= big_mib + 8.0, (big_mib, free_mib)
+
+
 # ------------------------------------------------------------------------------- real sample (skips if absent)
 def test_real_level1_budget_drops_host_only_and_keeps_device_totals(profile_path: Any) -> None:
     """Real msinsight Level1 rank 0: a budget that leaves room for every device event and step marker

@@ -29,6 +29,7 @@ def test_comm_compute_overlap_agrees_with_hta(profile_path, trace: str) -> None:
     kept = sorted(window.loc[window["category"] == ev.STEP, "step"])
     assert kept == list(range(1009, 1014))  # HTA "steps kept 1009-1013"
     assert bd.comm_compute_overlap(window) == pytest.approx(overlap, abs=1.0)
+    assert bd.hta_window_overlap_pct(rank.events) == bd.comm_compute_overlap(window)  # the analysis' route
     gpu = bd.kineto_breakdown(window[window["side"] == ev.SIDE_DEVICE])
     assert gpu.span_us == pytest.approx(span, rel=1e-3)
     assert gpu.idle_pct == pytest.approx(idle, abs=1.0)
