@@ -1,7 +1,7 @@
 """Batched memory: the per-stage memory of many layouts at once, with the scalar path's own formulas.
 
-Layouts that differ only in the *array fields* (:data:`ARRAY_FIELDS`: tp, dp, ep, cp, etp and the
-micro-batch size) share their pipeline structure (pp, vpp, split, schedule, recompute, profile).
+Layouts that differ only in the *array fields* (:data:`ARRAY_FIELDS`: tp, dp, ep, cp, etp, the
+micro-batch size and the global batch) share their pipeline structure (pp, vpp, split, schedule, recompute, profile).
 For such a group, :class:`ArrayConfig` stands in for a config whose array fields are numpy arrays
 (one value per layout) and :func:`estimator.memory.stage.stage_memory` runs once on it: the
 formulas are written over numbers that may be arrays (:mod:`estimator.arrays`), so there is one

@@ -1,8 +1,9 @@
 """The layout space as arrays: one row per layout, grouped by pipeline structure.
 
 The dimensions of a space split in two: the *array fields* (:data:`ARRAY_FIELDS`: tp, ep, cp, etp,
-the micro-batch size, and dp, which the search derives) vary inside a group, every other dimension
-(pp, vpp, schedule, recompute, the pipeline split, any other field) fixes a *structural point*.
+the micro-batch size, the global batch, and dp, which the search derives) vary inside a group,
+every other dimension (pp, vpp, schedule, recompute, the pipeline split, the sequence length, any
+other field) fixes a *structural point*.
 For each structural point the array dimensions span a grid (numpy, C order = the order of
 :func:`estimator.search.space.layouts`); rows whose device count does not divide by tp·pp·cp are
 :class:`Skipped` once, the others form one :class:`Group` per pipeline split.

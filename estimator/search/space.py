@@ -56,9 +56,9 @@ DEFAULT_SPACE: dict[str, tuple[Any, ...]] = {
     "parallel.ep": (1, 2, 4, 8),
     "recompute.mode": ("none", "selective", "full"),
 }
-#: dimensions whose values must be integers ≥ 1 (parallel degrees, micro-batch, global batch)
+#: dimensions whose values must be integers ≥ 1 (parallel degrees, micro-batch, global batch, sequence)
 INTEGER_DIMS = ("parallel.tp", "parallel.pp", "parallel.vpp", "parallel.ep", "parallel.etp", "parallel.cp",
-                "train.micro_batch_size", "train.global_batch_size")
+                "train.micro_batch_size", "train.global_batch_size", "train.seq_length")
 #: most values one dimension may list, and most layouts one space may span (a typo guard)
 MAX_VALUES_PER_DIM = 4096
 MAX_LAYOUTS = 10**9

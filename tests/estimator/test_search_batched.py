@@ -27,6 +27,7 @@ SPACES: tuple[tuple[str, int, dict[str, tuple[Any, ...]]], ...] = (
     }),
     ("llama3-8b-h100.yaml", 256, {
         "parallel.tp": (1, 2, 4, 8), "parallel.pp": (1, 2, 4, 8), "parallel.cp": (1, 2, 4),
+        "train.seq_length": (2048, 8192),
         "train.micro_batch_size": (1, 2, 4, 8), "recompute.mode": ("none", "selective", "full"),
     }),
     ("deepseek-v3-mini-A.yaml", 64, {
@@ -110,17 +111,25 @@ def test_search_batched_equals_scalar_ranking_and_rejections() -> None:
     assert {c.path for c in fast.ranked} == {"batched"} and {c.path for c in slow.ranked} == {"scalar"}
 
 
-def test_swept_global_batch_prices_every_layout_as_the_scalar_path() -> None:
-    """The global batch as an array field: every feasible layout (not only the top K) equal."""
+def test_swept_batch_and_sequence_price_every_layout_as_the_scalar_path() -> None:
+    """The global batch as an array field (beside a swept sequence length): every feasible layout (not
+    only the top K) equal."""
     base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
     space = {"parallel.tp": (2, 8), "parallel.pp": (8,), "parallel.ep": (8, 64), "train.micro_batch_size": (1, 2),
-             "train.global_batch_size": (1024, 4096, 6144)}
+             "train.global_batch_size": (1024, 4096, 6144), "train.seq_length": (2048, 8192)}
     fast = search.search(base, 1024, space, top_k=None)
     slow = search.search(base, 1024, space, top_k=None, batched=False)
     assert len(fast.ranked) >= 10 and {c.path for c in fast.ranked} == {"batched"}
     assert [(c.key(), c.peak_mb, c.total_s, c.tokens_per_s, c.mfu) for c in fast.ranked] == [
         (c.key(), c.peak_mb, c.total_s, c.tokens_per_s, c.mfu) for c in slow.ranked]
     assert fast.rejected == slow.rejected and fast.partial.examples == slow.partial.examples
+    # and the step time of such a group is batched too (not the one-config fallback)
+    from estimator.search.batched import array_config
+    from estimator.search.batched_time import batch_step_time
+
+    cfg = estimator.load_config(search_base(base, space), fast.ranked[0].overrides)
+    proxy = array_config(cfg, {"train.global_batch_size": np.array([1024, 4096, 6144])})
+    assert batch_step_time(proxy, 3) is not None
 
 
 def test_unbatchable_group_goes_to_the_scalar_path() -> None:

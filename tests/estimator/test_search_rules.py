@@ -28,7 +28,7 @@ RULE_SPACE: dict[str, tuple[Any, ...]] = {
     "parallel.tp": (1, 2, 3, 4, 8), "parallel.pp": (1, 2, 3, 4), "parallel.vpp": (1, 2, 3),
     "parallel.schedule": ("1f1b", "interleaved", "zero_bubble_v", "gpipe"),
     "parallel.ep": (1, 2, 3, 8), "parallel.etp": (1, 2), "parallel.cp": (1, 2, 3),
-    "train.micro_batch_size": (1, 3), "parallel.sequence_parallel": (False, True),
+    "train.micro_batch_size": (1, 3), "train.seq_length": (4096, 6144), "parallel.sequence_parallel": (False, True),
     "parallel.optimizer_shard_size": (2, 3), SPLIT_DIM: ("even", "first-last", "account"),
 }
 EXAMPLE_FILES = ("deepseek-v3-671b-h100.yaml", "llama3-8b-h100.yaml", "deepseek-v3-mini-A.yaml")
