@@ -12,7 +12,7 @@ Three measurements, each checked against the one-by-one (``--scalar``) path in t
   ``--workers`` processes: wall time, peak RSS of each worker (psutil, sampled in the worker), and
   its top K against an exact single-process run over the subspace spanned by the top K's values.
 
-    .venv/bin/python benchmarks/bench_search.py [--dask-10m] [--workers 2] [--top 20] [--sample 1500]
+    .venv/bin/python benchmarks/bench_search.py [--dask] [--dask-10m] [--workers 2] [--top 20] [--sample 1500]
 """
 
 from __future__ import annotations
@@ -46,10 +46,13 @@ BIG_SPACE: dict[str, tuple[Any, ...]] = {
     "train.micro_batch_size": (1, 2, 4, 8), "train.global_batch_size": (1024, 2048, 4096, 8192, 16384),
     "recompute.mode": ("full", "selective"),
 }
-#: the 10-million-layout space: BIG_SPACE with four sequence lengths and three recompute modes
+#: the 10-million-layout space: BIG_SPACE widened (tp and etp to 16, micro-batch to 16, ten global
+#: batches, five sequence lengths, three recompute modes, pp 1-16)
 SPACE_10M: dict[str, tuple[Any, ...]] = {
-    **BIG_SPACE, "parallel.pp": (1, 2, 4, 8, 16), "train.seq_length": (2048, 4096, 8192, 16384),
-    "recompute.mode": ("none", "selective", "full"),
+    **BIG_SPACE, "parallel.tp": (1, 2, 4, 8, 16), "parallel.pp": (1, 2, 4, 8, 16),
+    "parallel.etp": (1, 2, 4, 8, 16), "train.micro_batch_size": (1, 2, 4, 8, 16),
+    "train.global_batch_size": (512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384),
+    "train.seq_length": (2048, 4096, 8192, 16384, 32768), "recompute.mode": ("none", "selective", "full"),
 }
 
 
@@ -108,6 +111,19 @@ def bench_throughput(base: estimator.EstimatorConfig, top: int, sample: int) -> 
     return direct
 
 
+def bench_dask(base: estimator.EstimatorConfig, top: int, workers: int) -> bool:
+    """The docs/search.md sweep on a LocalCluster (start-up included): the same result as one process."""
+    from estimator.search.distributed import search_dask
+
+    single = search.search(base, DEVICES, SPACE, top_k=top)
+    spread, wall = timed(search_dask, base, DEVICES, SPACE, top_k=top, workers=workers)
+    same = ([c.to_dict() for c in spread.ranked] == [c.to_dict() for c in single.ranked]
+            and spread.rejected == single.rejected and spread.partial.examples == single.partial.examples)
+    print(f"dask, docs/search.md space ({workers} workers, cluster start included): {wall:.2f} s; "
+          f"same top {top}, rejections and examples as one process: {same}")
+    return same
+
+
 def _worker_peak_rss() -> int:
     import resource
 
@@ -135,12 +151,21 @@ def bench_dask_10m(base: estimator.EstimatorConfig, top: int, workers: int) -> b
     exact = search.search(base, DEVICES, sub, top_k=top)
     same = strip(exact.ranked) == strip(spread.ranked)
     direct = all(_direct_equal(base, SPACE_10M, c) for c in spread.ranked)
+    # a larger exact check: the partition of the winner (its tp and pp, every other value) swept in one
+    # process; the Dask top K inside it must be the head of that run's ranking
+    best = spread.ranked[0].overrides
+    part = {**SPACE_10M, "parallel.tp": (best["parallel.tp"],), "parallel.pp": (best["parallel.pp"],)}
+    whole = search.search(base, DEVICES, part, top_k=top)
+    inside = [c for c in spread.ranked if all(c.overrides[k] == v[0] for k, v in part.items() if len(v) == 1)]
+    head = strip(inside) == strip(whole.ranked[:len(inside)])
     print(f"dask 10M ({workers} workers): {p.evaluated:,} layouts (enumerated {total:,}), {p.feasible:,} feasible, "
           f"wall {wall:.1f} s = {p.evaluated / wall:,.0f} layouts/s; peak RSS per worker "
           f"{', '.join(f'{v / 2**20:.0f} MiB' for v in rss.values())} (< 1 GiB: {max(rss.values()) < 2**30}); "
           f"top {top} equal to an exact single-process run over the {math.prod(len(v) for v in sub.values()):,}-point "
-          f"subspace of its values: {same}; each ranked layout equals a direct estimate: {direct}")
-    return same and direct and p.evaluated == total and max(rss.values()) < 2**30
+          f"subspace of its values: {same}; its {len(inside)} layouts in the winner's partition (tp, pp fixed, "
+          f"{whole.partial.evaluated:,} layouts) are that partition's exact top {len(inside)}: {head}; "
+          f"each ranked layout equals a direct estimate: {direct}")
+    return same and head and direct and p.evaluated == total and max(rss.values()) < 2**30
 
 
 def _direct_equal(base: estimator.EstimatorConfig, space: Mapping[str, Any], c: Candidate) -> bool:
@@ -150,6 +175,7 @@ def _direct_equal(base: estimator.EstimatorConfig, space: Mapping[str, Any], c: 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dask", action="store_true", help="also sweep the docs/search.md space on a LocalCluster")
     ap.add_argument("--dask-10m", action="store_true", help="also sweep ≥ 10 million layouts on a LocalCluster")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--top", type=int, default=20)
@@ -158,6 +184,8 @@ def main() -> int:
     base = estimator.load_config(EXAMPLE)
     ok = bench_search(base, args.top)
     ok = bench_throughput(base, args.top, args.sample) and ok
+    if args.dask:
+        ok = bench_dask(base, args.top, args.workers) and ok
     if args.dask_10m:
         ok = bench_dask_10m(base, args.top, args.workers) and ok
     return 0 if ok else 1

@@ -110,20 +110,34 @@ def divide_or_nan(num: float, den: float) -> float:
     return cast(float, out)
 
 
+def unique_rows(*columns: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    """The distinct rows of ``columns`` (numbers or arrays over the same layouts): one array per column
+    holding each distinct combination once, and for each layout the index of its combination (so
+    ``reduced[j][inverse]`` gives column ``j`` back). Vectorised: each column is coded by its
+    distinct values and the codes combined into one integer per layout."""
+    full = np.broadcast_arrays(*(np.asarray(c) for c in columns))
+    code = np.zeros(full[0].shape, dtype=np.int64)
+    radix = 1
+    for c in full:
+        if c.ndim and np.all(c == c.flat[0]):  # the same in every layout: no digit
+            continue
+        values, index = np.unique(c, return_inverse=True)
+        if radix * len(values) >= 2**62:  # re-code to < number of layouts: no overflow
+            code, radix = np.unique(code, return_inverse=True)[1].reshape(code.shape), code.size
+        code, radix = code * len(values) + index.reshape(c.shape), radix * len(values)
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return [c.reshape(-1)[first] for c in full], inverse.reshape(-1)
+
+
 def per_unique(fn: Callable[..., tuple[float, ...]], *args: Any) -> tuple[Any, ...]:
     """``fn(*args)`` for scalar arguments; for arrays (one value per layout), ``fn`` called once per
-    distinct combination of the arguments' values (as Python ``int``/``bool``/``float``) and each
-    returned number spread to its layouts. For formulas over a few small degrees (kernel counts by
-    tp, cp, ep) whose rules are tables, not arithmetic."""
+    distinct combination of the arguments' values (as Python ``int``/``bool``/``float``,
+    :func:`unique_rows`) and each returned number spread to its layouts. For formulas over a few
+    small degrees (kernel counts by tp, cp, ep) whose rules are tables, not arithmetic."""
     if not any(type(a) is np.ndarray for a in args):
         return fn(*args)
-    columns = np.broadcast_arrays(*(np.asarray(a) for a in args))
-    kinds = [bool if c.dtype == np.bool_ else (int if np.issubdtype(c.dtype, np.integer) else float)
-             for c in columns]
-    rows = zip(*(c.tolist() for c in columns), strict=True)
-    keys = [tuple(k(v) for k, v in zip(kinds, row, strict=True)) for row in rows]
-    index: dict[tuple[Any, ...], int] = {}
-    inverse = np.array([index.setdefault(key, len(index)) for key in keys], dtype=np.int64)
-    results = np.array([fn(*key) for key in index], dtype=np.float64)
+    reduced, inverse = unique_rows(*args)
+    rows = zip(*(c.tolist() for c in reduced), strict=True)
+    results = np.array([fn(*row) for row in rows], dtype=np.float64)
     spread = results[inverse]
     return tuple(spread[:, j] for j in range(spread.shape[1]))

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from estimator import derive
-from estimator.arrays import ARRAY, is_array, maximum, where
+from estimator.arrays import ARRAY, is_array, maximum, unique_rows, where
 from estimator.perf import operators as ops_
 from estimator.perf.layers import is_moe_layer, layer_groups
 
@@ -101,11 +101,13 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
     )
 
 
-def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int) -> list[ops_.Op]:
-    """Forward operators of layer ``index`` on one rank (attention block, MLP or MoE block, MTP extras)."""
+def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: int | None = None) -> list[ops_.Op]:
+    """Forward operators of layer ``index`` on one rank (attention block, MLP or MoE block, MTP extras);
+    ``layer_ep``: the layer's ep when the caller has it (:func:`derive.layer_ep`)."""
     m = cfg.model
     moe = is_moe_layer(m, index)
-    local = maximum(1, m.num_experts // maximum(1, derive.layer_ep(cfg, index))) if moe else 0
+    ep = derive.layer_ep(cfg, index) if layer_ep is None else layer_ep
+    local = maximum(1, m.num_experts // maximum(1, ep)) if moe else 0
     out = ops_.attention_ops(m, dims) + ops_.mlp_ops(m, dims, moe, local)
     if derive.layer_kind(m, index) == "mtp":
         out += ops_.mtp_extra_ops(m, dims)
@@ -201,11 +203,31 @@ def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode:
     per-rank shapes ``dims``, the layer kind and ep, the recompute mode and modules, the device
     efficiencies (by value), the peak and the derate."""
     kind, ep = derive.layer_kind(cfg.model, index), derive.layer_ep(cfg, index)
-    if is_array(dims.tokens, dims.norm_tokens, dims.tp, dims.cp, dims.ring_blocks, ep):  # arrays of layouts
-        return ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff, peak, derate)
+    if is_array(*(getattr(dims, f) for f in _DIMS_ARRAYS), ep):  # arrays of layouts
+        return _on_distinct_rows(dims, ep, lambda d, e: ops_seconds(layer_ops(cfg, d, index, e), True, mode, modules,
+                                                                    eff, peak, derate))
     key = (id(cfg.model), dims, kind, ep, mode, modules, efficiency_key(eff), peak, derate)
     return _memo_seconds(cfg.model, key, lambda: ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff,
                                                              peak, derate))
+
+
+#: the fields of :class:`operators.LayerDims` that may be arrays of layouts
+_DIMS_ARRAYS = ("tokens", "norm_tokens", "batch", "tp", "cp", "ring_blocks", "imbalance")
+
+
+def _on_distinct_rows(dims: ops_.LayerDims, ep: int,
+                      price: Callable[[ops_.LayerDims, int], GroupSeconds]) -> GroupSeconds:
+    """``price(dims, ep)`` over arrays of layouts, evaluated once per distinct (shape, ep) row
+    (:func:`estimator.arrays.unique_rows`: many layouts of a group share tp, cp, micro-batch and ep)
+    and spread back to the layouts (the same numbers, elementwise)."""
+    reduced, inverse = unique_rows(*(getattr(dims, f) for f in _DIMS_ARRAYS), ep)
+    changes: dict[str, Any] = dict(zip(_DIMS_ARRAYS, reduced, strict=False))
+    fw, bw, rec, by_class = price(replace(dims, **changes), cast(int, reduced[-1]))
+
+    def spread(value: float) -> float:
+        return cast(float, np.asarray(value)[inverse]) if type(value) is ARRAY else value
+
+    return spread(fw), spread(bw), spread(rec), {k: spread(v) for k, v in by_class.items()}
 
 
 def _memo_seconds(model: object, key: tuple[object, ...], price: Callable[[], GroupSeconds]) -> GroupSeconds:
@@ -229,8 +251,10 @@ def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_gra
         ops = ops_.head_ops(cfg.model, dims) if head else ops_.embedding_ops(cfg.model, dims, b_grad)
         return ops_seconds(ops, False, "none", frozenset(), eff, peak, derate)
 
-    if is_array(dims.tokens, dims.norm_tokens, dims.tp, dims.cp, dims.ring_blocks):  # arrays of layouts
-        return price()
+    if is_array(*(getattr(dims, f) for f in _DIMS_ARRAYS)):  # arrays of layouts
+        return _on_distinct_rows(dims, 1, lambda d, _: ops_seconds(
+            ops_.head_ops(cfg.model, d) if head else ops_.embedding_ops(cfg.model, d, b_grad), False, "none",
+            frozenset(), eff, peak, derate))
     key = (id(cfg.model), dims, "head" if head else "embedding", b_grad, efficiency_key(eff), peak, derate)
     return _memo_seconds(cfg.model, key, price)
 

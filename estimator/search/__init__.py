@@ -2,7 +2,9 @@
 not fit in device memory, rank the rest (step time, memory or tokens/s) and give the Pareto front.
 
 ``space`` says which layouts (dimensions and values, uneven pipeline splits, vpp × schedule);
-``evaluate`` prices one layout on the scalar path; ``rank`` reduces priced layouts to a bounded
+``evaluate`` prices one layout on the scalar path; ``grid`` enumerates a space as numpy rows
+grouped by pipeline structure and ``price`` prices them batched (config rules as masks,
+``batched`` memory, ``batched_time`` step time); ``rank`` reduces priced layouts to a bounded
 result; ``run`` sweeps in this process; ``distributed`` partitions a sweep over Dask workers.
 """
 

@@ -50,16 +50,23 @@ def _class_attribute(cls: type, name: str) -> Any:
 class ArrayConfig:
     """A read-only stand-in for a validated config (or one of its sections) where some fields are
     arrays. Fields come from ``values`` or the representative ``rep``; properties and methods of
-    ``rep``'s class are evaluated on the stand-in, so derived values see the arrays too."""
+    ``rep``'s class are evaluated on the stand-in, so derived values see the arrays too. Each
+    attribute is resolved once and kept (the stand-in and its representative never change)."""
 
     def __init__(self, rep: Any, values: dict[str, Any]) -> None:
         self._rep = rep
         self._values = values
 
     def __getattr__(self, name: str) -> Any:
-        values = self.__dict__.get("_values", {})
-        if name in values:
-            return values[name]
+        if name.startswith("__") or "_values" not in self.__dict__:  # copy/pickle probes, half-built
+            raise AttributeError(name)
+        value = self._resolve(name)
+        self.__dict__[name] = value  # later reads skip __getattr__
+        return value
+
+    def _resolve(self, name: str) -> Any:
+        if name in self._values:
+            return self._values[name]
         attr = _class_attribute(type(self._rep), name)
         if isinstance(attr, property) and attr.fget is not None:
             return attr.fget(self)

@@ -92,10 +92,11 @@ def test_batched_memory_equals_scalar_on_10000_random_layouts() -> None:
 
 
 def test_search_batched_equals_scalar_ranking_and_rejections() -> None:
+    """The acceptance sweep of issue 15 (docs/search.md): DeepSeek-V3 671B on 1,024 devices over tp,
+    pp with uneven splits, vpp, ep, micro-batch and recompute: the same top 20, front, rejections."""
     base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
-    space = {"parallel.tp": (1, 2, 4, 8), "parallel.pp": (4, 8, 16), "parallel.ep": (8, 32, 64),
-             "train.micro_batch_size": (1, 2), "train.global_batch_size": (2048, 8192),
-             "recompute.mode": ("full", "selective")}
+    space = {"parallel.tp": (1, 2, 4, 8), "parallel.pp": (1, 2, 4, 8, 16), "parallel.vpp": (1, 2),
+             "parallel.ep": (8, 16, 32, 64), "train.micro_batch_size": (1, 2), "recompute.mode": ("full", "selective")}
     fast = search.search(base, 1024, space, top_k=20)
     slow = search.search(base, 1024, space, top_k=20, batched=False)
     assert (fast.path, slow.path) == ("batched", "scalar")
@@ -107,6 +108,19 @@ def test_search_batched_equals_scalar_ranking_and_rejections() -> None:
     assert [c.key() for c in fast.pareto] == [c.key() for c in slow.pareto]
     assert fast.rejected == slow.rejected and fast.partial.examples == slow.partial.examples
     assert {c.path for c in fast.ranked} == {"batched"} and {c.path for c in slow.ranked} == {"scalar"}
+
+
+def test_swept_global_batch_prices_every_layout_as_the_scalar_path() -> None:
+    """The global batch as an array field: every feasible layout (not only the top K) equal."""
+    base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
+    space = {"parallel.tp": (2, 8), "parallel.pp": (8,), "parallel.ep": (8, 64), "train.micro_batch_size": (1, 2),
+             "train.global_batch_size": (1024, 4096, 6144)}
+    fast = search.search(base, 1024, space, top_k=None)
+    slow = search.search(base, 1024, space, top_k=None, batched=False)
+    assert len(fast.ranked) >= 10 and {c.path for c in fast.ranked} == {"batched"}
+    assert [(c.key(), c.peak_mb, c.total_s, c.tokens_per_s, c.mfu) for c in fast.ranked] == [
+        (c.key(), c.peak_mb, c.total_s, c.tokens_per_s, c.mfu) for c in slow.ranked]
+    assert fast.rejected == slow.rejected and fast.partial.examples == slow.partial.examples
 
 
 def test_unbatchable_group_goes_to_the_scalar_path() -> None:
