@@ -8,7 +8,9 @@ Traces are built from the shared real pair by ``make_traces.py`` (``control.json
 - **end to end**: ``ndval analyze --json`` and HTA (``TraceAnalysis`` + ``get_comm_comp_overlap`` +
   ``get_temporal_breakdown``) each in its own process: wall and CPU seconds, events/s and peak RSS
   (process tree, polled), the ratio HTA/ndval, and peak RSS / trace size;
-- **overlap**: ndval's ``hta_window_overlap_pct`` vs HTA's ``comp_comm_overlap_pctg`` (points).
+- **overlap**: ndval's ``hta_window_overlap_pct`` vs HTA's ``comp_comm_overlap_pctg`` (points);
+- a summary per size: ingest events/s, ndval and HTA wall seconds, the ratio, peak RSS / trace, the
+  overlap difference, and each target ``met`` or ``MISSED`` (with its waiver: reason and expiry).
 
 HTA is not a project dependency: it is installed into ``benchmarks/.hta-venv`` (git-ignored) from
 PyPI on first use (``--no-hta`` skips it; a failed install is reported and the ndval half still runs).
@@ -35,6 +37,16 @@ HTA_VERSION = "0.5.0"
 #: copies of control.json.gz per size label (109k events each).
 SIZES: dict[str, int] = {"109k": 1, "1M": 10, "2M": 19}
 TARGETS = {"ingest_events_per_s": 1_000_000, "speedup_vs_hta": 10.0, "rss_over_trace": 1.5, "overlap_points": 0.05}
+#: targets known to be missed: the reason and when the waiver expires (docs/analyzer-scale.md, round 3).
+WAIVERS: dict[str, str] = {
+    "ingest_events_per_s": ("msgspec's typed decode of the needed fields alone is ~1.25M events/s on the shared "
+                            "machine and the per-event Python of the column build adds >= 0.5 us/event; needs a "
+                            "native column extractor (expires 2027-03-01)"),
+    "speedup_vs_hta@109k": ("start-up (imports, thresholds: ~1 s) dominates a 109k-event run; the issue sets the "
+                            "10x target on 1M and 2M (expires 2027-03-01)"),
+    "rss_over_trace@109k": ("the interpreter and libraries (~150 MiB before any event) exceed 1.5 x a 38 MiB "
+                            "trace; the issue measures RSS on 1M and 2M (expires 2027-03-01)"),
+}
 
 _HTA_SCRIPT = """
 import json, sys, time
@@ -194,6 +206,20 @@ def _print_summary(rows: list[tuple[str, int, dict[str, float], dict[str, Any], 
             parts.append(f"speed-up {ht['wall_s'] / nd['wall_s']:.1f} x wall, {ht['cpu_s'] / nd['cpu_s']:.1f} x CPU")
             parts.append(f"overlap diff {abs(ht['overlap_pct'] - nd['overlap_pct']):.3f} points")
         print(f"  {label}: " + "; ".join(parts))
+        for name, verdict in _verdicts(size, ing, nd, ht).items():
+            reason = WAIVERS.get(f"{name}@{label}", WAIVERS.get(name))
+            waiver = f" (waived: {reason})" if verdict == "MISSED" and reason else ""
+            print(f"    {name} {TARGETS[name]}: {verdict}{waiver}")
+
+
+def _verdicts(size: int, ing: dict[str, float], nd: dict[str, Any], ht: dict[str, Any] | None) -> dict[str, str]:
+    """``met`` / ``MISSED`` per target for one size (speed-up in wall time, as HTA is timed)."""
+    out = {"ingest_events_per_s": ing["events"] / ing["cpu_s"] >= TARGETS["ingest_events_per_s"],
+           "rss_over_trace": nd["rss"] / size <= TARGETS["rss_over_trace"]}
+    if ht and ht["overlap_pct"] is not None and nd["overlap_pct"] is not None:
+        out["speedup_vs_hta"] = ht["wall_s"] / nd["wall_s"] >= TARGETS["speedup_vs_hta"]
+        out["overlap_points"] = abs(ht["overlap_pct"] - nd["overlap_pct"]) <= TARGETS["overlap_points"]
+    return {k: "met" if ok else "MISSED" for k, ok in out.items()}
 
 
 if __name__ == "__main__":

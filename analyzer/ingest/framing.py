@@ -69,6 +69,12 @@ class Source:
         self.n_out += len(data)
         return data
 
+    def readinto(self, buf: memoryview) -> int:
+        """Read up to ``len(buf)`` bytes into ``buf``; returns the count (0 at the end)."""
+        n = self.fh.readinto(buf) or 0  # type: ignore[attr-defined]
+        self.n_out += n
+        return n
+
     def close(self) -> None:
         try:
             self.fh.close()
