@@ -117,14 +117,20 @@ def group_stage_memory(rep: EstimatorConfig, columns: Mapping[str, np.ndarray]) 
         return None
 
 
+def group_columns(cfgs: Sequence[EstimatorConfig]) -> dict[str, np.ndarray] | None:
+    """The :data:`ARRAY_FIELDS` of validated configs that differ only in those fields, one int64
+    array per field some config sets; None when they cannot be one batch (a field set on some only)."""
+    try:
+        return {key: col for key in ARRAY_FIELDS if (col := _column(cfgs, key)) is not None}
+    except MixedUnset:
+        return None
+
+
 def batch_stage_memory(cfgs: Sequence[EstimatorConfig]) -> list[StageMemory] | None:
     """:func:`group_stage_memory` of validated configs that differ only in :data:`ARRAY_FIELDS`;
     None when they cannot be one batch (a formula branches, or a field is set on some only)."""
-    try:
-        columns = {key: col for key in ARRAY_FIELDS if (col := _column(cfgs, key)) is not None}
-    except MixedUnset:
-        return None
-    return group_stage_memory(cfgs[0], columns)
+    columns = group_columns(cfgs)
+    return None if columns is None else group_stage_memory(cfgs[0], columns)
 
 
 def stage_totals(stages: Sequence[StageMemory], n: int) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 
 from estimator.perf.assembly import estimate_perf
 from estimator.perf.report import PERF_PARTS, REAL_PARTS
-from estimator.search.batched import ARRAY_FIELDS, BRANCH_ERRORS, array_config
+from estimator.search.batched import BRANCH_ERRORS, array_config, group_columns
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
@@ -68,13 +68,5 @@ def batch_step_time(proxy_cfg: EstimatorConfig, n: int) -> BatchedPerf | None:
 def batch_step_time_of(cfgs: Sequence[EstimatorConfig]) -> BatchedPerf | None:
     """:func:`batch_step_time` of validated configs that differ only in :data:`ARRAY_FIELDS` (one batched
     group; the first is the representative); None when the group cannot be batched."""
-    columns: dict[str, np.ndarray] = {}
-    for key in ARRAY_FIELDS:
-        section, name = key.split(".")
-        values = [getattr(getattr(c, section), name) for c in cfgs]
-        if all(v is None for v in values):
-            continue
-        if any(v is None for v in values):
-            return None
-        columns[key] = np.array(values, dtype=np.int64)
-    return batch_step_time(array_config(cfgs[0], columns), len(cfgs))
+    columns = group_columns(cfgs)
+    return None if columns is None else batch_step_time(array_config(cfgs[0], columns), len(cfgs))

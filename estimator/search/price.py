@@ -44,8 +44,6 @@ KeptRow = tuple[Position, dict[str, Any]]
 Rejections = tuple[str, np.ndarray, Callable[[int], str]]
 
 
-
-
 @dataclass
 class Pricing:
     """What one batched sweep needs besides the grid: the base data, the margin, where results go."""
