@@ -239,20 +239,22 @@ def kineto_columns(events: list[KinetoEvent]) -> tuple[list[Signature], np.ndarr
     ``args.bytes``, else ``In msg nelems × sizeof(dtype)`` (NCCL), else NaN.
 
     Each comprehension reads ``e.args`` directly (an event without ``args`` holds the shared empty
-    one): one pass over the structs fewer; a chunk with an explicit ``"args": null`` takes the
-    per-event substitution instead (same values)."""
+    one); a chunk with an explicit ``"args": null`` first gets the empty one on those events (same values)."""
     try:
-        keys = [(e.pid, e.tid, e.name, e.cat, "", e.args.collective_name) for e in events]  # type: ignore[union-attr]
-        corr = int64_column([e.args.correlation for e in events])  # type: ignore[union-attr]
-        nbytes = float_column([e.args.nbytes if e.args.msg_nelems is None  # type: ignore[union-attr]
-                               else _nccl_bytes(e.args) for e in events])  # type: ignore[arg-type]
-        return keys, corr, nbytes
+        return _kineto_columns(events)
     except AttributeError:  # "args": null in the chunk
-        pass
-    args = [e.args or _EMPTY_KINETO_ARGS for e in events]
-    keys = [(e.pid, e.tid, e.name, e.cat, "", a.collective_name) for e, a in zip(events, args, strict=True)]
-    corr = int64_column([a.correlation for a in args])
-    nbytes = float_column([a.nbytes if a.msg_nelems is None else _nccl_bytes(a) for a in args])
+        for e in events:
+            if e.args is None:
+                e.args = _EMPTY_KINETO_ARGS
+        return _kineto_columns(events)
+
+
+def _kineto_columns(events: list[KinetoEvent]) -> tuple[list[Signature], np.ndarray, np.ndarray]:
+    """:func:`kineto_columns` of events that all hold ``args`` (AttributeError on one that is None)."""
+    keys = [(e.pid, e.tid, e.name, e.cat, "", e.args.collective_name) for e in events]  # type: ignore[union-attr]
+    corr = int64_column([e.args.correlation for e in events])  # type: ignore[union-attr]
+    nbytes = float_column([e.args.nbytes if e.args.msg_nelems is None  # type: ignore[union-attr]
+                           else _nccl_bytes(e.args) for e in events])  # type: ignore[arg-type]
     return keys, corr, nbytes
 
 

@@ -78,3 +78,29 @@ def test_float_timestamps_plain_json_and_string_pids(tmp_path: Path) -> None:
     kernel = rank.events[rank.events["name"] == "gemm"].iloc[0]
     assert kernel["ts_us"] == 66.125 and kernel["side"] == "device"
     assert rank.rank == -1 and any("distributedInfo.rank absent" in w for w in ds.warnings)
+
+
+def test_explicit_null_args_read_as_absent_args() -> None:
+    """SYNTHETIC chunk: an event with ``"args": null`` gets the same signature, correlation and bytes
+    as one without ``args`` (the chunk takes the substitution path), while its neighbours keep theirs."""
+    import math
+
+    import msgspec
+
+    from analyzer.ingest.decode import KinetoEvent, kineto_columns
+
+    def chunk(middle: str) -> list[KinetoEvent]:
+        text = ('[{"ph": "X", "name": "k", "pid": 1, "tid": 2, "ts": 1.0, "dur": 2.0, "cat": "kernel",'
+                ' "args": {"correlation": 7, "bytes": 64}},'
+                f' {{"ph": "X", "name": "m", "pid": 1, "tid": 2, "ts": 3.0, "dur": 1.0, "cat": "cpu_op"{middle}}},'
+                ' {"ph": "X", "name": "nccl", "pid": 1, "tid": 3, "ts": 4.0, "dur": 1.0, "cat": "kernel",'
+                ' "args": {"correlation": 9, "Collective name": "allreduce", "In msg nelems": 8, "dtype": "Float"}}]')
+        return msgspec.json.decode(text, type=list[KinetoEvent])
+
+    null_keys, null_corr, null_bytes = kineto_columns(chunk(', "args": null'))
+    keys, corr, nbytes = kineto_columns(chunk(""))
+    assert null_keys == keys == [(1, 2, "k", "kernel", "", ""), (1, 2, "m", "cpu_op", "", ""),
+                                 (1, 3, "nccl", "kernel", "", "allreduce")]
+    assert null_corr.tolist() == corr.tolist() == [7, -1, 9]
+    assert null_bytes[0] == nbytes[0] == 64 and null_bytes[2] == nbytes[2] == 32
+    assert math.isnan(null_bytes[1]) and math.isnan(nbytes[1])
