@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import estimator  # noqa: E402
-from estimator.search.batched import ARRAY_FIELDS, array_config  # noqa: E402
+from estimator.search.batched import array_config, group_columns, group_key  # noqa: E402
 from estimator.search.batched_time import batch_step_time  # noqa: E402
 from estimator.search.evaluate import Rejection, load_layout, search_base  # noqa: E402
 from estimator.search.space import Layout, layouts  # noqa: E402
@@ -48,16 +48,13 @@ def groups() -> list[tuple[estimator.EstimatorConfig, dict[str, np.ndarray], lis
         cfg = load_layout(data, layout)
         if isinstance(cfg, Rejection):
             continue
-        key = (*(kv for kv in layout.overrides if kv[0] not in ARRAY_FIELDS), layout.split)
+        key = group_key(layout)
         keyed.setdefault(key, []).append(cfg)
     out = []
     for cfgs in keyed.values():
-        columns = {}
-        for field in ARRAY_FIELDS:
-            section, name = field.split(".")
-            values = [getattr(getattr(c, section), name) for c in cfgs]
-            if values[0] is not None:
-                columns[field] = np.array(values, dtype=np.int64)
+        columns = group_columns(cfgs)
+        if columns is None:
+            raise SystemExit("a batched group sets an array field on some layouts only")
         out.append((cfgs[0], columns, cfgs))
     return out
 

@@ -29,9 +29,10 @@ from estimator.search.grid import ARRAY_FIELDS
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
+    from estimator.search.space import Layout
 
-__all__ = ["ARRAY_FIELDS", "ArrayConfig", "array_config", "batch_stage_memory", "group_stage_memory",
-           "stage_totals"]
+__all__ = ["ARRAY_FIELDS", "ArrayConfig", "array_config", "batch_stage_memory", "group_columns", "group_key",
+           "group_stage_memory", "stage_totals"]
 #: what a formula raises when it branches on an array (the group then goes to the scalar path)
 BRANCH_ERRORS = (ValueError, TypeError)
 
@@ -115,6 +116,12 @@ def group_stage_memory(rep: EstimatorConfig, columns: Mapping[str, np.ndarray]) 
         return [stage_memory(proxy, layout, memo) for layout in stage_layouts(rep)]
     except BRANCH_ERRORS:
         return None
+
+
+def group_key(layout: Layout) -> tuple[Any, ...]:
+    """The batched group of a one-by-one ``layout``: its overrides other than :data:`ARRAY_FIELDS`
+    and its pipeline split (layouts with equal keys differ only in the array fields)."""
+    return (*(kv for kv in layout.overrides if kv[0] not in ARRAY_FIELDS), layout.split)
 
 
 def group_columns(cfgs: Sequence[EstimatorConfig]) -> dict[str, np.ndarray] | None:

@@ -12,7 +12,7 @@ import pytest
 
 import estimator
 from estimator.perf.report import PERF_PARTS, REAL_PARTS
-from estimator.search.batched import ARRAY_FIELDS, array_config
+from estimator.search.batched import array_config, group_key
 from estimator.search.batched_time import BatchedPerf, batch_step_time, batch_step_time_of
 from estimator.search.evaluate import Rejection, load_layout, search_base
 from estimator.search.space import Layout, layouts
@@ -49,7 +49,7 @@ def _groups(example: str, devices: int, space: dict[str, tuple[Any, ...]], profi
     keyed: dict[tuple[Any, ...], list[Layout]] = {}
     for layout in layouts(base, devices, space):
         if isinstance(layout, Layout):
-            key = (*(kv for kv in layout.overrides if kv[0] not in ARRAY_FIELDS), layout.split)
+            key = group_key(layout)
             keyed.setdefault(key, []).append(layout)
     order = list(keyed.values())
     rng.shuffle(order)

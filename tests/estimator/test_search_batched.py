@@ -12,7 +12,7 @@ import pytest
 
 import estimator
 from estimator import search
-from estimator.search.batched import ARRAY_FIELDS, batch_stage_memory
+from estimator.search.batched import batch_stage_memory, group_key
 from estimator.search.evaluate import Rejection, load_layout, search_base
 from estimator.search.space import Layout, layouts
 from tests.estimator.scalar_reference import EXAMPLES
@@ -47,7 +47,7 @@ def _groups(example: str, devices: int, space: dict[str, tuple[Any, ...]], profi
         cfg = load_layout(data, layout)
         if isinstance(cfg, Rejection) or not isinstance(layout, Layout):
             continue
-        key = (*(kv for kv in layout.overrides if kv[0] not in ARRAY_FIELDS), layout.split)
+        key = group_key(layout)
         groups.setdefault(key, []).append(cfg)
     return list(groups.values())
 
