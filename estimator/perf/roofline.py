@@ -247,16 +247,14 @@ def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_gra
                    peak: float, derate: float) -> GroupSeconds:
     """:func:`ops_seconds` of the embedding (``head`` False) or the head operators, memoised across
     configs like :func:`_layer_seconds` (no recompute: the mode does not enter)."""
-    def price() -> GroupSeconds:
-        ops = ops_.head_ops(cfg.model, dims) if head else ops_.embedding_ops(cfg.model, dims, b_grad)
+    def price(d: ops_.LayerDims) -> GroupSeconds:
+        ops = ops_.head_ops(cfg.model, d) if head else ops_.embedding_ops(cfg.model, d, b_grad)
         return ops_seconds(ops, False, "none", frozenset(), eff, peak, derate)
 
     if is_array(*(getattr(dims, f) for f in _DIMS_ARRAYS)):  # arrays of layouts
-        return _on_distinct_rows(dims, 1, lambda d, _: ops_seconds(
-            ops_.head_ops(cfg.model, d) if head else ops_.embedding_ops(cfg.model, d, b_grad), False, "none",
-            frozenset(), eff, peak, derate))
+        return _on_distinct_rows(dims, 1, lambda d, _: price(d))
     key = (id(cfg.model), dims, "head" if head else "embedding", b_grad, efficiency_key(eff), peak, derate)
-    return _memo_seconds(cfg.model, key, price)
+    return _memo_seconds(cfg.model, key, lambda: price(dims))
 
 
 def efficiency_key(eff: DeviceEfficiency) -> tuple[object, ...]:
