@@ -238,6 +238,20 @@ class StageLayout:
         """Chunk holding the MTP layers (indices ≥ ``num_layers``), or None."""
         return next((c for c, top in enumerate(self.chunk_tops) if top >= num_layers), None)
 
+    @cached_property
+    def _groups(self) -> dict[tuple[object, ...], tuple[tuple[int, int], ...]]:
+        return {}
+
+    def kind_groups(self, model: ModelConfig, chunk: int | None = None) -> tuple[tuple[int, int], ...]:
+        """:func:`layer_kind_groups` of the stage's layers (or of chunk ``chunk``'s), kept on the layout
+        per (chunk, the three model fields :func:`layer_kind` reads)."""
+        key = (chunk, model.num_layers, model.num_dense_layers, model.is_moe)
+        groups = self._groups.get(key)
+        if groups is None:
+            layers = self.layers if chunk is None else self.chunks[chunk]
+            groups = self._groups[key] = tuple(layer_kind_groups(model, layers))
+        return groups
+
 
 def stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
     """The partition: embedding on the first virtual stage, output head on the last, MTP layers on the

@@ -50,7 +50,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from estimator.arrays import is_array, where
-from estimator.derive import layer_kind, layer_kind_groups, megatron_expert_tp, mtp_is_moe
+from estimator.derive import layer_kind, megatron_expert_tp, mtp_is_moe
 from estimator.params import MLP_MATRICES
 from estimator.profiles import profile_of, resolved_bytes
 
@@ -142,7 +142,7 @@ def linear_weight_shapes(cfg: EstimatorConfig, layout: StageLayout) -> list[Weig
     stage holding the head (Megatron's ``ColumnParallelLinear``, dummy in the input dtype).
     """
     m, t, b = cfg.model, cfg.parallel.tp, resolved_bytes(cfg)
-    kinds = {layer_kind(m, i) for i, _ in layer_kind_groups(m, layout.layers)}
+    kinds = {layer_kind(m, i) for i, _ in layout.kind_groups(m)}
     shapes = _attention_shapes(m, t, b.params) if kinds else []
     if "dense" in kinds or ("mtp" in kinds and not mtp_is_moe(m)):
         shapes += _mlp_shapes(m, m.dense_ffn / t, b.params)

@@ -234,6 +234,15 @@ def layer_classes(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int
     return [(members[0], len(members)) for members in groups.values()]
 
 
+def chunk_classes(cfg: EstimatorConfig, layout: StageLayout) -> list[Sequence[tuple[int, int]]]:
+    """:func:`layer_classes` of each chunk of ``layout`` (the kind runs kept on the layout, when the
+    class is the kind)."""
+    option = cfg.recompute.selective_ac_option
+    if option is None or not option.isdigit():
+        return [layout.kind_groups(cfg.model, c) for c in range(len(layout.chunks))]
+    return [layer_classes(cfg, layers) for layers in layout.chunks]
+
+
 def scaled_static(s: StaticBreakdown, n: int) -> StaticBreakdown:
     """``n`` layers of static breakdown ``s`` (each field × n)."""
     if n == 1:
@@ -310,7 +319,7 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
     mode = cfg.stage_recompute(layout.stage)
     m_micro = cfg.num_micro_batches
     memo = {} if memo is None else memo
-    groups = [layer_classes(cfg, layers) for layers in layout.chunks]
+    groups = chunk_classes(cfg, layout)
     signature = ("fixed", stage_signature(cfg, layout, groups, mode))
     fixed: StageFixed | None = memo.get(signature)
     if fixed is None:
