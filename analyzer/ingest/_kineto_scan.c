@@ -13,8 +13,9 @@
  * Per complete event ("ph": "X") the columns are: the signature key (pid, tid, name, cat, "",
  * args["Collective name"]) as an index into the chunk's distinct keys (a tuple built once per distinct
  * key), ts split into its integer part (int64) and its fraction (float64; NaN when ts is unreadable),
- * so that the caller subtracts its integer base before any float conversion (exact), dur, args correlation, bytes (args "bytes", or "In msg nelems" x sizeof(dtype)), and
- * a "bad" flag (ts or dur unreadable).  Metadata events ("ph": "M") are returned as byte spans for the
+ * so that the caller subtracts its integer base before any float conversion (exact), dur, args
+ * correlation, bytes (args "bytes", or "In msg nelems" x sizeof(dtype)), and a "bad" flag (ts or dur
+ * unreadable).  Metadata events ("ph": "M") are returned as byte spans for the
  * caller to decode with msgspec; events of every other phase are validated and skipped.
  */
 #define PY_SSIZE_T_CLEAN
@@ -684,7 +685,6 @@ static inline int is_id(const Tok *t) {
 }
 
 static int x_event(Scan *S, Out *o, Ev *ev) {
-    if (ev->dup) FAIL(S, "duplicate key");
     if (!is_str_or_absent(&ev->name) || !is_str_or_absent(&ev->cat) || !is_str_or_absent(&ev->coll))
         FAIL(S, "name / cat / Collective name type");
     if (!is_id(&ev->pid) || !is_id(&ev->tid)) FAIL(S, "pid / tid type");
@@ -712,7 +712,8 @@ static int x_event(Scan *S, Out *o, Ev *ev) {
     unsigned char bad = !ts_ok || !(isfinite(dur) && dur >= 0.0);
     int32_t id;
     if (table_id(&o->table, ev, &id) < 0) return -1;
-    if (buf_put(&o->kidx, &id, 4) < 0 || buf_put(&o->whole, &whole, 8) < 0 || buf_put(&o->frac, &frac, 8) < 0 || buf_put(&o->bad, &bad, 1) < 0 ||
+    if (buf_put(&o->kidx, &id, 4) < 0 || buf_put(&o->whole, &whole, 8) < 0 || buf_put(&o->frac, &frac, 8) < 0 ||
+        buf_put(&o->bad, &bad, 1) < 0 ||
         buf_put(&o->dur, &dur, 8) < 0 || buf_put(&o->corr, &corr, 8) < 0 || buf_put(&o->nbytes, &nbytes, 8) < 0)
         return -1;
     return 0;
@@ -737,6 +738,7 @@ static int scan_events(Scan *S, Out *o, Py_buffer *phases, PyObject *meta, cptr 
         ++*n;
         if (ev.ph.type != T_STR || ev.ph.esc || ev.ph.n != 1 || !memchr(phases->buf, ev.ph.s[0], (size_t)phases->len))
             FAIL(S, "ph missing or not a known phase");
+        if (ev.dup) FAIL(S, "duplicate key");  /* msgspec: last one wins, or an error for "ph" */
         if (ev.ph.s[0] == 'X') {
             if (x_event(S, o, &ev) < 0) return -1;
         } else if (ev.ph.s[0] == 'M') {

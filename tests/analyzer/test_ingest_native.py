@@ -85,6 +85,8 @@ REFUSED_CASES: list[tuple[str, list[str]]] = [
     ("bad event in the middle", [_x(), '{"ph": "X", "name": "n", "ts": NaN, "dur": 1}', _x()]),
     ("unknown phase", ['{"ph": "Q", "name": "q"}']),
     ("duplicate key", [_x()[:-1] + ', "name": "again"}']),
+    ("duplicate ph", ['{"ph": "X", "ph": "M", "name": "process_name", "pid": 1, "args": {"name": "p"}}']),
+    ("duplicate key in a metadata event", ['{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "pid": 3}']),
     ("escaped key", ['{"ph": "X", "n\\u0061me": "k", "pid": 1, "tid": 1, "ts": 1700000000000000, "dur": 1}']),
     ("null collective name", [_x(args='{"Collective name": null}')]),
     ("dur out of range", [_x(dur="1e400")]),
