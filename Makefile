@@ -6,7 +6,7 @@ STAMP := $(VENV)/.ndval-installed
 
 .PHONY: setup test test-mutation fuzz validate lint report bench clean browser
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py analyzer/ingest/_kineto_scan.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

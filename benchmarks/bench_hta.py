@@ -4,7 +4,8 @@ Traces are built from the shared real pair by ``make_traces.py`` (``control.json
 1, 10 and 19 times) into a temp dir (never committed). For each size this prints:
 
 - **ingest**: ``stream.read_trace`` of the uncompressed trace in this process — events/s from wall
-  time and from CPU time (one core: the decoder runs on the main thread; no gzip here);
+  time and from CPU time (one core: the decoder runs on the main thread; no gzip here), and which
+  path decoded the chunks (``native``: the C scanner ``analyzer/ingest/_kineto_scan.c``; ``msgspec``);
 - **end to end**: ``ndval analyze --json`` and HTA (``TraceAnalysis`` + ``get_comm_comp_overlap`` +
   ``get_temporal_breakdown``) each in its own process: wall and CPU seconds, events/s and peak RSS
   (process tree, polled), the ratio HTA/ndval, and peak RSS / trace size;
@@ -39,9 +40,6 @@ SIZES: dict[str, int] = {"109k": 1, "1M": 10, "2M": 19}
 TARGETS = {"ingest_events_per_s": 1_000_000, "speedup_vs_hta": 10.0, "rss_over_trace": 1.5, "overlap_points": 0.05}
 #: targets known to be missed: the reason and when the waiver expires (docs/analyzer-scale.md, round 3).
 WAIVERS: dict[str, str] = {
-    "ingest_events_per_s": ("msgspec's typed decode of the needed fields alone is ~1.25M events/s on the shared "
-                            "machine and the per-event Python of the column build adds >= 0.5 us/event; needs a "
-                            "native column extractor (expires 2027-03-01)"),
     "speedup_vs_hta@109k": ("start-up (imports, thresholds: ~1 s) dominates a 109k-event run; the issue sets the "
                             "10x target on 1M and 2M (expires 2027-03-01)"),
     "rss_over_trace@109k": ("the interpreter and libraries (~150 MiB before any event) exceed 1.5 x a 38 MiB "
@@ -125,15 +123,16 @@ def ensure_hta() -> Path | None:
     return python
 
 
-def ingest(path: Path) -> dict[str, float]:
-    """``read_trace`` in this process: events, wall and CPU seconds."""
+def ingest(path: Path) -> dict[str, Any]:
+    """``read_trace`` in this process: events, wall and CPU seconds, and which path decoded the chunks
+    (``RawTrace.decoder``: ``native`` when the C scanner is built, else ``msgspec``)."""
     sys.path.insert(0, str(ROOT))
     from analyzer.ingest.stream import read_trace
 
     w0, c0 = time.perf_counter(), time.process_time()
     raw = read_trace(path)
     return {"events": raw.n_seen, "complete": raw.n_complete, "wall_s": time.perf_counter() - w0,
-            "cpu_s": time.process_time() - c0}
+            "cpu_s": time.process_time() - c0, "decoder": getattr(raw, "decoder", "msgspec")}
 
 
 def ndval_e2e(path: Path, out: Path) -> dict[str, Any]:
@@ -181,11 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _print_row(label: str, size: int, ing: dict[str, float], nd: dict[str, Any], ht: dict[str, Any] | None) -> None:
+def _print_row(label: str, size: int, ing: dict[str, Any], nd: dict[str, Any], ht: dict[str, Any] | None) -> None:
     n = ing["events"]
     print(f"\n[{label}] {n:,} events, {size / 2**20:.0f} MiB uncompressed")
     print(f"  ingest (read_trace): {ing['wall_s']:.2f} s wall = {n / ing['wall_s']:,.0f} events/s; "
-          f"{ing['cpu_s']:.2f} s CPU = {n / ing['cpu_s']:,.0f} events/s per core")
+          f"{ing['cpu_s']:.2f} s CPU = {n / ing['cpu_s']:,.0f} events/s per core; decoder: {ing['decoder']}")
     print(f"  ndval analyze: exit {nd['rc']}, {nd['wall_s']:.2f} s wall, {nd['cpu_s']:.2f} s CPU "
           f"= {n / nd['cpu_s']:,.0f} events/s per CPU s, peak RSS "
           f"{nd['rss'] / 2**20:.0f} MiB = {nd['rss'] / size:.2f} x trace, overlap {nd['overlap_pct']}")
@@ -196,7 +195,7 @@ def _print_row(label: str, size: int, ing: dict[str, float], nd: dict[str, Any],
               f"{ht['cpu_s'] / nd['cpu_s']:.2f} x CPU")
 
 
-def _print_summary(rows: list[tuple[str, int, dict[str, float], dict[str, Any], dict[str, Any] | None]]) -> None:
+def _print_summary(rows: list[tuple[str, int, dict[str, Any], dict[str, Any], dict[str, Any] | None]]) -> None:
     print("\nsummary vs targets (" + ", ".join(f"{k} {v}" for k, v in TARGETS.items()) + "):")
     for label, size, ing, nd, ht in rows:
         parts = [f"ingest {ing['events'] / ing['cpu_s']:,.0f} ev/s CPU ({ing['events'] / ing['wall_s']:,.0f} wall)",
@@ -212,7 +211,7 @@ def _print_summary(rows: list[tuple[str, int, dict[str, float], dict[str, Any], 
             print(f"    {name} {TARGETS[name]}: {verdict}{waiver}")
 
 
-def _verdicts(size: int, ing: dict[str, float], nd: dict[str, Any], ht: dict[str, Any] | None) -> dict[str, str]:
+def _verdicts(size: int, ing: dict[str, Any], nd: dict[str, Any], ht: dict[str, Any] | None) -> dict[str, str]:
     """``met`` / ``MISSED`` per target for one size (speed-up in wall time, as HTA is timed)."""
     out = {"ingest_events_per_s": ing["events"] / ing["cpu_s"] >= TARGETS["ingest_events_per_s"],
            "rss_over_trace": nd["rss"] / size <= TARGETS["rss_over_trace"]}

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,12 +30,14 @@ from pathlib import Path
 from analyzer.ingest.stream import read_trace
 c0, w0 = time.process_time(), time.perf_counter()
 raw = read_trace(Path(sys.argv[2]))
-print(json.dumps({"events": raw.n_seen, "cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0}))
+print(json.dumps({"events": raw.n_seen, "cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0,
+                  "decoder": getattr(raw, "decoder", "msgspec")}))
 """
 
 
-def ingest_once(root: Path, trace: Path) -> dict[str, float]:
-    """CPU and wall seconds of ``read_trace`` from the checkout at ``root`` (fresh process)."""
+def ingest_once(root: Path, trace: Path) -> dict[str, Any]:
+    """CPU and wall seconds of ``read_trace`` from the checkout at ``root`` (fresh process), and the
+    path that decoded the chunks (``RawTrace.decoder``; ``msgspec`` for checkouts before it existed)."""
     python = root / ".venv" / "bin" / "python"
     out = subprocess.run([str(python), "-c", _INGEST, str(root), str(trace)], check=True,
                          capture_output=True, text=True, cwd=root)
@@ -79,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         events = int(b["events"])
         old.append(a["cpu_s"])
         new.append(b["cpu_s"])
-        print(f"  round {i + 1}: ingest old {a['cpu_s']:.2f} s CPU, new {b['cpu_s']:.2f} s CPU "
-              f"({events:,} events)", flush=True)
+        print(f"  round {i + 1}: ingest old {a['cpu_s']:.2f} s CPU ({a['decoder']}), new {b['cpu_s']:.2f} s CPU "
+              f"({b['decoder']}) ({events:,} events)", flush=True)
     _report("ingest (read_trace)", old, new, events)
     if args.analyze:
         old_e: list[float] = []

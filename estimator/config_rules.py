@@ -198,6 +198,11 @@ def _train_rules() -> list[Rule]:
              lambda c: f"must be a multiple of micro_batch_size·dp = {c.train.micro_batch_size * c.parallel.dp}"),
         Rule("train.num_micro_batches", _nmb_broken,
              lambda c: "disagrees with global_batch_size/(micro_batch_size·dp)"),
+        Rule("train.cross_entropy_fusion",
+             lambda c: (c.train.cross_entropy_fusion != "none") & (c.profile != "megatron"),
+             lambda c: f"is Megatron-LM's --cross-entropy-loss-fusion / --cross-entropy-fusion-impl; profile "
+             f"'{c.profile}' has no such path (a valid example: profile megatron with "
+             "train: {cross_entropy_fusion: te}, or cross_entropy_fusion: none)", structural=True),
         Rule("recompute.selective_ac_option",
              lambda c: (c.recompute.selective_ac_option == "op") & (c.model.is_moe | (c.model.attention == "mla")),
              lambda c: "'op' (torchtitan's op-level policy) is modelled for dense MHA/GQA blocks only; "

@@ -174,6 +174,11 @@ class TrainConfig(StrictSection):
     gradient_accumulation_fusion: bool = True
     #: Megatron's ``--moe-grouped-gemm`` (default off): TE grouped GEMM with its per-stream workspaces
     moe_grouped_gemm: bool = False
+    #: Megatron's fused loss: ``--cross-entropy-loss-fusion`` with ``--cross-entropy-fusion-impl``
+    #: ``native`` (Megatron's jit-fused fp32 softmax: the same memory as no fusion) or ``te``
+    #: (Transformer Engine's in-place kernel: logits in the compute dtype, gradient written into them;
+    #: ``estimator.memory.activation.loss_in_place``); ``none`` = no fusion (Megatron's default)
+    cross_entropy_fusion: Literal["none", "native", "te"] = "none"
 
 
 class ParallelConfig(StrictSection):

@@ -83,6 +83,8 @@ def _mcore_moe_facts(test: str, commit: str, layout: str | None = None) -> dict[
         "train.attention_dropout": (0.0, f"{src}: --attention-dropout 0.0"),
         "train.hidden_dropout": (0.0, f"{src}: --hidden-dropout 0.0"),
         "train.moe_grouped_gemm": (True, f"{src}: --moe-grouped-gemm true"),
+        "train.cross_entropy_fusion": ("native", f"{src}: --cross-entropy-loss-fusion true, "
+                                       "--cross-entropy-fusion-impl native"),
         "model.padded_vocab_size": (VocabPadding(3232), f"{src}: --make-vocab-size-divisible-by 3232"),
     }
     if layout is not None:
@@ -107,6 +109,10 @@ _VTRAIN_POSITIONS = (
 )
 
 
+_SIMUMAX_CEF = (
+    "MooreThreads/SimuMax@4dcaae513b docs/strategy.md: the '_cef' cases of docs/b200/b200_release_v1.2_summary.json "
+    "run with --cross-entropy-loss-fusion --cross-entropy-fusion-impl te (every SimuMax B200 v1.2 row is a '_cef' case)"
+)
 _MCORE_7B_CONFIG = ("NVIDIA/Megatron-LM@d98e8a64dd tests/functional_tests/test_cases/gpt/{}/model_config.yaml: "
                     "--no-gradient-accumulation-fusion: true")
 
@@ -115,6 +121,7 @@ _MCORE_7B_CONFIG = ("NVIDIA/Megatron-LM@d98e8a64dd tests/functional_tests/test_c
 #: (source_id, model_name or None for every row of the source) -> {config path: (value, citation)}.
 #: A CSV cell that states the value wins over a fact (facts fill empty cells only).
 SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
+    ("simumax_b200_v1.2", None): {"train.cross_entropy_fusion": ("te", _SIMUMAX_CEF)},
     ("korthikanti2022_fig1", None): {"train.flash_attention": (False, _KORTHIKANTI_SCORES)},
     ("vtrain_single", None): {
         "train.flash_attention": (False, _VTRAIN_MODEL),

@@ -170,7 +170,8 @@ def _resolved_bytes(cfg: EstimatorConfig) -> ResolvedBytes:
         grads=grads,
         optimizer_state=DTYPE_BYTES[prec.optimizer_states or prof.optimizer_states_dtype],
         compute=compute,
-        logits=DTYPE_BYTES[prof.logits_dtype] if prof.logits_dtype else compute,
+        logits=compute if cfg.train.cross_entropy_fusion == "te" or not prof.logits_dtype
+        else DTYPE_BYTES[prof.logits_dtype],
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.ingest import decode as dec
+from analyzer.ingest import native
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.framing import Scanner, Source, _depths
 
@@ -57,6 +58,10 @@ class EventFramer:
     n_not_events: int = 0
     truncated: str = ""
     stopped: str = ""
+    #: fast-path chunks decoded natively / by msgspec, and the last reason a chunk was refused natively.
+    n_native: int = 0
+    n_msgspec: int = 0
+    refused: str = ""
     _buf: bytes = b""
     _eof: bool = False
 
@@ -109,7 +114,7 @@ class EventFramer:
                 return
             buf += self._read()
 
-    def chunks(self) -> Iterator[list[Any]]:
+    def chunks(self) -> Iterator[list[Any] | native.NativeChunk]:
         """Decoded events, a chunk at a time, until the array ends, the file ends or a budget stops it."""
         if self.layout not in ("array", "object") or (self._eof and not self._buf.strip()):
             return
@@ -139,7 +144,7 @@ class EventFramer:
         if not got:
             self._eof = True
 
-    def _fast(self, win: _Window) -> tuple[int, list[Any] | None]:
+    def _fast(self, win: _Window) -> tuple[int, list[Any] | native.NativeChunk | None]:
         """``(cut, events)``: the events of ``win`` (``[`` + event text) before the last candidate
         boundary that decodes (a ``}`` followed by ``,`` and the ``{`` of the next event; up to
         :data:`CANDIDATES` tried), or ``(cut, None)`` (``cut`` -1 when no candidate was found). The
@@ -160,7 +165,7 @@ class EventFramer:
             old_limit = _cap_recursion(self.budgets.max_depth)
             try:
                 with memoryview(buf) as view, view[:cut + 2] as body:
-                    return cut, dec.decode_chunk(body, self.fmt)
+                    return cut, self._decode(body)
             except dec.DecodeFailure:
                 continue
             finally:
@@ -168,7 +173,30 @@ class EventFramer:
                 buf[cut + 1] = _COMMA
         return cut, None
 
-    def _count(self, events: list[Any]) -> list[Any]:
+    def _decode(self, body: memoryview) -> list[Any] | native.NativeChunk:
+        """One chunk: natively when the extension is there and accepts it (Kineto layout), else by
+        msgspec (raises :data:`decode.DecodeFailure` when the chunk does not decode)."""
+        if self.fmt.kineto and native.AVAILABLE:
+            got = native.scan_chunk(body, self.budgets.max_depth)
+            if not isinstance(got, str):
+                self.n_native += 1
+                return got
+            self.refused = got
+        events = dec.decode_chunk(body, self.fmt)
+        self.n_msgspec += 1
+        return events
+
+    @property
+    def decoder(self) -> str:
+        """Which path decoded the fast-path chunks: ``native``, ``msgspec``, or both with the counts
+        and the last reason a chunk was refused natively."""
+        if not self.n_native:
+            return f"msgspec (native refused: {self.refused})" if self.refused else "msgspec"
+        if not self.refused:
+            return "native"
+        return f"native ({self.n_native} chunks) + msgspec ({self.n_msgspec} chunks; native refused: {self.refused})"
+
+    def _count(self, events: list[Any] | native.NativeChunk) -> list[Any] | native.NativeChunk:
         self.n_elements += len(events)
         return events
 

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.ingest import decode as dec
+from analyzer.ingest import native
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.chunks import EventFramer
 from analyzer.ingest.errors import IngestError
@@ -104,6 +105,8 @@ class RawTrace:
     dropped_by_category: dict[str, int] = field(default_factory=dict)
     #: top-level keys of an object trace other than ``traceEvents`` (Kineto ``distributedInfo``...).
     top: dict[str, Any] = field(default_factory=dict)
+    #: which path decoded the chunks (``EventFramer.decoder``: native, msgspec, or both).
+    decoder: str = ""
 
     def __len__(self) -> int:
         return len(self.ts_us)
@@ -202,7 +205,7 @@ def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | No
     finally:
         bar.close()
         src.close()
-    raw.top = framer.top
+    raw.top, raw.decoder = framer.top, framer.decoder
     raw.base_ts_us = state.base or 0
     _notes(raw, framer)
     if thinning is not None and (thinning.compactions or len(raw.ts_us) > thinning.max_events):
@@ -257,12 +260,15 @@ def _notes(raw: RawTrace, framer: EventFramer) -> None:
 _NAME = itemgetter(2)
 
 
-def _add(raw: RawTrace, events: list[dec.Event], state: _State) -> None:
+def _add(raw: RawTrace, events: list[dec.Event] | native.NativeChunk, state: _State) -> None:
     """One decoded chunk -> columns of ``raw`` (module docstring); metadata events -> ``raw``'s maps.
 
     Column-wise, with as few passes over the structs as possible (each pass costs ~70 ns per event
     in CPython): the signature key of an event is built in one comprehension, not zipped from
-    per-field lists (measured: half the cost)."""
+    per-field lists (measured: half the cost). A native chunk has its columns already."""
+    if isinstance(events, native.NativeChunk):
+        _add_native(raw, events, state)
+        return
     raw.n_seen += len(events)
     xs = [e for e in events if e.ph == "X"]
     if len(xs) != len(events):
@@ -289,6 +295,27 @@ def _add(raw: RawTrace, events: list[dec.Event], state: _State) -> None:
         ts.rel_us, dur, corr, nbytes = ts.rel_us[good], dur[good], corr[good], nbytes[good]
     cols = (sig, ts.rel_us, dur, corr, nbytes)
     raw.n_complete += len(sig)
+    _append(raw, cols)
+
+
+def _add_native(raw: RawTrace, chunk: native.NativeChunk, state: _State) -> None:
+    """:func:`_add` of a chunk decoded natively (the same columns, counts and signature order)."""
+    raw.n_seen += chunk.n_events
+    for e in chunk.meta:
+        _meta(e, raw)
+    if not chunk.kidx.size:
+        return
+    ts = native.relative_us(chunk, state.base)
+    state.base = ts.base
+    bad = chunk.bad
+    got = native.signature_ids(raw.sig_index, raw.sigs, chunk, bad, state.max_name)
+    raw.n_too_long += got.n_long
+    raw.n_dropped_bad += got.n_bad
+    cols = (got.ids, ts.rel_us, chunk.dur, chunk.corr, chunk.nbytes)
+    if len(got.ids) < len(bad):  # unreadable rows or names over the budget dropped
+        good = ~bad
+        cols = (got.ids, ts.rel_us[good], chunk.dur[good], chunk.corr[good], chunk.nbytes[good])
+    raw.n_complete += len(got.ids)
     _append(raw, cols)
 
 
@@ -381,7 +408,7 @@ def _append(raw: RawTrace, cols: tuple[np.ndarray, ...]) -> None:
             thin.compact(raw)
 
 
-def _meta(ev: dec.Event, raw: RawTrace) -> None:
+def _meta(ev: dec.Event | dec.KinetoEvent, raw: RawTrace) -> None:
     args = ev.args
     pid = _to_int(ev.pid, raw.ids)
     if ev.name == "process_name":

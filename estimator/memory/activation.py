@@ -35,6 +35,8 @@ SOFTMAX_STATS_BYTES = 4
 ROUTER_BYTES_PER_EXPERT = 2 + 8
 #: default module recomputed by ``selective`` when ``recompute.modules`` is empty (Megatron default)
 DEFAULT_SELECTIVE = ("core_attn",)
+#: bytes per element of a quantized FP8 tensor (E4M3 / E5M2; per-tensor scales are negligible)
+FP8_BYTES = 1
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,34 @@ def recomputed_modules(cfg: EstimatorConfig, mode: RecomputeMode) -> frozenset[s
     if mode != "selective":
         return frozenset()
     return frozenset(cfg.recompute.modules or DEFAULT_SELECTIVE)
+
+
+def te_fp8_saved_inputs(cfg: EstimatorConfig) -> bool:
+    """True when Transformer Engine linears run in FP8 (``precision.fp8_linear``, profile
+    ``megatron``) and so save their *quantized* input for backward.
+
+    NVIDIA/TransformerEngine@v2.9 transformer_engine/pytorch/module/linear.py ``_Linear.forward``:
+    with FP8 the input is cast by the module's own ``input_quantizer`` and that FP8 tensor is the
+    saved ``inputmat`` (row-wise data dropped for the wgrad GEMM, ``update_usage(rowwise_usage=False,
+    columnwise_usage=True)``, or only row-wise kept when a sequence-parallel input is re-gathered in
+    backward): one byte per element. ``LayerNormLinear`` saves its FP8 ``ln_out`` the same way and
+    ``GroupedLinear`` its quantized inputs.
+    """
+    return cfg.precision.fp8_linear and profile_of(cfg).name == "megatron"
+
+
+def saved_input_bytes(cfg: EstimatorConfig, te_linears: int, other_holders: bool) -> int:
+    """Bytes per element kept for backward of a tensor read by ``te_linears`` TE linears and, when
+    ``other_holders``, saved by some other op too (attention, the router).
+
+    Without FP8 every reader saves the one tensor: B. With FP8 (:func:`te_fp8_saved_inputs`) each
+    TE linear saves its own quantized copy (its own quantizer), 1 byte each, and the compute-dtype
+    tensor stays only when another op keeps it: B·[other] + te_linears.
+    """
+    b_c = resolved_bytes(cfg).compute
+    if not te_fp8_saved_inputs(cfg):
+        return b_c
+    return (b_c if other_holders else 0) + te_linears * FP8_BYTES
 
 
 def hidden_dropout_mask_bytes(cfg: EstimatorConfig) -> int:
@@ -102,25 +132,35 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     (a·d_v) ·B/t. Flash: softmax stats T·a·4/t; otherwise scores
     ``score_bytes_per_element``·a·T·s/t (Korthikanti: 5). The output dropout mask follows
     ``hidden_dropout_mask_bytes``.
+
+    Tensors a TE linear saves take :func:`saved_input_bytes` (Megatron-Core's TE layer spec,
+    NVIDIA/Megatron-LM@adc69dba2d megatron/core/models/gpt/gpt_layer_specs.py): the norm output is
+    the input of the fused ``TELayerNormColumnParallelLinear`` QKV (MHA/GQA) or of MLA's two
+    ``TELinear`` down projections; the q/kv norm outputs of ``linear_q_up_proj`` /
+    ``linear_kv_up_proj``; the out-proj input is also saved by flash attention (its ``out``), not by
+    the unfused ``bmm``, whose ``.contiguous()`` context only the out-proj keeps.
     """
     m, sh = cfg.model, _shape(cfg)
     T, B, t, r = sh.tokens, sh.b_c, sh.t, sh.r
     h, a = m.hidden_size, m.num_attention_heads
+    mla = m.attention == "mla"
+    proj_input = saved_input_bytes(cfg, 1, cfg.train.flash_attention)
     total = T * h * B / r  # norm input (residual stream)
     if "layernorm" not in drop:
-        total += T * h * B / r  # norm output = QKV input
+        total += T * h * saved_input_bytes(cfg, 2 if mla else 1, False) / r  # norm output = QKV input
     total += T * h * hidden_dropout_mask_bytes(cfg) / r  # attention-output dropout mask
-    if m.attention == "mla":
+    if mla:
         q_lora, kv_lora = m.q_lora_rank or 0, m.kv_lora_rank or 0
         d_qk, d_rope, d_v = m.qk_head_dim or 0, m.qk_rope_head_dim or 0, m.v_head_dim or 0
-        total += T * (2 * q_lora + 2 * kv_lora + d_rope) * B / r  # down-proj outputs and their norms
+        total += T * (q_lora + kv_lora + d_rope) * B / r  # down-proj outputs (the up-proj norms' inputs)
+        total += T * (q_lora + kv_lora) * saved_input_bytes(cfg, 1, False) / r  # their norm outputs
         if "mla_up_proj" not in drop:
             total += T * a * (2 * (d_qk + d_rope) + d_v) * B / t  # q, k, v after up-projection
-        total += T * a * d_v * B / t  # attention output = out-proj input
+        total += T * a * d_v * proj_input / t  # attention output = out-proj input
     else:
         d, g = m.head_size, m.kv_heads
         total += T * (a + 2 * g) * d * B / t  # q, k, v
-        total += T * a * d * B / t  # attention output = out-proj input
+        total += T * a * d * proj_input / t  # attention output = out-proj input
     if cfg.train.flash_attention:
         total += T * a * SOFTMAX_STATS_BYTES / t
     elif "core_attn" not in drop:
@@ -128,10 +168,11 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     return total
 
 
-def _mlp_intermediate(T: float, ffn: int, activation: str, b_c: int, drop_act: bool) -> float:
-    """fc1 output (2F for SwiGLU's gate and up, F otherwise) and activation output F, per token ·B."""
+def _mlp_intermediate(T: float, ffn: int, activation: str, b_c: int, drop_act: bool, fc2_input: int) -> float:
+    """fc1 output (2F for SwiGLU's gate and up, F otherwise) per token ·B (the activation saves it)
+    and activation output F ·``fc2_input`` (saved only by fc2: :func:`saved_input_bytes`)."""
     fc1 = (2 if activation == "swiglu" else 1) * ffn
-    return T * (fc1 + (0 if drop_act else ffn)) * b_c
+    return T * fc1 * b_c + (0 if drop_act else T * ffn * fc2_input)
 
 
 def mlp_block_bytes(cfg: EstimatorConfig, moe: bool, drop: frozenset[str]) -> float:
@@ -141,25 +182,34 @@ def mlp_block_bytes(cfg: EstimatorConfig, moe: bool, drop: frozenset[str]) -> fl
     MoE: router T·E·10/r; routed experts hold T·k tokens /t with permuted input h, fc1 2F_e or
     F_e, activation F_e and un-permuted output h (reference §2.5: not /ep, tokens per rank are
     unchanged on average); shared experts like a dense MLP of width F_s.
+
+    TE-saved tensors take :func:`saved_input_bytes`: the dense norm output (input of the fused
+    ``TELayerNormColumnParallelLinear`` fc1), every activation output (fc2 input), the permuted
+    tokens (``TEGroupedLinear`` fc1 input; the fused permutation keeps only its row map). The MoE
+    norm output is saved by the router in the compute dtype (NVIDIA/Megatron-LM@adc69dba2d
+    megatron/core/transformer/moe/moe_utils.py ``RouterGatingLinearFunction``:
+    ``ctx.save_for_backward(inp, ...)``) and once more by the shared experts' fc1.
     """
     m, sh = cfg.model, _shape(cfg)
     T, B, t, r = sh.tokens, sh.b_c, sh.t, sh.r
     h = m.hidden_size
+    fc2_input = saved_input_bytes(cfg, 1, False)
     total = T * h * B / r + T * h * hidden_dropout_mask_bytes(cfg) / r  # norm input, dropout mask
-    if "layernorm" not in drop:
-        total += T * h * B / r  # norm output = MLP input
+    if "layernorm" not in drop:  # norm output = MLP input
+        shared = 1 if m.shared_ffn_total else 0
+        total += T * h * (saved_input_bytes(cfg, shared, True) if moe else saved_input_bytes(cfg, 1, False)) / r
     if not moe:
         if "mlp" not in drop:
-            total += _mlp_intermediate(T, m.dense_ffn, m.activation, B, False) / t
+            total += _mlp_intermediate(T, m.dense_ffn, m.activation, B, False, fc2_input) / t
         return total
     if "moe" in drop:
         return total
     total += T * m.num_experts * ROUTER_BYTES_PER_EXPERT / r
     routed_tokens = T * m.moe_topk / t
-    total += routed_tokens * 2 * h * B  # permuted input and un-permuted output
-    total += _mlp_intermediate(routed_tokens, m.expert_ffn, m.activation, B, "moe_act" in drop)
+    total += routed_tokens * h * (fc2_input + B)  # permuted input (grouped fc1 input), un-permuted output
+    total += _mlp_intermediate(routed_tokens, m.expert_ffn, m.activation, B, "moe_act" in drop, fc2_input)
     if m.shared_ffn_total and "shared_experts" not in drop:
-        total += _mlp_intermediate(T, m.shared_ffn_total, m.activation, B, "moe_act" in drop) / t
+        total += _mlp_intermediate(T, m.shared_ffn_total, m.activation, B, "moe_act" in drop, fc2_input) / t
     return total
 
 
@@ -188,9 +238,9 @@ def layer_activation_bytes(cfg: EstimatorConfig, index: int, mode: RecomputeMode
     kind = layer_kind(cfg.model, index)
     moe = kind == "moe" or (kind == "mtp" and mtp_is_moe(cfg.model))
     total = attention_block_bytes(cfg, drop) + mlp_block_bytes(cfg, moe, drop)
-    if kind == "mtp":
+    if kind == "mtp":  # concatenated input of the TE column-parallel ``eh_proj``
         sh = _shape(cfg)
-        total += sh.tokens * 2 * cfg.model.hidden_size * sh.b_c / sh.r
+        total += sh.tokens * 2 * cfg.model.hidden_size * saved_input_bytes(cfg, 1, False) / sh.r
     return total
 
 
@@ -220,9 +270,35 @@ def logits_bytes(cfg: EstimatorConfig) -> float:
     """Logits of one micro-batch T·V·B_logits, /t when vocab-parallel, once per loss (1 + MTP).
 
     Reference (MindFormers): compute dtype, not TP-sharded (``shard_output_activ = 1``), the root
-    of the seed's P1 (~2084 MB at TP=1). Megatron: fp32 logits, vocab-parallel (facts §1.2).
+    of the seed's P1 (~2084 MB at TP=1). Megatron: fp32 logits, vocab-parallel (facts §1.2); with
+    Transformer Engine's fused loss (:func:`loss_in_place`) the compute dtype (``resolved_bytes``).
     """
     prof, sh = profile_of(cfg), _shape(cfg)
     shard = sh.t if prof.logits_tp_sharded else 1
     losses = 1 + cfg.model.mtp_layers
     return losses * sh.tokens * cfg.model.vocab * resolved_bytes(cfg).logits / shard
+
+
+def loss_in_place(cfg: EstimatorConfig) -> bool:
+    """True when the loss writes its gradient into the logits: Transformer Engine's fused cross
+    entropy (``train.cross_entropy_fusion: te``).
+
+    NVIDIA/TransformerEngine@v2.11 transformer_engine/pytorch/triton/cross_entropy.py
+    ``cross_entropy_forward``: two Triton kernels read the logits in their own dtype, keep per-row
+    fp32 statistics (3·T/t floats) and store the gradient in the input tensor itself, which
+    ``CrossEntropyFunction`` saves for backward (transformer_engine/pytorch/cross_entropy.py:
+    ``ctx.save_for_backward(grad_input.detach())``); Megatron calls it on the output layer's logits
+    unchanged (NVIDIA/Megatron-LM@23e00ed096 megatron/core/models/common/language_module/
+    language_module.py ``compute_language_model_loss``: ``te_parallel_cross_entropy(logits, ...)``).
+    So no fp32 copy is made and the loss backward allocates no logits-sized gradient. Megatron's
+    ``native`` fusion and the unfused loss cast to fp32 first (``calculate_logits_max``:
+    ``vocab_parallel_logits.float()``) and keep that copy.
+    """
+    return cfg.train.cross_entropy_fusion == "te"
+
+
+def loss_backward_logits_copies(cfg: EstimatorConfig) -> int:
+    """Logits-sized tensors the loss backward allocates at the head (:func:`logits_bytes` each):
+    0 when the loss works in place (:func:`loss_in_place`), else the profile's
+    ``loss_backward_logits_copies`` (Megatron 1, torchtitan 2)."""
+    return 0 if loss_in_place(cfg) else profile_of(cfg).loss_backward_logits_copies

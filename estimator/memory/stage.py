@@ -175,7 +175,7 @@ def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: Rec
 
     The last node of the last chunk is evaluated at μ = 1 without recompute (a fully recomputed
     layer re-materialises its activations); on the stage holding the head the last node is the
-    output layer (with ``Profile.loss_backward_logits_copies`` fp32 logit gradients), plus the last
+    output layer (with ``activation.loss_backward_logits_copies`` logit gradients), plus the last
     MTP layer when there is one. ``zero_bubble_v`` uses the same rule;
     the reference's two-chunk maximum for it is not modelled. ``memo``: layer prices of
     :func:`stage_memory`.
@@ -189,7 +189,7 @@ def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: Rec
     main_layers = [i for i in last_chunk if i < cfg.model.num_layers]
     mtp_layers = [i for i in last_chunk if i >= cfg.model.num_layers]
     if layout.has_head and layout.head_chunk == len(layout.chunks) - 1:
-        extra_copies = profile_of(cfg).loss_backward_logits_copies - 1
+        extra_copies = act.loss_backward_logits_copies(cfg) - 1
         total = sum(head_dynamic_bytes(cfg, 1)) + extra_copies * act.logits_bytes(cfg)
         if mtp_layers:
             total += layer_once(mtp_layers[-1])

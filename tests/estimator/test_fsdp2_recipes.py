@@ -125,14 +125,11 @@ def test_measured_memory_table_median_and_band(measured_dir: Path) -> None:
     assert summary.median_abs_error <= 0.03
 
 
-@pytest.mark.xfail(strict=True, reason="finding: max |error| 8.8 % > 8 % (Megatron CI MoE FP8 peak +8.8 %, SimuMax "
-                                        "DeepSeek-V2 EP8 peak +8.6 %); the MoE allocated_steady rows (-9.2/-8.4/-8.4 % "
-                                        "before) are -3.1 to -3.6 % with the run-long framework allocations "
-                                        "(estimator.memory.framework), which also raise every Megatron peak; "
-                                        "see docs/estimator-accuracy.md")
 def test_measured_memory_table_max_error(measured_dir: Path) -> None:
+    """Issue bar: max |error| <= 8 % over every row but the waived one (was 8.8 % before the TE fused
+    loss and FP8 saved inputs: the SimuMax '_cef' rows and the CI MoE FP8 peak)."""
     summary = summarise(table_errors(measured_dir / "memory_cases.csv"), exclude=[WAIVED])
-    assert summary.max_abs_error <= 0.08
+    assert summary.max_abs_error <= 0.08, summary
 
 
 def test_korthikanti_params_optimizer_counts_the_layers_only(measured_dir: Path) -> None:
