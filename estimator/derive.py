@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from estimator import pipeline_split
 from estimator.arrays import gcd, where
+from estimator.memo import derived
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, ModelConfig
@@ -228,14 +229,38 @@ class StageLayout:
     def has_head(self) -> bool:
         return self.head_chunk is not None
 
+    @cached_property
+    def chunk_tops(self) -> tuple[int, ...]:
+        """The largest layer index of each chunk (−1 for an empty chunk), built once per layout."""
+        return tuple(max(layers) if layers else -1 for layers in self.chunks)
+
     def mtp_chunk(self, num_layers: int) -> int | None:
         """Chunk holding the MTP layers (indices ≥ ``num_layers``), or None."""
-        return next((c for c, layers in enumerate(self.chunks) if any(i >= num_layers for i in layers)), None)
+        return next((c for c, top in enumerate(self.chunk_tops) if top >= num_layers), None)
+
+    @cached_property
+    def _groups(self) -> dict[tuple[object, ...], tuple[tuple[int, int], ...]]:
+        return {}
+
+    def kind_groups(self, model: ModelConfig, chunk: int | None = None) -> tuple[tuple[int, int], ...]:
+        """:func:`layer_kind_groups` of the stage's layers (or of chunk ``chunk``'s), kept on the layout
+        per (chunk, the three model fields :func:`layer_kind` reads)."""
+        key = (chunk, model.num_layers, model.num_dense_layers, model.is_moe)
+        groups = self._groups.get(key)
+        if groups is None:
+            layers = self.layers if chunk is None else self.chunks[chunk]
+            groups = self._groups[key] = tuple(layer_kind_groups(model, layers))
+        return groups
 
 
-def stage_layouts(cfg: EstimatorConfig) -> list[StageLayout]:
+def stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
     """The partition: embedding on the first virtual stage, output head on the last, MTP layers on the
-    last unless Megatron's layout string puts its ``m`` elsewhere (``pipeline_split.mtp_virtual_stage``)."""
+    last unless Megatron's layout string puts its ``m`` elsewhere (``pipeline_split.mtp_virtual_stage``).
+    Built once per config instance (:func:`estimator.memo.derived`; memory and step time share it)."""
+    return derived(cfg, "stage_layouts", lambda: _stage_layouts(cfg))
+
+
+def _stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
     p, vp = cfg.parallel.pp, cfg.parallel.vpp
     counts = layers_per_virtual_stage(cfg)
     chunks: list[list[list[int]]] = [[[] for _ in range(vp)] for _ in range(p)]
@@ -249,7 +274,7 @@ def stage_layouts(cfg: EstimatorConfig) -> list[StageLayout]:
     mtp = range(cfg.model.num_layers, cfg.model.num_layers + cfg.model.mtp_layers)
     mtp_stage, mtp_chunk = virtual_stage_position(cfg, pipeline_split.mtp_virtual_stage(cfg.parallel))
     chunks[mtp_stage][mtp_chunk].extend(mtp)
-    return [
+    return tuple(
         StageLayout(
             stage=s,
             chunks=tuple(tuple(c) for c in chunks[s]),
@@ -257,4 +282,4 @@ def stage_layouts(cfg: EstimatorConfig) -> list[StageLayout]:
             head_chunk=last_chunk if s == last_stage else None,
         )
         for s in range(p)
-    ]
+    )

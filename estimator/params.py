@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.derive import layer_kind, mtp_is_moe
+from estimator.derive import LayerKind, layer_kind, mtp_is_moe
+from estimator.memo import derived
 
 if TYPE_CHECKING:
     from estimator.config import ModelConfig
@@ -116,8 +117,14 @@ def _moe_block(model: ModelConfig) -> tuple[int, int, int]:
 
 
 def layer_params(model: ModelConfig, index: int) -> LayerParams:
-    """Parameters of layer ``index`` (dense, MoE, or MTP = projection 2h·h + 2 norms + a layer)."""
+    """Parameters of layer ``index`` (dense, MoE, or MTP = projection 2h·h + 2 norms + a layer); they
+    depend on the layer's kind only, so they are counted once per (frozen) model instance and kind
+    (:func:`estimator.memo.derived`)."""
     kind = layer_kind(model, index)
+    return derived(model, ("layer_params", kind), lambda: _kind_params(model, kind))
+
+
+def _kind_params(model: ModelConfig, kind: LayerKind) -> LayerParams:
     attn, norms, mla = attention_params(model), norm_params(model), mla_replicated_params(model)
     moe = kind == "moe" or (kind == "mtp" and mtp_is_moe(model))
     if moe:

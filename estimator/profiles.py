@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from estimator.memo import derived
+
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
 
@@ -146,8 +148,12 @@ def resolved_bytes(cfg: EstimatorConfig) -> ResolvedBytes:
     """Byte widths of ``cfg``: precision overrides win over the profile's defaults.
 
     Under ``sapp-nd`` the gradient buffer is 0 bytes without pipeline parallelism (reference
-    §2.1: ``B_g = 4 if p > 1 else 0``).
+    §2.1: ``B_g = 4 if p > 1 else 0``). Resolved once per config instance (:mod:`estimator.memo`).
     """
+    return derived(cfg, "resolved_bytes", lambda: _resolved_bytes(cfg))
+
+
+def _resolved_bytes(cfg: EstimatorConfig) -> ResolvedBytes:
     prof = profile_of(cfg)
     prec = cfg.precision
     params = DTYPE_BYTES[prec.params or prof.params_dtype]

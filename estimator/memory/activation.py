@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator.derive import layer_kind, mtp_is_moe, sequence_shard
+from estimator.memo import derived
 from estimator.memory import sac
 from estimator.profiles import profile_of, resolved_bytes
 
@@ -48,6 +49,11 @@ class _Shape:
 
 
 def _shape(cfg: EstimatorConfig) -> _Shape:
+    """The symbols of the module docstring, read once per config instance (:mod:`estimator.memo`)."""
+    return derived(cfg, "activation_shape", lambda: _read_shape(cfg))
+
+
+def _read_shape(cfg: EstimatorConfig) -> _Shape:
     tr, p = cfg.train, cfg.parallel
     return _Shape(
         tokens=tr.seq_length * tr.micro_batch_size / p.cp,

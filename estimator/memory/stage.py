@@ -234,6 +234,15 @@ def layer_classes(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int
     return [(members[0], len(members)) for members in groups.values()]
 
 
+def chunk_classes(cfg: EstimatorConfig, layout: StageLayout) -> list[Sequence[tuple[int, int]]]:
+    """:func:`layer_classes` of each chunk of ``layout`` (the kind runs kept on the layout, when the
+    class is the kind)."""
+    option = cfg.recompute.selective_ac_option
+    if option is None or not option.isdigit():
+        return [layout.kind_groups(cfg.model, c) for c in range(len(layout.chunks))]
+    return [layer_classes(cfg, layers) for layers in layout.chunks]
+
+
 def scaled_static(s: StaticBreakdown, n: int) -> StaticBreakdown:
     """``n`` layers of static breakdown ``s`` (each field × n)."""
     if n == 1:
@@ -242,27 +251,88 @@ def scaled_static(s: StaticBreakdown, n: int) -> StaticBreakdown:
                              for b in (s.non_expert, s.routed, s.shared)))
 
 
+@dataclass(frozen=True)
+class StageFixed:
+    """What a stage's memory owes to its layers and extras, not to its in-flight micro-batches μ:
+    equal for every stage of one config with the same :func:`stage_signature` (bytes unless named)."""
+
+    groups: tuple[tuple[tuple[int, int, tuple[str, bool]], ...], ...]  # per chunk: (first index, count, class)
+    static: StaticBreakdown  # the layers' static bytes
+    totals: StaticBytes  # + embedding / head (/ MTP embedding)
+    mtp_embedding: bool  # :func:`mtp_embedding_on_stage`
+    backward: float  # :func:`backward_overhead_bytes`
+    grads_mb: float
+    other_mb: float  # FSDP2's unsharded weights + the run-long framework allocations
+    persistent: dict[str, float]  # MiB by name (``memory.framework``)
+    reserve: dict[str, float]  # MiB by name (``memory.fsdp2``)
+
+
+def stage_signature(cfg: EstimatorConfig, layout: StageLayout,
+                    groups: Sequence[Sequence[tuple[int, int]]], mode: RecomputeMode) -> tuple[object, ...]:
+    """What :class:`StageFixed` depends on besides the config: per chunk the classes of its layers in
+    order (the (kind, count) runs: a chunk's layers ascend, so kinds come in runs, dense, moe, mtp;
+    under layer-level SAC every layer's :func:`layer_class`), where the embedding, head and MTP
+    layers sit, and the recompute mode."""
+    m = cfg.model
+    option = cfg.recompute.selective_ac_option
+    if option is not None and option.isdigit():
+        chunks: tuple[object, ...] = tuple(tuple(layer_class(cfg, i) for i in c) for c in layout.chunks)
+    else:
+        chunks = tuple(tuple((layer_kind(m, i), n) for i, n in g) for g in groups)
+    return chunks, layout.embedding_chunk, layout.head_chunk, layout.mtp_chunk(m.num_layers), mode
+
+
+def stage_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
+                groups: Sequence[Sequence[tuple[int, int]]], memo: dict[Any, Any]) -> StageFixed:
+    """The μ-independent part of :func:`stage_memory` (``groups``: :func:`layer_classes` per chunk)."""
+    static = StaticBreakdown()
+    classes = []
+    for chunk_groups in groups:
+        classes.append(tuple((i, n, layer_class(cfg, i)) for i, n in chunk_groups))
+        for i, n, key in classes[-1]:
+            if key not in memo:
+                memo[key] = layer_static(cfg, i)
+            static = static + scaled_static(memo[key], n)
+    mtp_embedding = mtp_embedding_on_stage(cfg, layout)
+    extra = StaticBytes()
+    if layout.has_embedding or mtp_embedding:
+        extra = extra + embedding_static(cfg)
+    if layout.has_head:
+        extra = extra + head_static(cfg)
+    totals = static.total + extra
+    persistent = {k: v / BYTES_PER_MIB for k, v in framework.persistent_bytes(cfg, layout).items()}
+    return StageFixed(
+        groups=tuple(classes), static=static, totals=totals, mtp_embedding=mtp_embedding,
+        backward=backward_overhead_bytes(cfg, layout, mode, memo),
+        grads_mb=(totals.grads if fsdp2.grads_live(cfg) else 0.0) / BYTES_PER_MIB,
+        other_mb=fsdp2.unsharded_live_bytes(cfg, layout) / BYTES_PER_MIB + sum(persistent.values()),
+        persistent=persistent,
+        reserve={k: v / BYTES_PER_MIB for k, v in fsdp2.reserve_terms(cfg, layout, mode).items()},
+    )
+
+
 def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any] | None = None) -> StageMemory:
     """Assemble one stage (sizes in MiB). Layers of one :func:`layer_class` are priced once and
-    multiplied by their count; ``memo`` (shared by the stages of one config) keeps those prices."""
+    multiplied by their count; ``memo`` (shared by the stages of one config) keeps those prices and
+    each :func:`stage_signature`'s :class:`StageFixed`, so stages alike but for μ share it."""
     p = cfg.parallel
     mode = cfg.stage_recompute(layout.stage)
     m_micro = cfg.num_micro_batches
     memo = {} if memo is None else memo
-    static = StaticBreakdown()
+    groups = chunk_classes(cfg, layout)
+    signature = ("fixed", stage_signature(cfg, layout, groups, mode))
+    fixed: StageFixed | None = memo.get(signature)
+    if fixed is None:
+        fixed = memo[signature] = stage_fixed(cfg, layout, mode, groups, memo)
     activations = comm = 0.0
     mus: list[int] = []
-    for chunk, layers in enumerate(layout.chunks):
-        mu = in_flight(
-            p.schedule, p.pp, p.vpp, m_micro, layout.stage, chunk,
-            order=profile_of(cfg).interleaved_order, extra_warmup=int(p.overlap_moe_expert_parallel_comm),
-        )
+    order = profile_of(cfg).interleaved_order
+    mtp_chunk = layout.mtp_chunk(cfg.model.num_layers)
+    for chunk, chunk_groups in enumerate(fixed.groups):
+        mu = in_flight(p.schedule, p.pp, p.vpp, m_micro, layout.stage, chunk, order=order,
+                       extra_warmup=int(p.overlap_moe_expert_parallel_comm))
         mus.append(mu)
-        for i, n in layer_classes(cfg, layers):
-            key = layer_class(cfg, i)
-            if key not in memo:
-                memo[key] = layer_static(cfg, i)
-            static = static + scaled_static(memo[key], n)
+        for i, n, key in chunk_groups:
             layer_act, layer_comm = _layer_dynamic(cfg, memo, i, key, mu, mode)
             activations += layer_act * n
             comm += layer_comm * n
@@ -273,31 +343,25 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
             head_act, head_comm = head_dynamic_bytes(cfg, mu)
             activations += head_act
             comm += head_comm
-        if layout.mtp_chunk(cfg.model.num_layers) == chunk and mtp_embedding_on_stage(cfg, layout):
+        if mtp_chunk == chunk and fixed.mtp_embedding:
             activations += act.embedding_activation_bytes(cfg) * mu
-    extra = StaticBytes()
-    if layout.has_embedding or mtp_embedding_on_stage(cfg, layout):
-        extra = extra + embedding_static(cfg)
-    if layout.has_head:
-        extra = extra + head_static(cfg)
-    totals = static.total + extra
-    bwd = backward_overhead_bytes(cfg, layout, mode, memo)
+    bwd = fixed.backward
     dynamic = activations + comm + bwd
     opts = cfg.options
     on_stage = dynamic > 0  # the buffers count only on a stage with dynamic memory (arrays too: estimator.arrays)
     safety = where(on_stage, opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1), 0.0)
     overhead = where(on_stage, tp_shardable_overhead_mb(cfg) / p.tp, 0.0)
-    persistent = {k: v / BYTES_PER_MIB for k, v in framework.persistent_bytes(cfg, layout).items()}
+    totals = fixed.totals
     components = {
         "params": totals.params / BYTES_PER_MIB,
         "optimizer_states": totals.optimizer_states / BYTES_PER_MIB,
-        "grads": (totals.grads if fsdp2.grads_live(cfg) else 0.0) / BYTES_PER_MIB,
+        "grads": fixed.grads_mb,
         "activations": activations / BYTES_PER_MIB,
         "comm_buffers": comm / BYTES_PER_MIB,
         "backward_overhead": bwd / BYTES_PER_MIB,
         "safety_buffer": safety,
         "tp_shardable_overhead": overhead,
-        "other": fsdp2.unsharded_live_bytes(cfg, layout) / BYTES_PER_MIB + sum(persistent.values()),
+        "other": fixed.other_mb,
     }
     return StageMemory(
         stage=layout.stage,
@@ -305,7 +369,7 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
         layers=layout.layers,
         in_flight=tuple(mus),
         recompute=mode,
-        static_detail=static,
-        reserve={k: v / BYTES_PER_MIB for k, v in fsdp2.reserve_terms(cfg, layout, mode).items()},
-        persistent=persistent,
+        static_detail=fixed.static,
+        reserve=dict(fixed.reserve),
+        persistent=dict(fixed.persistent),
     )

@@ -43,12 +43,16 @@ def apply_coefficients(stages: list[StageCost], coefficients: dict[str, float] |
     ]
 
 
-def schedule_time(schedule: str, stages: list[StageCost], m: int, vpp: int, hidden: Sequence[float]) -> float:
+def schedule_time(schedule: str, stages: list[StageCost], m: int, vpp: int, hidden: Sequence[float],
+                  per_micro_batch: Sequence[float] | None = None) -> float:
     """Pipeline time of per-stage costs under ``schedule`` when stage ``i`` hides ``hidden[i]`` of its
     EP comm in the bubble (seed P3). ZB-V: F = forward compute + half the exposed comm, B = half the
     backward compute + recompute + half the comm, W = half the backward compute (Qi et al. 2024
-    split the backward into equal input- and weight-gradient halves)."""
-    eff = [s.per_micro_batch - h for s, h in zip(stages, hidden, strict=True)]
+    split the backward into equal input- and weight-gradient halves). ``per_micro_batch``: the
+    stages' ``per_micro_batch`` when the caller has them."""
+    if per_micro_batch is None:
+        per_micro_batch = [s.per_micro_batch for s in stages]
+    eff = [s - h for s, h in zip(per_micro_batch, hidden, strict=True)]
     if schedule == "interleaved":
         return pipeline.interleaved_time(eff, m, vpp)
     if schedule == "zero_bubble_v":
@@ -64,9 +68,18 @@ def _hidden_ep(s: StageCost, ratio: float) -> float:
     """EP time stage ``s`` hides in the bubble (seed P3): ``ratio·ep_comm`` on stages with ep > 1
     (:func:`pipeline.ep_overlapped_stage_time`); with a host launch bound only the part the pass
     time really loses, ``s_i − Σ_pass max(device_p − ratio·ep_p, host_p)`` (a host-bound pass keeps
-    its length, so ``s_i − hidden`` never falls as EP comm grows)."""
+    its length, so ``s_i − hidden`` never falls as EP comm grows). Kept in the record's
+    :attr:`StageCost.derived` (shared with its relabelled copies)."""
     if not ratio:
         return 0.0
+    key = ("hidden_ep", ratio)
+    hit = s.derived.get(key)
+    if hit is None:
+        hit = s.derived[key] = _hidden_ep_of(s, ratio)
+    return hit
+
+
+def _hidden_ep_of(s: StageCost, ratio: float) -> float:
     plain = s.per_micro_batch - pipeline.ep_overlapped_stage_time(s.per_micro_batch, s.ep_comm, ratio, s.ep)
     if not s.has_host_term:
         return plain
@@ -85,8 +98,9 @@ def assemble(
     """
     m = num_micro_batches
     hidden = [_hidden_ep(s, ratio) for s in stages]
+    per_mb = [s.per_micro_batch for s in stages]
     st = pipeline.step_time(
-        lambda h: schedule_time(schedule, stages, m, vpp, h), hidden, [s.per_micro_batch for s in stages], m,
+        lambda h: schedule_time(schedule, stages, m, vpp, h, per_mb), hidden, per_mb, m,
         [s.dp_comm + s.optimizer for s in stages],
     )
     k = st.straggler_stage
@@ -95,7 +109,8 @@ def assemble(
         optimizer, dp_comm = pick(k, [s.optimizer for s in stages]), pick(k, [s.dp_comm for s in stages])
     else:
         strag = stages[k]
-        perf = {name: m * strag.part(name) for name in MB_PARTS}
+        parts = strag.parts()
+        perf = {name: m * parts[name] for name in MB_PARTS}
         optimizer, dp_comm = strag.optimizer, strag.dp_comm
     perf["BW_COMPUTE"] += optimizer  # the per-step optimizer step (operator roofline; 0 otherwise)
     perf["DP_COMM"] = dp_comm

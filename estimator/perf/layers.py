@@ -149,6 +149,11 @@ def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int,
     return derive.layer_kind_groups(cfg.model, layers)
 
 
+def stage_groups(cfg: EstimatorConfig, layout: derive.StageLayout) -> Sequence[tuple[int, int]]:
+    """:func:`layer_groups` of a stage's layers, kept on the layout (:meth:`derive.StageLayout.kind_groups`)."""
+    return layout.kind_groups(cfg.model)
+
+
 def cp_layer_collectives(m: ModelConfig, ctx: Ctx, local_tokens: float, cp_dim: str) -> list[comm.Collective]:
     """Forward CP collectives of one layer per micro-batch on one rank: the ring's K/V blocks
     (:func:`comm.cp_ring_layer_collectives`, ``cp_dim`` ``cp``) or Ulysses' four all-to-alls

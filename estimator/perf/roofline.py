@@ -27,7 +27,7 @@ import numpy as np
 from estimator import derive
 from estimator.arrays import ARRAY, is_array, maximum, unique_rows, where
 from estimator.perf import operators as ops_
-from estimator.perf.layers import is_moe_layer, layer_groups
+from estimator.perf.layers import is_moe_layer, stage_groups
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
@@ -293,7 +293,7 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, o
     mode = cfg.stage_recompute(layout.stage)
     modules = frozenset(cfg.recompute.modules) or frozenset({"core_attn"})
     groups: list[tuple[GroupSeconds, float]] = []
-    for index, n in layer_groups(cfg, layout.layers):
+    for index, n in stage_groups(cfg, layout):
         key = (derive.layer_kind(cfg.model, index), mode)
         if key not in memo:
             memo[key] = _layer_seconds(cfg, dims, index, mode, modules, eff, peak, derate)

@@ -140,10 +140,21 @@ class StageCost:
     def part(self, name: str) -> float:
         """Per-micro-batch value of a PerfParts name (DP_COMM: per step); compute parts include the
         pass's exposed host time."""
+        return self.parts()[name]
+
+    def parts(self) -> dict[str, float]:
+        """:meth:`part` of every PerfParts name it knows."""
         return {
             "FW_COMPUTE": self.fw_time, "BW_COMPUTE": self.bw_time, "RECOMPUTE": self.rec_time,
             "MP_COMM": self.mp_comm, "EP_COMM": self.ep_comm, "CP_COMM": self.cp_comm, "DP_COMM": self.dp_comm,
-        }[name]
+        }
+
+    @cached_property
+    def derived(self) -> dict[object, Any]:
+        """Values derived from the record's numbers by their users (e.g. the EP time it hides in the
+        bubble at a ratio, :mod:`estimator.perf.assembly`), computed once: :func:`relabelled` copies
+        share it (their numbers are the same), :func:`dataclasses.replace` starts a new one."""
+        return {}
 
 
 def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
@@ -172,7 +183,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     full = mode == "full"
     calls = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim)}
     launches = kernels.PassKernels(0.0, 0.0, 0.0)
-    for index, n in layers.layer_groups(cfg, layout.layers):
+    for index, n in layers.stage_groups(cfg, layout):
         kind_key = (derive.layer_kind(m, index), mode)
         if ("flops", kind_key) not in memo:
             memo["flops", kind_key] = layers.layer_cost(cfg, ctx, index, layout.stage)
@@ -243,7 +254,7 @@ def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> 
     """
     m = cfg.model
     dense = routed = 0.0
-    for index, n in layers.layer_groups(cfg, layout.layers):
+    for index, n in layers.stage_groups(cfg, layout):
         lp = params.layer_params(m, index)
         dense += n * (lp.held_non_expert(ctx.tp) + lp.shared / ctx.tp)
         routed += n * lp.routed / (derive.layer_ep(cfg, index) * ctx.t_exp) if lp.routed else 0.0
@@ -297,7 +308,7 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
     seen: dict[tuple[object, ...], StageCost] = {}
     memo: dict[object, Any] = {}  # per-kind layer prices shared by the stages
     for layout in derive.stage_layouts(cfg):
-        kinds = tuple(sorted((derive.layer_kind(cfg.model, i), n) for i, n in layers.layer_groups(cfg, layout.layers)))
+        kinds = tuple(sorted((derive.layer_kind(cfg.model, i), n) for i, n in layers.stage_groups(cfg, layout)))
         key = (kinds, layout.has_embedding, layout.has_head, cfg.stage_recompute(layout.stage))
         if key not in seen:
             seen[key] = stage_cost(cfg, ctx, layout, memo)
@@ -310,6 +321,7 @@ def relabelled(cost: StageCost, stage: int) -> StageCost:
     """``cost`` for another stage with the same layers: every value, and the derived values already
     computed (none depends on ``stage``), kept; only ``stage`` differs. (``dataclasses.replace``
     would rebuild the record and derive everything again.)"""
+    cost.derived  # created before the copy, so the copy shares it  # noqa: B018
     out = copy.copy(cost)
     object.__setattr__(out, "stage", stage)
     return out

@@ -1,0 +1,106 @@
+"""The scalar path's caches (``estimator.memo``, the per-stage ``StageFixed`` of ``memory.stage``, the
+per-kind layer parameters) never answer for another config: two configs that differ in one field
+give the results of an uncached run, whatever was priced before them, and the store stays bounded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import estimator
+from estimator import memo
+from estimator.derive import stage_layouts
+from estimator.memory.stage import stage_memory
+from estimator.params import layer_params
+from estimator.profiles import resolved_bytes
+
+EXAMPLES = Path(estimator.__file__).resolve().parent / "examples"
+
+
+def _numbers(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
+    mem, perf = estimator.estimate_memory(cfg), estimator.estimate_perf(cfg)
+    return tuple(s.to_dict()["components"].items() for s in mem.stages), tuple(perf.real_parts.items())
+
+
+def _uncached(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
+    memo.clear()
+    return _numbers(cfg)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("recompute.mode", "selective"), ("train.seq_length", 8192), ("train.num_micro_batches", 32),
+    ("parallel.distributed_optimizer", False), ("precision.params", "fp32"), ("profile", "fsdp2"),
+    ("profile", "sapp-nd"), ("train.gradient_accumulation_fusion", False), ("model.moe_topk", 4),
+    ("model.num_dense_layers", 1), ("parallel.layers_per_stage", [4] * 15 + [1]),
+])
+def test_one_field_apart_gives_the_uncached_numbers(field: str, value: object) -> None:
+    base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
+    other = estimator.load_config(base, {field: value})
+    expected = _uncached(other)
+    memo.clear()
+    first = _numbers(base)  # warm every cache on the base config, then price the other one
+    assert _numbers(other) == expected
+    assert expected != first
+    assert _numbers(base) == first
+
+
+def test_model_copy_is_a_new_instance_for_the_caches() -> None:
+    base = estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml")
+    copied = base.model_copy(update={"train": base.train.model_copy(update={"micro_batch_size": 2})})
+    expected = _uncached(estimator.load_config(base, {"train.micro_batch_size": 2}))
+    memo.clear()
+    _numbers(base)
+    assert _numbers(copied) == expected
+
+
+def test_two_models_one_field_apart_have_their_own_layer_params() -> None:
+    base = estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml")
+    wider = estimator.load_config(base, {"model.ffn_hidden_size": base.model.dense_ffn * 2})
+    narrow, wide = layer_params(base.model, 0), layer_params(wider.model, 0)
+    assert wide.non_expert > narrow.non_expert
+    memo.clear()
+    assert layer_params(wider.model, 0) == wide and layer_params(base.model, 0) == narrow
+
+
+def test_derived_values_follow_the_instance() -> None:
+    base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
+    fp32 = estimator.load_config(base, {"precision.params": "fp32"})
+    deeper = estimator.load_config(base, {"parallel.pp": 8, "parallel.dp": 256,
+                                          "parallel.layers_per_stage": [7] + [8] * 6 + [6]})
+    assert resolved_bytes(base).params == 2 and resolved_bytes(fp32).params == 4
+    assert len(stage_layouts(base)) == base.parallel.pp and len(stage_layouts(deeper)) == 8
+
+
+def test_store_is_bounded_and_holds_its_instances() -> None:
+    memo.clear()
+    base = estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml")
+    cfgs = [estimator.load_config(base, {"train.seq_length": 1024 * (1 + k % 4)}) for k in range(memo.MAX_CONFIGS + 9)]
+    for cfg in cfgs:
+        resolved_bytes(cfg)
+        assert len(memo._ENTRIES) <= memo.MAX_CONFIGS
+    entry = memo._ENTRIES[id(cfgs[-1])]
+    assert entry[0] is cfgs[-1]  # the entry keeps its instance alive, so its id cannot be reused
+
+
+@pytest.mark.parametrize("name, overrides", [
+    ("deepseek-v3-671b-h100.yaml", {"recompute.mode": "selective"}),
+    ("deepseek-v3-671b-h100.yaml", {"parallel.pp": 8, "parallel.vpp": 2, "parallel.schedule": "interleaved",
+                                    "parallel.dp": 256, "parallel.layers_per_stage": [4] * 15 + [1],
+                                    "profile": "sapp-nd"}),
+    ("llama3-8b-h100.yaml", {"parallel.pp": 4, "parallel.dp": 1}),  # two middle stages and the head's alike
+    ("llama3-8b-h100.yaml", {"profile": "fsdp2", "parallel.pp": 4, "parallel.dp": 1, "recompute.mode": "selective",
+                             "recompute.modules": [], "recompute.selective_ac_option": "3"}),
+])
+def test_stages_sharing_a_signature_equal_their_own_pricing(name: str, overrides: dict[str, Any]) -> None:
+    """Stages priced with one shared memo (their μ-independent part reused by signature) equal each
+    stage priced alone with an empty memo."""
+    cfg = estimator.load_config(EXAMPLES / name, overrides)
+    layouts = stage_layouts(cfg)
+    shared: dict[Any, Any] = {}
+    together = [stage_memory(cfg, layout, shared).to_dict() for layout in layouts]
+    alone = [stage_memory(cfg, layout, {}).to_dict() for layout in layouts]
+    assert together == alone
+    assert len({repr(s["components"]) for s in together}) > 1  # the stages differ (μ, extras)
