@@ -457,7 +457,7 @@ static PyObject *tok_str(const Tok *t) {
             *o++ = e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e;
             continue;
         }
-        unsigned u, lo;
+        unsigned u = 0, lo = 0xDC00;
         hex4(p, end, &u);  /* validated by scan_string */
         p += 4;
         if (u >= 0xD800 && u <= 0xDBFF) {

@@ -6,8 +6,9 @@ Layouts: a bare JSON array of events (Ascend ``trace_view.json``) or an object w
 array (:attr:`EventFramer.top`), so no extra pass over the file is needed for metadata.
 
 Fast path: the decompressed bytes are read in chunks of :data:`CHUNK_BYTES`; the last ``},`` of the
-buffer is a candidate boundary between two events and the text up to it is decoded as one array by
-``msgspec`` (:func:`decode.decode_chunk`). A wrong candidate (inside a string or a nested object)
+buffer is a candidate boundary between two events and the text up to it is decoded as one array: a
+Kineto chunk by the native scanner (:func:`native.scan_chunk`, when built) into columns, any other
+chunk, or one the scanner refuses, by ``msgspec`` (:func:`decode.decode_chunk`). A wrong candidate (inside a string or a nested object)
 cannot decode, so a chunk that decodes is framed right. Slow path, for a chunk that does not decode
 or at the end of the file: the exact streaming scanner (``framing.Scanner``) delimits every event,
 which is then decoded alone (:func:`decode.decode_one`); an event over a budget (``budgets.Budgets``)

@@ -3,7 +3,8 @@
 The file's bytes are framed into chunks of events (:mod:`analyzer.ingest.chunks`: gzip decompressed
 in a separate thread, top-level metadata read in the same pass) and each chunk is decoded by
 ``msgspec`` into structs holding only the needed fields (:mod:`analyzer.ingest.decode`), then turned
-into typed columns: numbers in ``array`` buffers, and the strings (pid, tid, name, cat, task type,
+into typed columns (a Kineto chunk scanned by the C extension comes as columns already:
+:mod:`analyzer.ingest.native`, the same values; ``RawTrace.decoder`` says which path ran): numbers in ``array`` buffers, and the strings (pid, tid, name, cat, task type,
 aux) as one **signature id** (int32) into a table of distinct signatures, so an event costs 36 bytes
 once read; no Python object outlives its chunk. Classification runs once per signature
 (``events.build_table``). An event budget (:class:`~analyzer.ingest.thinning.Thinning`) bounds the

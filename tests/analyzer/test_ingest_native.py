@@ -71,6 +71,11 @@ NATIVE_CASES: list[tuple[str, list[str]]] = [
     ("other phases", ['{"ph": "s", "id": 1, "pid": 1.5, "name": [1], "ts": "x"}', '{"ph": "f", "args": [1]}',
                       '{"ph": "i", "s": "t", "name": "mark"}']),
     ("negative and bad durations", [_x(dur="-1"), _x(dur="-0"), _x(dur="-0.0"), _x(dur="0")]),
+    ("float edges", [_x(dur="1e-400"), _x(dur="5e-324"), _x(dur="2.2250738585072011e-308"),
+                     _x(args='{"bytes": 1.7976931348623158e308}'), _x(args='{"bytes": 9007199254740993}'),
+                     _x(dur="0.1000000000000000055511151231257827021181583404541015625"),
+                     _x(ts="0.99999999999999999999"), _x(ts='"-0.000"')]),
+    ("equal keys spelled apart", [_x(pid="-0", tid="-0"), _x(pid="0", tid="0"), _x(name=r'"\u006b"')]),
     ("compact", ['{"ph":"X","name":"c","pid":2,"tid":2,"ts":1700000000000005,"dur":1,"args":{"correlation":3}}']),
 ]
 
@@ -90,6 +95,7 @@ REFUSED_CASES: list[tuple[str, list[str]]] = [
     ("escaped key", ['{"ph": "X", "n\\u0061me": "k", "pid": 1, "tid": 1, "ts": 1700000000000000, "dur": 1}']),
     ("null collective name", [_x(args='{"Collective name": null}')]),
     ("dur out of range", [_x(dur="1e400")]),
+    ("bytes out of range", [_x(args='{"bytes": 1.7976931348623159e308}')]),
     ("lone surrogate", [_x(name=r'"\ud800"')]),
     ("bool ts", [_x(ts="true")]),
     ("ts text with blanks", [_x(ts='" 1700000000000000.5"')]),
