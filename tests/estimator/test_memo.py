@@ -122,7 +122,7 @@ def test_overridden_sections_are_reused_only_for_the_same_section_and_values() -
     smaller = estimator.load_config(data_copy, {"hardware.devices": 16, "parallel.dp": 4})
     assert smaller.hardware.hbm_gib == 40.0 and smaller.hardware is not first.hardware
     for _ in range(2):  # a failing override is never kept
-        with pytest.raises(estimator.ConfigError, match="hardware.devices"):
+        with pytest.raises(estimator.ConfigError, match=r"hardware\.devices"):
             estimator.load_config(data, {"hardware.devices": 0})
     with pytest.raises(estimator.ConfigError, match="world size"):  # the cross-field rules still run
         estimator.load_config(data, {"hardware.devices": 16})
