@@ -5,14 +5,19 @@ The baseline's ``estimator``/``ndcore`` packages are exported with ``git archive
 folder; each side is timed in its own subprocess, alternately, ``--rounds`` times, on the same
 configs (the bundled examples and the layouts of a search space over each; the config dicts are
 built before timing). Prints estimates/s of both and the ratio (median over rounds). Not a test.
+``--instructions`` counts instead the CPU instructions per estimate of each side under valgrind's
+callgrind (a run with the estimates minus one without, divided by their number): slow (minutes), but
+the same on a loaded machine.
 
-    .venv/bin/python benchmarks/bench_scalar.py [--baseline b1f4e33] [--rounds 3]
+    .venv/bin/python benchmarks/bench_scalar.py [--baseline b1f4e33] [--rounds 3] [--instructions]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,8 +42,9 @@ SPACES: dict[str, tuple[int, dict[str, tuple[Any, ...]]]] = {
 }
 
 
-def worker(src: str, repeat: int) -> dict[str, Any]:
-    """Time the estimates with the ``estimator`` package found in ``src`` (run in a subprocess)."""
+def worker(src: str, repeat: int, only: str | None = None) -> dict[str, Any]:
+    """Time the estimates with the ``estimator`` package found in ``src`` (run in a subprocess); with
+    ``only``, that example's jobs alone, returning their number."""
     sys.path.insert(0, src)
     import estimator
     from estimator.search.evaluate import search_base
@@ -46,6 +52,8 @@ def worker(src: str, repeat: int) -> dict[str, Any]:
 
     jobs: list[tuple[str, Any, Any]] = []
     for name, (devices, space) in SPACES.items():
+        if only not in (None, name):
+            continue
         base = estimator.load_config(ROOT / "estimator" / "examples" / name)
         data = search_base(base, space)
         jobs.append((name, base.model_dump(mode="python"), None))
@@ -67,6 +75,8 @@ def worker(src: str, repeat: int) -> dict[str, Any]:
             estimator.estimate_perf(cfg)
             times[name] += time.process_time() - start
             counts[name] += 1
+    if only is not None:
+        return {"jobs": sum(job[0] == only for job in valid)}
     return {name: counts[name] / times[name] for name in SPACES}
 
 
@@ -86,18 +96,43 @@ def _run(src: Path, repeat: int) -> dict[str, float]:
     return result
 
 
+def instructions(src: Path, name: str) -> float:
+    """CPU instructions per estimate of ``name``'s jobs with the package in ``src`` (callgrind)."""
+    counts = []
+    for repeat in (0, 1):
+        run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                              __file__, "--worker", str(src), "--repeat", str(repeat), "--only", name],
+                             capture_output=True, text=True, check=True)
+        found = re.search(r"Collected : (\d+)", run.stderr)
+        assert found, run.stderr[-2000:]
+        counts.append(int(found.group(1)))
+    jobs = json.loads(run.stdout.strip().splitlines()[-1])["jobs"]
+    return (counts[1] - counts[0]) / jobs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", default=DEFAULT_BASELINE)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--worker")
+    ap.add_argument("--only")
+    ap.add_argument("--instructions", action="store_true", help="count instructions (valgrind) instead of timing")
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.repeat)))
+        print(json.dumps(worker(args.worker, args.repeat, args.only)))
         return 0
+    if args.instructions and not shutil.which("valgrind"):
+        print("--instructions needs valgrind on PATH", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as tmp:
         _export(args.baseline, Path(tmp))
+        if args.instructions:
+            for name in SPACES:
+                old, new = instructions(Path(tmp), name), instructions(ROOT, name)
+                print(f"{name}: baseline {args.baseline} {old / 1e6:.2f}M instructions/estimate, this tree "
+                      f"{new / 1e6:.2f}M; ratio {old / new:.2f}x (callgrind)")
+            return 0
         rounds = [(_run(Path(tmp), args.repeat), _run(ROOT, args.repeat)) for _ in range(args.rounds)]
     for name in SPACES:
         old, new = (max(r[side][name] for r in rounds) for side in (0, 1))

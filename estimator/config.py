@@ -148,22 +148,71 @@ def load_config(
         file = str(path)
         data, lines = read_yaml(path)
         base_dir = base_dir or path.parent
+    reused: dict[str, tuple[tuple[object, ...], object]] = {}
     try:
-        data, ref = resolve_model_ref(data, Path(base_dir) if base_dir else Path.cwd())
+        data, ref = resolve_model_ref(data, Path(base_dir) if base_dir else None)
         if overrides:
-            data = apply_overrides(data, overrides)
+            pairs = [parse_override(o) for o in overrides] if isinstance(overrides, list) else list(overrides.items())
+            reused = _overridden_sections(data, pairs)
+            hits = {name: hit[1] for name, (key, section) in reused.items()
+                    if (hit := _OVERRIDDEN.get(key)) is not None and hit[0] is section}
+            rest = overrides
+            if hits:  # a reused section is the instance validated before; the other overrides apply as usual
+                data, rest = {**data, **hits}, _without_sections(overrides, pairs, set(hits))
+            data = apply_overrides(data, rest)
     except ConfigError as exc:
         raise exc.with_location(file, None) from None
     try:
-        return EstimatorConfig.model_validate(data, context=None if cross_fields else {SKIP_CROSS_FIELDS: True})
+        cfg = EstimatorConfig.model_validate(data, context=None if cross_fields else {SKIP_CROSS_FIELDS: True})
     except ValidationError as exc:
         err = _to_config_error(exc, file, lines)
+    else:
+        if len(_OVERRIDDEN) + len(reused) > _OVERRIDDEN_MAX:
+            _OVERRIDDEN.clear()
+        _OVERRIDDEN.update({key: (section, getattr(cfg, name)) for name, (key, section) in reused.items()})
+        return cfg
     if ref is not None and err.field.startswith("model.") and err.field.split(".")[1] in ref.keys:
         err = ConfigError(err.field, err.rule, file=ref.file, line=line_for(err.field, ref.lines), hint=err.hint)
     if overrides and err.field in _override_keys(overrides):
         hint = "; ".join(h for h in (err.hint, "value set by an override") if h)
         err = ConfigError(err.field, err.rule, file=err.file, hint=hint)
     raise err
+
+
+#: a validated section with overrides applied, from an earlier load: (id of the section instance, its
+#: overrides with their types) -> (that instance, the validated result); the entry holds the instance,
+#: so its id cannot be reused while cached (sections are frozen)
+_OVERRIDDEN: dict[tuple[object, ...], tuple[object, object]] = {}
+_OVERRIDDEN_MAX = 256
+#: override values a cache key may hold (hashable, and compared with their type: 1, 1.0 and True differ)
+_SCALARS = (int, float, str, bool, type(None))
+
+
+def _overridden_sections(data: Mapping[str, Any], pairs: list[tuple[str, Any]],
+                         ) -> dict[str, tuple[tuple[object, ...], object]]:
+    """The cache key of each section ``data`` holds as a validated instance that ``overrides`` change
+    field by field (scalar values only): a sweep sets the same few fields of the same base sections
+    again and again (e.g. ``hardware.devices``), and the validated result is the same section. The
+    first load validates it as usual; later ones reuse that instance (validation would rebuild an
+    equal one)."""
+    fields: dict[str, list[tuple[str, type, Any]]] = {}
+    whole: set[str] = set()
+    for key, value in pairs:
+        name, _, rest = key.partition(".")
+        if not rest or "." in rest or type(value) not in _SCALARS:
+            whole.add(name)
+        elif isinstance(data.get(name), StrictSection | HardwareSpec):
+            fields.setdefault(name, []).append((rest, type(value), value))
+    return {name: ((id(data[name]), tuple(items)), data[name]) for name, items in fields.items() if name not in whole}
+
+
+def _without_sections(overrides: Mapping[str, Any] | list[str], pairs: list[tuple[str, Any]],
+                      sections: set[str]) -> Mapping[str, Any] | list[str]:
+    """``overrides`` (in their own form and order) less those inside ``sections`` (``pairs``: them parsed)."""
+    keep = [key.partition(".")[0] not in sections for key, _ in pairs]
+    if isinstance(overrides, list):
+        return [o for o, k in zip(overrides, keep, strict=True) if k]
+    return {key: value for (key, value), k in zip(pairs, keep, strict=True) if k}
 
 
 def _override_keys(overrides: Mapping[str, Any] | list[str]) -> set[str]:

@@ -39,6 +39,9 @@ MAX_MTP_LAYERS = 1024
 
 def in_int_range(value: Any) -> Any:
     """Reject ints beyond ±MAX_INT anywhere inside ``value`` (lists and mappings walked)."""
+    kind = type(value)
+    if (kind is int and -MAX_INT <= value <= MAX_INT) or kind is float or kind is str or kind is bool or value is None:
+        return value  # the common leaves, decided at once (the checks below give the same answer)
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
         raise ValueError(f"must be at most 2**53 in magnitude; got {value:.3e}")
     if isinstance(value, dict):

@@ -57,11 +57,13 @@ class RefSource:
     keys: frozenset[str]  # model keys taken from the file (not overridden beside ``ref``)
 
 
-def resolve_model_ref(data: dict[str, Any], base_dir: Path) -> tuple[dict[str, Any], RefSource | None]:
-    """Replace ``model: {ref: path, ...}`` by the referenced model merged with the keys beside ``ref``."""
+def resolve_model_ref(data: dict[str, Any], base_dir: Path | None) -> tuple[dict[str, Any], RefSource | None]:
+    """Replace ``model: {ref: path, ...}`` by the referenced model merged with the keys beside ``ref``
+    (looked up in ``base_dir``, or the working directory when None)."""
     model = data.get("model")
     if not isinstance(model, dict) or "ref" not in model:
         return data, None
+    base_dir = Path.cwd() if base_dir is None else base_dir
     ref = str(model["ref"])
     candidates = [base_dir / ref, BUNDLED_CASES_DIR / ref]
     path = next((c for c in candidates if c.is_file()), None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from estimator import pipeline_split
 from estimator.arrays import gcd, where
@@ -239,17 +239,21 @@ class StageLayout:
         return next((c for c, top in enumerate(self.chunk_tops) if top >= num_layers), None)
 
     @cached_property
-    def _groups(self) -> dict[tuple[object, ...], tuple[tuple[int, int], ...]]:
-        return {}
+    def _groups(self) -> list[object]:
+        return [None, {}]  # [the model they are for (held), {chunk: kind runs}]
 
     def kind_groups(self, model: ModelConfig, chunk: int | None = None) -> tuple[tuple[int, int], ...]:
         """:func:`layer_kind_groups` of the stage's layers (or of chunk ``chunk``'s), kept on the layout
-        per (chunk, the three model fields :func:`layer_kind` reads)."""
-        key = (chunk, model.num_layers, model.num_dense_layers, model.is_moe)
-        groups = self._groups.get(key)
+        for the last model instance asked about (held, so compared by identity; a layout belongs to
+        one config, so one model in practice)."""
+        holder = self._groups
+        if holder[0] is not model:
+            holder[:] = [model, {}]
+        kept = cast("dict[int | None, tuple[tuple[int, int], ...]]", holder[1])
+        groups = kept.get(chunk)
         if groups is None:
             layers = self.layers if chunk is None else self.chunks[chunk]
-            groups = self._groups[key] = tuple(layer_kind_groups(model, layers))
+            groups = kept[chunk] = tuple(layer_kind_groups(model, layers))
         return groups
 
 

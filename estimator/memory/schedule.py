@@ -7,6 +7,7 @@ stages, vp chunks per stage, m micro-batches and ``base = min(p, m)``.
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 from estimator.arrays import maximum, minimum
@@ -83,7 +84,13 @@ def in_flight_megatron_interleaved(pp: int, vpp: int, m: int, stage: int, chunk:
     size (MTP layers on the last chunk, an explicit ``layers_per_stage`` layout).
     """
     n = min(megatron_interleaved_warmup(pp, vpp, m, stage, extra) + 1, m * vpp)
-    return max(1, megatron_forward_chunks(pp, vpp, m)[:n].count(chunk))
+    return max(1, _forward_chunks(pp, vpp, m)[:n].count(chunk))
+
+
+@functools.lru_cache(maxsize=1024)
+def _forward_chunks(pp: int, vpp: int, m: int) -> tuple[int, ...]:
+    """:func:`megatron_forward_chunks`, built once per (p, vp, m) (every stage and chunk reads it)."""
+    return tuple(megatron_forward_chunks(pp, vpp, m))
 
 
 def in_flight_zero_bubble_v(pp: int, m: int, stage: int, chunk: int) -> int:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from estimator import derive
 from estimator.arrays import as_float
 from estimator.errors import ConfigError
+from estimator.memo import derived
 from estimator.perf import comm, compute, network
 from estimator.profiles import DTYPE_BYTES, host_launch_cost_s, profile_of
 
@@ -77,7 +78,7 @@ def context(cfg: EstimatorConfig) -> Ctx:
         b_param=DTYPE_BYTES[cfg.precision.params or prof.params_dtype],
         b_grad=DTYPE_BYTES[cfg.precision.grads or prof.grads_dtype],
         peak_flops=peak * 1e12 * cfg.options.compute_efficiency,
-        levels=tuple(cfg.hardware.levels),
+        levels=derived(cfg.hardware, "levels", lambda: tuple(cfg.hardware.levels)),  # one tuple per (frozen) hardware
         score=cfg.options.perf_mode == "score",
         comm_weight=reference_comm_weight(m.hidden_size, ffn, cfg.train.seq_length),
         tokens_per_expert=load,
@@ -110,6 +111,10 @@ def _tokens_per_expert(cfg: EstimatorConfig) -> tuple[float, ...] | None:
     return tuple(float(x) for x in load)
 
 
+#: the option holding each dimension's comm overlap
+_OVERLAP = {"tp": "tp_comm_overlap", "ep": "ep_comm_overlap", "cp": "cp_comm_overlap", "dp": "dp_comm_overlap"}
+
+
 def comm_value(cfg: EstimatorConfig, ctx: Ctx, cs: list[comm.Collective], stride: int, dim: str) -> float:
     """Seconds (time mode) or bytes·comm_w (score mode, and EP when not converted — P4)."""
     o = cfg.options
@@ -118,8 +123,7 @@ def comm_value(cfg: EstimatorConfig, ctx: Ctx, cs: list[comm.Collective], stride
         value = sum(comm.wire_bytes(c) for c in cs) * (ctx.comm_weight if ctx.score else 1.0)
     else:
         value = network.collectives_time_s(cs, stride, ctx.levels)
-    overlap = {"tp": o.tp_comm_overlap, "ep": o.ep_comm_overlap, "cp": o.cp_comm_overlap, "dp": o.dp_comm_overlap}
-    value = network.exposed_s(value, overlap[dim])
+    value = network.exposed_s(value, getattr(o, _OVERLAP[dim]))
     if dim == "tp" and o.tp_comm_half_hack:
         value = value / 2.0
     if dim == "dp" and o.dp_comm_zero_hack:

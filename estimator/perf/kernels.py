@@ -198,6 +198,7 @@ def layer_pass_kernels(shape: LayerShape, recompute: str, modules: frozenset[str
     return PassKernels(fw, backward_kernels(ops), float(rec))
 
 
+@functools.lru_cache(maxsize=4)
 def embedding_pass_kernels(learned_position: bool) -> PassKernels:
     """First stage, per micro-batch: word lookup (+ position lookup and add) + dropout (pointwise)."""
     ops = Counter({"POINTWISE": 2 + (2 if learned_position else 0)})
@@ -209,8 +210,13 @@ def head_pass_kernels(tp: int) -> PassKernels:
     (+ 3 all-reduces when ``tp > 1``; an array of layouts: per distinct tp)."""
     if type(tp) is ARRAY:
         return PassKernels(*per_unique(lambda t: _as_tuple(head_pass_kernels(t)), tp))
+    return _head_pass_kernels(bool(tp > 1))
+
+
+@functools.lru_cache(maxsize=2)
+def _head_pass_kernels(tp_collectives: bool) -> PassKernels:
     ops = Counter({"NORM": 1, "GEMM": 1, "CROSS_ENTROPY": 1})
-    if tp > 1:
+    if tp_collectives:
         ops["COLLECTIVE"] += 3
     return PassKernels(forward_kernels(ops), backward_kernels(ops), 0.0)
 

@@ -196,10 +196,11 @@ def collective_time_s(c: Collective, stride: int, levels: Sequence[LevelLike]) -
         return c.count * call_time_s(c.kind, c.size_bytes, c.group_size, stride, levels)
     key = (c.kind, c.size_bytes, c.group_size, stride, *map(id, levels))
     hit = _CALL_S.get(key)
-    if hit is None or any(a is not b for a, b in zip(hit[0], levels, strict=True)):
+    if hit is None or (hit[0] is not levels and any(a is not b for a, b in zip(hit[0], levels, strict=True))):
         if len(_CALL_S) >= _CALL_S_MAX:
             _CALL_S.clear()
-        hit = _CALL_S[key] = (tuple(levels), call_time_s(c.kind, c.size_bytes, c.group_size, stride, levels))
+        hit = _CALL_S[key] = (levels if type(levels) is tuple else tuple(levels),
+                              call_time_s(c.kind, c.size_bytes, c.group_size, stride, levels))
     return c.count * hit[1]
 
 

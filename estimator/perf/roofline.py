@@ -279,7 +279,7 @@ def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
 
 
 def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, optimizer_ops: list[ops_.Op],
-                   memo: dict[object, GroupSeconds] | None = None) -> StageRoofline:
+                   memo: dict[object, Any] | None = None) -> StageRoofline:
     """Forward, backward and recompute seconds of one stage per micro-batch (layers, embedding, head)
     and its optimizer step, each operator priced by :func:`op_pass_s`; the passes (not the per-step
     optimizer) are derated by ``options.compute_efficiency``. Layers of one kind are priced once and
@@ -289,7 +289,9 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, o
     memo = {} if memo is None else memo
     peak = ctx.peak_flops / cfg.options.compute_efficiency
     derate = 1.0 / cfg.options.compute_efficiency
-    dims = layer_dims(cfg, ctx)
+    if "dims" not in memo:
+        memo["dims"] = layer_dims(cfg, ctx)
+    dims = memo["dims"]
     mode = cfg.stage_recompute(layout.stage)
     modules = frozenset(cfg.recompute.modules) or frozenset({"core_attn"})
     groups: list[tuple[GroupSeconds, float]] = []

@@ -169,15 +169,9 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     tp_cs: list[comm.Collective] = []
     ep_cs: list[comm.Collective] = []
     cp_cs: list[comm.Collective] = []
-    local_tokens = ctx.tokens / ctx.cp
-    act_bytes = local_tokens * m.hidden_size * ctx.b_compute
-    sent = local_tokens / where(ctx.sp, ctx.tp, 1)
-    if ctx.tokens_per_expert is None:
-        dispatch = comm.ep_dispatch_tokens_balanced(sent, m.moe_topk)
-    else:
-        dispatch = comm.ep_dispatch_tokens_imbalanced(sent, m.moe_topk, ctx.tokens_per_expert, ctx.ep)
-    cp_dim = "cp_a2a" if cfg.parallel.cp_comm_type == "a2a" else "cp"
-    cp_layer = layers.cp_layer_collectives(m, ctx, local_tokens, cp_dim)
+    if "per_layer" not in memo:
+        memo["per_layer"] = _per_layer_traffic(cfg, ctx)
+    act_bytes, dispatch, cp_dim, cp_layer = memo["per_layer"]
     stage_ep = 1
     mode = cfg.stage_recompute(layout.stage)
     full = mode == "full"
@@ -244,6 +238,22 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         kernels_fw=launches.forward, kernels_bw=launches.backward, kernels_rec=launches.recompute,
         optimizer=optimizer, by_class=by_class,
     )
+
+
+def _per_layer_traffic(cfg: EstimatorConfig, ctx: Ctx) -> tuple[float, float, str, list[comm.Collective]]:
+    """What every layer of the config sends, whatever its stage: the TP activation ``b·(s/cp)·h·B_c``,
+    the EP dispatch tokens (balanced or from the given routing load), the CP dimension and a layer's
+    forward CP collectives (:func:`stage_cost` reads them once per config)."""
+    m = cfg.model
+    local_tokens = ctx.tokens / ctx.cp
+    act_bytes = local_tokens * m.hidden_size * ctx.b_compute
+    sent = local_tokens / where(ctx.sp, ctx.tp, 1)
+    if ctx.tokens_per_expert is None:
+        dispatch = comm.ep_dispatch_tokens_balanced(sent, m.moe_topk)
+    else:
+        dispatch = comm.ep_dispatch_tokens_imbalanced(sent, m.moe_topk, ctx.tokens_per_expert, ctx.ep)
+    cp_dim = "cp_a2a" if cfg.parallel.cp_comm_type == "a2a" else "cp"
+    return act_bytes, dispatch, cp_dim, layers.cp_layer_collectives(m, ctx, local_tokens, cp_dim)
 
 
 def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> tuple[float, float]:

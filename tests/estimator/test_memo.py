@@ -104,3 +104,25 @@ def test_stages_sharing_a_signature_equal_their_own_pricing(name: str, overrides
     alone = [stage_memory(cfg, layout, {}).to_dict() for layout in layouts]
     assert together == alone
     assert len({repr(s["components"]) for s in together}) > 1  # the stages differ (μ, extras)
+
+
+def test_overridden_sections_are_reused_only_for_the_same_section_and_values() -> None:
+    """``load_config`` reuses a validated section it built before from the same instance and the same
+    field overrides (a sweep's ``hardware.devices``), and validates anything else as usual."""
+    base = estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml")
+    data = {name: getattr(base, name) for name in type(base).model_fields}
+    first = estimator.load_config(data, {"hardware.devices": 16, "parallel.dp": 4})
+    again = estimator.load_config(data, ["hardware.devices=16", "parallel.dp=4"])
+    other = estimator.load_config(data, {"hardware.devices": 32, "parallel.dp": 8})
+    assert again.hardware is first.hardware and again.hardware.devices == 16
+    assert other.hardware is not first.hardware and other.hardware.devices == 32
+    assert first.parallel.dp == 4 and other.parallel.dp == 8
+    copy = base.model_copy(update={"hardware": base.hardware.model_copy(update={"hbm_gib": 40.0})})
+    data_copy = {name: getattr(copy, name) for name in type(copy).model_fields}
+    smaller = estimator.load_config(data_copy, {"hardware.devices": 16, "parallel.dp": 4})
+    assert smaller.hardware.hbm_gib == 40.0 and smaller.hardware is not first.hardware
+    for _ in range(2):  # a failing override is never kept
+        with pytest.raises(estimator.ConfigError, match=r"hardware\.devices"):
+            estimator.load_config(data, {"hardware.devices": 0})
+    with pytest.raises(estimator.ConfigError, match="world size"):  # the cross-field rules still run
+        estimator.load_config(data, {"hardware.devices": 16})
