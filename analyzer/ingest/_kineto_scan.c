@@ -12,7 +12,7 @@
  *
  * Per complete event ("ph": "X") the columns are: the signature key (pid, tid, name, cat, "",
  * args["Collective name"]) as an index into the chunk's distinct keys (a tuple built once per distinct
- * key), ts split into its integer part (int64) and its fraction (float64; NaN when ts is unreadable),
+ * key), ts split into its integer part (int64) and its signed fraction (float64; NaN when ts is unreadable),
  * so that the caller subtracts its integer base before any float conversion (exact), dur, args
  * correlation, bytes (args "bytes", or "In msg nelems" x sizeof(dtype)), and a "bad" flag (ts or dur
  * unreadable).  Metadata events ("ph": "M") are returned as byte spans for the
@@ -440,6 +440,7 @@ static int ts_parts(const Tok *t, int64_t *whole, double *frac) {
         PyMem_Free(buf);
         if (*frac == -1.0 && PyErr_Occurred()) return -2;
     }
+    if (neg) *frac = -*frac; /* "-5.5" = -5 - 0.5: the fraction takes the sign of the text */
     return 1;
 }
 

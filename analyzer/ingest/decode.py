@@ -316,7 +316,7 @@ def exact_relative_us(values: Sequence[Any], base: int | None) -> Timestamps:
     value when None).
 
     Integers are subtracted as int64; text (Ascend strings, Kineto floats as text) is split into its
-    integer part, subtracted as an integer, and its fraction added as a float — no float64 rounding at
+    integer part, subtracted as an integer, and its fraction (with the text's sign) added as a float — no float64 rounding at
     epoch magnitudes (profiling-formats §0.5). Anything else (null, a list, 1e300) is ``bad``.
     """
     n = len(values)
@@ -344,6 +344,8 @@ def _text_relative(values: Sequence[Any], base: int | None) -> Timestamps:
     frac_txt = pc.fill_null(pc.struct_field(parts, "frac"), "")
     frac = pc.cast(pc.binary_join_element_wise("0", frac_txt, "0", ""), pa.float64()).to_numpy(
         zero_copy_only=False)
+    negative = pc.fill_null(pc.starts_with(whole_txt, "-"), False).to_numpy(zero_copy_only=False)
+    frac = np.where(negative, -frac, frac)  # "-5.5" = -5 - 0.5 (and "-0.5" = -0 - 0.5)
     if base is None:
         ok = np.flatnonzero(~bad)
         base = int(whole[ok[0]]) if ok.size else None

@@ -18,7 +18,7 @@ from analyzer import ingest
 from analyzer.ingest import chunks, native
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.stream import read_trace
-from tests.analyzer.native_equivalence import assert_same
+from tests.analyzer.native_equivalence import assert_same, read_both
 
 needs_native = pytest.mark.skipif(native._ext is None, reason="the C extension analyzer.ingest._kineto_scan "
                                   "is not built (no C compiler at install time): only the msgspec path exists")
@@ -188,3 +188,19 @@ def test_disabled_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             assert importlib.reload(native).PATH == "msgspec"
     finally:
         importlib.reload(native)
+
+
+def test_negative_fractional_ts_keeps_its_sign(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SYNTHETIC: "-5.5" is -5 - 0.5 (not -5 + 0.5) on both paths, as a string and as a number; the
+    decoder-level rule (``decode.exact_relative_us``) the same."""
+    from analyzer.ingest.decode import exact_relative_us
+
+    got = exact_relative_us(["-5.5", "-0.5", "3.25", "-7", "-0.000"], 0)
+    assert list(got.rel_us) == [-5.5, -0.5, 3.25, -7.0, 0.0]
+    events = ['{"ph": "X", "cat": "kernel", "name": "a", "pid": 1, "tid": 7, "ts": "-5.5", "dur": 1}',
+              '{"ph": "X", "cat": "kernel", "name": "b", "pid": 1, "tid": 7, "ts": -0.25, "dur": 1}',
+              '{"ph": "X", "cat": "kernel", "name": "c", "pid": 1, "tid": 7, "ts": 2.75, "dur": 1}']
+    path = tmp_path / "negative.json"
+    path.write_text('{"traceEvents": [' + ",".join(events) + "]}", encoding="utf-8")
+    for raw in read_both(path, monkeypatch):
+        assert [raw.base_ts_us + t - raw.shift_us for t in raw.ts_us] == [-5.5, -0.25, 2.75], raw.decoder
