@@ -11,9 +11,8 @@ Symbols (reference §2): d = dp, t = tp, cp, ep, etp, p = pp, vp = vpp, E = rout
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING, Literal, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from estimator import pipeline_split
 from estimator.arrays import gcd, where
@@ -176,7 +175,11 @@ def mtp_is_moe(model: ModelConfig) -> bool:
 
 def layer_ep(cfg: EstimatorConfig, index: int) -> int:
     """EP degree a layer runs with: 1 for dense layers (reference hook_dense sets ep := 1)."""
-    kind = layer_kind(cfg.model, index)
+    return kind_ep(cfg, layer_kind(cfg.model, index))
+
+
+def kind_ep(cfg: EstimatorConfig, kind: LayerKind) -> int:
+    """:func:`layer_ep` of a layer of kind ``kind``."""
     if kind == "dense" or (kind == "mtp" and not mtp_is_moe(cfg.model)):
         return 1
     return cfg.parallel.ep
@@ -215,11 +218,17 @@ class StageLayout:
     chunks: tuple[tuple[int, ...], ...]  # global layer indices (MTP: num_layers + j) per chunk
     embedding_chunk: int | None  # chunk holding the embedding, or None
     head_chunk: int | None  # chunk holding the output head (+MTP), or None
+    #: every layer of the stage, chunk by chunk (built once per layout)
+    layers: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    #: the largest layer index of each chunk (−1 for an empty chunk), built once per layout
+    chunk_tops: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    #: [the model the kept kind runs are for (held), {chunk: kind runs}, {num_layers: MTP chunk}]
+    _kept: list[Any] = field(init=False, repr=False, compare=False)
 
-    @cached_property
-    def layers(self) -> tuple[int, ...]:
-        """Every layer of the stage, chunk by chunk (built once per layout)."""
-        return tuple(i for chunk in self.chunks for i in chunk)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "layers", tuple(i for chunk in self.chunks for i in chunk))
+        object.__setattr__(self, "chunk_tops", tuple(max(layers) if layers else -1 for layers in self.chunks))
+        object.__setattr__(self, "_kept", [None, {}, {}])
 
     @property
     def has_embedding(self) -> bool:
@@ -229,32 +238,39 @@ class StageLayout:
     def has_head(self) -> bool:
         return self.head_chunk is not None
 
-    @cached_property
-    def chunk_tops(self) -> tuple[int, ...]:
-        """The largest layer index of each chunk (−1 for an empty chunk), built once per layout."""
-        return tuple(max(layers) if layers else -1 for layers in self.chunks)
-
     def mtp_chunk(self, num_layers: int) -> int | None:
-        """Chunk holding the MTP layers (indices ≥ ``num_layers``), or None."""
-        return next((c for c, top in enumerate(self.chunk_tops) if top >= num_layers), None)
-
-    @cached_property
-    def _groups(self) -> list[object]:
-        return [None, {}]  # [the model they are for (held), {chunk: kind runs}]
+        """Chunk holding the MTP layers (indices ≥ ``num_layers``), or None (kept per ``num_layers``)."""
+        kept: dict[int, int | None] = self._kept[2]
+        if num_layers in kept:
+            return kept[num_layers]
+        chunk = kept[num_layers] = next((c for c, top in enumerate(self.chunk_tops) if top >= num_layers), None)
+        return chunk
 
     def kind_groups(self, model: ModelConfig, chunk: int | None = None) -> tuple[tuple[int, int], ...]:
         """:func:`layer_kind_groups` of the stage's layers (or of chunk ``chunk``'s), kept on the layout
         for the last model instance asked about (held, so compared by identity; a layout belongs to
         one config, so one model in practice)."""
-        holder = self._groups
+        holder = self._kept
         if holder[0] is not model:
-            holder[:] = [model, {}]
-        kept = cast("dict[int | None, tuple[tuple[int, int], ...]]", holder[1])
+            holder[0], holder[1] = model, {}
+        kept: dict[int | None, tuple[tuple[int, int], ...]] = holder[1]
         groups = kept.get(chunk)
         if groups is None:
             layers = self.layers if chunk is None else self.chunks[chunk]
             groups = kept[chunk] = tuple(layer_kind_groups(model, layers))
         return groups
+
+    def kind_runs(self, model: ModelConfig, chunk: int | None = None) -> tuple[tuple[LayerKind, int], ...]:
+        """(:func:`layer_kind`, count) of each of :meth:`kind_groups`, kept alike (what stages with the
+        same layers share, whatever their indices)."""
+        holder = self._kept
+        if holder[0] is not model:
+            holder[0], holder[1] = model, {}
+        kept: dict[object, tuple[tuple[LayerKind, int], ...]] = holder[1]
+        runs = kept.get(("runs", chunk))
+        if runs is None:
+            runs = kept["runs", chunk] = tuple((layer_kind(model, i), n) for i, n in self.kind_groups(model, chunk))
+        return runs
 
 
 def stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:

@@ -47,10 +47,11 @@ moe/token_dispatcher.py ``dispatch_preprocess``; ~3 MiB per MoE layer on the CI 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from estimator.arrays import is_array, where
-from estimator.derive import layer_kind, megatron_expert_tp, mtp_is_moe
+from estimator.derive import megatron_expert_tp, mtp_is_moe
 from estimator.params import MLP_MATRICES
 from estimator.profiles import profile_of, resolved_bytes
 
@@ -92,7 +93,7 @@ def te_cublas_workspace_bytes(capability: tuple[int, int], grouped_gemm: bool) -
 def dummy_wgrad_bytes(shapes: Sequence[WeightShape]) -> float:
     """One cached dummy gradient per distinct (shape, dtype): Σ rows·cols·bytes over ``shapes``, a shape
     equal to an earlier one counted once (elementwise for arrays of layouts: :mod:`estimator.arrays`)."""
-    if not any(is_array(*shape) for shape in shapes):  # numbers: a set finds the repeats (adding 0.0 for them is a no-op)
+    if not is_array(*chain.from_iterable(shapes)):  # numbers: a set finds the repeats (adding 0.0 for them is a no-op)
         total, seen_shapes = 0.0, set()
         for shape in shapes:
             if shape not in seen_shapes:
@@ -142,7 +143,7 @@ def linear_weight_shapes(cfg: EstimatorConfig, layout: StageLayout) -> list[Weig
     stage holding the head (Megatron's ``ColumnParallelLinear``, dummy in the input dtype).
     """
     m, t, b = cfg.model, cfg.parallel.tp, resolved_bytes(cfg)
-    kinds = {layer_kind(m, i) for i, _ in layout.kind_groups(m)}
+    kinds = {kind for kind, _ in layout.kind_runs(m)}
     shapes = _attention_shapes(m, t, b.params) if kinds else []
     if "dense" in kinds or ("mtp" in kinds and not mtp_is_moe(m)):
         shapes += _mlp_shapes(m, m.dense_ffn / t, b.params)

@@ -186,17 +186,15 @@ def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: Rec
         return sum(_layer_dynamic(cfg, memo, i, layer_class(cfg, i), 1, "none"))
 
     last_chunk = next((c for c in reversed(layout.chunks) if c), ())
-    main_layers = [i for i in last_chunk if i < cfg.model.num_layers]
-    mtp_layers = [i for i in last_chunk if i >= cfg.model.num_layers]
+    n_main = cfg.model.num_layers  # a chunk's layers ascend, the MTP layers (≥ n_main) last
     if layout.has_head and layout.head_chunk == len(layout.chunks) - 1:
         extra_copies = act.loss_backward_logits_copies(cfg) - 1
         total = sum(head_dynamic_bytes(cfg, 1)) + extra_copies * act.logits_bytes(cfg)
-        if mtp_layers:
-            total += layer_once(mtp_layers[-1])
+        if last_chunk and last_chunk[-1] >= n_main:
+            total += layer_once(last_chunk[-1])
         return total
-    if main_layers:
-        return layer_once(main_layers[-1])
-    return 0.0
+    last_main = next((i for i in reversed(last_chunk) if i < n_main), None)
+    return 0.0 if last_main is None else layer_once(last_main)
 
 
 def mtp_embedding_on_stage(cfg: EstimatorConfig, layout: StageLayout) -> bool:
@@ -243,12 +241,17 @@ def chunk_classes(cfg: EstimatorConfig, layout: StageLayout) -> list[Sequence[tu
     return [layer_classes(cfg, layers) for layers in layout.chunks]
 
 
-def scaled_static(s: StaticBreakdown, n: int) -> StaticBreakdown:
-    """``n`` layers of static breakdown ``s`` (each field × n)."""
-    if n == 1:
-        return s
-    return StaticBreakdown(*(StaticBytes(b.params * n, b.optimizer_states * n, b.grads * n)
-                             for b in (s.non_expert, s.routed, s.shared)))
+def summed_static(terms: Sequence[tuple[StaticBreakdown, int]]) -> StaticBreakdown:
+    """``Σ n·s`` over ``terms`` (static breakdown ``s`` of ``n`` layers), field by field in their order:
+    the sums adding each term's ``n``-fold record to ``StaticBreakdown()`` would give, without the
+    records in between (``x·1 = x`` exactly)."""
+    p0 = o0 = g0 = p1 = o1 = g1 = p2 = o2 = g2 = 0.0
+    for s, n in terms:
+        a, b, c = s.non_expert, s.routed, s.shared
+        p0, o0, g0 = p0 + a.params * n, o0 + a.optimizer_states * n, g0 + a.grads * n
+        p1, o1, g1 = p1 + b.params * n, o1 + b.optimizer_states * n, g1 + b.grads * n
+        p2, o2, g2 = p2 + c.params * n, o2 + c.optimizer_states * n, g2 + c.grads * n
+    return StaticBreakdown(StaticBytes(p0, o0, g0), StaticBytes(p1, o1, g1), StaticBytes(p2, o2, g2))
 
 
 @dataclass(frozen=True)
@@ -278,21 +281,22 @@ def stage_signature(cfg: EstimatorConfig, layout: StageLayout,
     if option is not None and option.isdigit():
         chunks: tuple[object, ...] = tuple(tuple(layer_class(cfg, i) for i in c) for c in layout.chunks)
     else:
-        chunks = tuple(tuple((layer_kind(m, i), n) for i, n in g) for g in groups)
+        chunks = tuple(layout.kind_runs(m, c) for c in range(len(groups)))  # (groups: the layout's kind runs)
     return chunks, layout.embedding_chunk, layout.head_chunk, layout.mtp_chunk(m.num_layers), mode
 
 
 def stage_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
                 groups: Sequence[Sequence[tuple[int, int]]], memo: dict[Any, Any]) -> StageFixed:
     """The μ-independent part of :func:`stage_memory` (``groups``: :func:`layer_classes` per chunk)."""
-    static = StaticBreakdown()
     classes = []
+    terms = []
     for chunk_groups in groups:
         classes.append(tuple((i, n, layer_class(cfg, i)) for i, n in chunk_groups))
         for i, n, key in classes[-1]:
             if key not in memo:
                 memo[key] = layer_static(cfg, i)
-            static = static + scaled_static(memo[key], n)
+            terms.append((memo[key], n))
+    static = summed_static(terms)
     mtp_embedding = mtp_embedding_on_stage(cfg, layout)
     extra = StaticBytes()
     if layout.has_embedding or mtp_embedding:

@@ -295,8 +295,8 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, o
     mode = cfg.stage_recompute(layout.stage)
     modules = frozenset(cfg.recompute.modules) or frozenset({"core_attn"})
     groups: list[tuple[GroupSeconds, float]] = []
-    for index, n in stage_groups(cfg, layout):
-        key = (derive.layer_kind(cfg.model, index), mode)
+    for (index, n), (kind, _) in zip(stage_groups(cfg, layout), layout.kind_runs(cfg.model), strict=True):
+        key = (kind, mode)
         if key not in memo:
             memo[key] = _layer_seconds(cfg, dims, index, mode, modules, eff, peak, derate)
         groups.append((memo[key], float(n)))

@@ -175,10 +175,12 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     stage_ep = 1
     mode = cfg.stage_recompute(layout.stage)
     full = mode == "full"
-    calls = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim)}
+    if ("calls", full) not in memo:
+        memo["calls", full] = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim)}
+    calls = memo["calls", full]
     launches = kernels.PassKernels(0.0, 0.0, 0.0)
-    for index, n in layers.stage_groups(cfg, layout):
-        kind_key = (derive.layer_kind(m, index), mode)
+    for (index, n), (kind, _) in zip(layers.stage_groups(cfg, layout), layout.kind_runs(m), strict=True):
+        kind_key = (kind, mode)
         if ("flops", kind_key) not in memo:
             memo["flops", kind_key] = layers.layer_cost(cfg, ctx, index, layout.stage)
         lc = memo["flops", kind_key]
@@ -191,7 +193,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
             launches += memo["kernels", kind_key].scaled(n)
         tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), calls["tp"] * n)
         cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n)
-        layer_ep = derive.layer_ep(cfg, index)
+        layer_ep = derive.kind_ep(cfg, kind)
         if lc.moe and any_true(layer_ep > 1):  # (arrays: rows with ep = 1 price no EP comm)
             stage_ep = maximum(stage_ep, layer_ep)
             ep_a2a = comm.ep_layer_collectives(dispatch, m.hidden_size, ctx.b_compute, layer_ep)
@@ -318,7 +320,7 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
     seen: dict[tuple[object, ...], StageCost] = {}
     memo: dict[object, Any] = {}  # per-kind layer prices shared by the stages
     for layout in derive.stage_layouts(cfg):
-        kinds = tuple(sorted((derive.layer_kind(cfg.model, i), n) for i, n in layers.stage_groups(cfg, layout)))
+        kinds = tuple(sorted(layout.kind_runs(cfg.model)))
         key = (kinds, layout.has_embedding, layout.has_head, cfg.stage_recompute(layout.stage))
         if key not in seen:
             seen[key] = stage_cost(cfg, ctx, layout, memo)
