@@ -122,7 +122,7 @@ def comm_value(cfg: EstimatorConfig, ctx: Ctx, cs: list[comm.Collective], stride
     if keep_bytes:
         value = sum(comm.wire_bytes(c) for c in cs) * (ctx.comm_weight if ctx.score else 1.0)
     else:
-        value = network.collectives_time_s(cs, stride, ctx.levels)
+        value = network.collectives_time_s(cs, stride, ctx.levels) if cs else 0  # (the empty sum, at once)
     value = network.exposed_s(value, getattr(o, _OVERLAP[dim]))
     if dim == "tp" and o.tp_comm_half_hack:
         value = value / 2.0

@@ -8,7 +8,6 @@ DP/ZeRO traffic. Stages with the same layers, extras and recompute mode are pric
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -334,6 +333,7 @@ def relabelled(cost: StageCost, stage: int) -> StageCost:
     computed (none depends on ``stage``), kept; only ``stage`` differs. (``dataclasses.replace``
     would rebuild the record and derive everything again.)"""
     cost.derived  # created before the copy, so the copy shares it  # noqa: B018
-    out = copy.copy(cost)
-    object.__setattr__(out, "stage", stage)
+    out = object.__new__(StageCost)  # copy.copy, without its __reduce_ex__ round trip
+    out.__dict__.update(cost.__dict__)
+    out.__dict__["stage"] = stage
     return out
