@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal
 
 from estimator import pipeline_split
@@ -226,7 +227,7 @@ class StageLayout:
     _kept: list[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "layers", tuple(i for chunk in self.chunks for i in chunk))
+        object.__setattr__(self, "layers", tuple(chain.from_iterable(self.chunks)))
         object.__setattr__(self, "chunk_tops", tuple(max(layers) if layers else -1 for layers in self.chunks))
         object.__setattr__(self, "_kept", [None, {}, {}])
 

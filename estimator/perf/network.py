@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import is_
 from typing import Any, Protocol
 
 from estimator.arrays import ARRAY, any_true, maximum, minimum, where
@@ -196,7 +198,7 @@ def collective_time_s(c: Collective, stride: int, levels: Sequence[LevelLike]) -
         return c.count * call_time_s(c.kind, c.size_bytes, c.group_size, stride, levels)
     key = (c.kind, c.size_bytes, c.group_size, stride, *map(id, levels))
     hit = _CALL_S.get(key)
-    if hit is None or (hit[0] is not levels and any(a is not b for a, b in zip(hit[0], levels, strict=True))):
+    if hit is None or (hit[0] is not levels and not all(map(is_, hit[0], levels))):  # (equal lengths: the key has the ids)
         if len(_CALL_S) >= _CALL_S_MAX:
             _CALL_S.clear()
         hit = _CALL_S[key] = (levels if type(levels) is tuple else tuple(levels),
@@ -222,7 +224,7 @@ def call_time_s(kind: str, size_bytes: float, group_size: int, stride: int, leve
 
 def collectives_time_s(cs: Sequence[Collective], stride: int, levels: Sequence[LevelLike]) -> float:
     """Sum of :func:`collective_time_s` over ``cs`` (they run one after another)."""
-    return sum(collective_time_s(c, stride, levels) for c in cs)
+    return sum(map(collective_time_s, cs, repeat(stride), repeat(levels)))  # (map: no generator frames)
 
 
 def exposed_s(time_s: float, overlap: float) -> float:

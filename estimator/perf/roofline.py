@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -203,7 +204,7 @@ def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode:
     per-rank shapes ``dims``, the layer kind and ep, the recompute mode and modules, the device
     efficiencies (by value), the peak and the derate."""
     kind, ep = derive.layer_kind(cfg.model, index), derive.layer_ep(cfg, index)
-    if is_array(*(getattr(dims, f) for f in _DIMS_ARRAYS), ep):  # arrays of layouts
+    if is_array(*_dims_arrays(dims), ep):  # arrays of layouts
         return _on_distinct_rows(dims, ep, lambda d, e: ops_seconds(layer_ops(cfg, d, index, e), True, mode, modules,
                                                                     eff, peak, derate))
     key = (id(cfg.model), dims, kind, ep, mode, modules, efficiency_key(eff), peak, derate)
@@ -213,6 +214,8 @@ def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode:
 
 #: the fields of :class:`operators.LayerDims` that may be arrays of layouts
 _DIMS_ARRAYS = ("tokens", "norm_tokens", "batch", "tp", "cp", "ring_blocks", "imbalance")
+#: those fields' values of a :class:`operators.LayerDims`, as a tuple
+_dims_arrays = attrgetter(*_DIMS_ARRAYS)
 
 
 def _on_distinct_rows(dims: ops_.LayerDims, ep: int,
@@ -220,7 +223,7 @@ def _on_distinct_rows(dims: ops_.LayerDims, ep: int,
     """``price(dims, ep)`` over arrays of layouts, evaluated once per distinct (shape, ep) row
     (:func:`estimator.arrays.unique_rows`: many layouts of a group share tp, cp, micro-batch and ep)
     and spread back to the layouts (the same numbers, elementwise)."""
-    reduced, inverse = unique_rows(*(getattr(dims, f) for f in _DIMS_ARRAYS), ep)
+    reduced, inverse = unique_rows(*_dims_arrays(dims), ep)
     changes: dict[str, Any] = dict(zip(_DIMS_ARRAYS, reduced, strict=False))
     fw, bw, rec, by_class = price(replace(dims, **changes), cast(int, reduced[-1]))
 
@@ -251,7 +254,7 @@ def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_gra
         ops = ops_.head_ops(cfg.model, d) if head else ops_.embedding_ops(cfg.model, d, b_grad)
         return ops_seconds(ops, False, "none", frozenset(), eff, peak, derate)
 
-    if is_array(*(getattr(dims, f) for f in _DIMS_ARRAYS)):  # arrays of layouts
+    if is_array(*_dims_arrays(dims)):  # arrays of layouts
         return _on_distinct_rows(dims, 1, lambda d, _: price(d))
     key = (id(cfg.model), dims, "head" if head else "embedding", b_grad, efficiency_key(eff), peak, derate)
     return _memo_seconds(cfg.model, key, lambda: price(dims))
