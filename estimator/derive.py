@@ -155,18 +155,23 @@ def layer_kind(model: ModelConfig, index: int) -> LayerKind:
 
 def layer_kind_groups(model: ModelConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
     """(first index, count) per :func:`layer_kind` among ``layers``, in first-seen order: layers of
-    one kind have the same parameters, ep, FLOPs and activations, so they are priced once.
-    (The rule of :func:`layer_kind`, inlined: this runs for every stage of every estimate.)"""
+    one kind have the same parameters, ep, FLOPs and activations, so they are priced once."""
+    return [(first, n) for _, first, n in layer_kind_runs(model, layers)]
+
+
+def layer_kind_runs(model: ModelConfig, layers: Sequence[int]) -> list[tuple[LayerKind, int, int]]:
+    """(kind, first index, count) of :func:`layer_kind_groups`. (The rule of :func:`layer_kind`,
+    inlined: this runs for every stage of every estimate.)"""
     n_main, n_dense, moe = model.num_layers, model.num_dense_layers, model.is_moe
-    first: dict[str, int] = {}
-    count: dict[str, int] = {}
+    first: dict[LayerKind, int] = {}
+    count: dict[LayerKind, int] = {}
     for index in layers:
-        kind = "mtp" if index >= n_main else ("dense" if not moe or index < n_dense else "moe")
+        kind: LayerKind = "mtp" if index >= n_main else ("dense" if not moe or index < n_dense else "moe")
         if kind in count:
             count[kind] += 1
         else:
             first[kind], count[kind] = index, 1
-    return [(first[k], count[k]) for k in first]
+    return [(k, first[k], count[k]) for k in first]
 
 
 def mtp_is_moe(model: ModelConfig) -> bool:
@@ -252,26 +257,27 @@ class StageLayout:
         for the last model instance asked about (held, so compared by identity; a layout belongs to
         one config, so one model in practice)."""
         holder = self._kept
-        if holder[0] is not model:
-            holder[0], holder[1] = model, {}
-        kept: dict[int | None, tuple[tuple[int, int], ...]] = holder[1]
-        groups = kept.get(chunk)
-        if groups is None:
-            layers = self.layers if chunk is None else self.chunks[chunk]
-            groups = kept[chunk] = tuple(layer_kind_groups(model, layers))
-        return groups
+        hit = holder[1].get(chunk) if holder[0] is model else None
+        return (hit or self._kinds(model, chunk))[0]
 
     def kind_runs(self, model: ModelConfig, chunk: int | None = None) -> tuple[tuple[LayerKind, int], ...]:
         """(:func:`layer_kind`, count) of each of :meth:`kind_groups`, kept alike (what stages with the
         same layers share, whatever their indices)."""
         holder = self._kept
+        hit = holder[1].get(chunk) if holder[0] is model else None
+        return (hit or self._kinds(model, chunk))[1]
+
+    def _kinds(self, model: ModelConfig, chunk: int | None) -> tuple[tuple[tuple[int, int], ...],
+                                                                     tuple[tuple[LayerKind, int], ...]]:
+        holder = self._kept
         if holder[0] is not model:
             holder[0], holder[1] = model, {}
-        kept: dict[object, tuple[tuple[LayerKind, int], ...]] = holder[1]
-        runs = kept.get(("runs", chunk))
-        if runs is None:
-            runs = kept["runs", chunk] = tuple((layer_kind(model, i), n) for i, n in self.kind_groups(model, chunk))
-        return runs
+        kept = holder[1]
+        hit = kept.get(chunk)
+        if hit is None:
+            runs = layer_kind_runs(model, self.layers if chunk is None else self.chunks[chunk])
+            hit = kept[chunk] = (tuple((i, n) for _, i, n in runs), tuple((k, n) for k, _, n in runs))
+        return hit  # type: ignore[no-any-return]
 
 
 def stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:

@@ -150,13 +150,17 @@ def _layer_dynamic(cfg: EstimatorConfig, memo: dict[Any, Any], index: int, key: 
                    mode: RecomputeMode) -> tuple[float, float]:
     """:func:`layer_dynamic_bytes` of layer ``index`` (of :func:`layer_class` ``key``), its
     μ-independent activation and its comm buffer each priced once per config in ``memo``."""
-    if ("act", key, mode) not in memo:
-        memo["act", key, mode] = act.layer_activation_bytes(cfg, index, mode)
+    act_key = ("act", key, mode)
+    activation = memo.get(act_key)
+    if activation is None:
+        activation = memo[act_key] = act.layer_activation_bytes(cfg, index, mode)
     if is_array(mu):  # an array of layouts' μ (estimator.search.batched) is no dictionary key
-        return memo["act", key, mode] * mu, buffers.layer_comm_bytes(cfg, index, mu, mode)
-    if ("comm", key, mu, mode) not in memo:
-        memo["comm", key, mu, mode] = buffers.layer_comm_bytes(cfg, index, mu, mode)
-    return memo["act", key, mode] * mu, memo["comm", key, mu, mode]
+        return activation * mu, buffers.layer_comm_bytes(cfg, index, mu, mode)
+    comm_key = ("comm", key, mu, mode)
+    comm = memo.get(comm_key)
+    if comm is None:
+        comm = memo[comm_key] = buffers.layer_comm_bytes(cfg, index, mu, mode)
+    return activation * mu, comm
 
 
 def head_dynamic_bytes(cfg: EstimatorConfig, mu: int) -> tuple[float, float]:

@@ -137,7 +137,7 @@ def pp_comm_value(cfg: EstimatorConfig, ctx: Ctx | None = None) -> float:
     size = ctx.tokens / ctx.cp * cfg.model.hidden_size * ctx.b_compute / where(ctx.sp, ctx.tp, 1)
     cs = comm.pp_p2p_collectives(size, n)
     if ctx.score:
-        value = sum(comm.wire_bytes(c) for c in cs) * ctx.comm_weight
+        value = sum(map(comm.wire_bytes, cs)) * ctx.comm_weight
     else:
         value = network.collectives_time_s(cs, ctx.tp * ctx.cp * ctx.dp, ctx.levels)
     coefficient = (cfg.options.part_coefficients or {}).get("PP_COMM", 1.0)

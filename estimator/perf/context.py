@@ -120,7 +120,7 @@ def comm_value(cfg: EstimatorConfig, ctx: Ctx, cs: list[comm.Collective], stride
     o = cfg.options
     keep_bytes = ctx.score or (dim == "ep" and not o.convert_ep_comm_to_time)
     if keep_bytes:
-        value = sum(comm.wire_bytes(c) for c in cs) * (ctx.comm_weight if ctx.score else 1.0)
+        value = sum(map(comm.wire_bytes, cs)) * (ctx.comm_weight if ctx.score else 1.0)
     else:
         value = network.collectives_time_s(cs, stride, ctx.levels) if cs else 0  # (the empty sum, at once)
     value = network.exposed_s(value, getattr(o, _OVERLAP[dim]))

@@ -180,9 +180,9 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     launches = kernels.PassKernels(0.0, 0.0, 0.0)
     for (index, n), (kind, _) in zip(layers.stage_groups(cfg, layout), layout.kind_runs(m), strict=True):
         kind_key = (kind, mode)
-        if ("flops", kind_key) not in memo:
-            memo["flops", kind_key] = layers.layer_cost(cfg, ctx, index, layout.stage)
-        lc = memo["flops", kind_key]
+        lc = memo.get(("flops", kind_key))
+        if lc is None:
+            lc = memo["flops", kind_key] = layers.layer_cost(cfg, ctx, index, layout.stage)
         f, b, r = compute.pass_flops(lc.forward * n, lc.recompute_fraction)
         fw, bw, rec = fw + f, bw + b, rec + r
         blocks = where(ctx.t_exp == 1, 1, 2) if lc.moe else 2
@@ -228,10 +228,10 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         ep=stage_ep,
         fw_flops=fw,
         cp_dim=cp_dim,
-        tp_bytes=sum(comm.wire_bytes(c) for c in tp_cs),
-        ep_bytes=sum(comm.wire_bytes(c) for c in ep_cs),
-        cp_bytes=sum(comm.wire_bytes(c) for c in cp_cs),
-        dp_bytes=sum(comm.wire_bytes(c) for c in dp_cs + dp_cs_exp),
+        tp_bytes=sum(map(comm.wire_bytes, tp_cs)),
+        ep_bytes=sum(map(comm.wire_bytes, ep_cs)),
+        cp_bytes=sum(map(comm.wire_bytes, cp_cs)),
+        dp_bytes=sum(map(comm.wire_bytes, dp_cs + dp_cs_exp)),
         host_fw=launches.forward * ctx.host_launch_s,
         host_bw=launches.backward * ctx.host_launch_s,
         host_rec=launches.recompute * ctx.host_launch_s,
