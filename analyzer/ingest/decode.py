@@ -271,6 +271,15 @@ def _nccl_bytes(a: KinetoArgs) -> Any:
 Signature = tuple[Any, Any, Any, Any, Any, Any]
 
 
+def signature_id(index: dict[Signature, int], sigs: list[Signature], key: Signature) -> int:
+    """The id of ``key`` in ``index``; a key not seen yet gets the next id and is appended to ``sigs``."""
+    s = index.get(key)
+    if s is None:
+        s = index[key] = len(sigs)
+        sigs.append(key)
+    return s
+
+
 def int64_column(values: Sequence[Any]) -> np.ndarray:
     """int64 array of ids (non-integers and out-of-range values -> -1)."""
     try:

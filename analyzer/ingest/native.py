@@ -128,12 +128,7 @@ def signature_ids(index: dict[dec.Signature, int], sigs: list[dec.Signature], ch
         kept = new[~bad[new]]
         local, first = np.unique(kidx[kept], return_index=True)
         for k in local[np.argsort(first)]:
-            key = keys[k]
-            s = index.get(key)
-            if s is None:
-                s = index[key] = len(sigs)
-                sigs.append(key)
-            lut[k] = s
+            lut[k] = dec.signature_id(index, sigs, keys[k])
         ids[kept] = lut[kidx[kept]]
     n_bad = int(bad.sum())
     return SignatureIds(ids[~bad] if n_bad else ids, n_long, n_bad - n_long if n_bad else 0)

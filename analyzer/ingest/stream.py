@@ -341,12 +341,7 @@ def _chunk_signatures(raw: RawTrace, keys: list[Any], bad: np.ndarray, max_name:
         bad[new[long]] = True
     sigs = raw.sigs
     for i in new[~bad[new]]:
-        k = keys[i]
-        s = index.get(k)
-        if s is None:
-            s = index[k] = len(sigs)
-            sigs.append(k)
-        ids[i] = s
+        ids[i] = dec.signature_id(index, sigs, keys[i])
     if bad.any():
         raw.n_dropped_bad += int(bad.sum()) - n_long  # a name too long is counted apart
         ids = ids[~bad]
@@ -383,11 +378,7 @@ def _signature_ids(raw: RawTrace, keys: list[Any]) -> np.ndarray:
     if -1 in ids:
         for i, k in enumerate(keys):
             if ids[i] < 0:
-                s = index.get(k)
-                if s is None:
-                    s = index[k] = len(sigs)
-                    sigs.append(k)
-                ids[i] = s
+                ids[i] = dec.signature_id(index, sigs, k)
     return np.array(ids, dtype=np.int32)
 
 
