@@ -66,6 +66,10 @@ def event(draw: st.DrawFn, typical: bool) -> dict[str, Any]:
     return out
 
 
+#: both tests run eight times the profile's examples (the scanner has many paths per event)
+_EIGHTFOLD = settings(settings.get_profile(PROFILE), max_examples=settings.get_profile(PROFILE).max_examples * 8)
+
+
 def _write(path: Path, events: list[dict[str, Any]], indent: int | None, ascii_only: bool) -> Path:
     last = {"ph": "X", "name": "last", "pid": 1, "tid": 1, "ts": _EPOCH, "dur": 1}  # framed by the exact scanner
     path.write_text(json.dumps({"traceEvents": [*events, last], "distributedInfo": {"rank": 0}}, indent=indent,
@@ -73,7 +77,7 @@ def _write(path: Path, events: list[dict[str, Any]], indent: int | None, ascii_o
     return path
 
 
-@settings(settings.get_profile(PROFILE), max_examples=settings.get_profile(PROFILE).max_examples * 8)
+@_EIGHTFOLD
 @given(events=st.lists(event(False), min_size=1, max_size=6), indent=st.none() | st.just(1), ascii_only=st.booleans())
 def test_any_events_same_columns(tmp_path_factory: pytest.TempPathFactory, events: list[dict[str, Any]],
                                  indent: int | None, ascii_only: bool) -> None:
@@ -82,7 +86,7 @@ def test_any_events_same_columns(tmp_path_factory: pytest.TempPathFactory, event
         assert_same(path, m)
 
 
-@settings(settings.get_profile(PROFILE), max_examples=settings.get_profile(PROFILE).max_examples * 8)
+@_EIGHTFOLD
 @given(events=st.lists(event(True), min_size=1, max_size=12), indent=st.none() | st.just(1), ascii_only=st.booleans())
 def test_typical_events_read_natively(tmp_path_factory: pytest.TempPathFactory, events: list[dict[str, Any]],
                                       indent: int | None, ascii_only: bool) -> None:
