@@ -74,6 +74,12 @@ def op_sac_layer_bytes(cfg: EstimatorConfig, index: int) -> float:
     return saved
 
 
+def layer_level_every(cfg: EstimatorConfig) -> int | None:
+    """n of layer-level SAC (``selective_ac_option: "<n>"``), or None for any other policy."""
+    option = cfg.recompute.selective_ac_option
+    return int(option) if option is not None and option.isdigit() else None
+
+
 def layer_checkpointed(index: int, every: int) -> bool:
     """Layer-level SAC: 0-based layer ``index`` is fully checkpointed when (index + 1) is a multiple of ``every``."""
     return (index + 1) % every == 0

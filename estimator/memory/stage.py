@@ -220,15 +220,13 @@ def layer_class(cfg: EstimatorConfig, index: int) -> tuple[str, bool]:
     """What the memory of layer ``index`` depends on besides the config: its kind (which fixes its
     ep) and, under torchtitan's layer-level SAC (``selective_ac_option: <n>``), whether it is
     checkpointed. Layers of one class hold the same static and dynamic bytes."""
-    option = cfg.recompute.selective_ac_option
-    checkpointed = option is not None and option.isdigit() and sac.layer_checkpointed(index, int(option))
-    return layer_kind(cfg.model, index), checkpointed
+    every = sac.layer_level_every(cfg)
+    return layer_kind(cfg.model, index), every is not None and sac.layer_checkpointed(index, every)
 
 
 def layer_classes(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
     """(representative index, count) per :func:`layer_class` among ``layers``, in first-seen order."""
-    option = cfg.recompute.selective_ac_option
-    if option is None or not option.isdigit():
+    if sac.layer_level_every(cfg) is None:
         return layer_kind_groups(cfg.model, layers)
     groups: dict[tuple[str, bool], list[int]] = {}
     for index in layers:
@@ -239,8 +237,7 @@ def layer_classes(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int
 def chunk_classes(cfg: EstimatorConfig, layout: StageLayout) -> list[Sequence[tuple[int, int]]]:
     """:func:`layer_classes` of each chunk of ``layout`` (the kind runs kept on the layout, when the
     class is the kind)."""
-    option = cfg.recompute.selective_ac_option
-    if option is None or not option.isdigit():
+    if sac.layer_level_every(cfg) is None:
         return [layout.kind_groups(cfg.model, c) for c in range(len(layout.chunks))]
     return [layer_classes(cfg, layers) for layers in layout.chunks]
 
@@ -281,8 +278,7 @@ def stage_signature(cfg: EstimatorConfig, layout: StageLayout,
     under layer-level SAC every layer's :func:`layer_class`), where the embedding, head and MTP
     layers sit, and the recompute mode."""
     m = cfg.model
-    option = cfg.recompute.selective_ac_option
-    if option is not None and option.isdigit():
+    if sac.layer_level_every(cfg) is not None:
         chunks: tuple[object, ...] = tuple(tuple(layer_class(cfg, i) for i in c) for c in layout.chunks)
     else:
         chunks = tuple(layout.kind_runs(m, c) for c in range(len(groups)))  # (groups: the layout's kind runs)
