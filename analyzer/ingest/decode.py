@@ -355,6 +355,13 @@ def _text_relative(values: Sequence[Any], base: int | None) -> Timestamps:
         zero_copy_only=False)
     negative = pc.fill_null(pc.starts_with(whole_txt, "-"), False).to_numpy(zero_copy_only=False)
     frac = np.where(negative, -frac, frac)  # "-5.5" = -5 - 0.5 (and "-0.5" = -0 - 0.5)
+    return parts_relative_us(whole, frac, bad, base)
+
+
+def parts_relative_us(whole: np.ndarray, frac: np.ndarray, bad: np.ndarray, base: int | None) -> Timestamps:
+    """ts = ``whole`` (int64) + ``frac`` (signed, float) relative to ``base``: the integers subtracted
+    exactly, then the fraction added (``base``: the integer part of the first row not ``bad`` when
+    None); ``bad`` rows are NaN. The text path above and the native scanner's columns share it."""
     if base is None:
         ok = np.flatnonzero(~bad)
         base = int(whole[ok[0]]) if ok.size else None

@@ -90,14 +90,9 @@ def scan_chunk(body: bytes | memoryview, max_depth: int) -> NativeChunk | str:
 
 
 def relative_us(chunk: NativeChunk, base: int | None) -> dec.Timestamps:
-    """:func:`decode.exact_relative_us` of the chunk's ts: integer part minus ``base`` as int64, then
-    the fraction added as a float (``base``: the integer part of the first readable ts when None)."""
-    unreadable = np.isnan(chunk.ts_frac)
-    if base is None:
-        ok = np.flatnonzero(~unreadable)
-        base = int(chunk.ts_whole[ok[0]]) if ok.size else None
-    rel = (chunk.ts_whole - (base or 0)).astype(np.float64) + chunk.ts_frac
-    return dec.Timestamps(rel, unreadable, base)
+    """:func:`decode.exact_relative_us` of the chunk's ts (:func:`decode.parts_relative_us`; an
+    unreadable ts has a NaN fraction)."""
+    return dec.parts_relative_us(chunk.ts_whole, chunk.ts_frac, np.isnan(chunk.ts_frac), base)
 
 
 @dataclass
