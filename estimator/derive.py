@@ -218,7 +218,8 @@ def virtual_stage_position(cfg: EstimatorConfig, v: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class StageLayout:
-    """Layers of one pipeline stage per chunk, and the extras it carries."""
+    """Layers of one pipeline stage per chunk, and the extras it carries. Shared by every config with
+    the same split (:func:`stage_layouts`), so what it keeps is keyed by value."""
 
     stage: int
     chunks: tuple[tuple[int, ...], ...]  # global layer indices (MTP: num_layers + j) per chunk
@@ -228,13 +229,14 @@ class StageLayout:
     layers: tuple[int, ...] = field(init=False, repr=False, compare=False)
     #: the largest layer index of each chunk (−1 for an empty chunk), built once per layout
     chunk_tops: tuple[int, ...] = field(init=False, repr=False, compare=False)
-    #: [the model the kept kind runs are for (held), {chunk: kind runs}, {num_layers: MTP chunk}]
+    #: [the model last asked about (held), its {chunk: kind runs}, {num_layers: MTP chunk},
+    #: {:func:`kind_key`: {chunk: kind runs}}]
     _kept: list[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(chain.from_iterable(self.chunks)))
         object.__setattr__(self, "chunk_tops", tuple(max(layers) if layers else -1 for layers in self.chunks))
-        object.__setattr__(self, "_kept", [None, {}, {}])
+        object.__setattr__(self, "_kept", [None, {}, {}, {}])
 
     @property
     def has_embedding(self) -> bool:
@@ -254,8 +256,8 @@ class StageLayout:
 
     def kind_groups(self, model: ModelConfig, chunk: int | None = None) -> tuple[tuple[int, int], ...]:
         """:func:`layer_kind_groups` of the stage's layers (or of chunk ``chunk``'s), kept on the layout
-        for the last model instance asked about (held, so compared by identity; a layout belongs to
-        one config, so one model in practice)."""
+        per :func:`kind_key` of the model (the last model asked about held, so its own runs are found
+        by identity)."""
         holder = self._kept
         hit = holder[1].get(chunk) if holder[0] is model else None
         return (hit or self._kinds(model, chunk))[0]
@@ -271,7 +273,9 @@ class StageLayout:
                                                                      tuple[tuple[LayerKind, int], ...]]:
         holder = self._kept
         if holder[0] is not model:
-            holder[0], holder[1] = model, {}
+            if len(holder[3]) >= _KINDS_MAX:
+                holder[3].clear()
+            holder[0], holder[1] = model, holder[3].setdefault(kind_key(model), {})
         kept = holder[1]
         hit = kept.get(chunk)
         if hit is None:
@@ -280,11 +284,45 @@ class StageLayout:
         return hit  # type: ignore[no-any-return]
 
 
+def kind_key(model: ModelConfig) -> tuple[int, int, bool]:
+    """Everything :func:`layer_kind` reads from the model: (num_layers, num_dense_layers, is_moe)."""
+    return model.num_layers, model.num_dense_layers, model.is_moe
+
+
+#: most :func:`kind_key` values a layout keeps kind runs for (cleared when full)
+_KINDS_MAX = 64
+#: stage layouts by :func:`split_key` (a sweep's configs repeat the same few splits); cleared when full
+_LAYOUTS: dict[tuple[object, ...], tuple[StageLayout, ...]] = {}
+_LAYOUTS_MAX = 1024
+
+
+def split_key(cfg: EstimatorConfig) -> tuple[object, ...]:
+    """Everything :func:`_stage_layouts` reads from ``cfg``: pp, vpp, the schedule, the uneven-split
+    fields (:data:`estimator.pipeline_split` reads no others) and the main and MTP layer counts."""
+    p, m = cfg.parallel, cfg.model
+    per_stage = None if p.layers_per_stage is None else tuple(p.layers_per_stage)
+    return (p.pp, p.vpp, p.schedule, per_stage, p.pipeline_layout, p.decoder_first_pipeline_num_layers,
+            p.decoder_last_pipeline_num_layers, p.account_for_embedding_in_pipeline_split,
+            p.account_for_loss_in_pipeline_split, m.num_layers, m.mtp_layers)
+
+
 def stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
     """The partition: embedding on the first virtual stage, output head on the last, MTP layers on the
     last unless Megatron's layout string puts its ``m`` elsewhere (``pipeline_split.mtp_virtual_stage``).
-    Built once per config instance (:func:`estimator.memo.derived`; memory and step time share it)."""
-    return derived(cfg, "stage_layouts", lambda: _stage_layouts(cfg))
+    Built once per config instance (:func:`estimator.memo.derived`; memory and step time share it) and
+    shared by configs with the same :func:`split_key`."""
+    return derived(cfg, "stage_layouts", lambda: _shared_layouts(cfg))
+
+
+def _shared_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
+    """:func:`_stage_layouts` kept in :data:`_LAYOUTS` by :func:`split_key`."""
+    key = split_key(cfg)
+    hit = _LAYOUTS.get(key)
+    if hit is None:
+        if len(_LAYOUTS) >= _LAYOUTS_MAX:
+            _LAYOUTS.clear()
+        hit = _LAYOUTS[key] = _stage_layouts(cfg)
+    return hit
 
 
 def _stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
