@@ -16,9 +16,10 @@ oldest entry goes first).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 #: most configuration instances whose derived values are kept (a sweep prices one at a time)
 MAX_CONFIGS = 32
@@ -55,3 +56,31 @@ def derived(cfg: object, key: Hashable, compute: Callable[[], T]) -> T:
 def clear() -> None:
     """Forget every instance (tests)."""
     _ENTRIES.clear()
+
+
+class kept_property(Generic[R, T]):
+    """``functools.cached_property`` without its lock (Python 3.11 takes an ``RLock`` on every first
+    read): the value is computed on the first read and written into the instance's ``__dict__``,
+    which later reads find first (a non-data descriptor). For records that never change (frozen
+    dataclasses: the write bypasses their ``__setattr__``); two threads reading at once may both
+    compute it, and get equal values."""
+
+    def __init__(self, func: Callable[[R], T]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any] | None = None) -> kept_property[R, T]: ...
+
+    @overload
+    def __get__(self, obj: R, owner: type[Any] | None = None) -> T: ...
+
+    def __get__(self, obj: R | None, owner: type[Any] | None = None) -> T | kept_property[R, T]:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.func(obj)
+        return value

@@ -9,11 +9,11 @@ DP/ZeRO traffic. Stages with the same layers, extras and recompute mode are pric
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from estimator import derive, params
 from estimator.arrays import ARRAY, any_true, maximum, where
+from estimator.memo import kept_property
 from estimator.perf import comm, compute, kernels, layers, operators, roofline
 from estimator.perf.context import Ctx, comm_value, compute_value, context
 from estimator.profiles import resolved_bytes
@@ -44,7 +44,7 @@ class StageCost:
     model without the term exactly.
 
     Derived values (``per_micro_batch``, the exposed host time, ``fw_time`` ...) are computed once
-    per record (``cached_property``); :func:`dataclasses.replace` makes a fresh record.
+    per record (:class:`estimator.memo.kept_property`); :func:`dataclasses.replace` makes a fresh record.
     """
 
     stage: int
@@ -97,7 +97,7 @@ class StageCost:
             return self._exposed
         return self._exposed_at(ep_scale)
 
-    @cached_property
+    @kept_property
     def _exposed(self) -> tuple[float, float, float]:
         return self._exposed_at(1.0)
 
@@ -108,7 +108,7 @@ class StageCost:
         return (maximum(0.0, self.host_fw - self.fw_compute - c_fw),
                 maximum(0.0, self.host_bw - self.bw_compute - c_bw), maximum(0.0, self.host_rec - self.recompute - c_rec))
 
-    @cached_property
+    @kept_property
     def per_micro_batch(self) -> float:
         """``s_i``: everything the stage does for one micro-batch, ``Σ_pass max(device_p, host_p)``."""
         device = self.fw_compute + self.bw_compute + self.recompute + self.mp_comm + self.ep_comm + self.cp_comm
@@ -121,17 +121,17 @@ class StageCost:
                   + self.cp_comm)
         return device + sum(self.exposed_host(1.0 - ratio))
 
-    @cached_property
+    @kept_property
     def fw_time(self) -> float:
         """Forward compute plus its exposed host time (the FW_COMPUTE part per micro-batch)."""
         return self.fw_compute + self._exposed[0]
 
-    @cached_property
+    @kept_property
     def bw_time(self) -> float:
         """Backward compute plus its exposed host time (BW_COMPUTE per micro-batch)."""
         return self.bw_compute + self._exposed[1]
 
-    @cached_property
+    @kept_property
     def rec_time(self) -> float:
         """Recompute plus its exposed host time (RECOMPUTE per micro-batch)."""
         return self.recompute + self._exposed[2]
@@ -148,7 +148,7 @@ class StageCost:
             "MP_COMM": self.mp_comm, "EP_COMM": self.ep_comm, "CP_COMM": self.cp_comm, "DP_COMM": self.dp_comm,
         }
 
-    @cached_property
+    @kept_property
     def derived(self) -> dict[object, Any]:
         """Values derived from the record's numbers by their users (e.g. the EP time it hides in the
         bubble at a ratio, :mod:`estimator.perf.assembly`), computed once: :func:`relabelled` copies
