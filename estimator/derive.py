@@ -229,6 +229,9 @@ class StageLayout:
     layers: tuple[int, ...] = field(init=False, repr=False, compare=False)
     #: the largest layer index of each chunk (−1 for an empty chunk), built once per layout
     chunk_tops: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    #: the stage holds the embedding / the output head (``embedding_chunk`` / ``head_chunk`` set)
+    has_embedding: bool = field(init=False, repr=False, compare=False)
+    has_head: bool = field(init=False, repr=False, compare=False)
     #: [the model last asked about (held), its {chunk: kind runs}, {num_layers: MTP chunk},
     #: {:func:`kind_key`: {chunk: kind runs}}]
     _kept: list[Any] = field(init=False, repr=False, compare=False)
@@ -237,14 +240,8 @@ class StageLayout:
         object.__setattr__(self, "layers", tuple(chain.from_iterable(self.chunks)))
         object.__setattr__(self, "chunk_tops", tuple(max(layers) if layers else -1 for layers in self.chunks))
         object.__setattr__(self, "_kept", [None, {}, {}, {}])
-
-    @property
-    def has_embedding(self) -> bool:
-        return self.embedding_chunk is not None
-
-    @property
-    def has_head(self) -> bool:
-        return self.head_chunk is not None
+        object.__setattr__(self, "has_embedding", self.embedding_chunk is not None)
+        object.__setattr__(self, "has_head", self.head_chunk is not None)
 
     def mtp_chunk(self, num_layers: int) -> int | None:
         """Chunk holding the MTP layers (indices ≥ ``num_layers``), or None (kept per ``num_layers``)."""
@@ -269,19 +266,34 @@ class StageLayout:
         hit = holder[1].get(chunk) if holder[0] is model else None
         return (hit or self._kinds(model, chunk))[1]
 
-    def _kinds(self, model: ModelConfig, chunk: int | None) -> tuple[tuple[tuple[int, int], ...],
-                                                                     tuple[tuple[LayerKind, int], ...]]:
+    def chunk_kinds(self, model: ModelConfig) -> tuple[tuple[tuple[tuple[int, int], ...], ...],
+                                                       tuple[tuple[tuple[LayerKind, int], ...], ...]]:
+        """(:meth:`kind_groups`, :meth:`kind_runs`) of every chunk, kept alike (what the stage's memory
+        signature reads)."""
+        kept = self._kept_for(model)
+        hit = kept.get("chunks")
+        if hit is None:
+            kinds = [self._kinds(model, c) for c in range(len(self.chunks))]
+            hit = kept["chunks"] = (tuple(k[0] for k in kinds), tuple(k[1] for k in kinds))
+        return hit
+
+    def _kept_for(self, model: ModelConfig) -> dict[object, Any]:
+        """The kind runs kept for ``model``'s :func:`kind_key` (the model held for the identity check)."""
         holder = self._kept
         if holder[0] is not model:
             if len(holder[3]) >= _KINDS_MAX:
                 holder[3].clear()
             holder[0], holder[1] = model, holder[3].setdefault(kind_key(model), {})
-        kept = holder[1]
+        return holder[1]  # type: ignore[no-any-return]
+
+    def _kinds(self, model: ModelConfig, chunk: int | None) -> tuple[tuple[tuple[int, int], ...],
+                                                                     tuple[tuple[LayerKind, int], ...]]:
+        kept = self._kept_for(model)
         hit = kept.get(chunk)
         if hit is None:
             runs = layer_kind_runs(model, self.layers if chunk is None else self.chunks[chunk])
             hit = kept[chunk] = (tuple((i, n) for _, i, n in runs), tuple((k, n) for k, _, n in runs))
-        return hit  # type: ignore[no-any-return]
+        return hit
 
 
 def kind_key(model: ModelConfig) -> tuple[int, int, bool]:

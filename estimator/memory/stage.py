@@ -315,6 +315,25 @@ def stage_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
     )
 
 
+def _stage_fixed_of(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
+                    memo: dict[Any, Any]) -> StageFixed:
+    """The :class:`StageFixed` of ``layout``, kept in ``memo`` by :func:`stage_signature` (without
+    layer-level SAC the signature is built from the chunks' kind runs kept on the layout)."""
+    groups: Sequence[Sequence[tuple[int, int]]]
+    signature: tuple[object, ...]
+    if sac.layer_level_every(cfg) is None:
+        m = cfg.model
+        groups, runs = layout.chunk_kinds(m)
+        signature = ("fixed", (runs, layout.embedding_chunk, layout.head_chunk, layout.mtp_chunk(m.num_layers), mode))
+    else:
+        groups = chunk_classes(cfg, layout)
+        signature = ("fixed", stage_signature(cfg, layout, groups, mode))
+    fixed: StageFixed | None = memo.get(signature)
+    if fixed is None:
+        fixed = memo[signature] = stage_fixed(cfg, layout, mode, groups, memo)
+    return fixed
+
+
 def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any] | None = None) -> StageMemory:
     """Assemble one stage (sizes in MiB). Layers of one :func:`layer_class` are priced once and
     multiplied by their count; ``memo`` (shared by the stages of one config) keeps those prices and
@@ -323,11 +342,7 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
     mode = cfg.stage_recompute(layout.stage)
     m_micro = cfg.num_micro_batches
     memo = {} if memo is None else memo
-    groups = chunk_classes(cfg, layout)
-    signature = ("fixed", stage_signature(cfg, layout, groups, mode))
-    fixed: StageFixed | None = memo.get(signature)
-    if fixed is None:
-        fixed = memo[signature] = stage_fixed(cfg, layout, mode, groups, memo)
+    fixed = _stage_fixed_of(cfg, layout, mode, memo)
     activations = comm = 0.0
     mus: list[int] = []
     order = profile_of(cfg).interleaved_order
