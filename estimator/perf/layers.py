@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator import derive
-from estimator.arrays import any_true, per_unique
+from estimator.arrays import any_true, is_array, per_unique
 from estimator.errors import ConfigError
 from estimator.perf import comm, compute, kernels
 
@@ -109,6 +109,31 @@ def layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) -> LayerF
         mlp += compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab)
     fwd = (attn[0] + attn[1] + mlp) / (ctx.tp * ctx.cp)
     return LayerFlops(fwd, _recompute_fraction(cfg, stage, ctx.tokens, attn, mlp, moe), moe)
+
+
+def shared_layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) -> LayerFlops:
+    """:func:`layer_cost`, memoised across configs on everything it reads: the model (by identity;
+    the entry holds it, so the id cannot be reused while cached), the layer kind, the micro-batch's
+    tokens, the sequence, tp, cp, the expert load imbalance, the stage's recompute mode and (selective)
+    the recompute modules. (Arrays of layouts: computed, not kept.)"""
+    model = cfg.model
+    mode = cfg.stage_recompute(stage)
+    if is_array(ctx.tokens, ctx.seq, ctx.tp, ctx.cp, ctx.expert_imbalance):
+        return layer_cost(cfg, ctx, index, stage)
+    modules = tuple(cfg.recompute.modules) if mode == "selective" else ()
+    key = (id(model), derive.layer_kind(model, index), ctx.tokens, ctx.seq, ctx.tp, ctx.cp, ctx.expert_imbalance,
+           mode, modules)
+    hit = _LAYER_FLOPS.get(key)
+    if hit is None or hit[0] is not model:
+        if len(_LAYER_FLOPS) >= _LAYER_FLOPS_MAX:
+            _LAYER_FLOPS.clear()
+        hit = _LAYER_FLOPS[key] = (model, layer_cost(cfg, ctx, index, stage))
+    return hit[1]
+
+
+#: :func:`layer_cost` shared across configs (a sweep repeats the same shapes): key -> (model, flops)
+_LAYER_FLOPS: dict[tuple[object, ...], tuple[object, LayerFlops]] = {}
+_LAYER_FLOPS_MAX = 4096
 
 
 def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_blocks: int,

@@ -182,7 +182,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         kind_key = (kind, mode)
         lc = memo.get(("flops", kind_key))
         if lc is None:
-            lc = memo["flops", kind_key] = layers.layer_cost(cfg, ctx, index, layout.stage)
+            lc = memo["flops", kind_key] = layers.shared_layer_cost(cfg, ctx, index, layout.stage)
         f, b, r = compute.pass_flops(lc.forward * n, lc.recompute_fraction)
         fw, bw, rec = fw + f, bw + b, rec + r
         blocks = where(ctx.t_exp == 1, 1, 2) if lc.moe else 2

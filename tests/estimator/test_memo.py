@@ -11,22 +11,31 @@ from typing import Any
 import pytest
 
 import estimator
-from estimator import memo
+from estimator import derive, memo
 from estimator.derive import stage_layouts
 from estimator.memory.stage import stage_memory
 from estimator.params import layer_params
+from estimator.perf import layers
 from estimator.profiles import resolved_bytes
 
 EXAMPLES = Path(estimator.__file__).resolve().parent / "examples"
 
 
 def _numbers(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
+    """Every number of both reports (repr: exact, and NaN equal to itself)."""
     mem, perf = estimator.estimate_memory(cfg), estimator.estimate_perf(cfg)
-    return tuple(s.to_dict()["components"].items() for s in mem.stages), tuple(perf.real_parts.items())
+    return repr(mem.to_dict()), repr(perf.to_dict())
+
+
+def _clear() -> None:
+    """Forget every instance's values and the value-keyed caches (stage layouts, layer FLOPs)."""
+    memo.clear()
+    derive._LAYOUTS.clear()
+    layers._LAYER_FLOPS.clear()
 
 
 def _uncached(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
-    memo.clear()
+    _clear()
     return _numbers(cfg)
 
 
@@ -126,3 +135,71 @@ def test_overridden_sections_are_reused_only_for_the_same_section_and_values() -
             estimator.load_config(data, {"hardware.devices": 0})
     with pytest.raises(estimator.ConfigError, match="world size"):  # the cross-field rules still run
         estimator.load_config(data, {"hardware.devices": 16})
+
+
+#: one field apart in what the shared stage layouts and their kind runs are keyed on (derive.split_key,
+#: derive.kind_key) or in what the shared layer FLOPs read (layers.shared_layer_cost)
+_LLAMA_PP4 = {"parallel.pp": 4, "parallel.dp": 1}
+_SPLIT_CASES = [
+    ("deepseek-v3-671b-h100.yaml", {}, {"model.num_dense_layers": 1}),
+    ("deepseek-v3-671b-h100.yaml", {}, {"model.num_dense_layers": 0}),
+    ("deepseek-v3-671b-h100.yaml", {}, {"model.mtp_layers": 0}),
+    ("deepseek-v3-671b-h100.yaml", {}, {"model.num_experts": 0, "parallel.ep": 1}),
+    ("deepseek-v3-671b-h100.yaml", {}, {"model.num_layers": 60, "parallel.layers_per_stage": [4] * 15 + [0]}),
+    ("deepseek-v3-671b-h100.yaml", {}, {"parallel.layers_per_stage": [4] * 15 + [1]}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"model.num_layers": 28}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.decoder_first_pipeline_num_layers": 7,
+                                         "parallel.decoder_last_pipeline_num_layers": 7}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.decoder_first_pipeline_num_layers": 9,
+                                         "parallel.decoder_last_pipeline_num_layers": 7}),
+    ("llama3-8b-h100.yaml", {**_LLAMA_PP4, "parallel.decoder_first_pipeline_num_layers": 9,
+                             "parallel.decoder_last_pipeline_num_layers": 7},
+     {"parallel.decoder_last_pipeline_num_layers": 5}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.vpp": 2, "parallel.schedule": "interleaved"}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.vpp": 2, "parallel.schedule": "zero_bubble_v"}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.pp": 8, "parallel.tp": 1}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"recompute.mode": "full"}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"recompute.modules": ["core_attn", "mlp"]}),
+    ("llama3-8b-h100.yaml", {**_LLAMA_PP4, "options.operator_roofline": False}, {"recompute.modules": ["mlp"]}),
+    ("llama3-8b-h100.yaml", {**_LLAMA_PP4, "options.operator_roofline": False, "recompute.mode": "none"},
+     {"recompute.mode": "full"}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"train.seq_length": 4096}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.cp": 2, "parallel.pp": 2}),
+]
+
+
+@pytest.mark.parametrize("name, base_overrides, change", _SPLIT_CASES)
+def test_value_keyed_caches_miss_on_a_field_apart(name: str, base_overrides: dict[str, Any],
+                                                  change: dict[str, Any]) -> None:
+    """The stage layouts and kind runs shared across configs, and the shared layer FLOPs, never answer
+    for a config one field apart: after pricing the base, the other config's layouts, kind runs and
+    numbers equal those of a run with every cache empty."""
+    base = estimator.load_config(EXAMPLES / name, base_overrides)
+    other = estimator.load_config(base, change)
+    expected = _uncached(other)
+    fresh = derive._stage_layouts(other)
+    _clear()
+    _numbers(base)
+    layouts = stage_layouts(other)
+    assert layouts == fresh and [s.layers for s in layouts] == [s.layers for s in fresh]
+    for mine, new in zip(layouts, fresh, strict=True):
+        assert mine.kind_runs(other.model) == tuple((k, n) for k, _, n in derive.layer_kind_runs(other.model,
+                                                                                                 new.layers))
+        assert mine.chunk_kinds(other.model)[1] == tuple(
+            tuple((k, n) for k, _, n in derive.layer_kind_runs(other.model, c)) for c in new.chunks)
+    assert _numbers(other) == expected
+    assert expected != _uncached(base)
+
+
+def test_layouts_shared_by_split_and_kinds_kept_per_model_value() -> None:
+    """Configs with the same split share one tuple of layouts; two models apart in num_dense_layers
+    read their own kind runs from the shared layouts, whichever was asked first."""
+    _clear()
+    base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
+    tp2 = estimator.load_config(base, {"parallel.tp": 2, "parallel.dp": 64})
+    dense1 = estimator.load_config(base, {"model.num_dense_layers": 1})
+    assert stage_layouts(tp2) is stage_layouts(base) and stage_layouts(dense1) is stage_layouts(base)
+    first = stage_layouts(base)[0]
+    assert first.kind_runs(base.model) == (("dense", 3),)
+    assert first.kind_runs(dense1.model) == (("dense", 1), ("moe", 2))
+    assert first.kind_runs(base.model) == (("dense", 3),)
