@@ -35,6 +35,9 @@ from analyzer.ingest.window import Window, window
 
 #: decompressed bytes read per chunk.
 CHUNK_BYTES = 8 * 2**20
+#: first read of a plain file: its events are then framed over a memory map (``window.MapWindow``), so
+#: only the top-level keys before ``traceEvents`` need a read (more is read when they are longer).
+HEAD_BYTES = 64 * 2**10
 #: most bytes of top-level content read before / after the event array.
 HEADER_MAX_BYTES = 64 * 2**20
 _KEY = b'"traceEvents"'
@@ -72,7 +75,7 @@ class EventFramer:
     def open(self) -> str:
         """Read the start of the file: ``array``, ``object`` or ``empty`` (raises ``ValueError``
         when it is not JSON)."""
-        self._buf = self._read()
+        self._buf = self._read(HEAD_BYTES if self.src.plain else CHUNK_BYTES)
         if self._buf.startswith(_BOM):
             self._buf = self._buf[len(_BOM):]
         head = self._buf.lstrip()
@@ -91,8 +94,8 @@ class EventFramer:
             raise ValueError("not JSON: expected '[' (event array) or '{' (traceEvents object)")
         return self.layout
 
-    def _read(self) -> bytes:
-        data = self.src.read(CHUNK_BYTES) if not self._eof else b""
+    def _read(self, size: int = CHUNK_BYTES) -> bytes:
+        data = self.src.read(size) if not self._eof else b""
         if not data:
             self._eof = True
         return data

@@ -160,3 +160,15 @@ def test_map_window_releases_decoded_pages_and_keeps_the_file(tmp_path: Path) ->
                                       "ascend/msprof-analyze-single-card/trace_view.json"])
 def test_shared_plain_samples_same_as_buffered(profile_path, monkeypatch: pytest.MonkeyPatch, relative: str) -> None:
     _assert_same(profile_path(relative), monkeypatch)
+
+
+def test_top_level_keys_longer_than_the_first_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain file's first read is ``HEAD_BYTES``: top-level keys before ``traceEvents`` longer than
+    that are read on, and the events start at the right offset of the map."""
+    path = tmp_path / "t.json"
+    props = ", ".join(f'{{"id": {i}, "name": "{"G" * 200}"}}' for i in range(1000))  # ~220 kB > HEAD_BYTES
+    path.write_text('{"deviceProperties": [' + props + '], "traceEvents": [\n'
+                    + ",\n".join(_event(i) for i in range(500)) + "\n]}", encoding="utf-8")
+    assert path.stat().st_size > 3 * chunks.HEAD_BYTES
+    raw = _assert_same(path, monkeypatch)
+    assert raw.n_complete == 500 and len(raw.top["deviceProperties"]) == 1000
