@@ -17,6 +17,7 @@ is skipped there, counted, and named in a warning.
 
 from __future__ import annotations
 
+import mmap
 import re
 import sys
 from collections.abc import Generator, Iterator
@@ -30,9 +31,13 @@ from analyzer.ingest import decode as dec
 from analyzer.ingest import native
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.framing import Scanner, Source, _depths
+from analyzer.ingest.window import Window, window
 
 #: decompressed bytes read per chunk.
 CHUNK_BYTES = 8 * 2**20
+#: first read of a plain file: its events are then framed over a memory map (``window.MapWindow``), so
+#: only the top-level keys before ``traceEvents`` need a read (more is read when they are longer).
+HEAD_BYTES = 64 * 2**10
 #: most bytes of top-level content read before / after the event array.
 HEADER_MAX_BYTES = 64 * 2**20
 _KEY = b'"traceEvents"'
@@ -65,11 +70,12 @@ class EventFramer:
     refused: str = ""
     _buf: bytes = b""
     _eof: bool = False
+    _map: mmap.mmap | None = None
 
     def open(self) -> str:
         """Read the start of the file: ``array``, ``object`` or ``empty`` (raises ``ValueError``
         when it is not JSON)."""
-        self._buf = self._read()
+        self._buf = self._read(HEAD_BYTES if self.src.plain else CHUNK_BYTES)
         if self._buf.startswith(_BOM):
             self._buf = self._buf[len(_BOM):]
         head = self._buf.lstrip()
@@ -88,8 +94,8 @@ class EventFramer:
             raise ValueError("not JSON: expected '[' (event array) or '{' (traceEvents object)")
         return self.layout
 
-    def _read(self) -> bytes:
-        data = self.src.read(CHUNK_BYTES) if not self._eof else b""
+    def _read(self, size: int = CHUNK_BYTES) -> bytes:
+        data = self.src.read(size) if not self._eof else b""
         if not data:
             self._eof = True
         return data
@@ -119,7 +125,16 @@ class EventFramer:
         """Decoded events, a chunk at a time, until the array ends, the file ends or a budget stops it."""
         if self.layout not in ("array", "object") or (self._eof and not self._buf.strip()):
             return
-        win = _Window(bytearray(b"[") + self._buf)  # "[" + the events not decoded yet
+        self._map = self.src.map()
+        try:
+            yield from self._frame(window(self._buf, self.src, self._map))
+        finally:
+            if self._map is not None:
+                self._map.close()  # no view of it outlives a chunk: every decode copies what it keeps
+                self._map = None
+
+    def _frame(self, win: Window) -> Iterator[list[Any] | native.NativeChunk]:
+        """:meth:`chunks` over ``win`` ("[" + the events not decoded yet)."""
         while not self.stopped:
             cut, events = self._fast(win)
             if events is not None:
@@ -131,7 +146,7 @@ class EventFramer:
                 rest, done = yield from self._exact(win.text())
                 if done:
                     return
-                win = _Window(bytearray(b"[") + rest)
+                win = window(rest, self.src, self._map)
             if self._check_budgets():
                 return
             self._fill(win)
@@ -139,23 +154,23 @@ class EventFramer:
                 self.truncated = self.truncated or "the event array is not closed"
                 return
 
-    def _fill(self, win: _Window) -> None:
+    def _fill(self, win: Window) -> None:
         """Read the next :data:`CHUNK_BYTES` into ``win`` behind its text (end of file: ``_eof``)."""
         got = 0 if self._eof else win.read_into(self.src, CHUNK_BYTES)
         if not got:
             self._eof = True
 
-    def _fast(self, win: _Window) -> tuple[int, list[Any] | native.NativeChunk | None]:
+    def _fast(self, win: Window) -> tuple[int, list[Any] | native.NativeChunk | None]:
         """``(cut, events)``: the events of ``win`` (``[`` + event text) before the last candidate
         boundary that decodes (a ``}`` followed by ``,`` and the ``{`` of the next event; up to
         :data:`CANDIDATES` tried), or ``(cut, None)`` (``cut`` -1 when no candidate was found). The
         ``,`` after the candidate is turned into ``]`` for the decode (no copy) and restored."""
         if self._eof:
             return -1, None
-        buf, n = win.store, win.n
+        buf, at, n = win.store, win.at, win.at + win.n
         cut, end, tried = -1, n, 0
         while tried < CANDIDATES:
-            cut = buf.rfind(b"},", 1, end)
+            cut = buf.rfind(b"},", at + 1, end)
             if cut < 0:
                 return -1, None
             end = cut
@@ -165,14 +180,14 @@ class EventFramer:
             buf[cut + 1] = _CLOSE_BRACKET
             old_limit = _cap_recursion(self.budgets.max_depth)
             try:
-                with memoryview(buf) as view, view[:cut + 2] as body:
-                    return cut, self._decode(body)
+                with memoryview(buf) as view, view[at:cut + 2] as body:
+                    return cut - at, self._decode(body)
             except dec.DecodeFailure:
                 continue
             finally:
                 sys.setrecursionlimit(old_limit)
                 buf[cut + 1] = _COMMA
-        return cut, None
+        return cut - at, None
 
     def _decode(self, body: memoryview) -> list[Any] | native.NativeChunk:
         """One chunk: natively when the extension is there and accepts it (Kineto layout), else by
@@ -270,37 +285,6 @@ class EventFramer:
                 return
             if isinstance(obj, dict):
                 self.top.update(obj)
-
-
-class _Window:
-    """The text being framed, ``store[:n]`` ("[" + the events not decoded yet), in one buffer reused
-    for the whole file: a decoded prefix is dropped by moving the short rest to the front (a
-    same-length slice assignment: no reallocation) and the next bytes are read straight into the
-    space behind it. Was: an 8 MiB ``bytes`` per read appended to a ``bytearray`` that shrank after
-    every chunk, i.e. two fresh 8 MiB allocations (page faults, zeroing, one copy) per chunk."""
-
-    def __init__(self, text: bytearray) -> None:
-        self.store = text
-        self.n = len(text)
-
-    def drop(self, upto: int) -> None:
-        """Forget ``store[1:upto]`` (decoded events; the leading "[" stays)."""
-        rest = self.n - upto
-        self.store[1:1 + rest] = self.store[upto:self.n]
-        self.n = 1 + rest
-
-    def read_into(self, src: Source, size: int) -> int:
-        """Read up to ``size`` bytes of ``src`` behind the text; returns the count (0: end of file)."""
-        if len(self.store) < self.n + size:
-            self.store.extend(bytes(self.n + size - len(self.store)))
-        with memoryview(self.store) as view, view[self.n:self.n + size] as free:
-            got = src.readinto(free)
-        self.n += got
-        return got
-
-    def text(self) -> bytes:
-        """A copy of the text without the leading "[" (the slow path and the end-of-file check)."""
-        return bytes(self.store[1:self.n])
 
 
 def _cap_recursion(max_depth: int) -> int:

@@ -16,6 +16,9 @@ uses cheap boundary *candidates* and calls the scanner only where a candidate fa
 from __future__ import annotations
 
 import io
+import mmap
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -50,6 +53,15 @@ class CountingReader(io.RawIOBase):
         self.n_read += n or 0
         return n or 0
 
+    def seekable(self) -> bool:
+        return self.raw.seekable()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self.raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
     def close(self) -> None:
         self.raw.close()
         super().close()
@@ -58,11 +70,13 @@ class CountingReader(io.RawIOBase):
 @dataclass
 class Source:
     """An open trace: ``read(n)`` gives decompressed bytes; ``disk`` counts bytes read on disk,
-    ``n_out`` the decompressed bytes handed out."""
+    ``n_out`` the decompressed bytes handed out. ``plain``: an uncompressed file (bytes handed out =
+    the file offset), which :meth:`map` can map into memory."""
 
     fh: IO[bytes]
     disk: CountingReader
     n_out: int = 0
+    plain: bool = False
 
     def read(self, n: int) -> bytes:
         data = self.fh.read(n)
@@ -75,6 +89,31 @@ class Source:
         self.n_out += n
         return n
 
+    def skip(self, n: int) -> None:
+        """Hand out the next ``n`` bytes of a plain file without reading them (the caller reads them
+        from :meth:`map`): the position and both counters move on as if they were read."""
+        self.fh.seek(self.n_out + n)
+        self.n_out += n
+        self.disk.n_read += n
+
+    def map(self) -> mmap.mmap | None:
+        """A private (copy-on-write) read mapping of a plain regular file, or None (compressed, not a
+        regular file, empty, or the system refuses). Writes to it change this process's copy only.
+        Caveat of every memory map: a file truncated by another process while it is read ends the
+        process with SIGBUS instead of a truncation warning; ``NDVAL_MMAP_INGEST=0`` reads instead."""
+        if not self.plain or os.environ.get("NDVAL_MMAP_INGEST", "1") == "0":
+            return None
+        try:
+            fd = self.disk.raw.fileno()
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            mapping = mmap.mmap(fd, 0, access=mmap.ACCESS_COPY)
+        except (OSError, ValueError, io.UnsupportedOperation):  # empty file, no mmap on this file system
+            return None
+        if hasattr(mmap, "MADV_SEQUENTIAL"):
+            mapping.madvise(mmap.MADV_SEQUENTIAL)
+        return mapping
+
     def close(self) -> None:
         try:
             self.fh.close()
@@ -86,7 +125,7 @@ def open_source(path: Path, threaded: bool = True) -> Source:
     """Open ``path`` for reading decompressed bytes (see module docstring). Close it when done."""
     disk = CountingReader(open(path, "rb"))  # noqa: SIM115 - closed by Source.close
     if not is_gzip(path):
-        return Source(io.BufferedReader(disk, buffer_size=1 << 20), disk)
+        return Source(io.BufferedReader(disk, buffer_size=1 << 20), disk, plain=True)
     buffered = io.BufferedReader(disk, buffer_size=1 << 20)
     if threaded:
         from isal import igzip_threaded
