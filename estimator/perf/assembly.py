@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from estimator.arrays import ARRAY, any_true, divide_or_nan, pick, where
 from estimator.perf import comm, network, pipeline
-from estimator.perf.context import Ctx, context
+from estimator.perf.context import Ctx, config_context, context
 from estimator.perf.report import MB_PARTS, PERF_PARTS, PerfReport
 from estimator.perf.stage import StageCost, stage_costs
 
@@ -148,7 +148,7 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
     """Step-time estimate of ``cfg`` (spec §2, §7)."""
     o, p = cfg.options, cfg.parallel
     m = cfg.num_micro_batches
-    ctx = context(cfg)
+    ctx = config_context(cfg)
     stages = apply_coefficients(stage_costs(cfg, ctx), o.part_coefficients)
     bubble_k = (o.part_coefficients or {}).get("BUBBLE", 1.0)
     perf, real, st = assemble(

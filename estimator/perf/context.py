@@ -87,6 +87,16 @@ def context(cfg: EstimatorConfig) -> Ctx:
     )
 
 
+def config_context(cfg: EstimatorConfig) -> Ctx:
+    """:func:`context` of ``cfg``, built once per config instance (:func:`estimator.memo.derived`): the
+    context :func:`estimator.perf.stage.stage_costs` may share stage prices under."""
+    return derived(cfg, CONTEXT_KEY, lambda: context(cfg))
+
+
+#: the :func:`estimator.memo.config_memo` key of :func:`config_context`
+CONTEXT_KEY = "perf_context"
+
+
 def host_launch_s(cfg: EstimatorConfig) -> float:
     """Host seconds per kernel launch used by the model: ``options.host_launch_cost_us`` or else the
     profile's sourced value (:func:`estimator.profiles.host_launch_cost_s`) when ``options.host_launch_overhead`` is on and

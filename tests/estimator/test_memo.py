@@ -16,6 +16,7 @@ from estimator.derive import stage_layouts
 from estimator.memory.stage import stage_memory
 from estimator.params import layer_params
 from estimator.perf import layers
+from estimator.perf import stage as perf_stage
 from estimator.profiles import resolved_bytes
 
 EXAMPLES = Path(estimator.__file__).resolve().parent / "examples"
@@ -32,11 +33,19 @@ def _clear() -> None:
     memo.clear()
     derive._LAYOUTS.clear()
     layers._LAYER_FLOPS.clear()
+    perf_stage._STAGE_COSTS.clear()
 
 
 def _uncached(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
+    """The numbers of ``cfg`` with every cache empty and the cross-config prices off (stage costs and
+    layer FLOPs computed for every stage: a key missing a field would also mislead within one run)."""
     _clear()
-    return _numbers(cfg)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(perf_stage, "pricing_key", lambda _cfg: None)
+        patch.setattr(layers, "shared_layer_cost", layers.layer_cost)
+        out = _numbers(cfg)
+    _clear()
+    return out
 
 
 @pytest.mark.parametrize("field, value", [
@@ -147,6 +156,7 @@ _SPLIT_CASES = [
     ("deepseek-v3-671b-h100.yaml", {}, {"model.num_experts": 0, "parallel.ep": 1}),
     ("deepseek-v3-671b-h100.yaml", {}, {"model.num_layers": 60, "parallel.layers_per_stage": [4] * 15 + [0]}),
     ("deepseek-v3-671b-h100.yaml", {}, {"parallel.layers_per_stage": [4] * 15 + [1]}),
+    ("deepseek-v3-671b-h100.yaml", {}, {"recompute.per_stage": ["selective"] + ["full"] * 15}),
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"model.num_layers": 28}),
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.decoder_first_pipeline_num_layers": 7,
                                          "parallel.decoder_last_pipeline_num_layers": 7}),
@@ -159,11 +169,24 @@ _SPLIT_CASES = [
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.vpp": 2, "parallel.schedule": "zero_bubble_v"}),
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.pp": 8, "parallel.tp": 1}),
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"recompute.mode": "full"}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"recompute.per_stage": ["none", "full", "selective", "none"]}),
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"recompute.modules": ["core_attn", "mlp"]}),
     ("llama3-8b-h100.yaml", {**_LLAMA_PP4, "options.operator_roofline": False}, {"recompute.modules": ["mlp"]}),
     ("llama3-8b-h100.yaml", {**_LLAMA_PP4, "options.operator_roofline": False, "recompute.mode": "none"},
      {"recompute.mode": "full"}),
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"train.seq_length": 4096}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"train.micro_batch_size": 2}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.sequence_parallel": False}),
+    ("llama3-8b-h100.yaml", {}, {"parallel.distributed_optimizer": False}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.tp": 1, "parallel.dp": 2}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.cp_comm_type": "a2a", "parallel.cp": 2, "parallel.pp": 2}),
+    ("llama3-8b-h100.yaml", {}, {"options.dp_comm_overlap": 0.5}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"options.tp_comm_overlap": 0.5}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"precision.params": "fp32"}),
+    ("llama3-8b-h100.yaml", _LLAMA_PP4, {"profile": "fsdp2"}),
+    ("deepseek-v3-671b-h100.yaml", {}, {"parallel.ep": 8, "parallel.etp": 1}),
+    ("deepseek-v3-671b-h100.yaml", {}, {"parallel.ep": 32}),
+    ("deepseek-v3-671b-h100.yaml", {}, {"options.ep_bubble_overlap_ratio": 0.5}),
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"parallel.cp": 2, "parallel.pp": 2}),
 ]
 
@@ -203,3 +226,25 @@ def test_layouts_shared_by_split_and_kinds_kept_per_model_value() -> None:
     assert first.kind_runs(base.model) == (("dense", 3),)
     assert first.kind_runs(dense1.model) == (("dense", 1), ("moe", 2))
     assert first.kind_runs(base.model) == (("dense", 3),)
+
+
+def test_stage_costs_shared_across_the_split_only() -> None:
+    """Two configs apart only in the pipeline split and schedule (:data:`perf_stage.SPLIT_ONLY`) share
+    the middle stages' prices; everything else the pricing reads is in the key (every section field
+    but those), and the shared prices equal a run with every cache empty."""
+    base = estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml", _LLAMA_PP4)
+    split = estimator.load_config(base, {"parallel.decoder_first_pipeline_num_layers": 9,
+                                         "parallel.decoder_last_pipeline_num_layers": 7})
+    expected = _uncached(split)
+    _clear()
+    before = estimator.estimate_perf(base)
+    after = estimator.estimate_perf(split)
+    assert after.stages[1].per_micro_batch == before.stages[1].per_micro_batch
+    assert after.stages[1].__dict__["derived"] is before.stages[1].__dict__["derived"]  # one record's values
+    assert _numbers(split) == expected
+    key, held = perf_stage.pricing_key(base) or ((), ())
+    parallel_fields = type(base.parallel).model_fields
+    assert perf_stage.SPLIT_ONLY.issubset(parallel_fields)
+    assert len(key) == len(type(base).model_fields)
+    assert len(key[list(type(base).model_fields).index("parallel")]) == len(parallel_fields) - len(perf_stage.SPLIT_ONLY)
+    assert base.model in held and base.hardware in held and base.options in held and base.precision in held
