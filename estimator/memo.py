@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar, overload
 
+from pydantic import BaseModel
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -56,6 +58,57 @@ def derived(cfg: object, key: Hashable, compute: Callable[[], T]) -> T:
 def clear() -> None:
     """Forget every instance (tests)."""
     _ENTRIES.clear()
+
+
+#: parallel fields no per-stage price reads: the pipeline split and schedule decide which layers a stage
+#: holds (the callers' stage keys state them: kind runs, extras) and how stages overlap (``perf.assembly``,
+#: the in-flight micro-batches of ``memory.stage``)
+SPLIT_ONLY = frozenset({
+    "vpp", "schedule", "layers_per_stage", "pipeline_layout", "decoder_first_pipeline_num_layers",
+    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
+})
+#: config sections keyed by value (a sweep validates them anew per layout), less the fields named;
+#: every other section by identity (a sweep shares the instance)
+_BY_VALUE = {"train": frozenset(), "parallel": SPLIT_ONLY, "recompute": frozenset()}
+_CONTAINERS = (list, tuple, dict)
+
+
+def pricing_key(cfg: object) -> tuple[tuple[object, ...], tuple[object, ...]] | None:
+    """What a per-stage price (``perf.stage.stage_cost``, ``memory.stage.stage_fixed``) may read from
+    ``cfg`` besides the stage, and the instances the key names: every field of every section but
+    :data:`SPLIT_ONLY`, the train/parallel/recompute sections by value and the others (model,
+    precision, hardware, options) by identity (held with the key, so their ids cannot be reused
+    while kept). Built once per instance; None for the batched stand-ins (arrays, not a model)."""
+    if not isinstance(cfg, BaseModel):
+        return None
+    return derived(cfg, "pricing_key", lambda: _pricing_key(cfg))
+
+
+def _pricing_key(cfg: BaseModel) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    key: list[object] = []
+    held: list[object] = []
+    for name in type(cfg).model_fields:
+        value = getattr(cfg, name)
+        skip = _BY_VALUE.get(name)
+        if skip is not None:
+            key.append(tuple(v if type(v) not in _CONTAINERS else _frozen(v)
+                             for f in type(value).model_fields if f not in skip for v in (getattr(value, f),)))
+        elif isinstance(value, BaseModel):
+            key.append(id(value))
+            held.append(value)
+        else:
+            key.append(value)
+    return tuple(key), tuple(held)
+
+
+def _frozen(value: object) -> object:
+    """``value`` hashable: lists and tuples as tuples, mappings as (key, value) tuples in their order."""
+    if isinstance(value, list | tuple):
+        return tuple(map(_frozen, value))
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    return value
 
 
 class kept_property(Generic[R, T]):

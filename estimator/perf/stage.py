@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 from operator import is_
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from estimator import derive, params
 from estimator.arrays import ARRAY, any_true, maximum, where
-from estimator.memo import config_memo, kept_property
+from estimator.memo import config_memo, kept_property, pricing_key
 from estimator.perf import comm, compute, kernels, layers, operators, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context
 from estimator.profiles import resolved_bytes
@@ -317,7 +315,7 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
     Stages with the same layers (kind and count; a layer's ep follows from its kind), extras and
     recompute mode cost the same and are priced once; under the config's own context
     (:func:`config_context`) also once across configs equal in what the pricing reads
-    (:func:`pricing_key`).
+    (:func:`estimator.memo.pricing_key`).
     """
     ctx = ctx or config_context(cfg)
     out: list[StageCost] = []
@@ -333,51 +331,6 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
     return out
 
 
-#: parallel fields the stage pricing never reads: the pipeline split and schedule decide which layers a
-#: stage holds (the stage key states them) and how stages overlap (priced in ``perf.assembly``)
-SPLIT_ONLY = frozenset({
-    "vpp", "schedule", "layers_per_stage", "pipeline_layout", "decoder_first_pipeline_num_layers",
-    "decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split",
-    "account_for_loss_in_pipeline_split",
-})
-#: config sections keyed by value (a sweep validates them anew per layout), less the fields named;
-#: every other section by identity (a sweep shares the instance)
-_BY_VALUE = {"train": frozenset(), "parallel": SPLIT_ONLY, "recompute": frozenset()}
-_CONTAINERS = (list, tuple, dict)
-
-
-def pricing_key(cfg: EstimatorConfig) -> tuple[tuple[object, ...], tuple[object, ...]] | None:
-    """What :func:`stage_cost` reads from ``cfg`` besides the stage, and the instances the key names:
-    every field of every section but :data:`SPLIT_ONLY`, the train/parallel/recompute sections by
-    value and the others (model, precision, hardware, options) by identity (held with the key, so
-    their ids cannot be reused while kept). None for the batched stand-ins (arrays, not a model)."""
-    if not isinstance(cfg, BaseModel):
-        return None
-    key: list[object] = []
-    held: list[object] = []
-    for name in type(cfg).model_fields:
-        value = getattr(cfg, name)
-        skip = _BY_VALUE.get(name)
-        if skip is not None:
-            key.append(tuple(v if type(v) not in _CONTAINERS else _frozen(v)
-                             for f in type(value).model_fields if f not in skip for v in (getattr(value, f),)))
-        elif isinstance(value, BaseModel):
-            key.append(id(value))
-            held.append(value)
-        else:
-            key.append(value)
-    return tuple(key), tuple(held)
-
-
-def _frozen(value: object) -> object:
-    """``value`` hashable: lists and tuples as tuples, mappings as (key, value) tuples in their order."""
-    if isinstance(value, list | tuple):
-        return tuple(map(_frozen, value))
-    if isinstance(value, dict):
-        return tuple((k, _frozen(v)) for k, v in value.items())
-    return value
-
-
 #: stage costs shared across configs: (pricing key, kind runs in order, embedding, head, recompute mode)
 #: -> (the instances the pricing key names, cost); cleared when full
 _STAGE_COSTS: dict[tuple[object, ...], tuple[tuple[object, ...], StageCost]] = {}
@@ -387,7 +340,7 @@ _STAGE_COSTS_MAX = 4096
 def _priced(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, memo: dict[object, Any],
             shared: tuple[tuple[object, ...], tuple[object, ...]] | None, extras: tuple[object, ...]) -> StageCost:
     """:func:`stage_cost` of ``layout`` with its ``per_micro_batch`` derived (the relabelled copies carry
-    it), kept in :data:`_STAGE_COSTS` under ``shared`` (:func:`pricing_key`), the layout's kind runs
+    it), kept in :data:`_STAGE_COSTS` under ``shared`` (:func:`estimator.memo.pricing_key`), the layout's kind runs
     in their order (the order of the sums) and ``extras`` (embedding, head, recompute mode)."""
     if shared is None:
         cost = stage_cost(cfg, ctx, layout, memo)

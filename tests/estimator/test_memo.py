@@ -13,6 +13,7 @@ import pytest
 import estimator
 from estimator import derive, memo
 from estimator.derive import stage_layouts
+from estimator.memory import stage as memory_stage
 from estimator.memory.stage import stage_memory
 from estimator.params import layer_params
 from estimator.perf import layers
@@ -34,6 +35,7 @@ def _clear() -> None:
     derive._LAYOUTS.clear()
     layers._LAYER_FLOPS.clear()
     perf_stage._STAGE_COSTS.clear()
+    memory_stage._FIXED.clear()
 
 
 def _uncached(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
@@ -42,6 +44,7 @@ def _uncached(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
     _clear()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(perf_stage, "pricing_key", lambda _cfg: None)
+        patch.setattr(memory_stage, "pricing_key", lambda _cfg: None)
         patch.setattr(layers, "shared_layer_cost", layers.layer_cost)
         out = _numbers(cfg)
     _clear()
@@ -184,6 +187,10 @@ _SPLIT_CASES = [
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"options.tp_comm_overlap": 0.5}),
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"precision.params": "fp32"}),
     ("llama3-8b-h100.yaml", _LLAMA_PP4, {"profile": "fsdp2"}),
+    ("llama3-8b-h100.yaml", {"profile": "fsdp2"}, {"parallel.fsdp_reshard_after_forward": True}),
+    ("llama3-8b-h100.yaml", {"profile": "sapp-nd"}, {"parallel.grad_sharding": True}),
+    ("llama3-8b-h100.yaml", {"profile": "sapp-nd"}, {"parallel.optimizer_shard_size": 2}),
+    ("llama3-8b-h100.yaml", {}, {"train.hidden_dropout": 0.0}),
     ("deepseek-v3-671b-h100.yaml", {}, {"parallel.ep": 8, "parallel.etp": 1}),
     ("deepseek-v3-671b-h100.yaml", {}, {"parallel.ep": 32}),
     ("deepseek-v3-671b-h100.yaml", {}, {"options.ep_bubble_overlap_ratio": 0.5}),
@@ -229,7 +236,7 @@ def test_layouts_shared_by_split_and_kinds_kept_per_model_value() -> None:
 
 
 def test_stage_costs_shared_across_the_split_only() -> None:
-    """Two configs apart only in the pipeline split and schedule (:data:`perf_stage.SPLIT_ONLY`) share
+    """Two configs apart only in the pipeline split and schedule (:data:`estimator.memo.SPLIT_ONLY`) share
     the middle stages' prices; everything else the pricing reads is in the key (every section field
     but those), and the shared prices equal a run with every cache empty."""
     base = estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml", _LLAMA_PP4)
@@ -242,9 +249,9 @@ def test_stage_costs_shared_across_the_split_only() -> None:
     assert after.stages[1].per_micro_batch == before.stages[1].per_micro_batch
     assert after.stages[1].__dict__["derived"] is before.stages[1].__dict__["derived"]  # one record's values
     assert _numbers(split) == expected
-    key, held = perf_stage.pricing_key(base) or ((), ())
+    key, held = memo.pricing_key(base) or ((), ())
     parallel_fields = type(base.parallel).model_fields
-    assert perf_stage.SPLIT_ONLY.issubset(parallel_fields)
+    assert memo.SPLIT_ONLY.issubset(parallel_fields)
     assert len(key) == len(type(base).model_fields)
-    assert len(key[list(type(base).model_fields).index("parallel")]) == len(parallel_fields) - len(perf_stage.SPLIT_ONLY)
+    assert len(key[list(type(base).model_fields).index("parallel")]) == len(parallel_fields) - len(memo.SPLIT_ONLY)
     assert base.model in held and base.hardware in held and base.options in held and base.precision in held
