@@ -91,9 +91,9 @@ def _pricing_key(cfg: BaseModel) -> tuple[tuple[object, ...], tuple[object, ...]
     for name in type(cfg).model_fields:
         value = getattr(cfg, name)
         skip = _BY_VALUE.get(name)
-        if skip is not None:
+        if skip is not None:  # (a validated model's __dict__ holds its fields, in their order)
             key.append(tuple(v if type(v) not in _CONTAINERS else _frozen(v)
-                             for f in type(value).model_fields if f not in skip for v in (getattr(value, f),)))
+                             for f, v in value.__dict__.items() if f not in skip))
         elif isinstance(value, BaseModel):
             key.append(id(value))
             held.append(value)

@@ -255,3 +255,6 @@ def test_stage_costs_shared_across_the_split_only() -> None:
     assert len(key) == len(type(base).model_fields)
     assert len(key[list(type(base).model_fields).index("parallel")]) == len(parallel_fields) - len(memo.SPLIT_ONLY)
     assert base.model in held and base.hardware in held and base.options in held and base.precision in held
+    for name in ("train", "parallel", "recompute"):  # the key reads the sections' __dict__: their fields, in order
+        section = getattr(base, name)
+        assert list(vars(section)) == list(type(section).model_fields)
