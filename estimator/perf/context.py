@@ -13,12 +13,13 @@ inside it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import is_
 from typing import TYPE_CHECKING
 
 from estimator import derive
 from estimator.arrays import as_float
 from estimator.errors import ConfigError
-from estimator.memo import derived
+from estimator.memo import derived, pricing_key
 from estimator.perf import comm, compute, network
 from estimator.profiles import DTYPE_BYTES, host_launch_cost_s, profile_of
 
@@ -88,9 +89,30 @@ def context(cfg: EstimatorConfig) -> Ctx:
 
 
 def config_context(cfg: EstimatorConfig) -> Ctx:
-    """:func:`context` of ``cfg``, built once per config instance (:func:`estimator.memo.derived`): the
+    """:func:`context` of ``cfg``, built once per config instance (:func:`estimator.memo.derived`) and
+    shared by configs equal in :func:`estimator.memo.pricing_key` (it reads nothing else): the
     context :func:`estimator.perf.stage.stage_costs` may share stage prices under."""
-    return derived(cfg, CONTEXT_KEY, lambda: context(cfg))
+    return derived(cfg, CONTEXT_KEY, lambda: _shared_context(cfg))
+
+
+#: contexts shared across configs: pricing key -> (the instances it names, context); cleared when full
+_CONTEXTS: dict[tuple[object, ...], tuple[tuple[object, ...], Ctx]] = {}
+_CONTEXTS_MAX = 1024
+
+
+def _shared_context(cfg: EstimatorConfig) -> Ctx:
+    """:func:`context` kept in :data:`_CONTEXTS` by :func:`estimator.memo.pricing_key`."""
+    shared = pricing_key(cfg)
+    if shared is None:  # the batched stand-ins
+        return context(cfg)
+    hit = _CONTEXTS.get(shared[0])
+    if hit is not None and all(map(is_, hit[0], shared[1])):
+        return hit[1]
+    ctx = context(cfg)
+    if len(_CONTEXTS) >= _CONTEXTS_MAX:
+        _CONTEXTS.clear()
+    _CONTEXTS[shared[0]] = (shared[1], ctx)
+    return ctx
 
 
 #: the :func:`estimator.memo.config_memo` key of :func:`config_context`

@@ -16,6 +16,7 @@ from estimator.derive import stage_layouts
 from estimator.memory import stage as memory_stage
 from estimator.memory.stage import stage_memory
 from estimator.params import layer_params
+from estimator.perf import context as perf_context
 from estimator.perf import layers
 from estimator.perf import stage as perf_stage
 from estimator.profiles import resolved_bytes
@@ -36,6 +37,7 @@ def _clear() -> None:
     layers._LAYER_FLOPS.clear()
     perf_stage._STAGE_COSTS.clear()
     memory_stage._FIXED.clear()
+    perf_context._CONTEXTS.clear()
 
 
 def _uncached(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
@@ -45,6 +47,7 @@ def _uncached(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(perf_stage, "pricing_key", lambda _cfg: None)
         patch.setattr(memory_stage, "pricing_key", lambda _cfg: None)
+        patch.setattr(perf_context, "pricing_key", lambda _cfg: None)
         patch.setattr(layers, "shared_layer_cost", layers.layer_cost)
         out = _numbers(cfg)
     _clear()
