@@ -16,6 +16,7 @@ oldest entry goes first).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from operator import is_
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel
@@ -56,8 +57,9 @@ def derived(cfg: object, key: Hashable, compute: Callable[[], T]) -> T:
 
 
 def clear() -> None:
-    """Forget every instance (tests)."""
+    """Forget every instance and every shared price dictionary (tests)."""
     _ENTRIES.clear()
+    _SHARED.clear()
 
 
 #: parallel fields no per-stage price reads: the pipeline split and schedule decide which layers a stage
@@ -100,6 +102,30 @@ def _pricing_key(cfg: BaseModel) -> tuple[tuple[object, ...], tuple[object, ...]
         else:
             key.append(value)
     return tuple(key), tuple(held)
+
+
+def pricing_memo(cfg: object, user: str) -> dict[Hashable, Any]:
+    """A dictionary for ``user``'s per-layer and per-stage prices of ``cfg`` (values that read ``cfg``
+    only through :func:`pricing_key`, under keys that state everything else they read), shared by
+    every config with the same pricing key; a fresh one for the batched stand-ins. At most
+    :data:`MAX_SHARED` are kept (all forgotten when full)."""
+    shared = pricing_key(cfg)
+    if shared is None:
+        return {}
+    key = (user, shared[0])
+    hit = _SHARED.get(key)
+    if hit is not None and all(map(is_, hit[0], shared[1])):
+        return hit[1]
+    if len(_SHARED) >= MAX_SHARED:
+        _SHARED.clear()
+    memo: dict[Hashable, Any] = {}
+    _SHARED[key] = (shared[1], memo)
+    return memo
+
+
+#: most shared price dictionaries (:func:`pricing_memo`) kept
+MAX_SHARED = 256
+_SHARED: dict[tuple[object, ...], tuple[tuple[object, ...], dict[Hashable, Any]]] = {}
 
 
 def _frozen(value: object) -> object:

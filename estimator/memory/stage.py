@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import is_
 from typing import TYPE_CHECKING, Any
 
 from estimator.arrays import is_array, where
 from estimator.derive import layer_kind, layer_kind_groups
-from estimator.memo import pricing_key
 from estimator.memory import activation as act
 from estimator.memory import buffers, framework, fsdp2, sac
 from estimator.memory.schedule import in_flight
@@ -332,39 +330,14 @@ def _stage_fixed_of(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMo
         signature = ("fixed", stage_signature(cfg, layout, groups, mode))
     fixed: StageFixed | None = memo.get(signature)
     if fixed is None:
-        fixed = memo[signature] = _shared_fixed(cfg, layout, mode, groups, memo, signature)
-    return fixed
-
-
-#: :class:`StageFixed` shared across configs: (:func:`estimator.memo.pricing_key`, stage signature) ->
-#: (the instances the pricing key names, the record); cleared when full
-_FIXED: dict[tuple[object, ...], tuple[tuple[object, ...], StageFixed]] = {}
-_FIXED_MAX = 4096
-
-
-def _shared_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
-                  groups: Sequence[Sequence[tuple[int, int]]], memo: dict[Any, Any],
-                  signature: tuple[object, ...]) -> StageFixed:
-    """:func:`stage_fixed`, kept in :data:`_FIXED` for every config equal in what it reads
-    (:func:`estimator.memo.pricing_key`: all but the pipeline split and schedule, which enter through
-    the layout, stated by the ``signature``)."""
-    shared = pricing_key(cfg)
-    if shared is None:  # the batched stand-ins
-        return stage_fixed(cfg, layout, mode, groups, memo)
-    key = (shared[0], signature)
-    hit = _FIXED.get(key)
-    if hit is not None and all(map(is_, hit[0], shared[1])):
-        return hit[1]
-    fixed = stage_fixed(cfg, layout, mode, groups, memo)
-    if len(_FIXED) >= _FIXED_MAX:
-        _FIXED.clear()
-    _FIXED[key] = (shared[1], fixed)
+        fixed = memo[signature] = stage_fixed(cfg, layout, mode, groups, memo)
     return fixed
 
 
 def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any] | None = None) -> StageMemory:
     """Assemble one stage (sizes in MiB). Layers of one :func:`layer_class` are priced once and
-    multiplied by their count; ``memo`` (shared by the stages of one config) keeps those prices and
+    multiplied by their count; ``memo`` (shared by the stages of one config, ``estimate_memory``: and
+    by the configs equal in :func:`estimator.memo.pricing_key`) keeps those prices and
     each :func:`stage_signature`'s :class:`StageFixed`, so stages alike but for μ share it."""
     p = cfg.parallel
     mode = cfg.stage_recompute(layout.stage)

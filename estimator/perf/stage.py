@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from estimator import derive, params
 from estimator.arrays import ARRAY, any_true, maximum, where
-from estimator.memo import config_memo, kept_property, pricing_key
+from estimator.memo import config_memo, kept_property, pricing_key, pricing_memo
 from estimator.perf import comm, compute, kernels, layers, operators, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context
 from estimator.profiles import resolved_bytes
@@ -320,8 +320,9 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
     ctx = ctx or config_context(cfg)
     out: list[StageCost] = []
     seen: dict[tuple[object, ...], StageCost] = {}
-    memo: dict[object, Any] = {}  # per-kind layer prices shared by the stages
     shared = pricing_key(cfg) if config_memo(cfg).get(CONTEXT_KEY) is ctx else None
+    # per-kind layer prices shared by the stages, and by every config with the same pricing key
+    memo: dict[Any, Any] = pricing_memo(cfg, "stage_costs") if shared is not None else {}
     for layout in derive.stage_layouts(cfg):
         kinds = tuple(sorted(layout.kind_runs(cfg.model)))
         key = (kinds, layout.has_embedding, layout.has_head, cfg.stage_recompute(layout.stage))

@@ -13,7 +13,6 @@ import pytest
 import estimator
 from estimator import derive, memo
 from estimator.derive import stage_layouts
-from estimator.memory import stage as memory_stage
 from estimator.memory.stage import stage_memory
 from estimator.params import layer_params
 from estimator.perf import context as perf_context
@@ -36,7 +35,6 @@ def _clear() -> None:
     derive._LAYOUTS.clear()
     layers._LAYER_FLOPS.clear()
     perf_stage._STAGE_COSTS.clear()
-    memory_stage._FIXED.clear()
     perf_context._CONTEXTS.clear()
 
 
@@ -46,7 +44,7 @@ def _uncached(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
     _clear()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(perf_stage, "pricing_key", lambda _cfg: None)
-        patch.setattr(memory_stage, "pricing_key", lambda _cfg: None)
+        patch.setattr(estimator.memory, "pricing_memo", lambda _cfg, _user: {})
         patch.setattr(perf_context, "pricing_key", lambda _cfg: None)
         patch.setattr(layers, "shared_layer_cost", layers.layer_cost)
         out = _numbers(cfg)
@@ -261,3 +259,19 @@ def test_stage_costs_shared_across_the_split_only() -> None:
     for name in ("train", "parallel", "recompute"):  # the key reads the sections' __dict__: their fields, in order
         section = getattr(base, name)
         assert list(vars(section)) == list(type(section).model_fields)
+
+
+def test_pricing_memo_shared_only_by_equal_pricing_keys_and_bounded() -> None:
+    """Configs apart only in the pipeline split share one price dictionary per user; a config one
+    priced field apart, another user or a batched stand-in get their own; the store stays bounded."""
+    _clear()
+    base = estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml")
+    split = estimator.load_config(base, {"parallel.vpp": 2, "parallel.schedule": "interleaved"})
+    wider = estimator.load_config(base, {"train.micro_batch_size": 2})
+    assert memo.pricing_memo(split, "memory") is memo.pricing_memo(base, "memory")
+    assert memo.pricing_memo(wider, "memory") is not memo.pricing_memo(base, "memory")
+    assert memo.pricing_memo(base, "stage_costs") is not memo.pricing_memo(base, "memory")
+    assert memo.pricing_memo(object(), "memory") == {} and memo.pricing_key(object()) is None
+    for k in range(memo.MAX_SHARED + 5):
+        memo.pricing_memo(estimator.load_config(base, {"train.seq_length": 1024 + 2 * k}), "memory")
+        assert len(memo._SHARED) <= memo.MAX_SHARED
