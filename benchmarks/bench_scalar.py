@@ -7,7 +7,8 @@ configs (the bundled examples and the layouts of a search space over each; the c
 built before timing). Prints estimates/s of both and the ratio (median over rounds). Not a test.
 ``--instructions`` counts instead the CPU instructions per estimate of each side under valgrind's
 callgrind (a run with the estimates minus one without, divided by their number), with
-``PYTHONHASHSEED=0`` (string hashes otherwise move the count by a few % from run to run): slow
+``PYTHONHASHSEED=0`` (string hashes otherwise move the count by a few % from run to run) and
+``OPENBLAS_NUM_THREADS=1`` (idle BLAS threads spin under valgrind: ±3 % on the same tree otherwise): slow
 (minutes), but the same on a loaded machine.
 
     .venv/bin/python benchmarks/bench_scalar.py [--baseline b1f4e33] [--rounds 3] [--instructions]
@@ -104,7 +105,7 @@ def instructions(src: Path, name: str) -> float:
     for repeat in (0, 1):
         run = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
                               __file__, "--worker", str(src), "--repeat", str(repeat), "--only", name],
-                             capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+                             capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"})
         found = re.search(r"Collected : (\d+)", run.stderr)
         assert found, run.stderr[-2000:]
         counts.append(int(found.group(1)))
