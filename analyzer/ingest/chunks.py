@@ -5,7 +5,8 @@ Layouts: a bare JSON array of events (Ascend ``trace_view.json``) or an object w
 (``distributedInfo``, ``deviceProperties``, ...) are decoded in the same pass, before and after the
 array (:attr:`EventFramer.top`), so no extra pass over the file is needed for metadata.
 
-Fast path: the decompressed bytes are read in chunks of :data:`CHUNK_BYTES`; the last ``},`` of the
+Fast path: the decompressed bytes are read in chunks of :data:`CHUNK_BYTES` (a plain file's are
+taken from a memory map instead, without a copy: :mod:`analyzer.ingest.window`); the last ``},`` of the
 buffer is a candidate boundary between two events and the text up to it is decoded as one array: a
 Kineto chunk by the native scanner (:func:`native.scan_chunk`, when built) into columns, any other
 chunk, or one the scanner refuses, by ``msgspec`` (:func:`decode.decode_chunk`). A wrong candidate (inside a string or a nested object)
