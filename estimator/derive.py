@@ -10,14 +10,14 @@ Symbols (reference §2): d = dp, t = tp, cp, ep, etp, p = pp, vp = vpp, E = rout
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal
 
 from estimator import pipeline_split
 from estimator.arrays import gcd, where
-from estimator.memo import derived
+from estimator.memo import derived, shared_value
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, ModelConfig
@@ -304,7 +304,7 @@ def kind_key(model: ModelConfig) -> tuple[int, int, bool]:
 #: most :func:`kind_key` values a layout keeps kind runs for (cleared when full)
 _KINDS_MAX = 64
 #: stage layouts by :func:`split_key` (a sweep's configs repeat the same few splits); cleared when full
-_LAYOUTS: dict[tuple[object, ...], tuple[StageLayout, ...]] = {}
+_LAYOUTS: dict[Hashable, tuple[tuple[object, ...], tuple[StageLayout, ...]]] = {}
 _LAYOUTS_MAX = 1024
 
 
@@ -328,13 +328,7 @@ def stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
 
 def _shared_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
     """:func:`_stage_layouts` kept in :data:`_LAYOUTS` by :func:`split_key`."""
-    key = split_key(cfg)
-    hit = _LAYOUTS.get(key)
-    if hit is None:
-        if len(_LAYOUTS) >= _LAYOUTS_MAX:
-            _LAYOUTS.clear()
-        hit = _LAYOUTS[key] = _stage_layouts(cfg)
-    return hit
+    return shared_value(_LAYOUTS, _LAYOUTS_MAX, split_key(cfg), (), lambda: _stage_layouts(cfg))
 
 
 def _stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:

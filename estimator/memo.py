@@ -104,6 +104,23 @@ def _pricing_key(cfg: BaseModel) -> tuple[tuple[object, ...], tuple[object, ...]
     return tuple(key), tuple(held)
 
 
+def shared_value(store: dict[Hashable, tuple[tuple[object, ...], T]], limit: int, key: Hashable,
+                 held: tuple[object, ...], compute: Callable[[], T]) -> T:
+    """``compute()`` kept in ``store`` under ``key`` for every config whose key it is (the stores shared
+    across configs: stage layouts, layer FLOPs, contexts, stage costs, price dictionaries). ``held``:
+    the instances ``key`` names by id; an entry answers only while they are the same objects (it
+    holds them, so their ids cannot be reused meanwhile). At most ``limit`` entries (all forgotten
+    when full)."""
+    hit = store.get(key)
+    if hit is not None and all(map(is_, hit[0], held)):
+        return hit[1]
+    value = compute()
+    if len(store) >= limit:
+        store.clear()
+    store[key] = (held, value)
+    return value
+
+
 def pricing_memo(cfg: object, user: str) -> dict[Hashable, Any]:
     """A dictionary for ``user``'s per-layer and per-stage prices of ``cfg`` (values that read ``cfg``
     only through :func:`pricing_key`, under keys that state everything else they read), shared by
@@ -112,20 +129,12 @@ def pricing_memo(cfg: object, user: str) -> dict[Hashable, Any]:
     shared = pricing_key(cfg)
     if shared is None:
         return {}
-    key = (user, shared[0])
-    hit = _SHARED.get(key)
-    if hit is not None and all(map(is_, hit[0], shared[1])):
-        return hit[1]
-    if len(_SHARED) >= MAX_SHARED:
-        _SHARED.clear()
-    memo: dict[Hashable, Any] = {}
-    _SHARED[key] = (shared[1], memo)
-    return memo
+    return shared_value(_SHARED, MAX_SHARED, (user, shared[0]), shared[1], dict)
 
 
 #: most shared price dictionaries (:func:`pricing_memo`) kept
 MAX_SHARED = 256
-_SHARED: dict[tuple[object, ...], tuple[tuple[object, ...], dict[Hashable, Any]]] = {}
+_SHARED: dict[Hashable, tuple[tuple[object, ...], dict[Hashable, Any]]] = {}
 
 
 def _frozen(value: object) -> object:

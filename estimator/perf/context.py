@@ -12,14 +12,14 @@ inside it.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from operator import is_
 from typing import TYPE_CHECKING
 
 from estimator import derive
 from estimator.arrays import as_float
 from estimator.errors import ConfigError
-from estimator.memo import derived, pricing_key
+from estimator.memo import derived, pricing_key, shared_value
 from estimator.perf import comm, compute, network
 from estimator.profiles import DTYPE_BYTES, host_launch_cost_s, profile_of
 
@@ -96,7 +96,7 @@ def config_context(cfg: EstimatorConfig) -> Ctx:
 
 
 #: contexts shared across configs: pricing key -> (the instances it names, context); cleared when full
-_CONTEXTS: dict[tuple[object, ...], tuple[tuple[object, ...], Ctx]] = {}
+_CONTEXTS: dict[Hashable, tuple[tuple[object, ...], Ctx]] = {}
 _CONTEXTS_MAX = 1024
 
 
@@ -105,14 +105,7 @@ def _shared_context(cfg: EstimatorConfig) -> Ctx:
     shared = pricing_key(cfg)
     if shared is None:  # the batched stand-ins
         return context(cfg)
-    hit = _CONTEXTS.get(shared[0])
-    if hit is not None and all(map(is_, hit[0], shared[1])):
-        return hit[1]
-    ctx = context(cfg)
-    if len(_CONTEXTS) >= _CONTEXTS_MAX:
-        _CONTEXTS.clear()
-    _CONTEXTS[shared[0]] = (shared[1], ctx)
-    return ctx
+    return shared_value(_CONTEXTS, _CONTEXTS_MAX, shared[0], shared[1], lambda: context(cfg))
 
 
 #: the :func:`estimator.memo.config_memo` key of :func:`config_context`

@@ -7,13 +7,14 @@ priced once (:func:`layer_groups`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator import derive
 from estimator.arrays import any_true, is_array, per_unique
 from estimator.errors import ConfigError
+from estimator.memo import shared_value
 from estimator.perf import comm, compute, kernels
 
 if TYPE_CHECKING:
@@ -123,16 +124,11 @@ def shared_layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) ->
     modules = tuple(cfg.recompute.modules) if mode == "selective" else ()
     key = (id(model), derive.layer_kind(model, index), ctx.tokens, ctx.seq, ctx.tp, ctx.cp, ctx.expert_imbalance,
            mode, modules)
-    hit = _LAYER_FLOPS.get(key)
-    if hit is None or hit[0] is not model:
-        if len(_LAYER_FLOPS) >= _LAYER_FLOPS_MAX:
-            _LAYER_FLOPS.clear()
-        hit = _LAYER_FLOPS[key] = (model, layer_cost(cfg, ctx, index, stage))
-    return hit[1]
+    return shared_value(_LAYER_FLOPS, _LAYER_FLOPS_MAX, key, (model,), lambda: layer_cost(cfg, ctx, index, stage))
 
 
 #: :func:`layer_cost` shared across configs (a sweep repeats the same shapes): key -> (model, flops)
-_LAYER_FLOPS: dict[tuple[object, ...], tuple[object, LayerFlops]] = {}
+_LAYER_FLOPS: dict[Hashable, tuple[tuple[object, ...], LayerFlops]] = {}
 _LAYER_FLOPS_MAX = 4096
 
 

@@ -8,13 +8,13 @@ DP/ZeRO traffic. Stages with the same layers, extras and recompute mode are pric
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from operator import is_
 from typing import TYPE_CHECKING, Any
 
 from estimator import derive, params
 from estimator.arrays import ARRAY, any_true, maximum, where
-from estimator.memo import config_memo, kept_property, pricing_key, pricing_memo
+from estimator.memo import config_memo, kept_property, pricing_key, pricing_memo, shared_value
 from estimator.perf import comm, compute, kernels, layers, operators, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context
 from estimator.profiles import resolved_bytes
@@ -334,7 +334,7 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
 
 #: stage costs shared across configs: (pricing key, kind runs in order, embedding, head, recompute mode)
 #: -> (the instances the pricing key names, cost); cleared when full
-_STAGE_COSTS: dict[tuple[object, ...], tuple[tuple[object, ...], StageCost]] = {}
+_STAGE_COSTS: dict[Hashable, tuple[tuple[object, ...], StageCost]] = {}
 _STAGE_COSTS_MAX = 4096
 
 
@@ -343,20 +343,15 @@ def _priced(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, memo: di
     """:func:`stage_cost` of ``layout`` with its ``per_micro_batch`` derived (the relabelled copies carry
     it), kept in :data:`_STAGE_COSTS` under ``shared`` (:func:`estimator.memo.pricing_key`), the layout's kind runs
     in their order (the order of the sums) and ``extras`` (embedding, head, recompute mode)."""
-    if shared is None:
+    def priced() -> StageCost:
         cost = stage_cost(cfg, ctx, layout, memo)
         cost.per_micro_batch  # noqa: B018
         return cost
+
+    if shared is None:
+        return priced()
     key = (shared[0], layout.kind_runs(cfg.model), *extras)
-    hit = _STAGE_COSTS.get(key)
-    if hit is not None and all(map(is_, hit[0], shared[1])):
-        return hit[1]
-    cost = stage_cost(cfg, ctx, layout, memo)
-    cost.per_micro_batch  # noqa: B018
-    if len(_STAGE_COSTS) >= _STAGE_COSTS_MAX:
-        _STAGE_COSTS.clear()
-    _STAGE_COSTS[key] = (shared[1], cost)
-    return cost
+    return shared_value(_STAGE_COSTS, _STAGE_COSTS_MAX, key, shared[1], priced)
 
 
 def relabelled(cost: StageCost, stage: int) -> StageCost:
