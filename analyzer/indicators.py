@@ -22,7 +22,7 @@ import pandas as pd
 from analyzer import flops, timeline
 from analyzer.ingest import events as ev
 from analyzer.thresholds import default_thresholds
-from ndcore.units import BYTES_PER_MIB
+from ndval.core.units import BYTES_PER_MIB
 
 Window = tuple[float, float]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer import confidence
-from ndcore import atomic, render
+from ndval.core import atomic, render
 
 #: time-breakdown segments: (label, colour); values come from the scope's indicators (µs).
 SEGMENTS: tuple[tuple[str, str], ...] = (

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from ndcore.yamlsrc import FAST_SAFE_LOADER
+from ndval.core.yamlsrc import FAST_SAFE_LOADER
 
 RELATIONS = (">=", ">", "<=", "<")
 

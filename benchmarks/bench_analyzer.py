@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profiles", type=Path, default=None, help="real profiles dir (default: harness paths)")
     args = parser.parse_args(argv)
     if args.profiles is None:
-        from harness import paths
+        from ndval.harness import paths
 
         args.profiles = paths.profiles_dir()
     src = args.profiles / REL

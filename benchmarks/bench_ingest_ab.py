@@ -48,7 +48,7 @@ def analyze_once(root: Path, trace: Path, out: Path) -> dict[str, float]:
     """CPU seconds (children) and wall seconds of ``ndval analyze --json`` from ``root``."""
     before = os.times()
     w0 = time.perf_counter()
-    subprocess.run([str(root / ".venv" / "bin" / "python"), "-m", "harness.cli", "analyze", str(trace), "--json",
+    subprocess.run([str(root / ".venv" / "bin" / "python"), "-m", "ndval.harness.cli", "analyze", str(trace), "--json",
                     str(out)], check=False, capture_output=True, cwd=root)  # -m: the code of ``root``
     after = os.times()
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)

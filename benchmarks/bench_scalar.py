@@ -84,7 +84,11 @@ def worker(src: str, repeat: int, only: str | None = None) -> dict[str, Any]:
 
 
 def _export(rev: str, dest: Path) -> None:
-    archive = subprocess.run(["git", "archive", "--format=tar", rev, "estimator", "ndcore", "validation_cases/models"],
+    # the base package was the top-level ``ndcore`` before it moved to ``ndval/core``: take what the revision has
+    listed = subprocess.run(["git", "ls-tree", "--name-only", rev, "ndcore", "ndval"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.split()
+    base = ["ndval/__init__.py", "ndval/core"] if "ndval" in listed else ["ndcore"]
+    archive = subprocess.run(["git", "archive", "--format=tar", rev, "estimator", *base, "validation_cases/models"],
                              cwd=ROOT, capture_output=True, check=True).stdout
     tar_path = dest / "src.tar"
     tar_path.write_bytes(archive)

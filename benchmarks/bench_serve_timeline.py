@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 import analyzer
-from harness import paths
+from ndval.harness import paths
 
 PAIR = ("kineto/hta-trace-diff/control.json.gz", "kineto/hta-trace-diff/test.json.gz")
 
@@ -70,8 +70,8 @@ def main() -> int:
         return 0
     from starlette.testclient import TestClient
 
-    from service.app import create_app
-    from service.registry import READY, Registry
+    from ndval.service.app import create_app
+    from ndval.service.registry import READY, Registry
 
     t0 = time.perf_counter()
     datasets = [analyzer.load_dataset(root / p, progress=False) for p in PAIR]

@@ -1,6 +1,6 @@
 """``ndval validate`` with the default worker choice against ``-n 0``, both in one run.
 
-Prints the wall time of each, the worker count the default chose (``harness.workers``) and the
+Prints the wall time of each, the worker count the default chose (``ndval.harness.workers``) and the
 ratio default / serial; exits 1 when the default is slower than serial by more than ``--slack``
 (timing noise on a shared machine). Each run writes its own reports folder under a temporary
 directory; the release reports are not touched. A full run takes minutes on 2 cores.
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 def timed_validate(reports: Path, extra: list[str]) -> tuple[float, int, str]:
     """(seconds, exit code, the pytest command line printed by validate) of one ``ndval validate``."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "validate", "--reports", str(reports), *extra],
+    proc = subprocess.run([sys.executable, "-m", "ndval.harness.cli", "validate", "--reports", str(reports), *extra],
                           cwd=REPO, capture_output=True, text=True, check=False)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("running:")), "")
     return time.perf_counter() - t0, proc.returncode, line

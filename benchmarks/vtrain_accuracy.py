@@ -4,7 +4,7 @@ First, all 1440 rows with nothing fitted (the operator roofline on the A100 pres
 efficiencies, ``estimator.hardware``); then the declared calibration step below.
 
 Reads ``step_time_cases.csv`` rows with ``source_id == vtrain_single`` (in place, from
-``harness.paths.measured_dir()``), builds each config with ``estimator.measured``, fits ONE global
+``ndval.harness.paths.measured_dir()``), builds each config with ``estimator.measured``, fits ONE global
 compute efficiency on the hash-selected ``fit`` half (``estimator.calibrate.split_half``) and prints
 Spearman (pooled and median within groups of model, GPU count and global batch) and MAPE on the
 held-out half, plus leave-one-out MAPE on the fit half.
@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from estimator import calibrate
 from estimator.config import EstimatorConfig, load_config
 from estimator.measured import config_from_measured_row
-from harness import paths
-from harness.kinds.estimator.host_cost import measured_host_launch_cost
+from ndval.harness import paths
+from ndval.harness.kinds.estimator.host_cost import measured_host_launch_cost
 
 SOURCE_ID = "vtrain_single"
 

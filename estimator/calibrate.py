@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import optimize
 
-from ndcore import stats
-from ndcore.hashing import first_byte_of_sha256
+from ndval.core import stats
+from ndval.core.hashing import first_byte_of_sha256
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig
@@ -73,7 +73,7 @@ class Accuracy:
 
 def accuracy(estimated: Sequence[float], measured: Sequence[float], groups: Sequence[str]) -> Accuracy:
     """Pooled Spearman, median within-group Spearman (groups with ≥ 3 rows; constant groups left
-    out, ``ndcore.stats``), MAPE (%), median est/meas."""
+    out, ``ndval.core.stats``), MAPE (%), median est/meas."""
     e, m = np.asarray(estimated, float), np.asarray(measured, float)
     per_group = stats.grouped("spearman", e, m, groups, min_n=3)
     return Accuracy(

@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel
 
 from estimator.errors import ConfigError
-from ndcore.yamlsrc import CaseError, read_located
+from ndval.core.yamlsrc import CaseError, read_located
 
 #: where ``model: {ref: models/x.yaml}`` is looked up when not found beside the YAML file
 BUNDLED_CASES_DIR = Path(__file__).resolve().parent.parent / "validation_cases"
@@ -33,7 +33,7 @@ def line_for(field: str, lines: dict[str, int]) -> int | None:
 def read_yaml(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     """Mapping and a ``dotted.key -> line`` index of a YAML file.
 
-    Read by :func:`ndcore.yamlsrc.read_located`, so a configuration has the limits and rules of a case
+    Read by :func:`ndval.core.yamlsrc.read_located`, so a configuration has the limits and rules of a case
     file (safe tags only, aliases bounded, nesting depth, key/value lengths, no merge or duplicate keys);
     its ``CaseError`` becomes a ``ConfigError`` naming the same file, line and field.
     """

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from estimator.arrays import ARRAY
 from estimator.perf.comm import CollectiveKind
-from ndcore.units import MIB_PER_GIB
+from ndval.core.units import MIB_PER_GIB
 
 Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
 

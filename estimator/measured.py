@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.errors import ConfigError
-from ndcore.units import BYTES_PER_MIB
+from ndval.core.units import BYTES_PER_MIB
 
 #: hardware text (lower-case substring) -> preset name, checked in order
 HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (

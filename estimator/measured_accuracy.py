@@ -21,8 +21,8 @@ from estimator import presets
 from estimator.config import load_config
 from estimator.measured import NotStated, config_from_measured_row, estimate_for_measurement, measured_kind_of
 from estimator.memory import estimate_memory
-from ndcore.render import markdown_table
-from ndcore.units import MIB_PER_GIB
+from ndval.core.render import markdown_table
+from ndval.core.units import MIB_PER_GIB
 
 BAND = (0.90, 1.10)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from estimator.config import BUNDLED_CASES_DIR
-from ndcore.render import markdown_table
+from ndval.core.render import markdown_table
 
 #: where the facts come from
 SEED_SOURCE = (

@@ -35,8 +35,8 @@ from estimator.config_yaml import BUNDLED_CASES_DIR, read_yaml
 from estimator.memory import estimate_memory
 from estimator.params import layer_params, total_params
 from estimator.seed import SEED_CONFIGS, seed_run
-from ndcore.render import markdown_table
-from ndcore.units import BYTES_PER_MIB
+from ndval.core.render import markdown_table
+from ndval.core.units import BYTES_PER_MIB
 
 LABELS = tuple(SEED_CONFIGS)
 #: config pairs whose recorded differences show the additive structure (same tp / same ep)

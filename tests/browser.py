@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from harness import paths
+from ndval.harness import paths
 
 #: launch flags that work on these machines (no sandbox as root; nothing reaching the network).
 CHROMIUM_ARGS: tuple[str, ...] = (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import paths
+from ndval.harness import paths
 
 #: the shared headless-Chromium fixtures (``browser``, ``page``); they skip when no browser is installed.
 pytest_plugins = ["tests.browser"]

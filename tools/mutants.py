@@ -36,9 +36,9 @@ KINDS = ("tests/harness/test_kinds.py",)
 _STAGE = "estimator/memory/stage.py"
 _ASSEMBLY = "estimator/perf/assembly.py"
 _GAINS = "analyzer/gains.py"
-_ROWWISE = "harness/assertions/rowwise.py"
-_CORR = "harness/assertions/correlation.py"
-_STATS = "ndcore/stats.py"
+_ROWWISE = "ndval/harness/assertions/rowwise.py"
+_CORR = "ndval/harness/assertions/correlation.py"
+_STATS = "ndval/core/stats.py"
 
 _SEED: tuple[Mutant, ...] = (
     Mutant("p1-safety-buffer-not-over-tp", "seed-formula", _STAGE,
@@ -66,7 +66,7 @@ _SEED: tuple[Mutant, ...] = (
     Mutant("memory-warns-late", "seed-formula", "estimator/memory/__init__.py",
            "if peak > hbm_mb:", "if peak > 1.001 * hbm_mb:", ("tests/estimator/test_memory.py",),
            "a peak above device memory is warned about"),
-    Mutant("p1-what-if-no-legacy-buffer", "seed-formula", "harness/kinds/recorded.py",
+    Mutant("p1-what-if-no-legacy-buffer", "seed-formula", "ndval/harness/kinds/recorded.py",
            "safety_mb / tp - legacy_safety_mb", "safety_mb / tp", KINDS,
            "seed P1 what-if: the reference's flat 1 GiB buffer is removed"),
     Mutant("p4-ep-left-in-bytes", "seed-formula", "estimator/perf/context.py",
@@ -229,10 +229,10 @@ _BANDS: tuple[Mutant, ...] = (
     Mutant("band-mape-widened", "assertion-band", _ROWWISE,
            "passed=mape <= self.max, stats=stats,", "passed=mape <= self.max * 1.01, stats=stats,", BANDS,
            "mape_le: max exactly"),
-    Mutant("band-share-widened", "assertion-band", "harness/assertions/shape.py",
+    Mutant("band-share-widened", "assertion-band", "ndval/harness/assertions/shape.py",
            "ok = not math.isnan(share) and share <= self.max", "ok = not math.isnan(share) and share <= self.max + 0.005",
            BANDS, "share_le: seed §7 90 % exactly"),
-    Mutant("band-score-widened", "assertion-band", "harness/assertions/values.py",
+    Mutant("band-score-widened", "assertion-band", "ndval/harness/assertions/values.py",
            "passed=self.lo <= got <= self.hi,", "passed=self.lo - 0.005 <= got <= self.hi + 0.005,", BANDS,
            "score_between: [lo, hi] exactly"),
     Mutant("band-corr-inclusive", "assertion-band", _CORR,

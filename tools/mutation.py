@@ -77,7 +77,7 @@ def make_workspace(repo: Path, root: Path) -> Path:
 
 
 def _env(ws: Path) -> dict[str, str]:
-    from harness import paths
+    from ndval.harness import paths
 
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ws) + os.pathsep + env.get("PYTHONPATH", "")
@@ -108,7 +108,7 @@ def first_failure(output: str) -> str:
 
 def check_import_location(ws: Path) -> None:
     """The workspace copy, not the checkout, must be the one imported."""
-    code = "import estimator, analyzer, harness; print(estimator.__file__, analyzer.__file__, harness.__file__)"
+    code = "import estimator, analyzer, ndval.harness; print(estimator.__file__, analyzer.__file__, ndval.harness.__file__)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ws, env=_env(ws), capture_output=True, text=True).stdout
     if any(not p.startswith(str(ws)) for p in out.split()):
         raise SystemExit(f"mutation: the workspace copy is not the one imported ({out.strip()}); aborting")

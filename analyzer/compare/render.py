@@ -8,7 +8,7 @@ from typing import Any
 
 from analyzer.compare.comparison import Comparison
 from analyzer.compare.verdicts import threshold_rule
-from ndcore import render
+from ndval.core import render
 
 # --------------------------------------------------------------------------------------------
 # Rendering

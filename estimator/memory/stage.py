@@ -27,7 +27,7 @@ from estimator.memory.static import (
     layer_static,
 )
 from estimator.profiles import profile_of, tp_shardable_overhead_mb
-from ndcore.units import BYTES_PER_MIB
+from ndval.core.units import BYTES_PER_MIB
 
 if TYPE_CHECKING:
     from estimator.config import EstimatorConfig, RecomputeMode

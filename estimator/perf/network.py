@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from estimator.arrays import ARRAY, any_true, maximum, minimum, where
 from estimator.perf.comm import Collective
-from ndcore.units import BYTES_PER_GB, S_PER_US
+from ndval.core.units import BYTES_PER_GB, S_PER_US
 
 
 class LevelLike(Protocol):

@@ -23,7 +23,7 @@ from analyzer.dataset import TOTALS_DEVICE_SAMPLED_CSV, TOTALS_HOST_SAMPLED, TOT
 from analyzer.ingest import ascend, kineto
 from analyzer.ingest import events as ev
 from analyzer.ingest.stream import Thinning, estimate_complete_events, read_trace
-from harness.cli import main
+from ndval.harness.cli import main
 from tests.analyzer import synthetic as S
 
 N_STEPS = 120

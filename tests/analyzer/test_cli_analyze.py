@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from ndval.harness.cli import main
 from tests.analyzer import synthetic as S
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from analyzer.cli_compare import distinct_short_names, short_name
-from harness.cli import main
+from ndval.harness.cli import main
 
 
 def test_kineto_pair_prints_headline_operators_and_warnings(profile_path, tmp_path, capsys):

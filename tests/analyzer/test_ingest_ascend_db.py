@@ -20,7 +20,7 @@ from analyzer.dataset import load_dataset
 from analyzer.ingest import ascend_db
 from analyzer.ingest import events as ev
 from analyzer.ingest.errors import IngestError
-from harness.cli import main
+from ndval.harness.cli import main
 
 #: profiles README, "DB exports" table (µs): computing, communication, comm. not overlapped, free.
 README_VALUES = {

@@ -11,7 +11,7 @@ import yaml
 from estimator import ablation, cli_ablate
 from estimator.errors import ConfigError
 from estimator.seed import seed_run
-from harness.cli import main
+from ndval.harness.cli import main
 
 
 def test_direction() -> None:

@@ -79,7 +79,7 @@ def test_ndval_estimate_invalid_config_one_line_exit_2(
     overrides: list[str], field: str, rule: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Through the ``ndval`` dispatcher (what the console script calls): one line, no traceback."""
-    from harness.cli import main
+    from ndval.harness.cli import main
 
     argv = ["estimate", str(EXAMPLES / "deepseek-v3-mini-A.yaml")]
     for item in overrides:
@@ -92,9 +92,9 @@ def test_ndval_estimate_invalid_config_one_line_exit_2(
 
 
 def test_console_script_entry_point() -> None:
-    """The installed ``ndval`` entry (``harness.cli:main``) exits non-zero without a traceback."""
+    """The installed ``ndval`` entry (``ndval.harness.cli:main``) exits non-zero without a traceback."""
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "estimate", str(EXAMPLES / "deepseek-v3-mini-A.yaml"),
+        [sys.executable, "-m", "ndval.harness.cli", "estimate", str(EXAMPLES / "deepseek-v3-mini-A.yaml"),
          "--set", "options.safety_buffer_mb=-1"],
         capture_output=True, text=True, check=False,
     )

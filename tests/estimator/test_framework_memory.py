@@ -20,7 +20,7 @@ from estimator.derive import stage_layouts
 from estimator.measured import config_from_measured_row, megatron_padded_vocab
 from estimator.measured_accuracy import table_errors
 from estimator.memory import framework
-from ndcore.units import BYTES_PER_MIB
+from ndval.core.units import BYTES_PER_MIB
 
 MIB = BYTES_PER_MIB
 

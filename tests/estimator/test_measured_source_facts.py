@@ -98,7 +98,9 @@ def test_dense_7b_ci_rows_get_only_the_fusion_fact() -> None:
 
 
 def _ratios(measured_dir: Path, where) -> dict[str, float]:
-    from harness.kinds.estimator.memory import estimate_for_measurement  # the case's like-for-like mapping
+    from ndval.harness.kinds.estimator.memory import (
+        estimate_for_measurement,  # the case's like-for-like mapping
+    )
 
     out = {}
     with (measured_dir / "memory_cases.csv").open(newline="") as fh:

@@ -18,7 +18,7 @@ import pytest
 
 import estimator
 from estimator.measured import config_from_measured_row
-from ndcore import stats
+from ndval.core import stats
 
 
 def _rows(measured_dir: Path, source: str) -> tuple[list[float], list[float]]:

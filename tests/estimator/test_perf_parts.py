@@ -94,7 +94,7 @@ def test_report_table_and_json() -> None:
 
 
 def test_cli_estimate_prints_time_parts(capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.cli import main
+    from ndval.harness.cli import main
 
     assert main(["estimate", "estimator/examples/deepseek-v3-mini-A.yaml"]) == 0
     out = capsys.readouterr().out

@@ -12,7 +12,7 @@ import estimator
 from estimator import search
 from estimator.search.evaluate import Candidate, Rejection
 from estimator.search.space import account_splits, first_last_splits
-from harness.cli import main as ndval
+from ndval.harness.cli import main as ndval
 
 ROOT = Path(__file__).resolve().parents[2]
 MINI = ROOT / "estimator/examples/deepseek-v3-mini-A.yaml"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from estimator.seed import SEED_CONFIGS, SEED_TABLE, load_seed_configs
-from harness import paths
-from harness.cases import load_case_file
+from ndval.harness import paths
+from ndval.harness.cases import load_case_file
 
 CASES = ("recorded/seed_peak_hbm.case.yaml", "estimator/seed_configs.case.yaml")
 #: "A	2	1	16	10941	8255	0.75 (低估)" — config, EP, TP, DP, measured, reference estimate, ratio

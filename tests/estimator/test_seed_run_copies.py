@@ -8,7 +8,7 @@ import yaml
 
 import estimator
 from estimator.seed import seed_run
-from harness import paths
+from ndval.harness import paths
 
 EXAMPLE = paths.REPO_ROOT / "estimator" / "examples" / "deepseek-v3-mini-A.yaml"
 CASE = paths.cases_dir() / "estimator" / "seed_configs.case.yaml"

@@ -7,8 +7,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.cases import load_case_file
-from ndcore.yamlsrc import CaseError
+from ndval.core.yamlsrc import CaseError
+from ndval.harness.cases import load_case_file
 from tests.fuzz.conftest import PROFILE
 from tests.fuzz.limits import bounded, only
 from tests.harness.conftest import synthetic_case

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from harness import allure
-from harness.commands import report
+from ndval.harness import allure
+from ndval.harness.commands import report
 
 from .conftest import synthetic_case
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness import paths
-from harness.assertions import REGISTRY, EvalContext
-from harness.cases import load_case_file
-from harness.kinds import KindError, RunContext, load_kinds
-from harness.kinds import analyzer as ak
-from harness.results import RunResult
+from ndval.harness import paths
+from ndval.harness.assertions import REGISTRY, EvalContext
+from ndval.harness.cases import load_case_file
+from ndval.harness.kinds import KindError, RunContext, load_kinds
+from ndval.harness.kinds import analyzer as ak
+from ndval.harness.results import RunResult
 from tests.analyzer.synthetic import SynthStep, host_bound_steps, write_rank
 
 CASES = paths.cases_dir() / "analyzer"
@@ -38,7 +38,7 @@ def test_both_kinds_are_registered_with_strict_params():
 def test_the_four_assertions_are_the_registry_ones():
     # one implementation each: the generic assertions of harness.assertions, no analyzer copies
     for name in ("bottleneck_is", "score_between", "verdict_equals", "abs_error_le"):
-        assert REGISTRY[name].__module__.startswith("harness.assertions.")
+        assert REGISTRY[name].__module__.startswith("ndval.harness.assertions.")
 
 
 def test_absent_profiles_folder_skips_with_data_not_available(monkeypatch, tmp_path):

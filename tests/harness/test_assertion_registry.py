@@ -10,23 +10,23 @@ from typing import Literal
 
 import pytest
 
-import harness.assertions as assertions_pkg
-from harness import doctables
-from harness.assertions import REGISTRY, AssertionSpec, register_assertion
-from harness.results import RunResult
+import ndval.harness.assertions as assertions_pkg
+from ndval.harness import doctables
+from ndval.harness.assertions import REGISTRY, AssertionSpec, register_assertion
+from ndval.harness.results import RunResult
 
 
 def test_every_builtin_type_lives_in_a_family_module():
-    families = {cls.__module__ for cls in REGISTRY.values() if cls.__module__.startswith("harness.")}
+    families = {cls.__module__ for cls in REGISTRY.values() if cls.__module__.startswith("ndval.harness.")}
     assert families == set(assertions_pkg.BUILTIN_MODULES)
-    assert REGISTRY["pearson_r_gt"].__module__ == "harness.assertions.correlation"
-    assert REGISTRY["ratio_within"].__module__ == "harness.assertions.rowwise"
+    assert REGISTRY["pearson_r_gt"].__module__ == "ndval.harness.assertions.correlation"
+    assert REGISTRY["ratio_within"].__module__ == "ndval.harness.assertions.rowwise"
 
 
 def test_entry_point_module_registers_its_types(tmp_path, monkeypatch):
     (tmp_path / "team_checks.py").write_text(textwrap.dedent("""
         from typing import Literal
-        from harness.assertions import AssertionSpec, register_assertion
+        from ndval.harness.assertions import AssertionSpec, register_assertion
 
         @register_assertion
         class RowsAtLeast(AssertionSpec):
@@ -68,7 +68,7 @@ def test_a_second_class_claiming_a_type_is_refused():
 def test_docs_tables_match_the_registries():
     text = doctables.DOC.read_text(encoding="utf-8")
     _, drifted = doctables.sync(text)
-    assert drifted == [], f"docs/harness.md out of date: {drifted}; run python -m harness.doctables --write"
+    assert drifted == [], f"docs/harness.md out of date: {drifted}; run python -m ndval.harness.doctables --write"
 
 
 def test_drift_is_detected_and_rewritten():

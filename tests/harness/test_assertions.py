@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.assertions import REGISTRY, AssertionUsageError, EvalContext
-from harness.results import RunResult
+from ndval.harness.assertions import REGISTRY, AssertionUsageError, EvalContext
+from ndval.harness.results import RunResult
 
 CTX = EvalContext()
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.cli import main
+from ndval.harness.cli import main
 
 HEADER = ("Step Id,Name,Type,Accelerator Core,Start Time(us),Duration(us),Input Shapes,Input Data Types,"
           "Output Shapes,Output Data Types\n")
@@ -138,7 +138,7 @@ def test_explain_lays_estimate_and_profile_side_by_side(tmp_path: Path, capsys: 
     import json
 
     import estimator
-    from harness.commands.explain import estimate_by_class
+    from ndval.harness.commands.explain import estimate_by_class
 
     run = Path(__file__).resolve().parents[2] / "estimator" / "examples" / "llama3-8b-h100.yaml"
     report = estimator.estimate_perf(estimator.load_config(run))

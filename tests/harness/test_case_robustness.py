@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import reportlock
-from harness.cases import load_case_file
-from harness.commands.lint import lint_paths
-from harness.gate import EXIT_BROKEN_INPUT, EXIT_PASS
-from ndcore.yamlsrc import CaseError
+from ndval.core.yamlsrc import CaseError
+from ndval.harness import reportlock
+from ndval.harness.cases import load_case_file
+from ndval.harness.commands.lint import lint_paths
+from ndval.harness.gate import EXIT_BROKEN_INPUT, EXIT_PASS
 from tests.harness.conftest import synthetic_case
 
 BAD_FILES = {
@@ -139,7 +139,7 @@ def test_symlinked_case_file_is_refused_by_lint_and_run_alike(pytester: pytest.P
 def test_report_write_errors_name_their_cause_and_exit_2(pytester: pytest.Pytester, cases, monkeypatch: pytest.MonkeyPatch,
                                                          code: int, cause: str) -> None:
     """A read-only reports folder exited 1 (the gate-failed code) with a traceback; a full disk gave INTERNALERROR."""
-    from ndcore import atomic
+    from ndval.core import atomic
 
     def refuse(path: Path, data: bytes) -> Path:
         raise OSError(code, os.strerror(code), str(path))
@@ -168,7 +168,7 @@ def test_the_pytest_run_itself_holds_the_reports_lock(pytester: pytest.Pytester,
     cases("good.case.yaml", synthetic_case("good"))
     reports = pytester.path / "reports"
     env = {k: v for k, v in os.environ.items() if k != reportlock.FD_ENV and not k.startswith("PYTEST_")}
-    holder = subprocess.Popen([sys.executable, "-c", "import sys; from pathlib import Path; from harness import reportlock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from pathlib import Path; from ndval.harness import reportlock; "
                                f"fh = reportlock.acquire(Path({str(reports)!r}), 'holder'); print('held', flush=True); "
                                "sys.stdin.readline()"],
                               env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cases import expand_matrix, load_case_file
-from ndcore.yamlsrc import CaseError, field_at_line
+from ndval.core.yamlsrc import CaseError, field_at_line
+from ndval.harness.cases import expand_matrix, load_case_file
 
 HEAD = """\
 id: synthetic-load

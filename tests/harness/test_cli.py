@@ -9,10 +9,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness import cli, paths
-from harness.cases import case_json_schema, iter_case_files
-from harness.gate import EXIT_BROKEN_INPUT, EXIT_PASS
-from ndcore.yamlsrc import load_located
+from ndval.core.yamlsrc import load_located
+from ndval.harness import cli, paths
+from ndval.harness.cases import case_json_schema, iter_case_files
+from ndval.harness.gate import EXIT_BROKEN_INPUT, EXIT_PASS
 
 #: a synthetic spreadsheet: made-up configs of the bundled scaled-down DeepSeek-V3 model
 SYNTHETIC_ROWS = [("syn-a", 2, 1, 16, 2, 10000.0), ("syn-b", 4, 2, 8, 2, 6000.0)]
@@ -156,7 +156,7 @@ def test_report_renders_allure_html(pytester: pytest.Pytester, cases, monkeypatc
 def test_validate_holds_a_lock_on_its_reports_folder(tmp_path: Path) -> None:
     import fcntl
 
-    from harness.commands.validate import reports_lock
+    from ndval.harness.commands.validate import reports_lock
 
     # a second run on the same folder would wait here
     with reports_lock(tmp_path), (tmp_path / ".validate.lock").open("a+") as other, pytest.raises(BlockingIOError):

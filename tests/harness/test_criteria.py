@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import criteria
-from harness.assertions import REGISTRY
-from harness.results import EVALUATED, RECORDED, RunResult
+from ndval.harness import criteria
+from ndval.harness.assertions import REGISTRY
+from ndval.harness.results import EVALUATED, RECORDED, RunResult
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -93,7 +93,7 @@ def test_validate_signoff_has_no_pass_resting_on_a_recorded_number(tmp_path):
     files = sorted(p.relative_to(REPO / "validation_cases").as_posix()
                    for p in (REPO / "validation_cases").rglob("*.case.yaml") if seed.search(p.read_text()))
     args = [a for f in files for a in ("--cases", f)]
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "validate", "-n", "0", "--reports", str(tmp_path),
+    proc = subprocess.run([sys.executable, "-m", "ndval.harness.cli", "validate", "-n", "0", "--reports", str(tmp_path),
                            *args], cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
     out = tmp_path / "partial"  # a --cases selection: a PARTIAL report, the criteria table all the same

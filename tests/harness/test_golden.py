@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness import golden
-from harness.gate import EXIT_GATE_FAILED, EXIT_PASS
+from ndval.harness import golden
+from ndval.harness.gate import EXIT_GATE_FAILED, EXIT_PASS
 
 from .conftest import synthetic_case
 
@@ -94,7 +94,7 @@ def test_atomic_write_gives_a_normal_file_mode(tmp_path) -> None:
     """mkstemp's 0o600 must not leak into goldens and reports; an existing file keeps its mode."""
     import os
 
-    from ndcore.atomic import write_text
+    from ndval.core.atomic import write_text
 
     umask = os.umask(0o022)
     try:

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import estimator
-from harness.kinds import KindError, RunContext
-from harness.kinds.estimator import host_cost, perf
-from harness.signoff import _calibration, _host_cost
+from ndval.harness.kinds import KindError, RunContext
+from ndval.harness.kinds.estimator import host_cost, perf
+from ndval.harness.signoff import _calibration, _host_cost
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL
 
 CONTROL = "kineto/hta-trace-diff/control.json.gz"

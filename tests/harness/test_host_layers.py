@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.commands.host_layers import Repeats, all_runs, find_repeats, thread_layers, top_level
+from ndval.harness.commands.host_layers import Repeats, all_runs, find_repeats, thread_layers, top_level
 
 
 def test_top_level_drops_nested_ops() -> None:
@@ -52,7 +52,7 @@ def test_calibrate_reports_the_host_layers_of_the_a100_trace(profile_path, tmp_p
     """Facts of kineto/hta-trace-diff/control.json.gz (rank 3, TorchRec-style model, 6 steps): the
     autograd thread repeats a 13-op backward block 114 times (19 launches each), the main thread a
     5-op forward block (linear, layer_norm, sigmoid, mul, linear) 108 times (6 launches each)."""
-    from harness.cli import main
+    from ndval.harness.cli import main
 
     trace = profile_path("kineto/hta-trace-diff/control.json.gz")
     out = tmp_path / "overlay.yaml"

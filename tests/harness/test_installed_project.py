@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import paths
+from ndval.harness import paths
 
 REPO = paths.REPO_ROOT
 _IGNORE = shutil.ignore_patterns(".git", ".venv", "reports", "node_modules", "build", "dist", "*.egg-info",
@@ -111,10 +111,10 @@ def test_validate_in_a_team_project_writes_there_and_not_into_the_package(instal
     (project / "cases" / "memory" / "peaks.case.yaml").write_text(CASE, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NDVAL_", "PYTEST_", "PYTHONPATH"))}
     env["PATH"] = f"{installed}{os.pathsep}{env.get('PATH', '')}"
-    where = _run([str(installed / "python"), "-c", "import harness, sys; print(harness.__file__)"], project, env)
+    where = _run([str(installed / "python"), "-c", "import ndval.harness, sys; print(ndval.harness.__file__)"], project, env)
     package = Path(where.stdout.strip()).parent
     assert package.is_relative_to(installed.parent), f"ndval not imported from the wheel: {where.stdout}{where.stderr}"
-    before = _snapshot(package.parent)
+    before = _snapshot(package.parents[1])
     work = project / "cases" / "memory"  # found upward from a sub-folder, like pytest's rootdir
     # one golden: written by the first run (--regen-all-golden), checked by the second
     regen = _run([str(installed / "ndval"), "validate", "-n", "0", "--regen-all-golden"], work, env)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import signoff
-from harness.gate import EXIT_PASS
+from ndval.harness import signoff
+from ndval.harness.gate import EXIT_PASS
 from tests.harness._measured_rows import write_rows_with_gaps
 
 #: three real torchtitan rows (published, ../shared/data/measured); two of them get one cell blanked here

@@ -1,4 +1,4 @@
-"""harness.outcome: the per-item status and waiver rules on plain records (no pytest run)."""
+"""ndval.harness.outcome: the per-item status and waiver rules on plain records (no pytest run)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness import outcome
-from harness.results import AssertionResult
+from ndval.harness import outcome
+from ndval.harness.results import AssertionResult
 
 
 @dataclass

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from harness.gate import EXIT_BROKEN_INPUT, EXIT_GATE_FAILED, EXIT_PASS
-from harness.summary import comparable
+from ndval.harness.gate import EXIT_BROKEN_INPUT, EXIT_GATE_FAILED, EXIT_PASS
+from ndval.harness.summary import comparable
 
 from .conftest import synthetic_case
 
@@ -111,7 +111,7 @@ def test_expired_waiver_alone_is_a_gate_failure_not_broken_input(pytester, cases
 
 def test_unavailable_kind_is_broken_not_a_crash(pytester, cases, summary) -> None:
     pytester.makeconftest("""
-        from harness.kinds import KindParams, register_kind
+        from ndval.harness.kinds import KindParams, register_kind
 
         @register_kind("synthetic.unavailable", params=KindParams, requires=lambda: "synthetic tool not installed")
         def run(ctx):
@@ -219,7 +219,7 @@ def test_skip_inside_a_kind_is_recorded_with_its_reason(pytester, cases, summary
 
 
 def test_signoff_results_by_case_show_every_assertions_numbers(pytester, cases, summary) -> None:
-    from harness import signoff
+    from ndval.harness import signoff
 
     cases("recorded/n.case.yaml", synthetic_case("synthetic-numbers", lo=0.97, hi=1.10))  # s1 (0.95) outside
     assert pytester.runpytest("validation_cases", "--signoff", "reports/signoff.md").ret == EXIT_GATE_FAILED
@@ -247,7 +247,7 @@ def test_signoff_results_by_case_show_every_assertions_numbers(pytester, cases, 
 
 
 def test_signoff_gate_table_has_every_seed_criterion_with_all_its_evidence(pytester, cases) -> None:
-    from harness.criteria import SEED_CRITERIA
+    from ndval.harness.criteria import SEED_CRITERIA
 
     long_reason = "synthetic known failure with a long reason " + "x" * 400
     extra = ("  - {type: ratio_within, id: band-tp2, estimate: estimate_mb, measured: measured_mb, lo: 0.99, hi: 1.01, "

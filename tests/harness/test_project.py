@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, paths
-from harness.project import ProjectConfigError, find_project
+from ndval.harness import cli, paths
+from ndval.harness.project import ProjectConfigError, find_project
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,7 @@ def test_environment_wins_and_working_directory_is_the_start(tmp_path: Path, mon
 
 
 def test_ndvals_own_repository_is_found_through_its_pyproject() -> None:
-    p = find_project(paths.REPO_ROOT / "harness")
+    p = find_project(paths.REPO_ROOT / "ndval" / "harness")
     assert p.root == paths.REPO_ROOT and p.config_file == paths.REPO_ROOT / "pyproject.toml"
     assert p.cases == paths.REPO_ROOT / "validation_cases"
 

@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import paths
-from harness.gate import EXIT_BROKEN_INPUT, EXIT_PASS
+from ndval.harness import paths
+from ndval.harness.gate import EXIT_BROKEN_INPUT, EXIT_PASS
 
 DATA_ENV = ("NDVAL_SHARED_DIR", "NDVAL_PROFILES_DIR", "NDVAL_MEASURED_DIR", "NDVAL_REPORTS_DIR", "NDVAL_REQUIRE_REAL_DATA",
             "NDVAL_PROJECT_ROOT")
@@ -25,7 +25,7 @@ def _validate(tmp_path: Path, required: bool, *args: str) -> tuple[subprocess.Co
     env = {k: v for k, v in os.environ.items() if k not in DATA_ENV and not k.startswith("PYTEST_")}
     env |= {"NDVAL_SHARED_DIR": str(empty), "NDVAL_REQUIRE_REAL_DATA": "1" if required else "0"}
     reports = tmp_path / "reports"
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "validate", "-n", "0", "--no-allure-report",
+    proc = subprocess.run([sys.executable, "-m", "ndval.harness.cli", "validate", "-n", "0", "--no-allure-report",
                            "--reports", str(reports), *args], cwd=paths.REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=900, check=False)
     partial = reports / "partial" / "summary.json"

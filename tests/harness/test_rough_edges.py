@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, paths, signoff
-from harness.commands import validate
-from harness.summary import git_info
-from harness.workers import choose_workers
+from ndval.harness import cli, paths, signoff
+from ndval.harness.commands import validate
+from ndval.harness.summary import git_info
+from ndval.harness.workers import choose_workers
 
 from .conftest import synthetic_case
 
@@ -132,7 +132,7 @@ def test_junit_message_is_the_reason_and_classname_has_no_suffix(pytester: pytes
 
 def test_analyze_json_to_stdout_and_warnings_to_stderr(profile_path) -> None:
     profile = profile_path("ascend/msinsight-level1/rank0_ascend_pt")
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "analyze", str(profile), "--json", "-"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "ndval.harness.cli", "analyze", str(profile), "--json", "-"], cwd=REPO,
                           capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(proc.stdout)  # stdout is the JSON document and nothing else
@@ -160,7 +160,7 @@ def test_validate_auto_workers_is_serial_on_two_cores(monkeypatch) -> None:
 
 
 def test_a_waived_point_is_drawn_as_waived(monkeypatch) -> None:
-    from harness import plots
+    from ndval.harness import plots
 
     seen: list[dict] = []
     monkeypatch.setattr(signoff, "estimate_vs_measured_png", lambda rows, title, band: seen.extend(rows) or None)

@@ -1,6 +1,6 @@
 """Step-time rows missing a value the estimate needs are *not evaluable* (the column named, counted
 and listed in the summary and the sign-off), never BROKEN INPUT — the same mechanism as the memory
-kind (``harness.kinds.estimator.common.RowNotEvaluable`` / ``not_evaluable_row``; the assertions'
+kind (``ndval.harness.kinds.estimator.common.RowNotEvaluable`` / ``not_evaluable_row``; the assertions'
 ``rows_and_gaps``)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import signoff
-from harness.gate import EXIT_PASS
+from ndval.harness import signoff
+from ndval.harness.gate import EXIT_PASS
 from tests.harness._measured_rows import write_rows_with_gaps
 
 #: the eight real Korthikanti 2022 Table 5 rows (published, ../shared/data/measured); two get one cell blanked here

@@ -15,8 +15,8 @@ import yaml
 
 import estimator
 from estimator.overlay import apply_overlay
-from harness.kinds import KindError, RunContext
-from harness.kinds.estimator import perf
+from ndval.harness.kinds import KindError, RunContext
+from ndval.harness.kinds.estimator import perf
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL
 
 #: SYNTHETIC toy config on the A100 preset (SimuMax efficiencies, so the roofline is on)
@@ -108,7 +108,7 @@ def test_overlay_that_leaves_a_raw_peak_preset_incomplete_is_an_error(tmp_path: 
 
 
 def test_signoff_names_the_overlay() -> None:
-    from harness.signoff import _calibration
+    from ndval.harness.signoff import _calibration
 
     rec = {"file": "overlays/x.yaml", "hardware": "a100-80g", "source": "ndval calibrate --from-profile p",
            "fields": ["kernel_latency_us"], "values": {"kernel_latency_us": 3.0}, "sources": {}}

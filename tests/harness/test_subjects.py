@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import paths, subjects
-from harness.gate import EXIT_BROKEN_INPUT
+from ndval.harness import paths, subjects
+from ndval.harness.gate import EXIT_BROKEN_INPUT
 
 #: a ten-line estimator (synthetic formula): weights from the model dims, Adam states, no activations
 SCRIPT_ESTIMATOR = """\

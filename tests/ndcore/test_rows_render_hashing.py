@@ -1,4 +1,4 @@
-"""ndcore.rows (the where filter), ndcore.render (Markdown/HTML tables) and ndcore.hashing."""
+"""ndval.core.rows (the where filter), ndval.core.render (Markdown/HTML tables) and ndval.core.hashing."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ndcore import render, rows
-from ndcore.hashing import first_byte_of_sha256, sha256_bytes, sha256_file, sha256_text
+from ndval.core import render, rows
+from ndval.core.hashing import first_byte_of_sha256, sha256_bytes, sha256_file, sha256_text
 
 TABLE = [{"id": "a", "kind": "x", "v": 1}, {"id": "b", "kind": "y", "v": 2}, {"id": "c", "kind": "x", "v": 3}]
 

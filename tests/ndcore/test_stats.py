@@ -1,4 +1,4 @@
-"""ndcore.stats: MAPE, correlations and the one rule for undefined input (synthetic values)."""
+"""ndval.core.stats: MAPE, correlations and the one rule for undefined input (synthetic values)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ndcore import stats
+from ndval.core import stats
 
 
 def test_mape_is_a_fraction_of_positive_measurements() -> None:

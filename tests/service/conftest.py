@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from service.app import create_app
-from service.registry import Registry
+from ndval.service.app import create_app
+from ndval.service.registry import Registry
 from tests.analyzer.synthetic import prefill_decode_steps, write_rank
 
 LEVEL1 = "ascend/msinsight-level1"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import service.registry as registry_mod
+import ndval.service.registry as registry_mod
 from analyzer.ingest import events as ev
-from service.app import API_VERSION, MAX_BUDGET
+from ndval.service.app import API_VERSION, MAX_BUDGET
 from tests.service.conftest import CONTROL, LEVEL1, TEST, client_for
 
 
@@ -166,7 +166,7 @@ def test_real_trace_timeline_budget_and_one_ms_window_is_real(profile_path) -> N
     for budget in (1, 17, 250, 2000, MAX_BUDGET):
         ans = client.get(f"/api/datasets/control/timeline?budget={budget}").json()
         assert ans["item_count"] == len(ans["items"]) <= budget
-    from service.registry import Registry  # brute force on the same event table
+    from ndval.service.registry import Registry  # brute force on the same event table
     events = Registry([profile_path(CONTROL)]).entries["control"].ready_dataset().ranks[0].events
     dev = events[events["side"] == ev.SIDE_DEVICE]
     start = float(dev["ts_us"].iloc[len(dev) // 2])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from service.registry import Registry
+from ndval.service.registry import Registry
 from tests.browser import save_screenshot
 from tests.service.conftest import CONTROL, LEVEL1, TEST
 

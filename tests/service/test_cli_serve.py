@@ -10,7 +10,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from harness.cli import build_parser
+from ndval.harness.cli import build_parser
 
 #: no proxy from the environment for 127.0.0.1
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -23,7 +23,7 @@ def test_serve_defaults_to_localhost_and_a_free_port() -> None:
 
 def test_serve_process_lists_a_bad_path_as_failed_and_serves_the_rest(synthetic_dataset: Path,
                                                                        not_a_profile: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "serve", str(not_a_profile), str(synthetic_dataset)],
+    proc = subprocess.Popen([sys.executable, "-m", "ndval.harness.cli", "serve", str(not_a_profile), str(synthetic_dataset)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
@@ -50,6 +50,6 @@ def test_serve_process_lists_a_bad_path_as_failed_and_serves_the_rest(synthetic_
 def test_serve_refuses_a_bad_threshold_file(synthetic_dataset: Path, tmp_path: Path) -> None:
     bad = tmp_path / "th.yaml"
     bad.write_text("hostOnlyGate: [1, 2]\n", encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "harness.cli", "serve", str(synthetic_dataset), "--thresholds", str(bad)],
+    out = subprocess.run([sys.executable, "-m", "ndval.harness.cli", "serve", str(synthetic_dataset), "--thresholds", str(bad)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "hostOnlyGate" in out.stderr

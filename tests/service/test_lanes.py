@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from service.lanes import EVENT, MERGED, build_rank_lanes, query, water_fill
+from ndval.service.lanes import EVENT, MERGED, build_rank_lanes, query, water_fill
 
 
 def synthetic_events(n: int, lanes: int, seed: int, span_us: float = 1e6) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from service.registry import Registry, escaping_links
+from ndval.service.registry import Registry, escaping_links
 from tests.analyzer.synthetic import prefill_decode_steps, write_rank
 
 ESCAPES = [

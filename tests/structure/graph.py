@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("ndcore", "estimator", "analyzer", "harness")
+#: our packages (dotted names); the ``ndval`` namespace root itself imports nothing
+PACKAGES = ("ndval.core", "estimator", "analyzer", "ndval.harness", "ndval.service")
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,9 @@ def module_name(path: Path) -> str:
 
 @functools.cache
 def modules() -> dict[str, Path]:
-    """Every module of the four packages: dotted name -> file."""
-    return {module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+    """Every module of our packages (and the ``ndval`` root): dotted name -> file."""
+    found = {module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg.replace(".", "/")).rglob("*.py"))}
+    return {"ndval": ROOT / "ndval" / "__init__.py", **found}
 
 
 @functools.cache
@@ -78,7 +80,9 @@ def imports(name: str) -> tuple[Import, ...]:
 
 
 def package_of(target: str) -> str:
-    return target.split(".")[0]
+    """The package of a dotted name: ``ndval.harness.cli`` -> ``ndval.harness``, ``estimator.perf`` -> ``estimator``."""
+    parts = target.split(".")
+    return ".".join(parts[:2]) if parts[0] == "ndval" and len(parts) > 1 else parts[0]
 
 
 def internal_graph(top_level_only: bool) -> dict[str, set[str]]:

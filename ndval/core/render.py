@@ -1,0 +1,127 @@
+"""Tables and simple documents rendered twice: compact Markdown and HTML through Jinja2 templates.
+
+A table is headers plus rows of cells already formatted as text (the caller owns number formats).
+Markdown cells escape ``|`` and fold newlines; HTML is autoescaped by the templates in
+``ndval/core/templates``. A :class:`Section` holds paragraphs, :class:`Table`, :class:`Image` and
+:class:`Details` blocks, so one document model gives the Markdown file and a self-contained HTML
+page (images embedded as base64 PNG).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+from markupsafe import Markup, escape
+
+Formatter = Callable[[Any], str]
+
+
+def plain(value: Any) -> str:
+    """Default cell text: ``str(value)``, ``—`` for None."""
+    return "—" if value is None else str(value)
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    loader = jinja2.PackageLoader("ndval.core", "templates")
+    return jinja2.Environment(loader=loader, autoescape=True, keep_trailing_newline=False)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], fmt: Formatter = plain) -> str:
+    """A compact GitHub-flavoured Markdown table (cells not padded, so a changed value changes one
+    line of a report diff); cells are formatted by ``fmt``."""
+    lines = ["| " + " | ".join(_md_cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_md_cell(fmt(c)) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+
+def html_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], fmt: Formatter = plain,
+               classed: bool = False) -> str:
+    """An HTML table (template ``table.html.j2``); ``classed`` also puts each cell's text in its class
+    attribute (so a stylesheet can colour PASS / FAIL cells)."""
+    body = [[fmt(c) for c in row] for row in rows]
+    return _env().get_template("table.html.j2").render(headers=list(headers), rows=body, classed=classed).strip()
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[Any]]
+
+
+@dataclass
+class Image:
+    title: str
+    png: bytes
+    filename: str
+
+
+@dataclass
+class Details:
+    """A collapsed block (HTML ``<details>``; the same tag in Markdown), e.g. long per-row evidence."""
+
+    summary: str
+    blocks: list[str | Table] = field(default_factory=list)
+
+
+Block = str | Table | Image | Details
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+
+def _md_blocks(blocks: Sequence[Block], image_dir: str, fmt: Formatter) -> list[str]:
+    out: list[str] = []
+    for b in blocks:
+        if isinstance(b, Table):
+            out += [markdown_table(b.headers, b.rows, fmt) if b.rows else "(none)", ""]
+        elif isinstance(b, Image):
+            out += [f"![{b.title}]({image_dir}/{b.filename})", ""]
+        elif isinstance(b, Details):  # GitHub-flavoured Markdown renders the tag; blank lines around the table
+            out += ["<details>", f"<summary>{escape(b.summary)}</summary>", "",
+                    *_md_blocks(b.blocks, image_dir, fmt), "</details>", ""]
+        else:
+            out += [b, ""]
+    return out
+
+
+def document_markdown(title: str, sections: Sequence[Section], image_dir: str, fmt: Formatter = plain) -> str:
+    """The document as Markdown; images are linked from ``image_dir`` (the caller writes the PNGs)."""
+    out = [f"# {title}", ""]
+    for sec in sections:
+        out += [f"## {sec.title}", ""]
+        out += _md_blocks(sec.blocks, image_dir, fmt)
+    return "\n".join(out)
+
+
+def _html_block(b: Block, fmt: Formatter, classed: bool) -> Markup:
+    if isinstance(b, Table):
+        return Markup(html_table(b.headers, b.rows, fmt, classed) if b.rows else "<p>(none)</p>")
+    if isinstance(b, Image):
+        data = base64.b64encode(b.png).decode("ascii")
+        return Markup('<figure><img alt="{0}" src="data:image/png;base64,{1}"><figcaption>{0}</figcaption>'
+                      "</figure>").format(b.title, data)
+    if isinstance(b, Details):
+        inner = Markup("").join(_html_block(x, fmt, classed) for x in b.blocks)
+        return Markup("<details><summary>{}</summary>{}</details>").format(b.summary, inner)
+    return Markup("<p>{}</p>").format(b)
+
+
+def document_html(title: str, sections: Sequence[Section], css: str, fmt: Formatter = plain,
+                  classed: bool = False) -> str:
+    """The document as one self-contained HTML page (template ``document.html.j2``)."""
+    rendered = [{"title": s.title, "blocks": [_html_block(b, fmt, classed) for b in s.blocks]} for s in sections]
+    return _env().get_template("document.html.j2").render(title=title, css=Markup(css), sections=rendered)

@@ -1,0 +1,77 @@
+"""``ndval serve PATH...``: the local HTTP API and page over the given profiles (package ``service``).
+
+Binds to 127.0.0.1 by default (``--port 0`` picks a free port; the URL is printed). Only the datasets
+given here are served, by id; the datasets are read in the background, in order, with one line each
+as it finishes; a dataset that fails is listed with its reason and the others are still served.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import socket
+import sys
+
+#: Host header values accepted when bound to a loopback address (DNS-rebinding guard).
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="profiles to serve (Ascend export dir / parent of ranks / Kineto trace)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=0, help="port (default 0: a free port, printed)")
+    parser.add_argument("--thresholds", metavar="FILE", help="threshold override YAML (as ndval analyze)")
+    parser.add_argument("--max-events", type=int, default=None, metavar="N",
+                        help="event budget per rank when reading traces (as ndval analyze)")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)  # connections made as soon as the URL is printed wait in the backlog
+    return sock
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from analyzer.thresholds import ThresholdError
+    from ndval.service.app import create_app
+    from ndval.service.registry import Registry
+
+    try:
+        registry = Registry(args.paths, thresholds=args.thresholds, max_events=args.max_events)
+    except ThresholdError as exc:
+        print(f"ndval serve: {exc}", file=sys.stderr)
+        return 2
+    loopback = _is_loopback(args.host)
+    if not loopback:
+        print(f"ndval serve: warning: bound to {args.host}, reachable from other machines; the API is "
+              "read-only but serves the listed profiles to anyone who can connect", file=sys.stderr)
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        print(f"ndval serve: cannot bind {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"ndval serve: http://{shown}:{port}/  ({len(registry.entries)} dataset(s): "
+          f"{', '.join(registry.entries)})", flush=True)
+    registry.start_loading(log=lambda line: print(f"ndval serve: {line}", flush=True))
+    guard = loopback and ":" not in host  # Starlette's host check does not parse IPv6 literals
+    app = create_app(registry, allowed_hosts=LOOPBACK_HOSTS if guard else None)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server.run(sockets=[sock])
+    return 0

@@ -1,0 +1,189 @@
+"""``ndval validate``: run every case (pytest -n auto), write all reports, print where they are and the verdict.
+
+Exit status is the gate's: 0 pass, 1 gate failed, 2 broken input (see ``ndval.harness.gate``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ndval.harness import gate, paths, reportlock
+from ndval.harness.workers import choose_workers, previous_work_s, usable_cpus
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cases", action="append", default=[], metavar="GLOB", help="only case files matching GLOB")
+    parser.add_argument("-n", "--workers", default="auto",
+                        help="pytest-xdist workers (default auto: chosen by the amount of work, serial on 2 cores; "
+                             "0 = no xdist)")
+    parser.add_argument("--lf", "--last-failed", dest="last_failed", action="store_true",
+                        help="rerun only the cases that failed or broke in the last run (a PARTIAL report)")
+    parser.add_argument("-k", dest="keyword", default=None, help="pytest -k expression over case ids")
+    parser.add_argument("--update-golden", action="store_true", help="rewrite missing/mismatching goldens, still fail")
+    parser.add_argument("--regen-all-golden", action="store_true", help="rewrite every selected golden and pass")
+    parser.add_argument("--baseline", default=None, metavar="SUMMARY.json", help="previous summary for the regression rule")
+    parser.add_argument("--strict-waivers", action="store_true", help="waivers excuse nothing; stale waivers fail")
+    parser.add_argument("--subject", default=None, metavar="NAME",
+                        help="subject under test: ndval (default), an ndval.subjects entry point, or a command of "
+                             "[tool.ndval.subjects.NAME] (default: the project's subject setting)")
+    parser.add_argument("--require-real-data", action="store_true",
+                        help="items skipped for missing real data fail the gate (also NDVAL_REQUIRE_REAL_DATA=1, set in CI)")
+    parser.add_argument("--reports", default=None, metavar="DIR", help="reports folder (default reports/)")
+    parser.add_argument("--no-allure-report", action="store_true",
+                        help="do not render the Allure report after the run (default: rendered as one index.html "
+                             "when an Allure 3 command line is installed locally)")
+    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments after --")
+
+
+#: pytest options that select a subset of the cases (the run then writes a PARTIAL report)
+SUBSET_OPTIONS = ("-k", "-m", "--lf", "--last-failed", "--ff", "--deselect", "--sw", "--stepwise")
+
+
+def is_subset(args: argparse.Namespace) -> bool:
+    """Whether this invocation runs only part of the cases (its reports go to ``reports/partial/``)."""
+    extra = [a for a in args.pytest_args if a != "--"]
+    return bool(args.cases or args.keyword or args.last_failed or
+                any(a.split("=", 1)[0] in SUBSET_OPTIONS or "::" in a for a in extra))
+
+
+def workers(args: argparse.Namespace, reports: Path) -> int:
+    """The worker count: as given, or (``auto``) chosen by the work of the last full run."""
+    if str(args.workers) in ("0", "no"):
+        return 0
+    if str(args.workers) != "auto":
+        return int(args.workers)
+    return choose_workers(usable_cpus(), previous_work_s(reports / "summary.json"))
+
+
+def pytest_command(args: argparse.Namespace, reports: Path, n_workers: int | None = None) -> list[str]:
+    """The pytest command line ``validate`` runs (also shown in the sign-off report)."""
+    out = reports / "partial" if is_subset(args) else reports
+    cmd = [sys.executable, "-m", "pytest", str(paths.cases_dir()), "-q",
+           f"--junitxml={out / 'junit.xml'}", f"--alluredir={out / 'allure-results'}",
+           f"--signoff={reports / 'signoff.md'}", f"--ndval-reports={reports}", "-o", "junit_suite_name=ndval"]
+    n = workers(args, reports) if n_workers is None else n_workers
+    cmd += ["-n", str(n)] if n else ["-p", "no:xdist"]
+    if args.last_failed:
+        cmd += ["--lf", "--lfnf", "none"]
+    for glob in args.cases:
+        cmd += ["--cases", glob]
+    if args.keyword:
+        cmd += ["-k", args.keyword]
+    if args.subject:
+        cmd += ["--subject", args.subject]
+    for flag in ("update_golden", "regen_all_golden", "strict_waivers", "require_real_data"):
+        if getattr(args, flag):
+            cmd.append("--" + flag.replace("_", "-"))
+    if args.baseline:
+        cmd += ["--baseline", str(Path(args.baseline).resolve())]
+    extra = [a for a in args.pytest_args if a != "--"]
+    return cmd + extra
+
+
+def clean(reports: Path) -> None:
+    """Remove the outputs of the previous run of the same scope (``reports/`` or ``reports/partial/``)."""
+    # the CLI cleans, not --clean-alluredir, which races under xdist
+    shutil.rmtree(reports / "allure-results", ignore_errors=True)
+    shutil.rmtree(reports / "allure-report", ignore_errors=True)  # not allure-history.jsonl: trends need it
+    shutil.rmtree(reports / "golden", ignore_errors=True)
+    shutil.rmtree(reports / "signoff_plots", ignore_errors=True)
+    for name in ("summary.json", "junit.xml", "signoff.md", "signoff.html"):
+        (reports / name).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def reports_lock(reports: Path) -> Iterator[int | None]:
+    """Hold the reports lock (``ndval.harness.reportlock``) for the whole run; yields the locked descriptor,
+    which the pytest child inherits so that it holds the lock too."""
+    fh = reportlock.acquire(reports, "ndval validate")
+    try:
+        yield fh.fileno() if fh is not None else None
+    finally:
+        reportlock.release(fh)
+
+
+def run(args: argparse.Namespace) -> int:
+    reports = Path(args.reports).resolve() if args.reports else paths.reports_dir()
+    from ndval.harness.session import ReportWriteError, report_write_errors
+
+    try:
+        with report_write_errors(reports):
+            reports.mkdir(parents=True, exist_ok=True)
+            with reports_lock(reports) as lock_fd:
+                return _run_locked(args, reports, lock_fd)
+    except ReportWriteError as exc:
+        print(f"ndval validate: {exc}; broken input (exit {gate.EXIT_BROKEN_INPUT})", file=sys.stderr)
+        return gate.EXIT_BROKEN_INPUT
+
+
+def _written_summary(reports: Path, since: float) -> Path | None:
+    """The summary this run wrote: the release one or the PARTIAL one (the session decides which)."""
+    for path in (reports / "summary.json", reports / "partial" / "summary.json"):
+        if path.is_file() and path.stat().st_mtime >= since:
+            return path
+    return None
+
+
+def allure_report(out: Path, reports: Path) -> str:
+    """Render ``out/allure-report/index.html`` (one file) when a local Allure 3 command line exists; the line to
+    print. A release run carries the history file over (trends); a PARTIAL run's report has no history."""
+    from ndval.harness.commands import report
+
+    results = out / "allure-results"
+    if not any(results.glob("*-result.json")):
+        return ""
+    cmd = report.allure_command(allow_download=False)
+    if cmd is None:
+        return report.missing_message(results).replace("\n", "\n  ")
+    history = reports / report.HISTORY_FILE if out == reports else None
+    code, message = report.generate(cmd, results, out / "allure-report", history)
+    return message if code == 0 else f"{message} (the gate is not affected)"
+
+
+def _run_locked(args: argparse.Namespace, reports: Path, lock_fd: int | None = None) -> int:
+    clean(reports / "partial" if is_subset(args) else reports)
+    cmd = pytest_command(args, reports)
+    print("running:", " ".join(cmd), flush=True)
+    project = paths.project()
+    print(project.describe(), flush=True)
+    env = {**os.environ, "NDVAL_PROJECT_ROOT": str(project.root)}
+    if lock_fd is not None:  # the child shares the lock: it outlives this process if this one is killed
+        env[reportlock.FD_ENV] = str(lock_fd)
+    started = time.time() - 1.0
+    proc = subprocess.run(cmd, cwd=project.root, env=env, check=False, pass_fds=(lock_fd,) if lock_fd is not None else ())
+    summary_path = _written_summary(reports, started)
+    if summary_path is None:
+        if args.last_failed and proc.returncode == 5:
+            print("ndval validate --lf: no failed case recorded by the last run; nothing to rerun")
+            return gate.EXIT_PASS
+        print(f"ndval validate: no summary written (pytest exit {proc.returncode}); broken input", file=sys.stderr)
+        return gate.EXIT_BROKEN_INPUT
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    out = summary_path.parent
+    if out != reports:
+        print(f"\nPARTIAL run ({summary['run'].get('partial')}): reports in {out}; the release sign-off "
+              f"{reports / 'signoff.md'} is left as it was")
+    allure_line = "" if getattr(args, "no_allure_report", False) else allure_report(out, reports)
+    print("\nreports:")
+    for name in ("summary.json", "junit.xml", "allure-results", "signoff.md", "signoff.html"):
+        p = out / name
+        print(f"  {p}{'' if p.exists() else '  (missing)'}")
+    print("  " + (allure_line or "render the Allure HTML with: make report"))
+    crit = ", ".join(f"{c['id']}={c['status']}" for c in summary["criteria"])
+    print(f"seed criteria: {crit}")
+    g = summary["gate"]
+    print(f"gate verdict: {g['verdict']} (exit {g['exit_code']})")
+    if proc.returncode == gate.EXIT_BROKEN_INPUT and g["exit_code"] != gate.EXIT_BROKEN_INPUT:
+        print(f"ndval validate: pytest exited {proc.returncode} (a report could not be written, see above): broken input",
+              file=sys.stderr)
+        return gate.EXIT_BROKEN_INPUT
+    return int(g["exit_code"])
