@@ -221,7 +221,7 @@ class Api:
 
 
 def _static(name: str) -> bytes:
-    return resources.files("service").joinpath("static", name).read_bytes()
+    return resources.files("ndval.service").joinpath("static", name).read_bytes()
 
 
 def page(request: Request) -> Response:

@@ -130,6 +130,6 @@ def test_validate_in_a_team_project_writes_there_and_not_into_the_package(instal
     assert case["status"] == "passed" and case["golden"]["status"] == "match"
     assert case["data"]["path"] == str(project / "data" / "peaks.csv")
     assert (reports / "signoff.html").is_file() and (reports / "junit.xml").is_file()
-    assert _snapshot(package.parent) == before, "ndval wrote into the installed package"
+    assert _snapshot(package.parents[1]) == before, "ndval wrote into the installed package"
     for name in ("validation_cases", "golden", "reports"):
-        assert not (package.parent / name).exists()
+        assert not (package.parents[1] / name).exists()
