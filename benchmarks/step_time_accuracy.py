@@ -1,7 +1,7 @@
 """Issue 11 acceptance table: step time against every published source, nothing fitted.
 
 Each row of ``step_time_cases.csv`` (read in place, ``ndval.harness.paths.measured_dir()``) is built with
-``estimator.measured`` and estimated with the default model (``fixed()``: operator roofline on the
+``estimator.experiments.measured`` and estimated with the default model (``fixed()``: operator roofline on the
 hardware preset's sourced efficiencies, host launch bound). The vTrain rows take the host time per
 launch the analyzer measures on the A100 Kineto trace (as the validation case does); no number is
 fitted on any row judged. Prints source, rows, MAPE, Spearman (pooled; vTrain also the median within
@@ -24,8 +24,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import estimator
-from estimator import calibrate
-from estimator.measured import config_from_measured_row
+from estimator.experiments import calibrate
+from estimator.experiments.measured import config_from_measured_row
 from ndval.harness import paths
 from ndval.harness.kinds.estimator.host_cost import measured_host_launch_cost
 

@@ -1,17 +1,17 @@
 """Step-time accuracy on the vTrain single-node measurements (Megatron GPT on A100, full recompute).
 
 First, all 1440 rows with nothing fitted (the operator roofline on the A100 preset's sourced
-efficiencies, ``estimator.hardware``); then the declared calibration step below.
+efficiencies, ``estimator.inputs.hardware``); then the declared calibration step below.
 
 Reads ``step_time_cases.csv`` rows with ``source_id == vtrain_single`` (in place, from
-``ndval.harness.paths.measured_dir()``), builds each config with ``estimator.measured``, fits ONE global
-compute efficiency on the hash-selected ``fit`` half (``estimator.calibrate.split_half``) and prints
+``ndval.harness.paths.measured_dir()``), builds each config with ``estimator.experiments.measured``, fits ONE global
+compute efficiency on the hash-selected ``fit`` half (``estimator.experiments.calibrate.split_half``) and prints
 Spearman (pooled and median within groups of model, GPU count and global batch) and MAPE on the
 held-out half, plus leave-one-out MAPE on the fit half.
 
 Two settings of the host time per kernel launch (``options.host_launch_cost_us``), neither fitted:
 
-* ``profile default``: the sourced CUDA launch-call time (5 µs, ``estimator.profiles``);
+* ``profile default``: the sourced CUDA launch-call time (5 µs, ``estimator.inputs.profiles``);
 * ``measured``: the analyzer's median interval between consecutive launches of one host thread on a
   real eager-PyTorch profile (``--host-trace``, default the A100 Kineto trace
   ``kineto/hta-trace-diff/control.json.gz`` under the profiles folder), with its p25 / p75 and
@@ -33,9 +33,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from estimator import calibrate
-from estimator.config import EstimatorConfig, load_config
-from estimator.measured import config_from_measured_row
+from estimator.config.schema import EstimatorConfig, load_config
+from estimator.experiments import calibrate
+from estimator.experiments.measured import config_from_measured_row
 from ndval.harness import paths
 from ndval.harness.kinds.estimator.host_cost import measured_host_launch_cost
 
@@ -68,7 +68,7 @@ def measured_host_cost(relative: str = HOST_TRACE) -> dict[str, Any] | None:
 
 
 def configs(rows: list[dict[str, str]], host_launch_cost_us: float | None = None) -> list[EstimatorConfig]:
-    """Each row's config (``estimator.measured``); ``host_launch_cost_us`` is merged into its options
+    """Each row's config (``estimator.experiments.measured``); ``host_launch_cost_us`` is merged into its options
     for every row (None: the profile default)."""
     out = []
     for r in rows:

@@ -5,16 +5,16 @@ Public API::
     cfg = estimator.load_config("run.yaml")      # or a dict; raises estimator.ConfigError
     mem = estimator.estimate_memory(cfg)          # MemoryReport
     perf = estimator.estimate_perf(cfg)           # PerfReport (estimator.perf.parts)
-    estimator.presets.legacy() / estimator.presets.fixed()
+    estimator.config.presets.legacy() / estimator.config.presets.fixed()
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from estimator import presets
-from estimator.config import EstimatorConfig, load_config
-from estimator.errors import ConfigError
+from estimator.config import presets
+from estimator.config.errors import ConfigError
+from estimator.config.schema import EstimatorConfig, load_config
 from estimator.memory import MemoryReport, estimate_memory
 
 __all__ = [

@@ -196,7 +196,7 @@ _ANALYZER: tuple[Mutant, ...] = (
     Mutant("flops-peak-ignored", "analyzer-gain", "analyzer/flops.py",
            "100.0 * tflops / peak_tflops", "100.0 * tflops / 320.0", ("tests/analyzer/test_flops.py",),
            "seed §9: utilisation against the configured peakTflops"),
-    Mutant("calibrate-fits-the-holdout", "seed-formula", "estimator/calibrate.py",
+    Mutant("calibrate-fits-the-holdout", "seed-formula", "estimator/experiments/calibrate.py",
            "eff = fit_efficiency(estimate, fit_idx, meas[fit_idx].tolist())",
            "eff = fit_efficiency(estimate, hold_idx, meas[hold_idx].tolist())",
            KINDS, "calibration fits on the fit half only"),

@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.derive import layer_kind, mtp_is_moe, sequence_shard
-from estimator.memo import derived
+from estimator.inputs.derive import layer_kind, mtp_is_moe, sequence_shard
+from estimator.inputs.profiles import profile_of, resolved_bytes
 from estimator.memory import sac
-from estimator.profiles import profile_of, resolved_bytes
+from estimator.shared.memo import derived
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig, RecomputeMode
+    from estimator.config.schema import EstimatorConfig, RecomputeMode
 
 #: bytes per element of a dropout mask (Korthikanti: "sbh" per mask)
 DROPOUT_MASK_BYTES = 1
@@ -49,7 +49,7 @@ class _Shape:
 
 
 def _shape(cfg: EstimatorConfig) -> _Shape:
-    """The symbols of the module docstring, read once per config instance (:mod:`estimator.memo`)."""
+    """The symbols of the module docstring, read once per config instance (:mod:`estimator.shared.memo`)."""
     return derived(cfg, "activation_shape", lambda: _read_shape(cfg))
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from estimator.arrays import maximum, where
-from estimator.derive import expert_degrees, layer_ep, layer_kind, mtp_is_moe, shard_factors
-from estimator.params import MLP_MATRICES, layer_params
-from estimator.profiles import profile_of, resolved_bytes
+from estimator.inputs.derive import expert_degrees, layer_ep, layer_kind, mtp_is_moe, shard_factors
+from estimator.inputs.params import MLP_MATRICES, layer_params
+from estimator.inputs.profiles import profile_of, resolved_bytes
+from estimator.shared.arrays import maximum, where
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig, RecomputeMode
+    from estimator.config.schema import EstimatorConfig, RecomputeMode
 
 #: attention matmuls (Q, K, V, O) and gathers per layer (reference op counts n_attMM = n_gather = 4)
 N_ATT_MM = 4
@@ -26,7 +26,7 @@ N_ATT_MM = 4
 
 def comm_flag(degree: float, has_op: bool, grad_sharding: bool) -> int:
     """Reference comm flag: 0 without sharding (degree 1 or no OP), 2 ZeRO-2-like, 3 with grad sharding.
-    (``degree`` may be an array of layouts: :mod:`estimator.arrays`.)"""
+    (``degree`` may be an array of layouts: :mod:`estimator.shared.arrays`.)"""
     return where((degree <= 1) | (not has_op), 0, 3 if grad_sharding else 2)
 
 

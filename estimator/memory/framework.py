@@ -50,15 +50,15 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from estimator.arrays import is_array, where
-from estimator.derive import megatron_expert_tp, mtp_is_moe
-from estimator.params import MLP_MATRICES
-from estimator.profiles import profile_of, resolved_bytes
+from estimator.inputs.derive import megatron_expert_tp, mtp_is_moe
+from estimator.inputs.params import MLP_MATRICES
+from estimator.inputs.profiles import profile_of, resolved_bytes
+from estimator.shared.arrays import is_array, where
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
-    from estimator.config_sections import ModelConfig
-    from estimator.derive import StageLayout
+    from estimator.config.schema import EstimatorConfig
+    from estimator.config.sections import ModelConfig
+    from estimator.inputs.derive import StageLayout
 
 #: CUDA compute capability of the NVIDIA hardware presets (NVIDIA "CUDA GPUs - Compute Capability":
 #: A100 8.0, H100 9.0, H200 9.0, B200 10.0); other hardware (Ascend) runs no CUDA libraries
@@ -92,7 +92,7 @@ def te_cublas_workspace_bytes(capability: tuple[int, int], grouped_gemm: bool) -
 
 def dummy_wgrad_bytes(shapes: Sequence[WeightShape]) -> float:
     """One cached dummy gradient per distinct (shape, dtype): Σ rows·cols·bytes over ``shapes``, a shape
-    equal to an earlier one counted once (elementwise for arrays of layouts: :mod:`estimator.arrays`)."""
+    equal to an earlier one counted once (elementwise for arrays of layouts: :mod:`estimator.shared.arrays`)."""
     if not is_array(*chain.from_iterable(shapes)):  # numbers: a set finds the repeats (adding 0.0 for them is a no-op)
         total, seen_shapes = 0.0, set()
         for shape in shapes:

@@ -51,15 +51,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from estimator.arrays import maximum
-from estimator.derive import layer_ep, megatron_expert_tp
+from estimator.inputs.derive import layer_ep, megatron_expert_tp
+from estimator.inputs.params import embedding_params, head_params, layer_params, position_embedding_params
+from estimator.inputs.profiles import profile_of, resolved_bytes
 from estimator.memory import activation as act
-from estimator.params import embedding_params, head_params, layer_params, position_embedding_params
-from estimator.profiles import profile_of, resolved_bytes
+from estimator.shared.arrays import maximum
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig, RecomputeMode
-    from estimator.derive import StageLayout
+    from estimator.config.schema import EstimatorConfig, RecomputeMode
+    from estimator.inputs.derive import StageLayout
 
 
 #: bytes per element of a float8 all-gathered weight (e4m3, torchao ``Float8LinearConfig``)
@@ -162,5 +162,5 @@ def reserve_terms(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode
     if main:
         last = main[-1]
         freed = act.layer_activation_bytes(cfg, last, "none") - act.layer_activation_bytes(cfg, last, mode)
-        terms["idle_block_intermediates"] = maximum(freed, 0.0)  # arrays of layouts too (estimator.arrays)
+        terms["idle_block_intermediates"] = maximum(freed, 0.0)  # arrays of layouts too (estimator.shared.arrays)
     return terms

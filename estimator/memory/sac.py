@@ -31,11 +31,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from estimator.derive import layer_kind, sequence_shard
-from estimator.profiles import resolved_bytes
+from estimator.inputs.derive import layer_kind, sequence_shard
+from estimator.inputs.profiles import resolved_bytes
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
 
 #: fp32 log-sum-exp kept per head and token by the flash / memory-efficient SDPA kernels
 SDPA_LSE_BYTES = 4

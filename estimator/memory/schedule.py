@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Literal
 
-from estimator.arrays import maximum, minimum
+from estimator.shared.arrays import maximum, minimum
 
 Schedule = Literal["1f1b", "interleaved", "zero_bubble_v", "gpipe"]
 #: how interleaved 1F1B spreads μ over a stage's chunks: the reference's rule or Megatron's order
@@ -19,7 +19,7 @@ InterleavedOrder = Literal["reference", "megatron"]
 
 def in_flight_1f1b(pp: int, m: int, stage: int) -> int:
     """1F1B: μ = min(p, m) − stage (stage 0 holds p, the last stage 1); at least 1. (``m`` may be
-    an array of layouts: :mod:`estimator.arrays`.)"""
+    an array of layouts: :mod:`estimator.shared.arrays`.)"""
     return maximum(1, minimum(pp, m) - stage)
 
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from estimator.arrays import is_array, where
-from estimator.derive import layer_kind, layer_kind_groups
+from estimator.inputs.derive import layer_kind, layer_kind_groups
+from estimator.inputs.profiles import profile_of, tp_shardable_overhead_mb
 from estimator.memory import activation as act
 from estimator.memory import buffers, framework, fsdp2, sac
 from estimator.memory.schedule import in_flight
@@ -26,12 +26,12 @@ from estimator.memory.static import (
     head_static,
     layer_static,
 )
-from estimator.profiles import profile_of, tp_shardable_overhead_mb
+from estimator.shared.arrays import is_array, where
 from ndval.core.units import BYTES_PER_MIB
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig, RecomputeMode
-    from estimator.derive import StageLayout
+    from estimator.config.schema import EstimatorConfig, RecomputeMode
+    from estimator.inputs.derive import StageLayout
 
 
 #: memory component names, in report order (spec §2)
@@ -337,7 +337,7 @@ def _stage_fixed_of(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMo
 def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any] | None = None) -> StageMemory:
     """Assemble one stage (sizes in MiB). Layers of one :func:`layer_class` are priced once and
     multiplied by their count; ``memo`` (shared by the stages of one config, ``estimate_memory``: and
-    by the configs equal in :func:`estimator.memo.pricing_key`) keeps those prices and
+    by the configs equal in :func:`estimator.shared.memo.pricing_key`) keeps those prices and
     each :func:`stage_signature`'s :class:`StageFixed`, so stages alike but for μ share it."""
     p = cfg.parallel
     mode = cfg.stage_recompute(layout.stage)
@@ -368,7 +368,7 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
     bwd = fixed.backward
     dynamic = activations + comm + bwd
     opts = cfg.options
-    on_stage = dynamic > 0  # the buffers count only on a stage with dynamic memory (arrays too: estimator.arrays)
+    on_stage = dynamic > 0  # the buffers count only on a stage with dynamic memory (arrays too: estimator.shared.arrays)
     safety = where(on_stage, opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1), 0.0)
     overhead = where(on_stage, tp_shardable_overhead_mb(cfg) / p.tp, 0.0)
     totals = fixed.totals

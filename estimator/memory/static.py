@@ -18,23 +18,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.derive import (
+from estimator.inputs.derive import (
     expert_data_parallel,
     layer_ep,
     megatron_expert_tp,
     shard_factors,
 )
-from estimator.params import (
+from estimator.inputs.params import (
     LayerParams,
     embedding_params,
     head_params,
     layer_params,
     position_embedding_params,
 )
-from estimator.profiles import ADAM_STATES, ResolvedBytes, profile_of, resolved_bytes
+from estimator.inputs.profiles import ADAM_STATES, ResolvedBytes, profile_of, resolved_bytes
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
 
 
 #: FP8 copies Transformer Engine keeps per linear weight element with FP8 on: the row-wise

@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from estimator.arrays import ARRAY, any_true, divide_or_nan, pick, where
 from estimator.perf import comm, network, pipeline
 from estimator.perf.context import Ctx, config_context, context
 from estimator.perf.report import MB_PARTS, PERF_PARTS, PerfReport
 from estimator.perf.stage import StageCost, stage_costs
+from estimator.shared.arrays import ARRAY, any_true, divide_or_nan, pick, where
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
 
 
 def apply_coefficients(stages: list[StageCost], coefficients: dict[str, float] | None) -> list[StageCost]:
@@ -104,7 +104,7 @@ def assemble(
         [s.dp_comm + s.optimizer for s in stages],
     )
     k = st.straggler_stage
-    if type(k) is ARRAY:  # one straggler per layout (estimator.arrays.pick)
+    if type(k) is ARRAY:  # one straggler per layout (estimator.shared.arrays.pick)
         perf = {name: m * pick(k, [s.part(name) for s in stages]) for name in MB_PARTS}
         optimizer, dp_comm = pick(k, [s.optimizer for s in stages]), pick(k, [s.dp_comm for s in stages])
     else:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from estimator.arrays import ARRAY, all_true, any_true, is_array, where
+from estimator.shared.arrays import ARRAY, all_true, any_true, is_array, where
 
 CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
 

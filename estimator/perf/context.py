@@ -16,15 +16,15 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator import derive
-from estimator.arrays import as_float
-from estimator.errors import ConfigError
-from estimator.memo import derived, pricing_key, shared_value
+from estimator.config.errors import ConfigError
+from estimator.inputs import derive
+from estimator.inputs.profiles import DTYPE_BYTES, host_launch_cost_s, profile_of
 from estimator.perf import comm, compute, network
-from estimator.profiles import DTYPE_BYTES, host_launch_cost_s, profile_of
+from estimator.shared.arrays import as_float
+from estimator.shared.memo import derived, pricing_key, shared_value
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,8 @@ def context(cfg: EstimatorConfig) -> Ctx:
 
 
 def config_context(cfg: EstimatorConfig) -> Ctx:
-    """:func:`context` of ``cfg``, built once per config instance (:func:`estimator.memo.derived`) and
-    shared by configs equal in :func:`estimator.memo.pricing_key` (it reads nothing else): the
+    """:func:`context` of ``cfg``, built once per config instance (:func:`estimator.shared.memo.derived`) and
+    shared by configs equal in :func:`estimator.shared.memo.pricing_key` (it reads nothing else): the
     context :func:`estimator.perf.stage.stage_costs` may share stage prices under."""
     return derived(cfg, CONTEXT_KEY, lambda: _shared_context(cfg))
 
@@ -101,20 +101,20 @@ _CONTEXTS_MAX = 1024
 
 
 def _shared_context(cfg: EstimatorConfig) -> Ctx:
-    """:func:`context` kept in :data:`_CONTEXTS` by :func:`estimator.memo.pricing_key`."""
+    """:func:`context` kept in :data:`_CONTEXTS` by :func:`estimator.shared.memo.pricing_key`."""
     shared = pricing_key(cfg)
     if shared is None:  # the batched stand-ins
         return context(cfg)
     return shared_value(_CONTEXTS, _CONTEXTS_MAX, shared[0], shared[1], lambda: context(cfg))
 
 
-#: the :func:`estimator.memo.config_memo` key of :func:`config_context`
+#: the :func:`estimator.shared.memo.config_memo` key of :func:`config_context`
 CONTEXT_KEY = "perf_context"
 
 
 def host_launch_s(cfg: EstimatorConfig) -> float:
     """Host seconds per kernel launch used by the model: ``options.host_launch_cost_us`` or else the
-    profile's sourced value (:func:`estimator.profiles.host_launch_cost_s`) when ``options.host_launch_overhead`` is on and
+    profile's sourced value (:func:`estimator.inputs.profiles.host_launch_cost_s`) when ``options.host_launch_overhead`` is on and
     the mode is ``time``; 0 otherwise (``score`` mode has no seconds to bound: FLOP·B_p and
     bytes·comm_w are the reference's relative units, which never had a host term)."""
     o = cfg.options

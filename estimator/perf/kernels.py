@@ -4,7 +4,7 @@ The host (CPU) issues every kernel of an eager PyTorch run one by one; the devic
 asynchronously. When kernels are short (small micro-batches, small hidden sizes, large TP) the host
 is the slower side and the pass takes at least ``kernels × per-launch host cost``
 (:mod:`estimator.perf.parts` uses that bound; the per-launch cost is profile data with its source in
-:mod:`estimator.profiles`).
+:mod:`estimator.inputs.profiles`).
 
 Counting (Megatron-LM ``ParallelTransformerLayer`` / ``TransformerLayer`` in eager mode, one rank;
 every rank of a TP/CP/EP group launches the same kernels, so the count does not shrink with
@@ -53,10 +53,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.arrays import ARRAY, per_unique
+from estimator.shared.arrays import ARRAY, per_unique
 
 if TYPE_CHECKING:
-    from estimator.config import ModelConfig
+    from estimator.config.schema import ModelConfig
 
 #: (forward kernels, backward kernels) per op kind — see the module docstring for the reasoning
 OP_KERNELS: dict[str, tuple[int, int]] = {

@@ -11,14 +11,14 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator import derive
-from estimator.arrays import any_true, is_array, per_unique
-from estimator.errors import ConfigError
-from estimator.memo import shared_value
+from estimator.config.errors import ConfigError
+from estimator.inputs import derive
 from estimator.perf import comm, compute, kernels
+from estimator.shared.arrays import any_true, is_array, per_unique
+from estimator.shared.memo import shared_value
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig, ModelConfig
+    from estimator.config.schema import EstimatorConfig, ModelConfig
     from estimator.perf.context import Ctx
 
 
@@ -136,7 +136,7 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
                   mode: str) -> kernels.PassKernels:
     """Kernels one rank launches for layer ``index`` per micro-batch (:mod:`estimator.perf.kernels`);
     an MTP layer adds its projection and second head. (Arrays of layouts: counted once per distinct
-    degrees, :func:`estimator.arrays.per_unique`.)"""
+    degrees, :func:`estimator.shared.arrays.per_unique`.)"""
     model = cfg.model
     fixed = (id(model), moe, derive.layer_kind(model, index) == "mtp", mode, frozenset(cfg.recompute.modules),
              cfg.train.flash_attention, cfg.parallel.cp_comm_type == "a2a")

@@ -29,13 +29,13 @@ from itertools import repeat
 from operator import is_
 from typing import Any, Protocol
 
-from estimator.arrays import ARRAY, any_true, maximum, minimum, where
 from estimator.perf.comm import Collective
+from estimator.shared.arrays import ARRAY, any_true, maximum, minimum, where
 from ndval.core.units import BYTES_PER_GB, S_PER_US
 
 
 class LevelLike(Protocol):
-    """Anything with the four fields of a network level (``estimator.hardware`` levels qualify)."""
+    """Anything with the four fields of a network level (``estimator.inputs.hardware`` levels qualify)."""
 
     @property
     def bandwidth_gb_s(self) -> float: ...
@@ -97,7 +97,7 @@ def members_per_domain(group_size: int, stride: int, levels: Sequence[LevelLike]
     The last entry is always ``n`` (the outermost level holds the whole group, whatever its size).
     """
     if (any_true(group_size < 1) or any_true(stride < 1) if type(group_size) is ARRAY or type(stride) is ARRAY
-            else group_size < 1 or stride < 1):  # (arrays of layouts too: estimator.arrays)
+            else group_size < 1 or stride < 1):  # (arrays of layouts too: estimator.shared.arrays)
         raise ValueError(f"group_size={group_size}, stride={stride}: both must be >= 1")
     out = []
     for i, lvl in enumerate(levels):

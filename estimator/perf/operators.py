@@ -35,11 +35,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.arrays import as_float, maximum
 from estimator.perf import compute
+from estimator.shared.arrays import as_float, maximum
 
 if TYPE_CHECKING:
-    from estimator.config import ModelConfig
+    from estimator.config.schema import ModelConfig
 
 #: device operator classes the roofline prices (the analyzer's kernel-class names for the same work)
 OP_CLASSES = ("gemm", "attention", "elementwise", "optimizer")

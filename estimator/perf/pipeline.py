@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from estimator.arrays import ARRAY, any_true, is_array, max_of, maximum, pick, where
+from estimator.shared.arrays import ARRAY, any_true, is_array, max_of, maximum, pick, where
 
 SCHEDULES = ("1f1b", "interleaved", "zero_bubble_v", "gpipe")
 
@@ -72,7 +72,7 @@ def ep_overlapped_stage_time(stage_s: float, ep_comm_s: float, ratio: float, sta
     """Seed P3: ``s' = s − ratio·ep_comm`` on a stage whose layers run with ``ep > 1``; else ``s``."""
     if not 0.0 <= ratio <= 1.0:
         raise ValueError(f"ep_bubble_overlap_ratio {ratio} outside [0, 1]")
-    if type(stage_ep) is ARRAY:  # per layout (estimator.arrays)
+    if type(stage_ep) is ARRAY:  # per layout (estimator.shared.arrays)
         return where(stage_ep <= 1, stage_s, stage_s - ratio * ep_comm_s)
     if stage_ep <= 1:
         return stage_s

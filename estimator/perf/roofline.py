@@ -5,7 +5,7 @@ One kernel group (an :class:`estimator.perf.operators.Op` pass) takes
 ``max(FLOPs / (peak[precision] · eff_c), bytes / (HBM · eff_mem(bytes per kernel)) + kernels · latency)``
 
 with ``eff_c`` = ``matmul(GFLOP per kernel)`` for GEMMs and ``attention_fwd`` / ``attention_bwd`` for
-flash attention (:class:`estimator.hardware.DeviceEfficiency`, data with its source). The latency
+flash attention (:class:`estimator.inputs.hardware.DeviceEfficiency`, data with its source). The latency
 sits in the memory term as in the source of the numbers (SimuMax ``compute_mem_access_time``: bytes /
 (bandwidth · efficiency) + latency per operator; the op takes the larger of that and its compute time).
 ``options.compute_efficiency`` derates every operator time (``t / eff``; 1.0 = as priced).
@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from estimator import derive
-from estimator.arrays import ARRAY, is_array, maximum, unique_rows, where
+from estimator.inputs import derive
 from estimator.perf import operators as ops_
 from estimator.perf.layers import is_moe_layer, stage_groups
+from estimator.shared.arrays import ARRAY, is_array, maximum, unique_rows, where
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
-    from estimator.hardware import DeviceEfficiency
+    from estimator.config.schema import EstimatorConfig
+    from estimator.inputs.hardware import DeviceEfficiency
     from estimator.perf.context import Ctx
 
 BYTES_PER_MB = 1e6
@@ -188,7 +188,7 @@ def _stacked(values: list[float], shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _numbers(col: dict[str, np.ndarray], flops: str, moved: str, kernels: str) -> tuple[float, float, float]:
-    """The stacked columns of one pass (arrays pass for numbers in the formulas, :mod:`estimator.arrays`)."""
+    """The stacked columns of one pass (arrays pass for numbers in the formulas, :mod:`estimator.shared.arrays`)."""
     return cast(float, col[flops]), cast(float, col[moved]), cast(float, col[kernels])
 
 
@@ -221,7 +221,7 @@ _dims_arrays = attrgetter(*_DIMS_ARRAYS)
 def _on_distinct_rows(dims: ops_.LayerDims, ep: int,
                       price: Callable[[ops_.LayerDims, int], GroupSeconds]) -> GroupSeconds:
     """``price(dims, ep)`` over arrays of layouts, evaluated once per distinct (shape, ep) row
-    (:func:`estimator.arrays.unique_rows`: many layouts of a group share tp, cp, micro-batch and ep)
+    (:func:`estimator.shared.arrays.unique_rows`: many layouts of a group share tp, cp, micro-batch and ep)
     and spread back to the layouts (the same numbers, elementwise)."""
     reduced, inverse = unique_rows(*_dims_arrays(dims), ep)
     changes: dict[str, Any] = dict(zip(_DIMS_ARRAYS, reduced, strict=False))

@@ -12,15 +12,15 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from estimator import derive, params
-from estimator.arrays import ARRAY, any_true, maximum, where
-from estimator.memo import config_memo, kept_property, pricing_key, pricing_memo, shared_value
+from estimator.inputs import derive, params
+from estimator.inputs.profiles import resolved_bytes
 from estimator.perf import comm, compute, kernels, layers, operators, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context
-from estimator.profiles import resolved_bytes
+from estimator.shared.arrays import ARRAY, any_true, maximum, where
+from estimator.shared.memo import config_memo, kept_property, pricing_key, pricing_memo, shared_value
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class StageCost:
 
     Host launch bound (``options.host_launch_overhead``): ``host_fw/bw/rec`` are the seconds the
     host needs to launch the pass's kernels (:mod:`estimator.perf.kernels` count × the profile's
-    per-launch cost, :func:`estimator.profiles.host_launch_cost_s`). Host dispatch and device
+    per-launch cost, :func:`estimator.inputs.profiles.host_launch_cost_s`). Host dispatch and device
     execution run asynchronously, so a pass takes ``max(device, host)``: the device waits for
     launches when the host is slower, the host never waits for the device (no sync inside a
     pass). The excess ``max(0, host − device)`` of each pass is the *exposed host time*; it is
@@ -45,7 +45,7 @@ class StageCost:
     model without the term exactly.
 
     Derived values (``per_micro_batch``, the exposed host time, ``fw_time`` ...) are computed once
-    per record (:class:`estimator.memo.kept_property`); :func:`dataclasses.replace` makes a fresh record.
+    per record (:class:`estimator.shared.memo.kept_property`); :func:`dataclasses.replace` makes a fresh record.
     """
 
     stage: int
@@ -315,7 +315,7 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
     Stages with the same layers (kind and count; a layer's ep follows from its kind), extras and
     recompute mode cost the same and are priced once; under the config's own context
     (:func:`config_context`) also once across configs equal in what the pricing reads
-    (:func:`estimator.memo.pricing_key`).
+    (:func:`estimator.shared.memo.pricing_key`).
     """
     ctx = ctx or config_context(cfg)
     out: list[StageCost] = []
@@ -341,7 +341,7 @@ _STAGE_COSTS_MAX = 4096
 def _priced(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, memo: dict[object, Any],
             shared: tuple[tuple[object, ...], tuple[object, ...]] | None, extras: tuple[object, ...]) -> StageCost:
     """:func:`stage_cost` of ``layout`` with its ``per_micro_batch`` derived (the relabelled copies carry
-    it), kept in :data:`_STAGE_COSTS` under ``shared`` (:func:`estimator.memo.pricing_key`), the layout's kind runs
+    it), kept in :data:`_STAGE_COSTS` under ``shared`` (:func:`estimator.shared.memo.pricing_key`), the layout's kind runs
     in their order (the order of the sums) and ``extras`` (embedding, head, recompute mode)."""
     def priced() -> StageCost:
         cost = stage_cost(cfg, ctx, layout, memo)

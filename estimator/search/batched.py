@@ -4,7 +4,7 @@ Layouts that differ only in the *array fields* (:data:`ARRAY_FIELDS`: tp, dp, ep
 micro-batch size and the global batch) share their pipeline structure (pp, vpp, split, schedule, recompute, profile).
 For such a group, :class:`ArrayConfig` stands in for a config whose array fields are numpy arrays
 (one value per layout) and :func:`estimator.memory.stage.stage_memory` runs once on it: the
-formulas are written over numbers that may be arrays (:mod:`estimator.arrays`), so there is one
+formulas are written over numbers that may be arrays (:mod:`estimator.shared.arrays`), so there is one
 formula home and no second copy. A group whose formulas branch on an array field (a comparison
 the array cannot answer) raises, and its layouts are priced on the scalar path instead: every
 candidate reports the ``path`` that priced its memory.
@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from estimator.derive import stage_layouts
+from estimator.inputs.derive import stage_layouts
 from estimator.memory.stage import StageMemory, stage_memory
 from estimator.search.grid import ARRAY_FIELDS
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
     from estimator.search.space import Layout
 
 __all__ = ["ARRAY_FIELDS", "ArrayConfig", "array_config", "batch_stage_memory", "group_columns", "group_key",

@@ -4,7 +4,7 @@ Like the batched memory (:mod:`estimator.search.batched`), a group of layouts th
 the array fields (tp, dp, ep, cp, etp, micro-batch size) is priced by running the scalar
 :func:`estimator.perf.assembly.estimate_perf` once on an :func:`estimator.search.batched.array_config`
 proxy whose array fields are numpy arrays (one value per layout). The step-time formulas are
-written over numbers that may be arrays (:mod:`estimator.arrays`: elementwise min/max/where, the
+written over numbers that may be arrays (:mod:`estimator.shared.arrays`: elementwise min/max/where, the
 straggler picked per layout, kernel counts per distinct degrees), so there is one formula home.
 A group whose formulas still branch on an array (e.g. a given expert routing load, which is split
 by ep) raises, and :func:`batch_step_time` returns None: those layouts go to the scalar path.
@@ -23,7 +23,7 @@ from estimator.perf.report import PERF_PARTS, REAL_PARTS
 from estimator.search.batched import BRANCH_ERRORS, array_config, group_columns
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from estimator.config import EstimatorConfig
+from estimator.config.schema import EstimatorConfig
 from estimator.search.evaluate import search_base
 from estimator.search.grid import check_integer_dims
 from estimator.search.rank import OBJECTIVES, Partial

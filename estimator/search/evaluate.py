@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from estimator.config import EstimatorConfig, load_config
-from estimator.errors import ConfigError
+from estimator.config.errors import ConfigError
+from estimator.config.schema import EstimatorConfig, load_config
 from estimator.memory import estimate_memory
 from estimator.perf.parts import estimate_perf
 from estimator.search.space import SPLIT_DIM, SPLIT_FIELDS, Layout, SkippedLayout

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from estimator.config import EstimatorConfig
+from estimator.config.schema import EstimatorConfig
 from estimator.search.space import (
     INTEGER_DIMS,
     SPLIT_DIM,

@@ -4,7 +4,7 @@ For each group (layouts that share their pipeline structure, :class:`~estimator.
 
 1. one representative config, validated section by section (``load_config(cross_fields=False)``);
    a section error rejects the whole group with the message the one-by-one path gives;
-2. the cross-field rules (:mod:`estimator.config_rules`) as masks: every row keeps the field and
+2. the cross-field rules (:mod:`estimator.config.rules`) as masks: every row keeps the field and
    message of the first rule it breaks;
 3. memory per stage of the valid rows at once (:func:`estimator.search.batched.group_stage_memory`)
    and the OOM mask;
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from estimator.config import EstimatorConfig, load_config
-from estimator.config_rules import NO_RULE, RULES, first_broken_index
-from estimator.errors import ConfigError
+from estimator.config.errors import ConfigError
+from estimator.config.rules import NO_RULE, RULES, first_broken_index
+from estimator.config.schema import EstimatorConfig, load_config
 from estimator.memory import estimate_memory
 from estimator.perf.parts import estimate_perf
 from estimator.search.batched import array_config, group_stage_memory, stage_totals

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from estimator.config import EstimatorConfig
+from estimator.config.schema import EstimatorConfig
 from estimator.search.evaluate import Candidate, evaluate, row_of, search_base
 from estimator.search.grid import Grid, check_integer_dims
 from estimator.search.price import KeptRow, Pricing

@@ -7,7 +7,7 @@ which says how layers are placed on pipeline stages:
 - ``even``: the config's even split over pp·vpp virtual stages (rejected when it does not divide);
 - ``first-last``: Megatron's ``decoder_first/last_pipeline_num_layers`` with the middle ranks
   holding ⌊L/pp⌋ or ⌈L/pp⌉ layers and the first and last rank sharing the rest
-  (``estimator.pipeline_split.first_last_split`` checks and places them);
+  (``estimator.inputs.pipeline_split.first_last_split`` checks and places them);
 - ``account``: Megatron's ``account_for_embedding_in_pipeline_split`` and/or
   ``account_for_loss_in_pipeline_split`` where (L + 1) or (L + 2) splits evenly.
 
@@ -27,9 +27,9 @@ from typing import Any
 
 import yaml
 
-from estimator.config import EstimatorConfig
-from estimator.config_sections import MAX_INT
-from estimator.errors import did_you_mean
+from estimator.config.errors import did_you_mean
+from estimator.config.schema import EstimatorConfig
+from estimator.config.sections import MAX_INT
 
 #: the pseudo-dimension for pipeline layer placement, and its values
 SPLIT_DIM = "pipeline.split"

@@ -43,7 +43,7 @@ INT03_TOGGLES = ("expert_zero3_sharding", "ep_bubble_overlap_ratio", "convert_ep
 SEED_CRITERIA: tuple[Criterion, ...] = (
     Criterion("P1", "peak HBM estimate/measured in band for configs A–F", "0.85 ≤ ratio ≤ 1.10 (TP=2 stays 1.05–1.10)", "seed §7 P1, §5.2 INT-01/INT-04"),
     Criterion("INT-01", "fixed() peak HBM / measured on the seed run reconstructed from the recorded estimates "
-              "(estimator.seed_reconstruct; any member of the family of fits)", "0.85 ≤ ratio ≤ 1.10 at TP=1 and TP=2",
+              "(estimator.experiments.reconstruct; any member of the family of fits)", "0.85 ≤ ratio ≤ 1.10 at TP=1 and TP=2",
               "seed §5.2 INT-01"),
     Criterion("P2", "routed-expert params/OS/grads scale linearly with 1/EP when expert_zero3_sharding=false", "y·EP constant, strictly decreasing", "seed §7 P2, §5.1 P2-02..P2-04"),
     Criterion("P3", "PP_WAIT Pearson r (estimate vs measured, 6 configs)", "r > 0.5", "seed §7 P3",

@@ -181,8 +181,8 @@ def _calibration(summary: dict[str, Any]) -> list[str | Table]:
                            _fmt(acc.get("mape_pct")), _fmt(acc.get("median_ratio"))])
     by = "; ".join(f"{_case_name(c)}: groups by {', '.join(k.get('group_by') or []) or '—'}" for c, k in steps)
     host = [f"{_case_name(c)}: host µs per launch {_host_cost(k.get('host_launch_cost'))}" for c, k in steps]
-    return ["At most one global knob is fitted, on the fit half only (estimator.calibrate); the case's "
-            "assertions judge the held-out half. Figures below are estimator.calibrate's own report.",
+    return ["At most one global knob is fitted, on the fit half only (estimator.experiments.calibrate); the case's "
+            "assertions judge the held-out half. Figures below are estimator.experiments.calibrate's own report.",
             head, f"Within-group Spearman: groups with 3+ rows ({by}).",
             "Host cost per kernel launch (not fitted): " + "; ".join(host) + ".",
             Table(["case", "half", "n", "Spearman pooled", "median Spearman within groups", "MAPE %",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from analyzer.cli_compare import distinct_short_names, short_name
 from ndval.harness.cli import main
+from ndval.harness.commands.compare import distinct_short_names, short_name
 
 
 def test_kineto_pair_prints_headline_operators_and_warnings(profile_path, tmp_path, capsys):

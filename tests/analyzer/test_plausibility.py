@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer import cli_analyze
 from analyzer.analysis import analyze
 from analyzer.dataset import load_dataset
 from analyzer.ingest.errors import IngestError
+from ndval.harness.commands import analyze as cli_analyze
 from tests.analyzer import synthetic as sy
 
 Mutation = Callable[[list[dict[str, Any]]], None]

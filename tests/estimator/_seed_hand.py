@@ -1,7 +1,7 @@
 """Hand arithmetic for the seed's configs A-F, written from the config facts and published numbers only
 (no estimator code): the expert-parallel all-to-all time of one step under ``presets.fixed()``.
 
-Facts: seed §1 (EP, TP, DP; PP = 2; 32 devices), the assumed run of ``estimator/seed.py`` (s = 4096,
+Facts: seed §1 (EP, TP, DP; PP = 2; 32 devices), the assumed run of ``estimator/experiments/seed.py`` (s = 4096,
 b = 2, m = 8, full recompute; expert tensor parallelism 1, inferred from the recorded estimates by
 ``ndval reconstruct-seed``), the assumed model ``validation_cases/models/deepseek-v3-mini.yaml``
 (12 layers, layer 0 dense, top-4 routing, h = 2048, bf16) and the A2 network of reference §3.3
@@ -10,10 +10,10 @@ b = 2, m = 8, full recompute; expert tensor parallelism 1, inferred from the rec
 
 from __future__ import annotations
 
-from estimator.seed import SEED_CONFIGS
+from estimator.experiments.seed import SEED_CONFIGS
 
 SEQ, MICRO_BATCH, MICRO_BATCHES, TOP_K, HIDDEN, BYTES_BF16 = 4096, 2, 8, 4, 2048, 2
-ETP = 1  # the seed run's expert tensor parallelism (estimator/seed.py ASSUMED_RUN, inferred)
+ETP = 1  # the seed run's expert tensor parallelism (estimator/experiments/seed.py ASSUMED_RUN, inferred)
 STRAGGLER_MOE_LAYERS = 6  # stage 1 holds layers 6..11, all MoE (layer 0 is the only dense one)
 PASSES = 3  # forward, backward, recompute (full recompute)
 CALLS_PER_PASS = 2  # dispatch and combine

@@ -84,7 +84,7 @@ def _base(name: str) -> Any:
 def outputs(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """Every number of the scalar path for one config: per-stage memory, perf and real parts."""
     import estimator
-    from estimator.errors import ConfigError
+    from estimator.config.errors import ConfigError
     from estimator.search.evaluate import search_base
 
     base = _base(name)  # one instance per example: its sections are shared, as in a sweep (warm caches)

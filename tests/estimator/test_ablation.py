@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from estimator import ablation, cli_ablate
-from estimator.errors import ConfigError
-from estimator.seed import seed_run
+from estimator.config.errors import ConfigError
+from estimator.experiments import ablation
+from estimator.experiments.seed import seed_run
 from ndval.harness.cli import main
+from ndval.harness.commands import ablate as cli_ablate
 
 
 def test_direction() -> None:

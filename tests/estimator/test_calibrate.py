@@ -7,8 +7,8 @@ import math
 import pytest
 
 import estimator
-from estimator import calibrate
-from estimator.seed import seed_run
+from estimator.experiments import calibrate
+from estimator.experiments.seed import seed_run
 
 
 def test_split_is_deterministic_and_balanced() -> None:

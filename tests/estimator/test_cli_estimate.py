@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from estimator import cli_estimate
+import estimator
+from ndval.harness.commands import estimate as cli_estimate
 
-EXAMPLES = Path(cli_estimate.__file__).parent / "examples"
+EXAMPLES = Path(estimator.__file__).parent / "examples"
 
 
 def _run(argv: list[str]) -> int:
@@ -49,7 +50,7 @@ def test_unknown_field_via_subprocess_no_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text((EXAMPLES / "llama3-8b-h100.yaml").read_text().replace("micro_batch_size", "micro_bach_size"))
     code = (
-        "import argparse, sys; from estimator import cli_estimate; p = argparse.ArgumentParser(); "
+        "import argparse, sys; from ndval.harness.commands import estimate as cli_estimate; p = argparse.ArgumentParser(); "
         "cli_estimate.add_arguments(p); sys.exit(cli_estimate.run(p.parse_args(sys.argv[1:])))"
     )
     proc = subprocess.run([sys.executable, "-c", code, str(bad)], capture_output=True, text=True, check=False)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 import estimator
-from estimator import presets
-from estimator.config import OptionsConfig, apply_overrides, parse_override
-from estimator.hardware import PRESETS, preset
+from estimator.config import presets
+from estimator.config.schema import OptionsConfig, apply_overrides, parse_override
+from estimator.inputs.hardware import PRESETS, preset
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, synthetic_run
 
 

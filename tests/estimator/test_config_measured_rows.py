@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import estimator
-from estimator.measured import config_from_measured_row, hardware_preset
+from estimator.experiments.measured import config_from_measured_row, hardware_preset
 
 SYNTHETIC_ROW = {
     "case_id": "synthetic", "model_name": "synthetic", "arch": "moe", "num_layers": "4", "num_dense_layers": "1",

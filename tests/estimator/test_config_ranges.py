@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from estimator import cli_estimate
-from estimator.config import load_config
-from estimator.errors import ConfigError
+from estimator.config.errors import ConfigError
+from estimator.config.schema import load_config
 from estimator.memory import estimate_memory
 from estimator.perf.parts import estimate_perf
+from ndval.harness.commands import estimate as cli_estimate
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, synthetic_run
 
 SINGLE = {"tp": 1, "pp": 1, "dp": 1, "ep": 1}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import estimator
-from estimator.derive import (
+from estimator.inputs.derive import (
     expert_degrees,
     layer_ep,
     layer_kind,

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import estimator
-from estimator import presets
-from estimator.derive import stage_layouts
-from estimator.measured import config_from_measured_row, megatron_padded_vocab
-from estimator.measured_accuracy import table_errors
+from estimator.config import presets
+from estimator.experiments.measured import config_from_measured_row, megatron_padded_vocab
+from estimator.experiments.measured_accuracy import table_errors
+from estimator.inputs.derive import stage_layouts
 from estimator.memory import framework
 from ndval.core.units import BYTES_PER_MIB
 

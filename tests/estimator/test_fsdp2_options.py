@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import estimator
+from estimator.inputs.params import layer_params
 from estimator.memory import fsdp2
-from estimator.params import layer_params
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, synthetic_run
 
 MIB = 2**20

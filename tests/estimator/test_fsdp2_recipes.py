@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import estimator
-from estimator.measured_accuracy import summarise, table_errors
+from estimator.experiments.measured_accuracy import summarise, table_errors
 from estimator.memory.activation import layer_activation_bytes
 from estimator.memory.sac import layer_checkpointed
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, synthetic_run

@@ -1,7 +1,7 @@
 """``options.host_launch_cost_us``: a measured host µs per launch overrides the profile's sourced value.
 
 SYNTHETIC toy configs (tiny layers on an H100, the pattern of test_perf_host.py) whose kernels are so
-short that the host launch bound binds; the 5 µs default is ``estimator.profiles.HOST_LAUNCH_COST``.
+short that the host launch bound binds; the 5 µs default is ``estimator.inputs.profiles.HOST_LAUNCH_COST``.
 The device side is the raw-peak model (``operator_roofline: false``): the operator roofline adds a
 sourced per-kernel latency (H100: 20 µs) that would outlast a 5 µs host launch.
 """
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 import estimator
-from estimator import presets
+from estimator.config import presets
+from estimator.inputs.profiles import HOST_LAUNCH_COST, host_launch_cost_s
 from estimator.perf.parts import host_launch_s, stage_costs
-from estimator.profiles import HOST_LAUNCH_COST, host_launch_cost_s
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, SYNTHETIC_MOE_MODEL
 
 FIELD = "options.host_launch_cost_us"

@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 import estimator
-from estimator import presets
+from estimator.config import presets
 from estimator.perf.parts import PerfReport
 
 DENSE = {

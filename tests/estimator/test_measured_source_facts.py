@@ -1,4 +1,4 @@
-"""Per-source facts in ``estimator.measured`` (SOURCE_FACTS) and the rows they fix.
+"""Per-source facts in ``estimator.experiments.measured`` (SOURCE_FACTS) and the rows they fix.
 
 Synthetic rows check the mechanics (a fact applies to its source only, a stated CSV cell wins,
 the citation is recorded); the real-data tests (skipped without ../shared/data) check the
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import estimator
-from estimator import presets
-from estimator.measured import SOURCE_FACTS, config_from_measured_row, source_facts
-from estimator.pipeline_split import parse_layout
+from estimator.config import presets
+from estimator.experiments.measured import SOURCE_FACTS, config_from_measured_row, source_facts
+from estimator.inputs.pipeline_split import parse_layout
 
 #: synthetic measured row (toy dims, not a measurement); source_id / model_name set per test
 SYNTHETIC_ROW = {

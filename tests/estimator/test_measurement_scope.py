@@ -1,11 +1,11 @@
-"""``estimator.measured.measured_kind_of``: a source's narrower measurement scope (synthetic rows)."""
+"""``estimator.experiments.measured.measured_kind_of``: a source's narrower measurement scope (synthetic rows)."""
 
 from __future__ import annotations
 
 import pytest
 
 import estimator
-from estimator.measured import estimate_for_measurement, measured_kind_of
+from estimator.experiments.measured import estimate_for_measurement, measured_kind_of
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, synthetic_run
 
 MIB = 2**20

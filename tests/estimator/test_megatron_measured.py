@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import estimator
-from estimator.measured import config_from_measured_row
+from estimator.experiments.measured import config_from_measured_row
 
 DATA = Path(__file__).parent / "data" / "megatron_ci_7b_memory.yaml"
 ROWS = yaml.safe_load(DATA.read_text())["rows"]

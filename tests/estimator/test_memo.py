@@ -1,4 +1,4 @@
-"""The scalar path's caches (``estimator.memo``, the per-stage ``StageFixed`` of ``memory.stage``, the
+"""The scalar path's caches (``estimator.shared.memo``, the per-stage ``StageFixed`` of ``memory.stage``, the
 per-kind layer parameters) never answer for another config: two configs that differ in one field
 give the results of an uncached run, whatever was priced before them, and the store stays bounded.
 """
@@ -11,14 +11,15 @@ from typing import Any
 import pytest
 
 import estimator
-from estimator import derive, memo
-from estimator.derive import stage_layouts
+from estimator.inputs import derive
+from estimator.inputs.derive import stage_layouts
+from estimator.inputs.params import layer_params
+from estimator.inputs.profiles import resolved_bytes
 from estimator.memory.stage import stage_memory
-from estimator.params import layer_params
 from estimator.perf import context as perf_context
 from estimator.perf import layers
 from estimator.perf import stage as perf_stage
-from estimator.profiles import resolved_bytes
+from estimator.shared import memo
 
 EXAMPLES = Path(estimator.__file__).resolve().parent / "examples"
 
@@ -237,7 +238,7 @@ def test_layouts_shared_by_split_and_kinds_kept_per_model_value() -> None:
 
 
 def test_stage_costs_shared_across_the_split_only() -> None:
-    """Two configs apart only in the pipeline split and schedule (:data:`estimator.memo.SPLIT_ONLY`) share
+    """Two configs apart only in the pipeline split and schedule (:data:`estimator.shared.memo.SPLIT_ONLY`) share
     the middle stages' prices; everything else the pricing reads is in the key (every section field
     but those), and the shared prices equal a run with every cache empty."""
     base = estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml", _LLAMA_PP4)

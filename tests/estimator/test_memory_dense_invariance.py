@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import estimator
-from estimator import presets
+from estimator.config import presets
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, synthetic_run
 
 SWITCHED = {"safety_buffer", "tp_shardable_overhead"}

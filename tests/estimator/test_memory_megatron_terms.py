@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 import estimator
-from estimator.derive import stage_layouts
+from estimator.inputs.derive import stage_layouts
+from estimator.inputs.params import attention_params, layer_params, mla_replicated_params
 from estimator.memory import activation as act
 from estimator.memory.schedule import (
     in_flight,
@@ -23,7 +24,6 @@ from estimator.memory.schedule import (
     megatron_interleaved_warmup,
 )
 from estimator.memory.stage import mtp_embedding_on_stage
-from estimator.params import attention_params, layer_params, mla_replicated_params
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, SYNTHETIC_MOE_MODEL, synthetic_run
 
 MIB = 1024 * 1024

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from estimator.config import ModelConfig
-from estimator.hardware import DeviceEfficiency, preset
+from estimator.config.schema import ModelConfig
+from estimator.inputs.hardware import DeviceEfficiency, preset
 from estimator.perf import operators
 from estimator.perf.roofline import kernel_group_s, op_pass_s
 from tests.estimator._factories import SYNTHETIC_MOE_MODEL

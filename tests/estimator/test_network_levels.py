@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 import estimator
-from estimator.errors import ConfigError
-from estimator.hardware import preset
-from estimator.overlay import apply_overlay, read_overlay
+from estimator.config.errors import ConfigError
+from estimator.inputs.hardware import preset
+from estimator.inputs.overlay import apply_overlay, read_overlay
 from estimator.perf import network
 from estimator.perf.comm import Collective
 from estimator.perf.network import Factors, Level

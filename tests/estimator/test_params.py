@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from estimator.config import ModelConfig
-from estimator.params import (
+from estimator.config.schema import ModelConfig
+from estimator.inputs.params import (
     activated_params,
     attention_params,
     embedding_params,
@@ -64,7 +64,7 @@ def test_mla_attention_matches_official_deepseek_v3() -> None:
 def test_bundled_mini_is_about_1p3b() -> None:
     import yaml
 
-    from estimator.config import BUNDLED_CASES_DIR
+    from estimator.config.schema import BUNDLED_CASES_DIR
 
     data = yaml.safe_load((BUNDLED_CASES_DIR / "models" / "deepseek-v3-mini.yaml").read_text())["model"]
     m = ModelConfig(**data)

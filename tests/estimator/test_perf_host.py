@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 import estimator
-from estimator import calibrate, presets
+from estimator.config import presets
+from estimator.experiments import calibrate
+from estimator.inputs.profiles import HOST_LAUNCH_COST, host_launch_cost_s
 from estimator.perf import kernels
 from estimator.perf.parts import REAL_PARTS, StageCost, stage_costs
-from estimator.profiles import HOST_LAUNCH_COST, host_launch_cost_s
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, SYNTHETIC_MOE_MODEL
 
 

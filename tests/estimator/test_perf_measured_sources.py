@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import estimator
-from estimator.measured import config_from_measured_row
+from estimator.experiments.measured import config_from_measured_row
 from ndval.core import stats
 
 

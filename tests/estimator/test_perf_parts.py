@@ -110,7 +110,7 @@ def test_imbalance_helper_feeds_compute() -> None:
 
 
 def test_ep_token_distribution_skews_compute_and_comm() -> None:
-    from estimator.seed import seed_run
+    from estimator.experiments.seed import seed_run
 
     cfg = seed_run("B")  # 32 experts, ep 4
     balanced = estimator.estimate_perf(estimator.load_config(cfg))
@@ -127,7 +127,7 @@ def test_ep_token_distribution_skews_compute_and_comm() -> None:
 
 
 def test_selective_modules_order() -> None:
-    from estimator.seed import seed_run
+    from estimator.experiments.seed import seed_run
 
     def rec(modules: list[str]) -> float:
         cfg = seed_run("A")

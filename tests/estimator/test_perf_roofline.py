@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import estimator
-from estimator import derive
-from estimator.hardware import PRESETS, preset, table_value
+from estimator.inputs import derive
+from estimator.inputs.hardware import PRESETS, preset, table_value
 from estimator.perf import layers, operators, roofline
 from estimator.perf.context import context
 from estimator.perf.stage import stage_costs
@@ -90,7 +90,7 @@ def test_total_never_falls_when_hbm_bandwidth_drops() -> None:
 def test_roofline_off_in_legacy_score_and_without_efficiency_data() -> None:
     on = estimator.load_config(_run())
     assert roofline.roofline_active(on)
-    for options in ({"operator_roofline": False}, {"perf_mode": "score"}, estimator.presets.legacy()):
+    for options in ({"operator_roofline": False}, {"perf_mode": "score"}, estimator.config.presets.legacy()):
         cfg = estimator.load_config(_run(**options))
         assert not roofline.roofline_active(cfg)
         assert all(s.optimizer == 0.0 and not s.by_class for s in stage_costs(cfg))

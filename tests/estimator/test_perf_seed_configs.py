@@ -7,9 +7,9 @@ import math
 import pytest
 
 import estimator
-from estimator import presets
+from estimator.config import presets
+from estimator.experiments.seed import SEED_CONFIGS, seed_run
 from estimator.perf.parts import PERF_PARTS, REAL_PARTS, PerfReport
-from estimator.seed import SEED_CONFIGS, seed_run
 from tests.estimator import _seed_hand as hand
 from tests.estimator._factories import synthetic_run
 

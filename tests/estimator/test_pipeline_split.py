@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import estimator
-from estimator.derive import stage_layouts
-from estimator.pipeline_split import expand_layout, parse_layout
+from estimator.inputs.derive import stage_layouts
+from estimator.inputs.pipeline_split import expand_layout, parse_layout
 
 DSV3 = {"ref": "models/deepseek-v3-671b.yaml"}
 LLAMA405 = {"ref": "models/llama3.1-405b.yaml"}

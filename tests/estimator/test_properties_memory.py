@@ -21,7 +21,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import estimator
-from estimator.derive import expert_degrees, stage_layouts
+from estimator.inputs.derive import expert_degrees, stage_layouts
 from estimator.memory import COMPONENTS
 from estimator.memory.stage import mtp_embedding_on_stage
 from estimator.memory.static import embedding_static, head_static, layer_static

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import estimator
-from estimator import derive
-from estimator.config import ConfigError
-from estimator.hardware import PRESETS
+from estimator.config.schema import ConfigError
+from estimator.inputs import derive
+from estimator.inputs.hardware import PRESETS
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 

@@ -1,4 +1,4 @@
-"""The config rules as array masks (estimator.config_rules, estimator.search.price) against the scalar
+"""The config rules as array masks (estimator.config.rules, estimator.search.price) against the scalar
 path (``load_config`` one layout at a time): the same rejection reason and message on ≥ 10,000 random
 layouts, valid and invalid, of the bundled examples under every profile; the grid enumerates the
 same layouts in the same order as ``layouts``."""
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import estimator
-from estimator.config_rules import RULES, first_broken
-from estimator.errors import ConfigError
+from estimator.config.errors import ConfigError
+from estimator.config.rules import RULES, first_broken
 from estimator.search import Partial, search_base
 from estimator.search.evaluate import reason_of
 from estimator.search.grid import Grid, Group, Skipped
@@ -121,7 +121,7 @@ def test_rule_table_order_is_the_scalar_order() -> None:
 
 
 def test_first_broken_index_over_arrays_matches_row_by_row() -> None:
-    from estimator.config_rules import NO_RULE, first_broken_index
+    from estimator.config.rules import NO_RULE, first_broken_index
     from estimator.search.batched import array_config
 
     cfg = estimator.load_config(EXAMPLES / "deepseek-v3-mini-A.yaml")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from estimator.seed import SEED_CONFIGS, SEED_TABLE, load_seed_configs
+from estimator.experiments.seed import SEED_CONFIGS, SEED_TABLE, load_seed_configs
 from ndval.harness import paths
 from ndval.harness.cases import load_case_file
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import estimator
-from estimator.derive import shard_factors
+from estimator.experiments.seed import seed_run
+from estimator.inputs.derive import shard_factors
+from estimator.inputs.params import layer_params
 from estimator.memory.static import StaticBreakdown, grad_clip_buffer
-from estimator.params import layer_params
-from estimator.seed import seed_run
 
 EP_CONFIGS = {2: "A", 4: "B", 8: "C"}
 MOE_STAGE = 1

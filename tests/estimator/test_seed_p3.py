@@ -1,6 +1,6 @@
 """Seed P3 (PP_WAIT ranking inverted): the ablations P3-E1..P3-E4 and the fix P3-01..P3-04.
 
-Configs A-F are the seed's (``estimator.seed.seed_run``: published EP/TP/DP, assumed dimensions).
+Configs A-F are the seed's (``estimator.experiments.seed.seed_run``: published EP/TP/DP, assumed dimensions).
 The ablations print their direction tables (run with ``-s`` to see them) and assert only what the
 model's mathematics guarantees (spec §8).
 """
@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 
 import estimator
-from estimator import ablation, presets
+from estimator.config import presets
+from estimator.experiments import ablation
+from estimator.experiments.seed import SEED_CONFIGS, seed_run
 from estimator.perf.parts import PerfReport
-from estimator.seed import SEED_CONFIGS, seed_run
 
 LABELS = list(SEED_CONFIGS)
 BASE = ablation.legacy_seconds()  # the reference before the fixes, EP priced in seconds

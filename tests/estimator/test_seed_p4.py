@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import estimator
-from estimator import presets
+from estimator.config import presets
+from estimator.experiments.seed import SEED_CONFIGS, seed_run
 from estimator.perf import comm
 from estimator.perf.parts import PerfReport, reference_comm_weight
-from estimator.seed import SEED_CONFIGS, seed_run
 from tests.estimator import _seed_hand as hand
 
 LABELS = list(SEED_CONFIGS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from estimator import seed_reconstruct as sr
+from estimator.experiments import reconstruct as sr
 
 #: one member of the family, as ``ndval reconstruct-seed`` solved it (F_s 512, V 129280)
 RECONSTRUCTED = {"hidden_size": 1897, "moe_ffn_hidden_size": 553, "shared_expert_ffn_hidden_size": 512,
@@ -41,7 +41,7 @@ def test_reconstructed_set_reproduces_recorded_estimates() -> None:
 
 def test_seed_run_states_etp_1_from_the_evidence() -> None:
     """The seed runs use the etp the reconstruction infers; with it legacy() on the assumed model is additive."""
-    from estimator.seed import ASSUMED_RUN, seed_run
+    from estimator.experiments.seed import ASSUMED_RUN, seed_run
 
     assert ASSUMED_RUN["parallel.etp"][0] == 1
     assert all(seed_run(label)["parallel"]["etp"] == 1 for label in sr.LABELS)

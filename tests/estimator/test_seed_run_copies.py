@@ -1,4 +1,4 @@
-"""The seed's assumed run settings live in ``estimator.seed`` (ASSUMED_RUN, with reasons) and are
+"""The seed's assumed run settings live in ``estimator.experiments.seed`` (ASSUMED_RUN, with reasons) and are
 written out in two declarative places users read: the example run YAML and the seed validation
 case. Those copies must not drift from the one in code."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 
 import estimator
-from estimator.seed import seed_run
+from estimator.experiments.seed import seed_run
 from ndval.harness import paths
 
 EXAMPLE = paths.REPO_ROOT / "estimator" / "examples" / "deepseek-v3-mini-A.yaml"

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 import estimator
-from estimator.derive import stage_layouts
-from estimator.errors import ConfigError
-from estimator.measured import config_from_measured_row
+from estimator.config.errors import ConfigError
+from estimator.experiments.measured import config_from_measured_row
+from estimator.inputs.derive import stage_layouts
 from estimator.memory import activation as act
 from estimator.memory.stage import backward_overhead_bytes
 

@@ -2,10 +2,10 @@
 activation checkpointing), ``../shared/data/measured/step_time_cases.csv``.
 
 Issue 11's bars, nothing fitted on these rows: the operator roofline prices every operator on the
-A100 preset's efficiencies (SimuMax's published ``a100_bf16.json``, cited in ``estimator.hardware``),
+A100 preset's efficiencies (SimuMax's published ``a100_bf16.json``, cited in ``estimator.inputs.hardware``),
 the host time per launch is measured on a real eager-PyTorch A100 profile by the analyzer (30.0 µs on
 ``kineto/hta-trace-diff/control.json.gz``), and the rows follow vTrain's GPT layer (unfused
-attention, learned positions: ``estimator.measured.SOURCE_FACTS``). All 1440 rows: MAPE ≤ 15 %,
+attention, learned positions: ``estimator.experiments.measured.SOURCE_FACTS``). All 1440 rows: MAPE ≤ 15 %,
 pooled Spearman ≥ 0.95, median within-group Spearman ≥ 0.8. The declared calibration step (one
 derating fitted on the hash-selected half) is checked on the held-out half too. Run with ``-s`` to
 see the figures; ``benchmarks/vtrain_accuracy.py`` and ``benchmarks/step_time_accuracy.py`` print them.
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from estimator import calibrate
+from estimator.experiments import calibrate
 
 _SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "vtrain_accuracy.py"
 
@@ -96,8 +96,8 @@ def test_vtrain_declared_calibration_step_transfers(rows: list[dict[str, str]], 
 def test_vtrain_configs_follow_the_source(rows: list[dict[str, str]]) -> None:
     # host term on (fixed()), operator roofline on with the A100 preset's sourced efficiencies, and
     # vTrain's GPT layer: unfused attention and learned positions (source facts with their citation)
-    from estimator.config import load_config
-    from estimator.measured import config_from_measured_row
+    from estimator.config.schema import load_config
+    from estimator.experiments.measured import config_from_measured_row
     from estimator.perf.parts import stage_costs
 
     cfg = load_config(config_from_measured_row(rows[0]))

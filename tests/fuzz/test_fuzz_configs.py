@@ -9,11 +9,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from estimator import cli_estimate
-from estimator.config import load_config
-from estimator.errors import ConfigError
+from estimator.config.errors import ConfigError
+from estimator.config.schema import load_config
 from estimator.memory import estimate_memory
 from estimator.perf.parts import estimate_perf
+from ndval.harness.commands import estimate as cli_estimate
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, synthetic_run
 from tests.fuzz.conftest import PROFILE
 from tests.fuzz.limits import bounded, only

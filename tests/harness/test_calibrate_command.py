@@ -76,7 +76,7 @@ def test_memory_efficiency_against_the_hbm_of_the_hardware(tmp_path: Path) -> No
 
 def test_estimate_reads_the_overlay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import estimator
-    from estimator.overlay import apply_overlay
+    from estimator.inputs.overlay import apply_overlay
 
     rc, _ = _calibrate(tmp_path, "--hardware", "a100-80g")
     assert rc == 0
@@ -99,8 +99,8 @@ def test_estimate_reads_the_overlay(tmp_path: Path, capsys: pytest.CaptureFixtur
 ])
 def test_bad_overlay_is_one_error_naming_file_and_field(tmp_path: Path, efficiency: dict[str, Any],
                                                          field: str) -> None:
-    from estimator.errors import ConfigError
-    from estimator.overlay import load_overlay
+    from estimator.config.errors import ConfigError
+    from estimator.inputs.overlay import load_overlay
 
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({"efficiency": efficiency}), encoding="utf-8")

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 import estimator
-from estimator import calibrate
+from estimator.experiments import calibrate
 from ndval.harness.kinds import KINDS, KindError, RunContext, load_kinds
 from ndval.harness.kinds.estimator import common as est_common
 from ndval.harness.kinds.estimator import memory as est_memory
@@ -21,7 +21,7 @@ from ndval.harness.kinds.recorded import p1_what_if_mb
 
 def test_builtin_kinds_are_registered() -> None:
     assert {"recorded.results", "estimator.memory", "estimator.perf", "estimator.invariance",
-            "estimator.ablation"} <= set(load_kinds())
+            "estimator.experiments.ablation"} <= set(load_kinds())
 
 
 def test_p1_what_if_on_the_seed_numbers() -> None:
@@ -63,7 +63,7 @@ def test_missing_estimator_makes_the_kind_unavailable_with_a_reason(monkeypatch)
 
 
 def test_perf_calibration_step_fits_on_one_half_and_applies_the_value(measured_dir) -> None:
-    """Real vTrain rows (first 48 of step_time_cases.csv): the kind calls estimator.calibrate, applies the
+    """Real vTrain rows (first 48 of step_time_cases.csv): the kind calls estimator.experiments.calibrate, applies the
     fitted efficiency to every row through estimate_perf, and marks the halves by split_half."""
     with (measured_dir / "step_time_cases.csv").open(newline="", encoding="utf-8") as fh:
         rows = [r for r in csv.DictReader(fh) if r["source_id"] == "vtrain_single"][:48]

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import estimator
-from estimator.overlay import apply_overlay
+from estimator.inputs.overlay import apply_overlay
 from ndval.harness.kinds import KindError, RunContext
 from ndval.harness.kinds.estimator import perf
 from tests.estimator._factories import SYNTHETIC_DENSE_MODEL

@@ -135,7 +135,7 @@ def test_script_estimator_runs_the_measured_memory_case(pytester: pytest.Pyteste
     # the numbers are the script's: recompute them from the config ndval handed it
     import csv
 
-    from estimator.measured import config_from_measured_row
+    from estimator.experiments.measured import config_from_measured_row
 
     rows = {r["case_id"]: r for r in csv.DictReader((Path(paths.measured_dir()) / "memory_cases.csv").open())}
     for r in case["table"]:
@@ -162,7 +162,7 @@ def test_script_estimator_runs_a_step_time_case(pytester: pytest.Pytester, step_
     assert len(case["table"]) == 8
     import csv
 
-    from estimator.measured import config_from_measured_row
+    from estimator.experiments.measured import config_from_measured_row
 
     rows = {r["case_id"]: r for r in csv.DictReader((Path(paths.measured_dir()) / "step_time_cases.csv").open())}
     for r in case["table"]:  # the script's numbers, from the config ndval handed it; parts it did not give are absent
@@ -213,7 +213,7 @@ def test_unknown_subject_and_kinds_it_does_not_provide(pytester: pytest.Pytester
     result = pytester.runpytest("validation_cases", "--subject", "nobody")
     assert result.ret == EXIT_BROKEN_INPUT and "unknown subject 'nobody'; known: ndval, crashes" in result.stdout.str()
     script = subjects.resolve("script-est")
-    assert subjects.skip_reason("estimator.ablation", script).startswith("subject 'script-est': kind estimator.ablation")
+    assert subjects.skip_reason("estimator.experiments.ablation", script).startswith("subject 'script-est': kind estimator.experiments.ablation")
     assert subjects.skip_reason("estimator.perf", script) == (
         "subject 'script-est' does not provide the step_time task (tasks: memory)")
     assert subjects.skip_reason("recorded.results", script) is None

@@ -123,7 +123,7 @@ class _CorrelationGt(AssertionSpec):
         """The coefficient within each ``group_by`` group, summarised by ``statistic`` (median by default).
 
         A group with fewer than ``min_n`` finite pairs, or constant in x or y (the coefficient is
-        undefined), is left out and counted — ``ndval.core.stats.grouped``, as in ``estimator.calibrate.accuracy``.
+        undefined), is left out and counted — ``ndval.core.stats.grouped``, as in ``estimator.experiments.calibrate.accuracy``.
         """
         missing = [g for g in self.group_by if any(g not in r for r in rows)]
         if missing:

@@ -15,7 +15,7 @@ class, what the profile supports:
   and kept in the overlay's ``host_layers``; it is host time, not a device efficiency).
 
 It prints the fit (per class: kernels, time and share of the profile's kernel time, median and
-p25-p75 of the derived value) and writes an overlay (:mod:`estimator.overlay`) that ``ndval estimate
+p25-p75 of the derived value) and writes an overlay (:mod:`estimator.inputs.overlay`) that ``ndval estimate
 --hardware-overlay`` reads. The estimator and the analyzer never import each other: this command is
 where they meet. Bad input (no kernels at all, no kernels of a ``--require``d class, an unknown class
 or hardware) is one line naming the file and field, exit 2.
@@ -151,7 +151,7 @@ def overlay_from_fit(fit: dict[str, dict[str, Any]], profile: str, hardware: str
 
 
 def _hardware_name(requested: str | None, meta: dict[str, Any], profile: str) -> str:
-    from estimator.hardware import preset_names, resolve_preset_name
+    from estimator.inputs.hardware import preset_names, resolve_preset_name
 
     if requested:
         name = resolve_preset_name(requested)
@@ -169,7 +169,7 @@ def _hardware_name(requested: str | None, meta: dict[str, Any], profile: str) ->
 def run(args: argparse.Namespace) -> int:
     """Classify, fit, print, write; 2 on bad input."""
     from analyzer.kernel_classes import KERNEL_CLASSES
-    from estimator.hardware import preset
+    from estimator.inputs.hardware import preset
 
     try:
         for cls in args.require:

@@ -54,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
-    from estimator.config import load_config
-    from estimator.errors import ConfigError
-    from estimator.overlay import apply_overlay
+    from estimator.config.errors import ConfigError
+    from estimator.config.schema import load_config
+    from estimator.inputs.overlay import apply_overlay
     from estimator.perf.parts import estimate_perf
     from ndval.harness.commands.calibrate import profile_kernels
 

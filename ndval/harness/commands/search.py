@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from estimator.config import EstimatorConfig, load_config
-from estimator.errors import ConfigError
+from estimator.config.errors import ConfigError
+from estimator.config.schema import EstimatorConfig, load_config
 from estimator.search import OBJECTIVES, SearchResult, SpaceError, parse_space, search
 from estimator.search.report import figure_bytes, format_result, pareto_figure, pareto_html
 from estimator.search.space import DEFAULT_SPACE

@@ -1,5 +1,5 @@
 """Estimator kinds, one per module: ``estimator.memory`` (:mod:`.memory`), ``estimator.perf``
-(:mod:`.perf`), ``estimator.invariance`` (:mod:`.invariance`), ``estimator.ablation``
+(:mod:`.perf`), ``estimator.invariance`` (:mod:`.invariance`), ``estimator.experiments.ablation``
 (:mod:`.ablation`); :mod:`.common` turns a row into an estimator config and :mod:`.host_cost` is
 the analyzer bridge (host time per launch measured on a profile).
 

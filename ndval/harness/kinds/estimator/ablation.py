@@ -1,4 +1,4 @@
-"""Kind ``estimator.ablation``: the seed's ablations EXP-1..EXP-4 as a direction table."""
+"""Kind ``estimator.experiments.ablation``: the seed's ablations EXP-1..EXP-4 as a direction table."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class Exp3(KindParams):
 
 class AblationParams(EstimatorParams):
     base: Literal["legacy_seconds", "legacy", "fixed"] = Field(
-        "legacy_seconds", description="options the experiments start from (estimator.ablation.legacy_seconds: "
+        "legacy_seconds", description="options the experiments start from (estimator.experiments.ablation.legacy_seconds: "
                                       "the reference before the fixes with EP priced in seconds)")
     experiments: list[Experiment] = Field(default_factory=lambda: list(EXPERIMENTS))
     exp3: Exp3 | None = None
@@ -39,13 +39,13 @@ def _ablation_rows(name: str, rows: list[Any]) -> list[dict[str, Any]]:
     return [{"experiment": name, **dict(zip(keys, r.as_list(), strict=True))} for r in rows]
 
 
-@register_kind("estimator.ablation", params=AblationParams, requires=requires_api("load_config", "estimate_perf"))
+@register_kind("estimator.experiments.ablation", params=AblationParams, requires=requires_api("load_config", "estimate_perf"))
 def run_ablation(ctx: RunContext[AblationParams]) -> RunResult:
-    """The seed's ablations EXP-1..EXP-4 (estimator.ablation): a direction table, one row per experiment × config."""
+    """The seed's ablations EXP-1..EXP-4 (estimator.experiments.ablation): a direction table, one row per experiment × config."""
     try:
-        ablation = importlib.import_module("estimator.ablation")
+        ablation = importlib.import_module("estimator.experiments.ablation")
     except ImportError as exc:
-        raise KindError(f"estimator.ablation is not importable: {exc}") from None
+        raise KindError(f"estimator.experiments.ablation is not importable: {exc}") from None
     est = estimator_api("presets")
     params: AblationParams = ctx.params
     labeled = [(row_label(params, r, i), build_config(params, r, ctx).model_dump(mode="python"))

@@ -2,7 +2,7 @@
 
 The estimator is imported lazily: when it is missing, ``requires`` says so and the case is
 reported broken while every other case still runs. Measured rows become configs through
-``estimator.measured.config_from_measured_row`` (the one mapping).
+``estimator.experiments.measured.config_from_measured_row`` (the one mapping).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class EstimatorParams(KindParams):
     config: dict[str, Any] | None = Field(None, description="estimator config (spec §3); model: {ref: models/x.yaml}")
     from_measured: bool = Field(False, description="each data row is a row of the shared measured CSVs")
     profile: str = Field("megatron", description="framework profile for from_measured rows")
-    preset: Literal["legacy", "fixed", "none"] = Field("none", description="estimator.presets merged into options")
+    preset: Literal["legacy", "fixed", "none"] = Field("none", description="estimator.config.presets merged into options")
     options: dict[str, Any] = Field(default_factory=dict, description="options merged after the preset")
     set: dict[str, Any] = Field(default_factory=dict, description="dotted overrides, e.g. parallel.expert_zero3_sharding")
     row_overrides: dict[str, str] = Field(default_factory=dict, description="{dotted.config.path: data column}")
@@ -100,7 +100,7 @@ def build_config(params: EstimatorParams, row: dict[str, Any], ctx: RunContext, 
     """The validated ``EstimatorConfig`` of one row (ConfigError -> KindError naming the row)."""
     est = estimator_api("load_config", "presets", "ConfigError")
     if params.from_measured:
-        from estimator.measured import NotStated, config_from_measured_row
+        from estimator.experiments.measured import NotStated, config_from_measured_row
 
         try:
             base = config_from_measured_row({k: "" if v is None else str(v) for k, v in row.items()}, profile=params.profile)

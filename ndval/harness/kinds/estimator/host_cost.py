@@ -48,7 +48,7 @@ def _host_launch_record(path: str, relative: str) -> dict[str, Any]:
 
 
 #: what the records say when no measured host cost is given
-HOST_DEFAULT = "profile default (estimator.profiles.HOST_LAUNCH_COST)"
+HOST_DEFAULT = "profile default (estimator.inputs.profiles.HOST_LAUNCH_COST)"
 
 
 def host_options(host: dict[str, Any] | None) -> dict[str, Any]:

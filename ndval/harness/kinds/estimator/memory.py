@@ -25,8 +25,8 @@ from ndval.harness.results import RunResult
 STATIC = ("params", "optimizer_states", "grads")
 
 def stage_for_rank(report: Any, measured_rank: str) -> Any:
-    """The stage a measurement refers to (``estimator.measured.stage_for_rank``); KindError when absent."""
-    from estimator.measured import stage_for_rank as _stage_for_rank
+    """The stage a measurement refers to (``estimator.experiments.measured.stage_for_rank``); KindError when absent."""
+    from estimator.experiments.measured import stage_for_rank as _stage_for_rank
 
     try:
         return _stage_for_rank(report, measured_rank)
@@ -35,9 +35,9 @@ def stage_for_rank(report: Any, measured_rank: str) -> Any:
 
 
 def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str) -> tuple[float, str]:
-    """(estimate MiB, what it is), like for like (``estimator.measured.estimate_for_measurement``:
+    """(estimate MiB, what it is), like for like (``estimator.experiments.measured.estimate_for_measurement``:
     ``max_reserved`` rows are compared with the stage's reserved estimate)."""
-    from estimator.measured import estimate_for_measurement as _estimate_for_measurement
+    from estimator.experiments.measured import estimate_for_measurement as _estimate_for_measurement
 
     stage = stage_for_rank(report, measured_rank)
     kind = (measured_kind or "max_allocated").strip()
@@ -93,7 +93,7 @@ def run_memory(ctx: RunContext[MemoryParams]) -> RunResult:
         out: dict[str, Any] = {"config": label}
         out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
         if params.from_measured:
-            from estimator.measured import measured_kind_of
+            from estimator.experiments.measured import measured_kind_of
 
             value, what = estimate_for_measurement(report, measured_kind_of(row), row.get("measured_rank", ""))
             out["estimate_mb"], out["estimate_of"] = value, what

@@ -35,20 +35,20 @@ REAL_PARTS = subjects.STEP_TIME_PARTS
 class CalibrateSpec(KindParams):
     """A declared calibration step (issue 3: at most one global compute efficiency, fitted on half of the rows).
 
-    Calls ``estimator.calibrate.calibrate_efficiency`` (the one implementation): the halves are
-    ``estimator.calibrate.split_half`` of each row's ``id_column`` (parity of the first SHA-256
+    Calls ``estimator.experiments.calibrate.calibrate_efficiency`` (the one implementation): the halves are
+    ``estimator.experiments.calibrate.split_half`` of each row's ``id_column`` (parity of the first SHA-256
     byte, independent of row order); the efficiency minimising Σ(log est − log meas)² over the
     ``fit`` half is applied to every row, and each row is marked ``half: fit | holdout`` so the
     assertions can be evaluated on the held-out half (``where: {half: holdout}``).
     """
 
     fit: Literal["compute_efficiency"] = Field(description="the one global knob fitted (options.compute_efficiency)")
-    split: Literal["half"] = Field("half", description="estimator.calibrate.split_half of id_column")
+    split: Literal["half"] = Field("half", description="estimator.experiments.calibrate.split_half of id_column")
     fit_on: Literal["fit"] = Field("fit", description="the half the knob is fitted on; figures are reported on the other "
                                                      "(not `on:` — YAML 1.1 reads a bare on as true)")
     id_column: str = Field("case_id", description="data column hashed to choose each row's half")
     group_by: list[str] = Field(default_factory=list, description="data columns of the within-group Spearman "
-                                                                  "that estimator.calibrate reports per half")
+                                                                  "that estimator.experiments.calibrate reports per half")
     loo_subsample: int = Field(10, ge=1, description="rows of the fit half refitted leave-one-out (LOO MAPE)")
 
 
@@ -61,7 +61,7 @@ class PerfParams(EstimatorParams):
                           "indicator host_us_per_launch) sets options.host_launch_cost_us on every row (before any "
                           "fit): measured on independent data, not fitted; the case skips when the profile is absent")
     hardware_overlay_from: str | None = Field(
-        None, description="hardware overlay (estimator.overlay: written by ndval calibrate --from-profile, or "
+        None, description="hardware overlay (estimator.inputs.overlay: written by ndval calibrate --from-profile, or "
                           "committed with its source), relative to the cases folder; its efficiencies replace the "
                           "preset's on every row (before any fit); an overlay naming another hardware than a row's "
                           "is an error")
@@ -70,12 +70,12 @@ class PerfParams(EstimatorParams):
 
 
 def read_case_overlay(params: PerfParams, ctx: RunContext) -> Any:
-    """The :class:`estimator.overlay.Overlay` named by ``params.hardware_overlay_from`` (None without one);
+    """The :class:`estimator.inputs.overlay.Overlay` named by ``params.hardware_overlay_from`` (None without one);
     a relative path is taken from the cases folder. A bad overlay is a KindError naming file and field."""
     if not params.hardware_overlay_from:
         return None
-    from estimator.errors import ConfigError
-    from estimator.overlay import read_overlay
+    from estimator.config.errors import ConfigError
+    from estimator.inputs.overlay import read_overlay
 
     path = Path(params.hardware_overlay_from)
     if not path.is_absolute() and ctx.cases_root is not None:
@@ -92,9 +92,9 @@ def row_config(params: PerfParams, row: dict[str, Any], ctx: RunContext, extra: 
     cfg = build_config(params, row, ctx, extra)
     if overlay is None:
         return cfg
-    from estimator.errors import ConfigError
-    from estimator.hardware import resolve_preset_name
-    from estimator.overlay import overlay_config
+    from estimator.config.errors import ConfigError
+    from estimator.inputs.hardware import resolve_preset_name
+    from estimator.inputs.overlay import overlay_config
 
     if overlay.hardware and resolve_preset_name(overlay.hardware) != resolve_preset_name(cfg.hardware.name):
         raise KindError(f"hardware_overlay_from: {overlay.file}: measured on {overlay.hardware!r}, row "
@@ -127,14 +127,14 @@ def _measured_step_ms(params: EstimatorParams, row: dict[str, Any]) -> float | N
 
 def calibrate_rows(params: PerfParams, rows: list[dict[str, Any]], ctx: RunContext,
                    host: dict[str, Any] | None = None, overlay: Any = None) -> tuple[float, list[str], dict[str, Any]]:
-    """(fitted efficiency, each row's half, the calibration record) through ``estimator.calibrate``;
+    """(fitted efficiency, each row's half, the calibration record) through ``estimator.experiments.calibrate``;
     ``host`` (a :func:`measured_host_launch_cost` record, not fitted) sets the host cost of every row and
     ``overlay`` (:func:`read_case_overlay`) its hardware efficiencies."""
     fixed = host_cost.host_options(host)
     try:
-        calibrate = importlib.import_module("estimator.calibrate")
+        calibrate = importlib.import_module("estimator.experiments.calibrate")
     except ImportError as exc:
-        raise KindError(f"estimator.calibrate is not importable: {exc}") from None
+        raise KindError(f"estimator.experiments.calibrate is not importable: {exc}") from None
     spec = params.calibrate
     assert spec is not None
     missing = [c for c in (spec.id_column, *spec.group_by) if any(c not in r for r in rows)]
@@ -155,8 +155,8 @@ def calibrate_rows(params: PerfParams, rows: list[dict[str, Any]], ctx: RunConte
         raise KindError(f"calibrate: {exc}") from None
     record = {
         "fitted": spec.fit, "value": cal.efficiency, "bounds": [calibrate.EFF_MIN, calibrate.EFF_MAX],
-        "method": "estimator.calibrate.calibrate_efficiency: least squares of log(est) - log(meas) on the fit half "
-                  f"(bounded Brent); halves by estimator.calibrate.split_half({spec.id_column})",
+        "method": "estimator.experiments.calibrate.calibrate_efficiency: least squares of log(est) - log(meas) on the fit half "
+                  f"(bounded Brent); halves by estimator.experiments.calibrate.split_half({spec.id_column})",
         "rows_fit": cal.fit_rows, "rows_holdout": cal.holdout_rows, "rows_unmeasured": len(rows) - len(built),
         "group_by": list(spec.group_by), "fit": cal.fit.as_dict(), "holdout": cal.holdout.as_dict(),
         "holdout_at_peak": cal.uncalibrated_holdout.as_dict(), "loo_mape_pct_fit_half": cal.loo_mape_pct,
@@ -212,7 +212,7 @@ def run_perf(ctx: RunContext[PerfParams]) -> RunResult:
     """Estimator step-time model on N configs: RealParts (s) per row, TOTAL in ms beside measured step ms.
 
     With ``calibrate``: one global compute efficiency is fitted on the ``fit`` half first
-    (``estimator.calibrate``) and every row is estimated with it; ``half`` marks each row and
+    (``estimator.experiments.calibrate``) and every row is estimated with it; ``half`` marks each row and
     ``total_at_peak_ms`` keeps the uncalibrated TOTAL (efficiency 1.0) beside it. With
     ``hardware_overlay_from`` every row's hardware efficiencies come from that overlay. A measured row
     lacking a value the estimate needs is a *not evaluable* row (the column named, counted and listed),

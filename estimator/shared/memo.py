@@ -1,6 +1,6 @@
 """Values derived from one configuration, computed once per configuration instance.
 
-A validated :class:`estimator.config.EstimatorConfig` is frozen (its sections too), and the
+A validated :class:`estimator.config.schema.EstimatorConfig` is frozen (its sections too), and the
 batched search's stand-ins (:class:`estimator.search.batched.ArrayConfig`) never change either, so
 anything computed from one instance stays true for that instance. :func:`config_memo` gives each
 instance its own dictionary for such values (the stage partition, the byte widths, per-kind layer

@@ -1,6 +1,6 @@
 """Sections of the estimator configuration (spec §3, §5): model, train, parallel, recompute,
 precision, options. Each is a frozen pydantic model that rejects unknown fields; ``EstimatorConfig``
-(``estimator.config``) puts them together and checks the cross-field rules.
+(``estimator.config.schema``) puts them together and checks the cross-field rules.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from estimator.errors import did_you_mean
+from estimator.config.errors import did_you_mean
 
 RecomputeMode = Literal["none", "selective", "full"]
 #: selective-recompute modules understood by the activation model (Megatron names)
@@ -99,7 +99,7 @@ class ModelConfig(StrictSection):
     source_facts: dict[str, str] = Field(
         default_factory=dict,
         description="config path -> citation, for values taken from a source's published configuration "
-        "(estimator.measured.SOURCE_FACTS) rather than from a data cell",
+        "(estimator.experiments.measured.SOURCE_FACTS) rather than from a data cell",
     )
 
     @property
@@ -199,7 +199,7 @@ class ParallelConfig(StrictSection):
     #: ``a2a`` = Ulysses all-to-all (heads scattered, sequence gathered); perf model only
     cp_comm_type: Literal["p2p", "a2a"] = "p2p"
     schedule: Literal["1f1b", "interleaved", "zero_bubble_v", "gpipe"] = "1f1b"
-    #: uneven pipeline splits (``estimator.pipeline_split``; at most one of these four families):
+    #: uneven pipeline splits (``estimator.inputs.pipeline_split``; at most one of these four families):
     #: decoder layers per virtual stage (pp·vpp entries)
     layers_per_stage: list[int] | None = None
     #: Megatron ``--pipeline-model-parallel-layout``, e.g. ``"Et*3|(tt|)*29,m|L"``
@@ -333,7 +333,7 @@ class OptionsConfig(StrictSection):
     )
     host_launch_cost_us: float | None = Field(
         default=None, gt=0, allow_inf_nan=False,
-        description="host µs per launched kernel; None = the profile's sourced value (estimator.profiles); "
+        description="host µs per launched kernel; None = the profile's sourced value (estimator.inputs.profiles); "
                     "set it from a profile of your own run (analyzer indicator host_us_per_launch)",
     )
     dp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of DP comm hidden by compute")

@@ -29,10 +29,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.errors import ConfigError
+from estimator.config.errors import ConfigError
 
 if TYPE_CHECKING:
-    from estimator.config_sections import ParallelConfig
+    from estimator.config.sections import ParallelConfig
 
 LAYOUT_FIELD = "parallel.pipeline_layout"
 LAYOUT_SYMBOLS = "EtmL"

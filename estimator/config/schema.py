@@ -1,10 +1,10 @@
 """Estimator configuration: schema (spec §3), options (spec §5), loading with precise errors.
 
 ``EstimatorConfig`` = profile + model + train + parallel + recompute + precision + hardware +
-options (the sections live in ``estimator.config_sections``). It is frozen after validation and
+options (the sections live in ``estimator.config.sections``). It is frozen after validation and
 rejects unknown fields. ``load_config`` reads a YAML file or a dict, resolves
 ``model: {ref: models/<name>.yaml}`` includes, applies ``a.b=c`` overrides
-(``estimator.config_yaml``), and turns every validation failure into one ``ConfigError`` naming
+(``estimator.config.loading``), and turns every validation failure into one ``ConfigError`` naming
 the field, the rule and (for YAML) the file and line.
 """
 
@@ -16,8 +16,17 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from estimator.config_rules import first_broken
-from estimator.config_sections import (
+from estimator.config.errors import ConfigError, did_you_mean
+from estimator.config.loading import (
+    BUNDLED_CASES_DIR,
+    apply_overrides,
+    line_for,
+    parse_override,
+    read_yaml,
+    resolve_model_ref,
+)
+from estimator.config.rules import first_broken
+from estimator.config.sections import (
     PERF_PART_NAMES,
     RECOMPUTE_MODULES,
     ModelConfig,
@@ -30,16 +39,7 @@ from estimator.config_sections import (
     TrainConfig,
     config_rule,
 )
-from estimator.config_yaml import (
-    BUNDLED_CASES_DIR,
-    apply_overrides,
-    line_for,
-    parse_override,
-    read_yaml,
-    resolve_model_ref,
-)
-from estimator.errors import ConfigError, did_you_mean
-from estimator.hardware import HardwareSpec, expand_hardware, preset_names
+from estimator.inputs.hardware import HardwareSpec, expand_hardware, preset_names
 
 __all__ = [
     "BUNDLED_CASES_DIR",
@@ -107,7 +107,7 @@ class EstimatorConfig(StrictSection):
     def _cross_field(self, info: ValidationInfo) -> EstimatorConfig:
         if info.context and info.context.get(SKIP_CROSS_FIELDS):
             return self
-        broken = first_broken(self)  # the cross-field rules of spec §3, one table (estimator.config_rules)
+        broken = first_broken(self)  # the cross-field rules of spec §3, one table (estimator.config.rules)
         if broken is not None:
             raise config_rule(*broken)
         return self
@@ -132,7 +132,7 @@ def load_config(
     config's folder (or ``base_dir``), falling back to the bundled ``validation_cases/``; other
     keys beside ``ref`` override the referenced model. Raises ``ConfigError``.
     ``cross_fields=False`` checks every section but leaves the cross-field rules
-    (``estimator.config_rules``) to the caller: the batched search checks them as array masks.
+    (``estimator.config.rules``) to the caller: the batched search checks them as array masks.
     """
     file: str | None = None
     lines: dict[str, int] = {}

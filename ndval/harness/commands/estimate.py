@@ -14,11 +14,11 @@ from typing import Any
 
 from tabulate import tabulate
 
-from estimator import presets
-from estimator.config import EstimatorConfig, load_config
-from estimator.errors import ConfigError
+from estimator.config import presets
+from estimator.config.errors import ConfigError
+from estimator.config.schema import EstimatorConfig, load_config
+from estimator.inputs.overlay import apply_overlay
 from estimator.memory import COMPONENTS, MemoryReport, estimate_memory
-from estimator.overlay import apply_overlay
 from estimator.perf.parts import estimate_perf, format_perf_table
 
 #: exit code for an invalid configuration

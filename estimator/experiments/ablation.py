@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from estimator.config import load_config
+from estimator.config.schema import load_config
 from estimator.perf.parts import PerfReport, estimate_perf
 
 Labeled = tuple[str, dict[str, Any]]
@@ -39,7 +39,7 @@ def direction(before: float, after: float) -> str:
 def legacy_seconds() -> dict[str, Any]:
     """``presets.legacy()`` with EP comm priced in seconds: the pre-fix model whose BUBBLE and
     PP_WAIT are in one unit, so the ablations' directions are about time, not bytes."""
-    from estimator import presets
+    from estimator.config import presets
 
     return {**presets.legacy(), "convert_ep_comm_to_time": True}
 

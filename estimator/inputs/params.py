@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.derive import LayerKind, layer_kind, mtp_is_moe
-from estimator.memo import derived
+from estimator.inputs.derive import LayerKind, layer_kind, mtp_is_moe
+from estimator.shared.memo import derived
 
 if TYPE_CHECKING:
-    from estimator.config import ModelConfig
+    from estimator.config.schema import ModelConfig
 
 #: weight matrices of an MLP: SwiGLU has gate, up and down; GeLU / squared-ReLU have up and down
 MLP_MATRICES = {"swiglu": 3, "gelu": 2, "squared_relu": 2}
@@ -119,7 +119,7 @@ def _moe_block(model: ModelConfig) -> tuple[int, int, int]:
 def layer_params(model: ModelConfig, index: int) -> LayerParams:
     """Parameters of layer ``index`` (dense, MoE, or MTP = projection 2h·h + 2 norms + a layer); they
     depend on the layer's kind only, so they are counted once per (frozen) model instance and kind
-    (:func:`estimator.memo.derived`)."""
+    (:func:`estimator.shared.memo.derived`)."""
     kind = layer_kind(model, index)
     return derived(model, ("layer_params", kind), lambda: _kind_params(model, kind))
 

@@ -17,7 +17,7 @@ reproduce them:
    304 MB / 608 MB routed params / optimizer states per stage, ~1.3B parameters;
 5. **INT-01** (``int01``): ``fixed()`` on every fit, ratio to measured at TP = 1 and TP = 2.
 
-``python -m estimator.seed_reconstruct`` (or ``ndval reconstruct-seed``) prints it all.
+``python -m estimator.experiments.reconstruct`` (or ``ndval reconstruct-seed``) prints it all.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from estimator import presets
-from estimator.config import load_config
-from estimator.config_yaml import BUNDLED_CASES_DIR, read_yaml
+from estimator.config import presets
+from estimator.config.loading import BUNDLED_CASES_DIR, read_yaml
+from estimator.config.schema import load_config
+from estimator.experiments.seed import SEED_CONFIGS, seed_run
+from estimator.inputs.params import layer_params, total_params
 from estimator.memory import estimate_memory
-from estimator.params import layer_params, total_params
-from estimator.seed import SEED_CONFIGS, seed_run
 from ndval.core.render import markdown_table
 from ndval.core.units import BYTES_PER_MIB
 
@@ -280,5 +280,5 @@ def _family_row(fit: Fit) -> list[str]:
             "; ".join(broken_facts(m, fit.train)) or "none"]
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m estimator.seed_reconstruct`
+if __name__ == "__main__":  # pragma: no cover - `python -m estimator.experiments.reconstruct`
     print(report_markdown())

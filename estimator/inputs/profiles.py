@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from estimator.memo import derived
+from estimator.shared.memo import derived
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
 
 #: bytes per element of each dtype name
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -148,7 +148,7 @@ def resolved_bytes(cfg: EstimatorConfig) -> ResolvedBytes:
     """Byte widths of ``cfg``: precision overrides win over the profile's defaults.
 
     Under ``sapp-nd`` the gradient buffer is 0 bytes without pipeline parallelism (reference
-    §2.1: ``B_g = 4 if p > 1 else 0``). Resolved once per config instance (:mod:`estimator.memo`).
+    §2.1: ``B_g = 4 if p > 1 else 0``). Resolved once per config instance (:mod:`estimator.shared.memo`).
     """
     return derived(cfg, "resolved_bytes", lambda: _resolved_bytes(cfg))
 

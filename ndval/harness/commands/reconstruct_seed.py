@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from estimator.seed_reconstruct import report_markdown
+from estimator.experiments.reconstruct import report_markdown
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

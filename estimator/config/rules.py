@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from estimator import pipeline_split
-from estimator.errors import ConfigError
+from estimator.config.errors import ConfigError
+from estimator.inputs import pipeline_split
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
 
 #: a configuration, or a stand-in whose numeric fields may be numpy arrays
 Cfg = Any
@@ -97,7 +97,7 @@ def example_layers(num_layers: int, chunks: int) -> list[int]:
 
 
 def split_error(cfg: EstimatorConfig) -> ConfigError | None:
-    """Why the stated split (``estimator.pipeline_split``) does not place exactly model.num_layers
+    """Why the stated split (``estimator.inputs.pipeline_split``) does not place exactly model.num_layers
     layers on pp·vpp virtual stages, or None when it does."""
     m, p = cfg.model, cfg.parallel
     chunks = p.pp * p.vpp

@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from estimator.arrays import ARRAY
 from estimator.perf.comm import CollectiveKind
+from estimator.shared.arrays import ARRAY
 from ndval.core.units import MIB_PER_GIB
 
 Dtype = Literal["fp32", "bf16", "fp16", "fp8"]

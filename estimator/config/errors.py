@@ -6,7 +6,7 @@ from (file and line when it was read from YAML), plus a "did you mean" hint for 
 
 from __future__ import annotations
 
-from ndval.core.yamlsrc import did_you_mean as did_you_mean  # re-exported: estimator.config uses it
+from ndval.core.yamlsrc import did_you_mean as did_you_mean  # re-exported: estimator.config.schema uses it
 
 
 class ConfigError(ValueError):

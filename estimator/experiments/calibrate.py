@@ -23,7 +23,7 @@ from ndval.core import stats
 from ndval.core.hashing import first_byte_of_sha256
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
 
 #: search bounds of the fitted efficiency (share of peak); wide on purpose
 EFF_MIN, EFF_MAX = 0.02, 1.0

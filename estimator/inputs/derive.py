@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal
 
-from estimator import pipeline_split
-from estimator.arrays import gcd, where
-from estimator.memo import derived, shared_value
+from estimator.inputs import pipeline_split
+from estimator.shared.arrays import gcd, where
+from estimator.shared.memo import derived, shared_value
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig, ModelConfig
+    from estimator.config.schema import EstimatorConfig, ModelConfig
 
 LayerKind = Literal["dense", "moe", "mtp"]
 
@@ -40,9 +40,9 @@ def expert_degrees(dp: int, tp: int, cp: int, ep: int, etp: int | None) -> Exper
     else d·t/ep; and t_exp = 1 when t_exp·ep > d·t. Every branch of d_exp carries 1/ep — the source
     of the seed's P2 cancellation.
     """
-    if etp is not None:  # ge 1 when set; an array of layouts too (estimator.arrays)
+    if etp is not None:  # ge 1 when set; an array of layouts too (estimator.shared.arrays)
         return ExpertDegrees(t_exp=etp, d_exp=dp * tp * cp / (etp * ep))
-    d_exp = where(dp >= ep, dp / ep, dp * tp / ep)  # arrays of layouts too (estimator.arrays)
+    d_exp = where(dp >= ep, dp / ep, dp * tp / ep)  # arrays of layouts too (estimator.shared.arrays)
     t_exp = where(tp * ep > dp * tp, 1, tp)
     return ExpertDegrees(t_exp=t_exp, d_exp=d_exp)
 
@@ -119,9 +119,9 @@ def megatron_expert_tp(cfg: EstimatorConfig) -> int:
     there it is always ``etp or tp``; the fallback only applies to ``sapp-nd`` configs.
     """
     p = cfg.parallel
-    if p.etp is not None:  # ge 1 when set; an array of layouts too (estimator.arrays)
+    if p.etp is not None:  # ge 1 when set; an array of layouts too (estimator.shared.arrays)
         return p.etp
-    return where((p.dp * p.cp) % p.ep == 0, p.tp, 1)  # arrays of layouts too (estimator.arrays)
+    return where((p.dp * p.cp) % p.ep == 0, p.tp, 1)  # arrays of layouts too (estimator.shared.arrays)
 
 
 def expert_data_parallel(cfg: EstimatorConfig) -> int:
@@ -197,7 +197,7 @@ def num_virtual_stages(cfg: EstimatorConfig) -> int:
 
 
 def layers_per_virtual_stage(cfg: EstimatorConfig) -> list[int]:
-    """Decoder layers of each virtual stage: the stated uneven split (``estimator.pipeline_split``:
+    """Decoder layers of each virtual stage: the stated uneven split (``estimator.inputs.pipeline_split``:
     ``layers_per_stage``, Megatron's layout string, first/last-stage counts, embedding/loss
     accounting) or an even split."""
     return pipeline_split.decoder_layers_per_virtual_stage(cfg.parallel, cfg.model.num_layers)
@@ -310,7 +310,7 @@ _LAYOUTS_MAX = 1024
 
 def split_key(cfg: EstimatorConfig) -> tuple[object, ...]:
     """Everything :func:`_stage_layouts` reads from ``cfg``: pp, vpp, the schedule, the uneven-split
-    fields (:data:`estimator.pipeline_split` reads no others) and the main and MTP layer counts."""
+    fields (:data:`estimator.inputs.pipeline_split` reads no others) and the main and MTP layer counts."""
     p, m = cfg.parallel, cfg.model
     per_stage = None if p.layers_per_stage is None else tuple(p.layers_per_stage)
     return (p.pp, p.vpp, p.schedule, per_stage, p.pipeline_layout, p.decoder_first_pipeline_num_layers,
@@ -321,7 +321,7 @@ def split_key(cfg: EstimatorConfig) -> tuple[object, ...]:
 def stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
     """The partition: embedding on the first virtual stage, output head on the last, MTP layers on the
     last unless Megatron's layout string puts its ``m`` elsewhere (``pipeline_split.mtp_virtual_stage``).
-    Built once per config instance (:func:`estimator.memo.derived`; memory and step time share it) and
+    Built once per config instance (:func:`estimator.shared.memo.derived`; memory and step time share it) and
     shared by configs with the same :func:`split_key`."""
     return derived(cfg, "stage_layouts", lambda: _shared_layouts(cfg))
 

@@ -1,6 +1,6 @@
 """``ndval ablate RUN.yaml --exp 1..4 --sweep parallel.ep=2,4,8 [--preset legacy|fixed] [--set k=v]``.
 
-Runs the seed's ablations (:mod:`estimator.ablation`) over the configs of a sweep (cartesian
+Runs the seed's ablations (:mod:`estimator.experiments.ablation`) over the configs of a sweep (cartesian
 product of every ``--sweep key=v1,v2,...``) and prints each experiment's direction table.
 ``--seed-configs`` runs them on the seed's configs A-F instead of a sweep of RUN.yaml.
 A bad configuration prints one ``ConfigError`` line on stderr and exits with code 2.
@@ -15,9 +15,10 @@ from typing import Any
 
 from tabulate import tabulate
 
-from estimator import ablation, presets
-from estimator.config import apply_overrides, load_config, parse_override
-from estimator.errors import ConfigError
+from estimator.config import presets
+from estimator.config.errors import ConfigError
+from estimator.config.schema import apply_overrides, load_config, parse_override
+from estimator.experiments import ablation
 
 EXIT_CONFIG_ERROR = 2
 
@@ -75,7 +76,7 @@ def sweep_configs(base: dict[str, Any], sweeps: list[str]) -> list[ablation.Labe
 
 def _configs(args: argparse.Namespace) -> list[ablation.Labeled]:
     if args.seed_configs:
-        from estimator.seed import SEED_CONFIGS, seed_run
+        from estimator.experiments.seed import SEED_CONFIGS, seed_run
 
         configs = [(label, seed_run(label)) for label in SEED_CONFIGS]
         return [(lab, apply_overrides(c, args.overrides) if args.overrides else c) for lab, c in configs]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from estimator.errors import ConfigError
+from estimator.config.errors import ConfigError
 from ndval.core.units import BYTES_PER_MIB
 
 #: hardware text (lower-case substring) -> preset name, checked in order
@@ -407,7 +407,7 @@ def estimate_for_measurement(report: Any, measured_kind: str, measured_rank: str
     """(estimate MiB, what it is) for a measurement of ``measured_kind`` at ``measured_rank``.
 
     The one like-for-like mapping of the measured CSVs (used by the ``estimator.memory`` kind and
-    ``estimator.measured_accuracy``); raises ValueError for an unknown kind or a missing stage.
+    ``estimator.experiments.measured_accuracy``); raises ValueError for an unknown kind or a missing stage.
 
     Like for like (measured README): ``max_allocated`` -> stage total (allocated bytes at the
     peak); ``max_reserved`` -> the stage's reserved estimate (allocated + the caching allocator's

@@ -1,11 +1,11 @@
 """Signed memory errors of ndval over a published measurement table, like for like.
 
-``python -m estimator.measured_accuracy [memory_cases.csv]`` prints every row's estimate,
+``python -m estimator.experiments.measured_accuracy [memory_cases.csv]`` prints every row's estimate,
 measurement and signed error (estimate/measured − 1), under-estimates first, and the summary
 (median and max |error|, rows outside 0.90–1.10). Each row goes through the same mapping as the
-``estimator.memory`` validation kind: ``estimator.measured.config_from_measured_row`` (profile
+``estimator.memory`` validation kind: ``estimator.experiments.measured.config_from_measured_row`` (profile
 ``megatron``, ``fsdp2`` where the row says FSDP), options of ``presets.fixed()``, and
-``estimator.measured.estimate_for_measurement``. Nothing is fitted here.
+``estimator.experiments.measured.estimate_for_measurement``. Nothing is fitted here.
 """
 
 from __future__ import annotations
@@ -17,9 +17,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from estimator import presets
-from estimator.config import load_config
-from estimator.measured import NotStated, config_from_measured_row, estimate_for_measurement, measured_kind_of
+from estimator.config import presets
+from estimator.config.schema import load_config
+from estimator.experiments.measured import (
+    NotStated,
+    config_from_measured_row,
+    estimate_for_measurement,
+    measured_kind_of,
+)
 from estimator.memory import estimate_memory
 from ndval.core.render import markdown_table
 from ndval.core.units import MIB_PER_GIB
@@ -97,7 +102,7 @@ def markdown(errors: list[RowError]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    default = Path(__file__).resolve().parents[2] / "shared" / "data" / "measured" / "memory_cases.csv"
+    default = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured" / "memory_cases.csv"
     errors = table_errors(Path(args[0]) if args else default)
     print(markdown(errors))
     s = summarise(errors)

@@ -12,11 +12,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from estimator.errors import ConfigError
+from estimator.config.errors import ConfigError
 from ndval.core.yamlsrc import CaseError, read_located
 
 #: where ``model: {ref: models/x.yaml}`` is looked up when not found beside the YAML file
-BUNDLED_CASES_DIR = Path(__file__).resolve().parent.parent / "validation_cases"
+BUNDLED_CASES_DIR = Path(__file__).resolve().parents[2] / "validation_cases"
 
 
 def line_for(field: str, lines: dict[str, int]) -> int | None:
@@ -96,7 +96,7 @@ def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any] | list[st
 
     Copy on write: only the mappings on an override's path are copied (``data`` is never changed);
     everything else is shared with ``data``, which validation reads but never mutates. A validated
-    section (a pydantic model, as :func:`estimator.config.load_config` passes them) on an override's
+    section (a pydantic model, as :func:`estimator.config.schema.load_config` passes them) on an override's
     path becomes its field mapping, validated again; sections no override touches stay validated.
     """
     pairs = [parse_override(o) for o in overrides] if isinstance(overrides, list) else list(overrides.items())

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from estimator.config import BUNDLED_CASES_DIR
+from estimator.config.schema import BUNDLED_CASES_DIR
 from ndval.core.render import markdown_table
 
 #: where the facts come from
@@ -115,8 +115,8 @@ ACCURACY_VARIANTS: dict[str, tuple[str, str, bool]] = {
 
 def accuracy_rows() -> list[dict[str, Any]]:
     """Per config A-F: measured, the reference's recorded estimate and ndval's peaks (MiB) per variant."""
-    from estimator import presets
-    from estimator.config import load_config
+    from estimator.config import presets
+    from estimator.config.schema import load_config
     from estimator.memory import estimate_memory
 
     rows = []
@@ -146,5 +146,5 @@ def accuracy_table_markdown() -> str:
     return markdown_table(head, rows)
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m estimator.seed` prints the A-F table
+if __name__ == "__main__":  # pragma: no cover - `python -m estimator.experiments.seed` prints the A-F table
     print(accuracy_table_markdown())

@@ -5,13 +5,13 @@
 File (YAML)::
 
     hardware: a100-80g            # optional: the preset the numbers were measured for
-    efficiency:                   # any subset of estimator.hardware.DeviceEfficiency's fields
+    efficiency:                   # any subset of estimator.inputs.hardware.DeviceEfficiency's fields
       matmul: [[0, 0.62]]         # (min GFLOP, efficiency) rows
       memory: [[0, 0.55]]         # (min MB, efficiency) rows
       kernel_latency_us: 6.0
       sources: {matmul: "..."}    # field -> where the number comes from
     network:                      # per network level of the hardware, by name: any subset of
-      nvlink3:                    # estimator.hardware.NetworkLevel's efficiency / latency fields
+      nvlink3:                    # estimator.inputs.hardware.NetworkLevel's efficiency / latency fields
         efficiency: 0.78
         latency_us: 3.4
         call_latency_us: 8.4
@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
-from estimator.errors import ConfigError, did_you_mean
-from estimator.hardware import DeviceEfficiency, NetworkLevel
+from estimator.config.errors import ConfigError, did_you_mean
+from estimator.inputs.hardware import DeviceEfficiency, NetworkLevel
 
 if TYPE_CHECKING:
-    from estimator.config import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig
 
 TOP_KEYS = ("hardware", "efficiency", "network", "fit", "host_layers", "source")
 EFFICIENCY_KEYS = tuple(DeviceEfficiency.model_fields)

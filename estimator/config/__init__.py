@@ -1,0 +1,1 @@
+"""The run configuration: schema, sections, cross-field rules, YAML loading, errors, presets."""

@@ -1,0 +1,1 @@
+"""The model's inputs: hardware, overlays, framework profiles, parameter counts, derived degrees, pipeline split."""

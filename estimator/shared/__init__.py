@@ -1,0 +1,1 @@
+"""What memory/, perf/ and search/ share: scalar-or-array helpers and the cross-config stores."""
