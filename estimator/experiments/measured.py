@@ -251,6 +251,37 @@ def _default(column: str, assumed: dict[str, str]) -> Any:
     return value
 
 
+#: activations the estimator models (``model.activation``)
+MODELLED_ACTIVATIONS = ("swiglu", "quick_geglu", "gelu", "squared_relu")
+#: phrases of a row's ``notes`` (lower case) -> model fields they state (the measured README: notes hold
+#: what the columns cannot): Bridge's GPT-OSS provider (sliding window (128, 0) on alternate layers,
+#: learnable softmax sink) and Qwen3 providers (qk_layernorm)
+NOTE_FEATURES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("sliding window (128,0) on alternate layers", {"sliding_window": 128, "global_attention_every": 2}),
+    ("learnable softmax sink", {"attention_sinks": True}),
+)
+#: a phrase of ``notes`` naming a hybrid Mamba stack, which the estimator does not model
+HYBRID_MAMBA_NOTE = "hybrid mamba"
+
+
+def architecture_from_notes(notes: str, attention: str) -> dict[str, Any]:
+    """Model fields the row's (lower-case) notes state beyond the columns; a hybrid Mamba-2 stack
+    (Nemotron-H: Mamba-2 mixers beside attention and MoE layers) is refused with a ConfigError
+    naming the column: its mixer's parameters, state, activations, FLOPs and kernels are not
+    modelled, and pricing its layers as transformer layers would be a silent guess."""
+    if HYBRID_MAMBA_NOTE in notes:
+        raise ConfigError(
+            "notes", "hybrid Mamba-2 / attention / MoE stack (hybrid_layer_pattern): the Mamba-2 mixer is not "
+            "modelled (parameters, state, activations, FLOPs, kernels); the row is not evaluable")
+    fields: dict[str, Any] = {}
+    for phrase, values in NOTE_FEATURES:
+        if phrase in notes:
+            fields.update(values)
+    if "qk_layernorm" in notes and attention != "mla":
+        fields["qk_norm"] = True
+    return fields
+
+
 def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
     num_layers = _int(row, "num_layers", required=True)
     arch = _text(row, "arch") or "dense"
@@ -261,8 +292,8 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
     if attention not in ("mha", "gqa", "mla"):
         raise ConfigError("attention", f"unknown attention {attention!r}")
     activation = _text(row, "activation") or _default("activation", assumed)
-    if activation not in ("swiglu", "gelu", "squared_relu"):
-        raise ConfigError("activation", f"activation {activation!r} is not modelled (swiglu, gelu, squared_relu)")
+    if activation not in MODELLED_ACTIVATIONS:
+        raise ConfigError("activation", f"activation {activation!r} is not modelled ({', '.join(MODELLED_ACTIVATIONS)})")
     norm = _text(row, "norm") or _default("norm", assumed)
     vocab = _int(row, "vocab_size") or _int(row, "padded_vocab_size") or _default("vocab_size", assumed)
     tied = _bool(row, "tied_embeddings")
@@ -289,6 +320,7 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
         "activation": activation,
         "norm": norm,
         "position_embedding": "learned" if "learned absolute position" in notes else "rope",
+        **architecture_from_notes(notes, attention),
     }
     if attention == "mla":
         for column in ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"):
