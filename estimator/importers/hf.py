@@ -264,8 +264,11 @@ def import_hf_config(path: str | Path, name: str | None = None) -> Imported:
     out.put("model.name", name or path.stem, "the file name" if name is None else "given name")
     reader = _Reader(file, cfg, out)
     FAMILIES[model_type][1](reader)
+    named = " ".join(out.sources.values())
     for key in cfg:
         if key in IGNORED and key not in reader.used:
             out.ignored[key] = IGNORED[key]
+        elif key in reader.used and key not in named:
+            out.ignored[key] = f"checked: {cfg[key]!r} is what the estimator models (no field needed)"
     out.unknown(sorted(k for k in cfg if k not in reader.used and k not in IGNORED and k != "text_config"), "key")
     return out

@@ -29,7 +29,9 @@ LLAMA3_VOCAB = 128256
 IGNORED_SECTIONS = ("job", "profiling", "metrics", "checkpoint", "optimizer", "comm", "memory_estimation",
                     "lr_scheduler", "validation", "fault_tolerance")
 IGNORED_TRAINING = ("warmup_steps", "max_norm", "steps", "dataset", "dataset_path", "seed", "deterministic",
-                    "gc_freq", "enable_cpu_offload", "mixed_precision_param", "mixed_precision_reduce")
+                    "gc_freq", "enable_cpu_offload", "mixed_precision_param")
+#: FSDP2 reduce dtype (torchtitan ``training.mixed_precision_reduce``, default float32) -> precision.grads
+REDUCE_DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
 
 
 def llama_ffn(dim: int, multiplier: float, multiple_of: int) -> int:
@@ -57,7 +59,8 @@ def _model(out: Imported, file: str, model: dict[str, Any]) -> None:
     dim, layers, heads, kv, mult, multiple = FLAVORS[(name, flavor)]
     src = f"[model] {name} {flavor}: torchtitan@9dec370 llama3_configs"
     for field, value in (("name", f"{name}-{flavor.lower()}"), ("num_layers", layers), ("hidden_size", dim),
-                         ("num_attention_heads", heads), ("num_kv_heads", kv), ("attention", "gqa"),
+                         ("num_attention_heads", heads), ("num_kv_heads", kv), ("head_dim", dim // heads),
+                         ("attention", "gqa"),
                          ("ffn_hidden_size", llama_ffn(dim, mult, multiple)), ("vocab_size", LLAMA3_VOCAB),
                          ("tied_embeddings", False), ("activation", "swiglu"), ("norm", "rmsnorm"),
                          ("position_embedding", "rope")):
@@ -117,6 +120,10 @@ def _train(out: Imported, file: str, doc: dict[str, Any]) -> None:
         out.put("precision.fsdp_float8_all_gather", as_bool(
             file, "float8.enable_fsdp_float8_all_gather", f8.get("enable_fsdp_float8_all_gather", False)),
             "float8.enable_fsdp_float8_all_gather")
+    reduce = str(training.get("mixed_precision_reduce", "float32"))
+    if reduce not in REDUCE_DTYPES:
+        raise bad(file, "training.mixed_precision_reduce", f"{reduce!r}: must be float32 or bfloat16")
+    out.put("precision.grads", REDUCE_DTYPES[reduce], "training.mixed_precision_reduce (torchtitan default float32)")
     out.put("options.torch_compile", as_bool(file, "training.compile", training.get("compile", False)),
             "training.compile")
 
@@ -125,7 +132,8 @@ def _train(out: Imported, file: str, doc: dict[str, Any]) -> None:
 _READ = {
     "model": ("name", "flavor", "norm_type", "tokenizer_path"),
     "training": ("batch_size", "seq_len", "data_parallel_shard_degree", "data_parallel_replicate_degree",
-                 "tensor_parallel_degree", "compile", "context_parallel_degree", "pipeline_parallel_degree"),
+                 "tensor_parallel_degree", "compile", "context_parallel_degree", "pipeline_parallel_degree",
+                 "mixed_precision_reduce"),
     "experimental": ("context_parallel_degree", "pipeline_parallel_degree"),
     "parallelism": ("context_parallel_degree", "pipeline_parallel_degree", "tensor_parallel_degree",
                     "data_parallel_shard_degree", "data_parallel_replicate_degree"),
