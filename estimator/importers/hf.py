@@ -69,13 +69,14 @@ class _Reader:
     """Reads keys of one config, remembering which it used."""
 
     def __init__(self, file: str, cfg: dict[str, Any], out: Imported) -> None:
-        self.file, self.cfg, self.out, self.used = file, cfg, out, set()
+        self.file, self.cfg, self.out = file, cfg, out
+        self.used: set[str] = set()
 
     def get(self, key: str, default: Any = None) -> Any:
         self.used.add(key)
         return self.cfg.get(key, default)
 
-    def int(self, key: str, *, default: int | None = None, minimum: int = 1) -> int:
+    def integer(self, key: str, *, default: int | None = None, minimum: int = 1) -> int:
         value = self.get(key)
         if value is None:
             if default is None:
@@ -84,7 +85,7 @@ class _Reader:
         return as_int(self.file, key, value, minimum=minimum)
 
     def put(self, field: str, key: str, *, default: int | None = None, minimum: int = 1) -> int:
-        value = self.int(key, default=default, minimum=minimum)
+        value = self.integer(key, default=default, minimum=minimum)
         self.out.put(f"model.{field}", value, key if key in self.cfg else f"{key} absent: default {default}")
         return value
 

@@ -30,7 +30,8 @@ class _Args:
     """The flags of one launch, remembering which were read."""
 
     def __init__(self, file: str, args: dict[str, Any], out: Imported) -> None:
-        self.file, self.args, self.out, self.used = file, args, out, set()
+        self.file, self.args, self.out = file, args, out
+        self.used: set[str] = set()
 
     def has(self, flag: str) -> bool:
         self.used.add(flag)
@@ -42,19 +43,19 @@ class _Args:
     def text(self, flag: str, default: str | None = None) -> str | None:
         return str(self.args[flag]) if self.has(flag) else default
 
-    def int(self, flag: str, default: int | None = None, *, minimum: int = 1) -> int | None:
+    def integer(self, flag: str, default: int | None = None, *, minimum: int = 1) -> int | None:
         if not self.has(flag):
             return default
         return as_int(self.file, flag, self.args[flag], minimum=minimum)
 
     def need(self, flag: str) -> int:
-        value = self.int(flag)
+        value = self.integer(flag)
         if value is None:
             raise bad(self.file, flag, "required (the run's size cannot be estimated without it)")
         return value
 
     def put(self, field: str, flag: str, default: int | None = None, *, minimum: int = 1) -> int | None:
-        value = self.int(flag, default, minimum=minimum)
+        value = self.integer(flag, default, minimum=minimum)
         self.out.put(field, value, flag if flag in self.args else f"{flag} absent: Megatron default {default}")
         return value
 
@@ -78,7 +79,7 @@ def _dims(a: _Args) -> None:
     a.out.put("model.num_attention_heads", heads, "--num-attention-heads")
     a.put("model.ffn_hidden_size", "--ffn-hidden-size", 4 * h)
     gqa = a.flag("--group-query-attention")
-    groups = a.int("--num-query-groups", heads) if gqa else heads
+    groups = a.integer("--num-query-groups", heads) if gqa else heads
     a.out.put("model.num_kv_heads", groups, "--num-query-groups (with --group-query-attention)" if gqa
               else "no --group-query-attention: one KV head per query head")
     if a.flag("--multi-latent-attention"):
@@ -91,7 +92,7 @@ def _dims(a: _Args) -> None:
 
 def _mla(a: _Args) -> None:
     a.out.put("model.attention", "mla", "--multi-latent-attention")
-    if a.int("--q-lora-rank") is not None:
+    if a.integer("--q-lora-rank") is not None:
         a.put("model.q_lora_rank", "--q-lora-rank")
     a.put("model.kv_lora_rank", "--kv-lora-rank", 32)
     a.put("model.qk_head_dim", "--qk-head-dim", 128)
@@ -121,13 +122,13 @@ def _activation_and_norm(a: _Args) -> None:
 
 
 def _moe(a: _Args) -> None:
-    experts = a.int("--num-experts", 0, minimum=0) or 0
+    experts = a.integer("--num-experts", 0, minimum=0) or 0
     if experts <= 1:
         return
     a.out.put("model.num_experts", experts, "--num-experts")
     a.put("model.moe_topk", "--moe-router-topk", 2)
     a.put("model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", a.out.data["model"]["ffn_hidden_size"])
-    shared = a.int("--moe-shared-expert-intermediate-size")
+    shared = a.integer("--moe-shared-expert-intermediate-size")
     if shared:
         a.out.put("model.num_shared_experts", 1, "--moe-shared-expert-intermediate-size: one shared-expert MLP")
         a.out.put("model.shared_expert_ffn_hidden_size", shared, "--moe-shared-expert-intermediate-size")
@@ -151,7 +152,7 @@ def _leading_dense(a: _Args) -> int:
 
 
 def _vocab(a: _Args, tp: int) -> None:
-    vocab = a.int("--vocab-size")
+    vocab = a.integer("--vocab-size")
     if vocab is not None:
         a.out.put("model.vocab_size", vocab, "--vocab-size")
     elif a.has("--vocab-file") and a.has("--merge-file") and not a.has("--tokenizer-type"):
@@ -161,7 +162,7 @@ def _vocab(a: _Args, tp: int) -> None:
     else:
         raise bad(a.file, "--vocab-size", "not given and the tokenizer's vocabulary cannot be read offline; add "
                   "--vocab-size N to the arguments")
-    divisible = a.int("--make-vocab-size-divisible-by", DEFAULT_DIVISIBLE_BY) or DEFAULT_DIVISIBLE_BY
+    divisible = a.integer("--make-vocab-size-divisible-by", DEFAULT_DIVISIBLE_BY) or DEFAULT_DIVISIBLE_BY
     padded = megatron_padded_vocab(a.out.data["model"]["vocab_size"], divisible, tp)
     a.out.put("model.padded_vocab_size", padded, f"ceil(V / ({divisible}·tp))·{divisible}·tp "
               "(--make-vocab-size-divisible-by, Megatron's padding)")
@@ -170,7 +171,7 @@ def _vocab(a: _Args, tp: int) -> None:
 def _train(a: _Args) -> None:
     a.out.put("train.seq_length", a.need("--seq-length"), "--seq-length")
     a.put("train.micro_batch_size", "--micro-batch-size", 1)
-    if a.int("--global-batch-size") is not None:
+    if a.integer("--global-batch-size") is not None:
         a.put("train.global_batch_size", "--global-batch-size")
     backend = a.text("--attention-backend", "auto")
     a.out.put("train.flash_attention", backend != "unfused", "--attention-backend" if a.has("--attention-backend")
@@ -189,7 +190,7 @@ def _parallel(a: _Args, world: int | None) -> int:
     pp = a.put("parallel.pp", "--pipeline-model-parallel-size", 1) or 1
     cp = a.put("parallel.cp", "--context-parallel-size", 1) or 1
     a.put("parallel.ep", "--expert-model-parallel-size", 1)
-    if a.int("--expert-tensor-parallel-size") is not None:
+    if a.integer("--expert-tensor-parallel-size") is not None:
         a.put("parallel.etp", "--expert-tensor-parallel-size")
     if world is None:
         raise bad(a.file, "world size", "not in the arguments (torchrun --nproc_per_node/--nnodes or GPUS_PER_NODE/"
@@ -206,8 +207,8 @@ def _parallel(a: _Args, world: int | None) -> int:
 
 def _pipeline(a: _Args, pp: int) -> None:
     layers = a.out.data["model"]["num_layers"]
-    vpp = a.int("--num-virtual-stages-per-pipeline-rank")
-    per_stage = a.int("--num-layers-per-virtual-pipeline-stage")
+    vpp = a.integer("--num-virtual-stages-per-pipeline-rank")
+    per_stage = a.integer("--num-layers-per-virtual-pipeline-stage")
     layout = a.text("--pipeline-model-parallel-layout")
     if layout is not None:
         a.out.put("parallel.pipeline_layout", layout, "--pipeline-model-parallel-layout")
@@ -219,7 +220,7 @@ def _pipeline(a: _Args, pp: int) -> None:
               " / the layout's stages ÷ pp")
     a.out.put("parallel.schedule", "interleaved" if vpp > 1 else "1f1b", "vpp > 1: Megatron's interleaved 1F1B")
     for flag in ("--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"):
-        if a.int(flag, minimum=0) is not None:
+        if a.integer(flag, minimum=0) is not None:
             a.put(f"parallel.{flag[2:].replace('-', '_')}", flag, minimum=0)
     for flag in ("--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
                  "--overlap-moe-expert-parallel-comm"):

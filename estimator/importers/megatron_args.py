@@ -104,10 +104,10 @@ def _is_value(word: str) -> bool:
 def _world_size(file: str, launcher: dict[str, str], assigned: dict[str, str]) -> int | None:
     per_node = launcher.get("--nproc_per_node") or launcher.get("--nproc-per-node") or assigned.get("GPUS_PER_NODE")
     nodes = launcher.get("--nnodes") or assigned.get("NNODES") or assigned.get("NUM_NODES") or "1"
-    per_node, nodes = _expand(per_node, assigned), _expand(nodes, assigned)
-    if per_node is None or not per_node.isdigit() or not nodes.isdigit():
+    per, count = _expand(per_node, assigned), _expand(nodes, assigned)
+    if per is None or count is None or not per.isdigit() or not count.isdigit():
         return None
-    return int(per_node) * int(nodes)
+    return int(per) * int(count)
 
 
 def _expand(value: str | None, assigned: dict[str, str]) -> str | None:

@@ -42,7 +42,7 @@ EXIT_CODES: dict[str, str] = {
     "validate": "0 gate passed; 1 gate failed on valid input; 2 broken input (invalid case, missing data, nothing collected)",
     "lint": "0 every case valid; 2 a case file is invalid",
     "schema": "0 schema printed",
-    "add-case": "0 case written and valid; 2 unreadable spreadsheet, missing column, model not found, file exists, "
+    "add-case": "0 case written and valid; 2 unreadable spreadsheet, missing column, model or hardware not found, file exists, "
                 "invalid case",
     "signoff": "0 sign-off written; 2 no summary.json",
     "report": "0 Allure report written (one file; --multi-file for the folder form); 2 no results, Node.js missing or allure failed",
