@@ -17,7 +17,7 @@ from typing import Any
 from estimator.experiments.measured import megatron_padded_vocab
 from estimator.importers.common import Imported, as_bool, as_int, bad
 from estimator.importers.megatron_args import read_arguments
-from estimator.importers.megatron_flags import IGNORED_PREFIXES, NOT_MODELLED, RECOMPUTE_MODULE_NAMES
+from estimator.importers.megatron_flags import IGNORED_PREFIXES, NOT_MODELLED, RECOMPUTE_MODULE_NAMES, REFUSED
 
 #: Megatron's defaults used when a flag is absent (megatron/training/arguments.py)
 DEFAULT_DIVISIBLE_BY = 128
@@ -151,17 +151,19 @@ def _leading_dense(a: _Args) -> int:
     return pattern.count(0)
 
 
-def _vocab(a: _Args, tp: int) -> None:
+def _vocab(a: _Args, tp: int, given: int | None) -> None:
     vocab = a.integer("--vocab-size")
     if vocab is not None:
         a.out.put("model.vocab_size", vocab, "--vocab-size")
+    elif given is not None:
+        a.out.put("model.vocab_size", given, "given vocabulary size (the tokenizer is not read offline)")
     elif a.has("--vocab-file") and a.has("--merge-file") and not a.has("--tokenizer-type"):
         a.out.put("model.vocab_size", GPT2_VOCAB, "--vocab-file/--merge-file: GPT-2 BPE (50257 entries; "
                   "the file itself is not read)")
         a.out.data["model"].setdefault("assumed", {})["vocab_size"] = "GPT-2 BPE vocab file: 50257 entries assumed"
     else:
-        raise bad(a.file, "--vocab-size", "not given and the tokenizer's vocabulary cannot be read offline; add "
-                  "--vocab-size N to the arguments")
+        raise bad(a.file, "--vocab-size", "not given and the tokenizer's vocabulary cannot be read offline; pass "
+                  "the vocabulary size (ndval import --vocab-size N)")
     divisible = a.integer("--make-vocab-size-divisible-by", DEFAULT_DIVISIBLE_BY) or DEFAULT_DIVISIBLE_BY
     padded = megatron_padded_vocab(a.out.data["model"]["vocab_size"], divisible, tp)
     a.out.put("model.padded_vocab_size", padded, f"ceil(V / ({divisible}·tp))·{divisible}·tp "
@@ -174,7 +176,9 @@ def _train(a: _Args) -> None:
     if a.integer("--global-batch-size") is not None:
         a.put("train.global_batch_size", "--global-batch-size")
     backend = a.text("--attention-backend", "auto")
-    a.out.put("train.flash_attention", backend != "unfused", "--attention-backend" if a.has("--attention-backend")
+    use_flash = a.flag("--use-flash-attn")  # MindSpeed-LLM / older Megatron switch
+    flash = backend != "unfused" or use_flash
+    a.out.put("train.flash_attention", flash, "--attention-backend / --use-flash-attn" if a.has("--attention-backend")
               else "Megatron default auto (a fused kernel)")
     a.rate("train.attention_dropout", "--attention-dropout", DEFAULT_DROPOUT)
     a.rate("train.hidden_dropout", "--hidden-dropout", DEFAULT_DROPOUT)
@@ -256,8 +260,9 @@ def _recompute_and_precision(a: _Args) -> None:
 
 
 def import_megatron(path: str | Path, *, world_size: int | None = None, profile: str = "megatron",
-                    hardware: Any = None) -> Imported:
-    """A run configuration from Megatron-LM arguments (``world_size`` when the file does not state it)."""
+                    hardware: Any = None, vocab_size: int | None = None) -> Imported:
+    """A run configuration from Megatron-LM arguments (``world_size`` / ``vocab_size`` when the file does
+    not state them)."""
     path = Path(path)
     file = str(path)
     args, launched = read_arguments(path)
@@ -266,11 +271,14 @@ def import_megatron(path: str | Path, *, world_size: int | None = None, profile:
     stem = path.name.removesuffix(".yaml").removesuffix(".sh").removesuffix(".model_config")
     out.put("model.name", path.parent.name if path.name == "model_config.yaml" else stem, "the file name")
     a = _Args(file, args, out)
+    for flag in args:
+        if flag in REFUSED:
+            raise bad(file, flag, REFUSED[flag])
     _dims(a)
     _moe(a)
     _train(a)
     tp = _parallel(a, world_size or launched)
-    _vocab(a, tp)
+    _vocab(a, tp, vocab_size)
     _recompute_and_precision(a)
     if hardware is not None:
         out.put("hardware", hardware, "given hardware")

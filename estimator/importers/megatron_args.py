@@ -3,7 +3,8 @@ argument list, or a launch script (``torchrun ... pretrain_gpt.py --num-layers 3
 
 Returns ``{"--flag": value}`` with value ``True`` for a bare switch and a string otherwise, plus
 the launcher's world size when the script states it (``torchrun --nproc_per_node N --nnodes M``
-or ``GPUS_PER_NODE=N`` / ``NNODES=M`` shell assignments).
+or ``GPUS_PER_NODE=N`` / ``NPUS_PER_NODE=N`` / ``NNODES=M`` shell assignments; MindSpore ``msrun
+--local_worker_num``); ``$X`` variables of the script (``GPT_ARGS="..."`` blocks too) are expanded.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from estimator.importers.common import bad
 #: torchrun options that are not Megatron arguments (the world size is read from two of them)
 LAUNCHER_FLAGS = ("--nproc_per_node", "--nproc-per-node", "--nnodes", "--node_rank", "--node-rank",
                   "--master_addr", "--master-addr", "--master_port", "--master-port", "--rdzv_backend",
-                  "--rdzv_endpoint", "--rdzv-backend", "--rdzv-endpoint", "--rdzv_id", "--standalone")
+                  "--rdzv_endpoint", "--rdzv-backend", "--rdzv-endpoint", "--rdzv_id", "--standalone",
+                  # MindSpore's msrun (MindSpeed-LLM on Ascend)
+                  "--worker_num", "--local_worker_num", "--log_dir", "--join", "--cluster_time_out", "--bind_core")
 _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S*)\s*$")
 
 
@@ -57,17 +60,30 @@ def _ci_yaml(file: str, text: str) -> dict[str, Any]:
     return out
 
 
+_BLOCK = re.compile(r'^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)="([^"]*)"', re.MULTILINE)
+_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def _expand_vars(text: str, assigned: dict[str, str]) -> str:
+    """``$X`` / ``${X}`` replaced by the script's own assignments (a few rounds: values name others)."""
+    for _ in range(4):
+        text = _VAR.sub(lambda m: assigned.get(m.group(1), m.group(0)), text)
+    return text
+
+
 def _tokens(file: str, text: str) -> tuple[list[str], dict[str, str]]:
-    """Shell words of the script (comments and line continuations removed) and its assignments."""
+    """Shell words of the script with its variables expanded (``GPT_ARGS="..."`` blocks spanning lines,
+    ``X=value`` lines; comments and line continuations removed) and its assignments."""
     joined = re.sub(r"\\\r?\n", " ", text)
-    assigned: dict[str, str] = {}
+    assigned = {m.group(1): " ".join(m.group(2).split()) for m in _BLOCK.finditer(joined)}
+    joined = _BLOCK.sub("", joined)
     words: list[str] = []
     for line in joined.splitlines():
         if m := _ASSIGN.match(line.strip()):
             assigned[m.group(1)] = m.group(2).strip("\"'")
             continue
         try:
-            words += shlex.split(line, comments=True)
+            words += shlex.split(_expand_vars(line, assigned), comments=True)
         except ValueError as exc:
             raise bad(file, "<script>", f"cannot split into shell words: {exc}") from None
     return words, assigned
@@ -102,7 +118,8 @@ def _is_value(word: str) -> bool:
 
 
 def _world_size(file: str, launcher: dict[str, str], assigned: dict[str, str]) -> int | None:
-    per_node = launcher.get("--nproc_per_node") or launcher.get("--nproc-per-node") or assigned.get("GPUS_PER_NODE")
+    per_node = (launcher.get("--nproc_per_node") or launcher.get("--nproc-per-node") or launcher.get("--local_worker_num")
+                or assigned.get("GPUS_PER_NODE") or assigned.get("NPUS_PER_NODE"))
     nodes = launcher.get("--nnodes") or assigned.get("NNODES") or assigned.get("NUM_NODES") or "1"
     per, count = _expand(per_node, assigned), _expand(nodes, assigned)
     if per is None or count is None or not per.isdigit() or not count.isdigit():
@@ -114,5 +131,4 @@ def _expand(value: str | None, assigned: dict[str, str]) -> str | None:
     """``$X`` / ``${X}`` replaced by the script's own assignment (left as written otherwise)."""
     if value is None:
         return None
-    m = re.fullmatch(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", value)
-    return assigned.get(m.group(1), value) if m else value
+    return _expand_vars(value, assigned)

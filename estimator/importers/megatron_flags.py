@@ -37,8 +37,18 @@ NOT_MODELLED: dict[str, str] = {
     "--use-precision-aware-optimizer": "bf16 / fp8 optimizer states by the precision-aware optimizer: not modelled",
     "--main-grads-dtype": "main-gradient dtype other than fp32: precision.grads is set from --grad-reduce-in-bf16",
     "--lora-rank": "LoRA adapters: not modelled",
-    "--hybrid-override-pattern": "hybrid Mamba-2 layers: the Mamba-2 mixer is not modelled",
     "--deterministic-mode": "deterministic kernels: kernel choice not modelled",
+}
+
+#: flags that change the architecture into one the estimator does not model: refused (a ConfigError), never
+#: priced as a plain transformer
+REFUSED: dict[str, str] = {
+    "--hybrid-override-pattern": "hybrid Mamba-2 / attention / MLP stack: the Mamba-2 mixer (parameters, state, "
+                                 "activations, FLOPs, kernels) is not modelled",
+    "--is-hybrid-model": "hybrid Mamba-2 / attention / MLP stack: the Mamba-2 mixer is not modelled",
+    "--mamba-state-dim": "Mamba-2 layers are not modelled",
+    "--moe-latent-size": "latent MoE (experts in a down-projected space) is not modelled",
+    "--num-experts-per-layer": "a different expert count per layer is not modelled",
 }
 
 IGNORED_PREFIXES: tuple[str, ...] = (
@@ -56,7 +66,9 @@ IGNORED_PREFIXES: tuple[str, ...] = (
     "--no-bias", "--swiglu", "--untie", "--kv-channels", "--micro-batch", "--dataloader",
     "--no-create-attention-mask", "--sequence-parallel", "--attention-softmax-in-fp32",
     "--accumulate-allreduce-grads-in-fp32", "--ft-", "--profile", "--nsys", "--override-opt", "--finetune",
-    "--no-load", "--use-checkpoint", "--use-flash-attn", "--optimizer", "--use-rotary",
+    "--no-load", "--use-checkpoint", "--optimizer", "--use-rotary", "--initial-loss-scale",
+    # MindSpeed-LLM: fused kernels and the framework switch (no effect on sizes; kernels priced per operator)
+    "--ai-framework", "--use-fused-", "--use-mc2", "--use-ascend", "--no-shared-storage",
 )
 
 #: Megatron ``--recompute-modules`` names -> the estimator's (``core_attn`` is Megatron's own name too)

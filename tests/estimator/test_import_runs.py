@@ -105,6 +105,8 @@ def test_launch_script_reads_world_size_and_flags(tmp_path: Path) -> None:
     ("--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 8 --vocab-size 9 "
      "--tensor-model-parallel-size 3", "world size", "not a multiple"),
     ("--hidden-size 4096", "--num-layers", "required"),
+    ("--num-layers 52 --hidden-size 2688 --num-attention-heads 32 --hybrid-override-pattern MEMEM*EME",
+     "--hybrid-override-pattern", "Mamba-2 mixer"),
 ])
 def test_bad_megatron_flags_name_file_flag_and_rule(tmp_path: Path, text: str, key: str, words: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,3 +127,27 @@ def test_malformed_toml_and_unknown_flavor(tmp_path: Path) -> None:
     bad.write_text("[model]\nname = 'llama3'\nflavor = '1T'\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="known: llama3 8B"):
         import_torchtitan(bad, world_size=8)
+
+
+def test_mindspeed_llm_script_imports_llama3_8b_on_sapp_nd() -> None:
+    run = import_megatron(DATA / "mindspeed" / "pretrain_llama3_8b_ms.sh", profile="sapp-nd", hardware="ascend-910b",
+                          vocab_size=128256)
+    cfg = load_config(run.data)
+    assert (cfg.profile, cfg.parallel.tp, cfg.parallel.dp, cfg.parallel.sequence_parallel) == ("sapp-nd", 8, 1, True)
+    shipped = load_config({**run.data, "model": {"ref": "models/llama3-8b.yaml"}}).model
+    for field in ("num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "kv_heads", "head_size",
+                  "vocab_size", "activation", "norm", "tied_embeddings", "position_embedding"):
+        assert getattr(cfg.model, field) == getattr(shipped, field), field
+    assert run.warnings == []
+
+
+def test_mindformers_yaml_imports_llama3_1_8b() -> None:
+    from estimator.importers import import_mindformers
+
+    run = import_mindformers(DATA / "mindformers" / "finetune_llama3_1_8b.yaml", hardware="ascend-910b")
+    cfg = load_config(run.data)
+    assert (cfg.profile, cfg.parallel.dp, cfg.recompute.mode, cfg.precision.compute, cfg.train.seq_length) == (
+        "sapp-nd", 8, "full", "bf16", 8192)
+    shipped = load_config({**run.data, "model": {"ref": "models/llama3-8b.yaml"}}).model
+    assert cfg.model.model_dump(exclude={"name"}) == shipped.model_dump(exclude={"name"})
+    assert run.warnings == []

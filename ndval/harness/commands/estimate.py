@@ -65,7 +65,8 @@ def _load(args: argparse.Namespace) -> EstimatorConfig:
     if run is not None:
         source = run.data
     elif args.config is None:
-        raise ConfigError("<arguments>", "give a run configuration (RUN.yaml) or --from-megatron / --from-torchtitan")
+        raise ConfigError("<arguments>", "give a run configuration (RUN.yaml) or --from-megatron / --from-torchtitan"
+                          " / --from-mindformers")
     if args.hf_model:
         data = load_config_mapping(source)
         source = {**data, "model": import_hf_config(args.hf_model).data["model"]}
@@ -130,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG_ERROR
     size = param_counts(cfg.model)
     if args.json:
-        doc: dict[str, Any] = {"config": str(args.config or args.from_megatron or args.from_torchtitan),
+        doc: dict[str, Any] = {"config": str(args.config or args.from_megatron or args.from_torchtitan
+                                             or args.from_mindformers),
                                "model": {"name": cfg.model.name, **size.to_dict()},
                                "memory": memory.to_dict(), "perf": perf.to_dict()}
         bad = non_finite_fields(doc)

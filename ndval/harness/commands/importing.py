@@ -2,7 +2,8 @@
 
 ``--hf-config config.json`` writes the ``model`` YAML; ``--from-megatron ARGS`` (a Megatron-LM CI
 ``model_config.yaml``, an argument list or a launch script; MindSpeed-LLM scripts too, with
-``--profile sapp-nd``) and ``--from-torchtitan train.toml`` write a run configuration. Every field
+``--profile sapp-nd``), ``--from-torchtitan train.toml`` and ``--from-mindformers run.yaml`` write a
+run configuration. Every field
 carries a comment naming its source key; the parameter counts, the flags not modelled and the keys
 unknown to the importer are printed. A bad file prints one error (file, key, rule) and exits 2.
 ``ndval estimate`` uses :func:`imported_run` for ``--model config.json`` and ``--from-*``.
@@ -17,7 +18,7 @@ from typing import Any
 
 from estimator.config.errors import ConfigError
 from estimator.config.sections import ModelConfig
-from estimator.importers import Imported, import_hf_config, import_megatron, import_torchtitan, render
+from estimator.importers import Imported, import_hf_config, import_megatron, import_mindformers, import_torchtitan, render
 from estimator.inputs.params import param_counts
 from ndval.core.atomic import write_text
 
@@ -29,7 +30,12 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from-megatron", metavar="ARGS", default=None,
                         help="Megatron-LM arguments: CI model_config.yaml, an argument list or a launch script")
     parser.add_argument("--from-torchtitan", metavar="TOML", default=None, help="torchtitan job TOML")
+    parser.add_argument("--from-mindformers", metavar="YAML", default=None,
+                        help="MindFormers training YAML (profile sapp-nd); MindSpeed-LLM scripts: --from-megatron "
+                             "with --profile sapp-nd")
     parser.add_argument("--world-size", type=int, default=None, help="GPUs of the run, when the file does not say")
+    parser.add_argument("--vocab-size", type=int, default=None,
+                        help="vocabulary size, when the arguments name a tokenizer instead (Megatron)")
     parser.add_argument("--hardware", default=None, help="hardware preset of the run (e.g. h100-80g)")
     parser.add_argument("--profile", default=None, help="framework profile (default: megatron / fsdp2; sapp-nd for "
                                                         "MindSpeed-LLM)")
@@ -49,16 +55,19 @@ def imported_run(args: argparse.Namespace) -> Imported | None:
     hardware = getattr(args, "hardware", None)
     if getattr(args, "from_megatron", None):
         return import_megatron(args.from_megatron, world_size=args.world_size, hardware=hardware,
-                               profile=args.profile or "megatron")
+                               profile=args.profile or "megatron", vocab_size=args.vocab_size)
     if getattr(args, "from_torchtitan", None):
         return import_torchtitan(args.from_torchtitan, world_size=args.world_size, hardware=hardware)
+    if getattr(args, "from_mindformers", None):
+        return import_mindformers(args.from_mindformers, hardware=hardware)
     return None
 
 
 def _import(args: argparse.Namespace) -> Imported:
-    chosen = [f for f in ("hf_config", "from_megatron", "from_torchtitan") if getattr(args, f)]
+    chosen = [f for f in ("hf_config", "from_megatron", "from_torchtitan", "from_mindformers") if getattr(args, f)]
     if len(chosen) != 1:
-        raise ConfigError("<arguments>", "give exactly one of --hf-config, --from-megatron, --from-torchtitan")
+        raise ConfigError("<arguments>", "give exactly one of --hf-config, --from-megatron, --from-torchtitan, "
+                          "--from-mindformers")
     if args.hf_config:
         return import_hf_config(args.hf_config, name=args.name)
     run = imported_run(args)
