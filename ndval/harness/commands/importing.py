@@ -18,7 +18,14 @@ from typing import Any
 
 from estimator.config.errors import ConfigError
 from estimator.config.sections import ModelConfig
-from estimator.importers import Imported, import_hf_config, import_megatron, import_mindformers, import_torchtitan, render
+from estimator.importers import (
+    Imported,
+    import_hf_config,
+    import_megatron,
+    import_mindformers,
+    import_torchtitan,
+    render,
+)
 from estimator.inputs.params import param_counts
 from ndval.core.atomic import write_text
 
