@@ -44,11 +44,12 @@ def ordered(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def render(imported: Imported, header: list[str], source: dict[str, Any] | None = None) -> str:
-    """The YAML text: ``header`` comment lines, an optional ``source:`` block, the sections, then the
-    importer's notes (ignored, not modelled, unknown keys) as comments."""
+    """The YAML text: ``header`` comment lines, the optional ``source`` items as ``# source <key>: value``
+    comments (a model file keeps ``model:`` as its only key, so ``{ref:}`` includes unwrap it), the
+    sections, then the importer's notes (ignored, not modelled, unknown keys) as comments."""
     lines = [f"# {h}" if h else "#" for h in header]
     if source:
-        lines += ["source:", *(f"  {k}: {_scalar(v)}" for k, v in source.items())]
+        lines += [f"# source {k}: {v}" for k, v in source.items()]
     lines += _lines(imported, ordered(imported.data), "", 0)
     if imported.not_modelled:
         lines.append("# not modelled by the estimator (read, no effect on the estimate):")

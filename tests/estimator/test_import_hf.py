@@ -16,6 +16,7 @@ from estimator.config.sections import ModelConfig
 from estimator.importers import import_hf_config
 from estimator.inputs.params import embedding_params, param_counts
 from ndval.harness.cli import main
+from ndval.harness.commands.models import source_of
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 MODELS = Path(__file__).resolve().parents[2] / "validation_cases" / "models"
@@ -71,7 +72,8 @@ def test_the_catalog_entry_is_the_import_field_by_field(name: str) -> None:
     shipped = ModelConfig.model_validate(data["model"])
     imported = ModelConfig.model_validate({**import_hf_config(DATA / name).data["model"], "name": CATALOG[name]})
     assert shipped.model_dump() == imported.model_dump()
-    assert data["source"]["file"] == f"tests/data/hf_configs/{name}"
+    assert list(data) == ["model"]  # one key: `model: {ref:}` includes unwrap it
+    assert source_of(MODELS / f"{CATALOG[name]}.yaml")["file"] == f"tests/data/hf_configs/{name}"
 
 
 def test_the_hand_written_entries_of_b8e2656_equal_the_imports() -> None:

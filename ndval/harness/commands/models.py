@@ -1,7 +1,8 @@
 """``ndval models``: the shipped models (``validation_cases/models/*.yaml``) with their source and size.
 
-A model file written by ``ndval import`` has a ``source:`` block (the public file it was imported
-from and where that is published); a hand-written one names its source in its first comment line.
+A model file written by ``ndval import --source URL`` has ``# source url:`` / ``# source file:`` comment
+lines (where the public file is published, and the copy it was imported from); a hand-written one
+names its source in its first comment line.
 Sizes are ``estimator.inputs.params.param_counts`` of the loaded model.
 """
 
@@ -25,9 +26,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", default=str(BUNDLED_CASES_DIR / "models"), help="folder of model YAML files")
 
 
-def _source(path: Path, data: dict[str, object]) -> str:
-    src = data.get("source")
-    if isinstance(src, dict):
+def source_of(path: Path) -> dict[str, str]:
+    """The ``# source <key>: value`` comment lines of a model file written by ``ndval import``."""
+    items = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# source ") and ":" in line:
+            key, _, value = line.removeprefix("# source ").partition(":")
+            items[key.strip()] = value.strip()
+    return items
+
+
+def _source(path: Path) -> str:
+    src = source_of(path)
+    if src:
         return f"imported: {src.get('url', '')} (file {src.get('file', '')})"
     first = next((line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("#")), "# -")
     return "hand-written: " + first.lstrip("# ").strip()
@@ -44,7 +55,7 @@ def catalog(folder: Path) -> list[list[str]]:
             raise ConfigError("model", f"invalid model file: {exc}", file=str(path)) from None
         counts = param_counts(model)
         rows.append([f"models/{path.name}", model.name, f"{counts.total / 1e9:.2f}B", f"{counts.active / 1e9:.2f}B",
-                     _source(path, data)])
+                     _source(path)])
     return rows
 
 
