@@ -148,3 +148,20 @@ def test_every_key_is_mapped_ignored_or_reported() -> None:
         named = " ".join(imported.sources.values())
         for key in doc:
             assert key in imported.ignored or key in named or any(key in w for w in imported.warnings), (name, key)
+
+
+def test_hf_config_in_a_run_file_beside_other_model_keys(tmp_path: Path) -> None:
+    from estimator.config.schema import load_config
+
+    (tmp_path / "config.json").write_text((DATA / "qwen3-30b-a3b.json").read_text(encoding="utf-8"), encoding="utf-8")
+    run = tmp_path / "run.yaml"
+    run.write_text(yaml.safe_dump({"profile": "megatron", "model": {"hf_config": "config.json", "name": "q3"},
+                                   "train": {"seq_length": 4096, "micro_batch_size": 1, "num_micro_batches": 4},
+                                   "parallel": {"ep": 4, "dp": 4}, "hardware": "h100-80g"}), encoding="utf-8")
+    cfg = load_config(run)
+    assert (cfg.model.name, cfg.model.num_experts, cfg.model.qk_norm) == ("q3", 128, True)
+    with pytest.raises(ConfigError) as info:
+        load_config({"model": {"hf_config": "config.json", "ref": "models/llama3-8b.yaml"}}, base_dir=tmp_path)
+    assert info.value.field == "model.hf_config"
+    with pytest.raises(ConfigError, match="not found"):
+        load_config({"model": {"hf_config": "missing.json"}}, base_dir=tmp_path)
