@@ -120,6 +120,9 @@ def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
         d_qk = d_v = model.head_size
         n_kv = model.kv_heads
         ops.append(gemm("qkv", ("attn_proj",), t, h, (a + 2 * n_kv) * d_qk / d.tp, b))
+        if model.qk_norm:  # q_norm and k_norm: read and write q and k (Qwen3, Megatron --qk-layernorm)
+            ops += [elementwise("q_norm", ("attn_proj",), 2 * t * a * d_qk / d.tp * b, bw_kernels=2),
+                    elementwise("k_norm", ("attn_proj",), 2 * t * n_kv * d_qk / d.tp * b, bw_kernels=2)]
     if model.position_embedding == "rope" or model.attention == "mla":
         ops += [elementwise("rope_q", ("attn_proj",), 2 * t * a * d_qk / d.tp * b),
                 elementwise("rope_k", ("attn_proj",), 2 * t * n_kv * d_qk / d.tp * b)]

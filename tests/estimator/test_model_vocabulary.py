@@ -94,3 +94,14 @@ def test_a_hybrid_mamba_row_is_refused_by_name(measured_dir: Path) -> None:
     with pytest.raises(ConfigError) as info:
         config_from_measured_row(row)
     assert info.value.field == "notes" and "Mamba-2 mixer is not modelled" in info.value.rule
+
+
+def test_qk_norm_kernels_and_operators() -> None:
+    from estimator.perf.kernels import layer_modules, layer_shape
+
+    def shape(cfg: EstimatorConfig) -> Any:
+        return layer_shape(cfg.model, moe=False, layer_ep=1, tp=2, sequence_parallel=False, tp_blocks=2, cp=1,
+                           flash_attention=True)
+
+    plain, qk = layer_modules(shape(_run()))["attn_proj"], layer_modules(shape(_run(qk_norm=True)))["attn_proj"]
+    assert qk["NORM"] - plain["NORM"] == 2
