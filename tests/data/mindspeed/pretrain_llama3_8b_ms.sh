@@ -1,4 +1,4 @@
-# Ascend/MindSpeed-LLM@c77308a1:examples/mindspore/llama3/pretrain_llama3_8b_ms.sh (verbatim; MIT)
+# Ascend/MindSpeed-LLM@c77308a1:examples/mindspore/llama3/pretrain_llama3_8b_ms.sh (verbatim; BSD-3-Clause-style licence of the repository)
 #!/bin/bash
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 
