@@ -20,6 +20,9 @@ from ndval.core.units import BYTES_PER_MIB
 
 #: hardware text (lower-case substring) -> preset name, checked in order
 HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("gb300", "gb300-nvl72"),
+    ("gb200", "gb200-nvl72"),
+    ("b300", "b300"),
     ("h200", "h200"),
     ("h100", "h100-80g"),
     ("b200", "b200"),

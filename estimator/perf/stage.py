@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from estimator.inputs import derive, params
+from estimator.inputs.adapters import adapter_of, layer_adapter_params
 from estimator.inputs.profiles import resolved_bytes
-from estimator.perf import comm, compute, kernels, layers, operators, roofline
+from estimator.perf import comm, compute, graphs, kernels, layers, operators, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
 from estimator.shared.memo import config_memo, kept_property, pricing_key, pricing_memo, shared_value
@@ -189,7 +190,8 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         blocks = where(ctx.t_exp == 1, 1, 2) if lc.moe else 2
         if ctx.host_launch_s:
             if ("kernels", kind_key) not in memo:
-                memo["kernels", kind_key] = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
+                eager = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
+                memo["kernels", kind_key] = graphs.layer_launches(graphs.graph_mode(cfg), eager)
             launches += memo["kernels", kind_key].scaled(n)
         tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), calls["tp"] * n)
         cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n)
@@ -202,11 +204,12 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         head = compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab) / (ctx.tp * ctx.cp)
         fw, bw = fw + head, bw + compute.BACKWARD_TO_FORWARD_RATIO * head
     if ctx.host_launch_s:
+        graphed = graphs.graph_mode(cfg)
         if layout.has_embedding:
-            launches += kernels.embedding_pass_kernels(m.position_embedding == "learned")
+            launches += graphs.extra_launches(graphed, kernels.embedding_pass_kernels(m.position_embedding == "learned"))
         if layout.has_head:
-            launches += kernels.head_pass_kernels(ctx.tp)
-    held = stage_params(cfg, ctx, layout)
+            launches += graphs.extra_launches(graphed, kernels.head_pass_kernels(ctx.tp))
+    held = trained_params(cfg, ctx, layout, stage_params(cfg, ctx, layout))
     dp_cs, dp_stride_exp, dp_cs_exp = dp_collectives(cfg, ctx, layout, held)
     timed = [compute_value(ctx, fw), compute_value(ctx, bw), compute_value(ctx, rec)]
     optimizer, by_class = 0.0, {}
@@ -274,6 +277,22 @@ def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> 
         dense += (params.embedding_params(m) + params.position_embedding_params(m, ctx.seq)) / ctx.tp
     if layout.has_head:
         dense += params.head_params(m) / ctx.tp
+    return dense, routed
+
+
+def trained_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
+                   held: tuple[float, float]) -> tuple[float, float]:
+    """The parameters of the stage that train (gradients reduced over DP, updated by the optimizer):
+    ``held`` (:func:`stage_params`), or with an adapter the adapters' only (:mod:`estimator.inputs.adapters`)."""
+    adapter = adapter_of(cfg)
+    if adapter is None:
+        return held
+    dense = routed = 0.0
+    for index, n in layers.stage_groups(cfg, layout):
+        moe = layers.is_moe_layer(cfg.model, index)
+        local = cfg.model.num_experts / derive.layer_ep(cfg, index) if moe else 0.0
+        d, r = layer_adapter_params(cfg.model, adapter, moe, ctx.tp, local)
+        dense, routed = dense + n * d, routed + n * r
     return dense, routed
 
 
