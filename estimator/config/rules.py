@@ -232,6 +232,11 @@ def _train_rules() -> list[Rule]:
              lambda c: (c.recompute.per_stage is not None) and len(c.recompute.per_stage) != c.parallel.pp,
              lambda c: f"needs one entry per pipeline stage ({c.parallel.pp})", structural=True),
         Rule("precision.linear_recipe", _missing_peak_broken, _missing_peak_message),
+        Rule("precision.compute",
+             lambda c: (c.precision.compute == "fp8") & c.options.low_precision_gemms,
+             lambda c: "'fp8' would price every operator (attention, norms, softmax, optimizer) at the FP8 peak, "
+             "which no framework does; FP8 linear layers are a recipe: a valid example: precision: {compute: bf16, "
+             "linear_recipe: mxfp8} (or options.low_precision_gemms: false for the model before recipes)"),
         Rule("parallel.optimizer_shard_size",
              lambda c: (c.parallel.optimizer_shard_size is not None)
              & (_modulo(c.parallel.dp * c.parallel.tp, c.parallel.optimizer_shard_size) != 0),

@@ -11,11 +11,14 @@ citation, is applied to that source's rows only, and is recorded in ``model.sour
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from estimator.config.errors import ConfigError
+from estimator.experiments import recipe_notes
+from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
 
 #: hardware text (lower-case substring) -> preset name, checked in order
@@ -304,6 +307,16 @@ def _precision(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any
     precision: dict[str, Any] = {"compute": "fp16" if text.startswith("fp16") else "bf16"}
     if "fp8" in text:  # e.g. "bf16+fp8 (--fp8-format hybrid, --fp8-recipe tensorwise)"
         precision["fp8_linear"] = True
+        if (flag := re.search(r"--fp8-recipe (\w+)", text)) and flag.group(1) in RECIPES:
+            precision["linear_recipe"] = flag.group(1)
+    notes = _text(row, "notes")
+    items = recipe_notes.recipe_items(notes)
+    if "cuda_graph" in items or "fp8_recipe" in items or text in ("mxfp8", "nvfp4", "fp8-mx", "fp8-cs"):
+        recipe, reason = recipe_notes.precision_recipe(_text(row, "precision"), items, notes)
+        precision.pop("fp8_linear", None)
+        if recipe is not None:
+            precision["linear_recipe"] = recipe
+        assumed["linear_recipe"] = reason
     grads = _text(row, "grad_dtype").lower()
     if grads:
         if grads not in ("fp32", "bf16", "fp16"):
@@ -385,6 +398,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
     if options := _options(row):
         config["options"] = options
     _apply_facts(row, config)
+    recipe_notes.apply_recipe_items(row, config)
     return config
 
 

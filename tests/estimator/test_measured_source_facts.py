@@ -135,5 +135,5 @@ def test_megatron_moe_proxy_rows(measured_dir: Path) -> None:
 
 def test_fp8_precision_cell_sets_fp8_linear() -> None:
     cfg = config_from_measured_row(_row(precision="bf16+fp8 (--fp8-format hybrid, --fp8-recipe tensorwise)"))
-    assert cfg["precision"] == {"compute": "bf16", "fp8_linear": True}
+    assert cfg["precision"] == {"compute": "bf16", "fp8_linear": True, "linear_recipe": "tensorwise"}
     assert "fp8_linear" not in config_from_measured_row(_row(precision="bf16"))["precision"]

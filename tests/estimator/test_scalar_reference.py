@@ -26,11 +26,31 @@ def test_same_inputs_as_stored() -> None:
     assert [[n, o] for n, o in ref.reference_inputs()] == [[c["example"], c["overrides"]] for c in STORED["configs"]]
 
 
+#: the off-switches of the recipe mechanisms (issue 26): with them every number is the model's before them
+OFF = {"options.low_precision_gemms": False, "options.cuda_graphs": False, "options.adapters": False}
+#: stored configs whose numbers the recipe mechanisms change (FP8 linears: their GEMMs at the FP8 peak)
+CHANGED_BY_RECIPES = {i for i, c in enumerate(STORED["configs"]) if c["overrides"].get("precision.fp8_linear")}
+
+
 @pytest.mark.parametrize("index", range(len(STORED["configs"])))
 def test_scalar_outputs_match_stored(index: int) -> None:
+    """Unchanged by speed work; a config the recipe model changes reproduces its stored numbers with the
+    off-switches (bit-identical to 1e-12)."""
     case = STORED["configs"][index]
-    got = ref._encode(ref.outputs(case["example"], case["overrides"]))
+    overrides = case["overrides"] | (OFF if index in CHANGED_BY_RECIPES else {})
+    got = ref._encode(ref.outputs(case["example"], overrides))
     assert ref.close(got, case["outputs"], REL) == []
+
+
+def test_recipe_mechanisms_off_reproduce_every_stored_config() -> None:
+    """Every stored config (the shipped examples over their layout spaces, every profile) with the issue-26
+    off-switches gives its stored numbers: the switches restore the model before the mechanisms."""
+    assert CHANGED_BY_RECIPES  # the FP8-linear configs exist (and differ with the switches on)
+    for case in STORED["configs"]:
+        got = ref._encode(ref.outputs(case["example"], case["overrides"] | OFF))
+        assert ref.close(got, case["outputs"], REL) == [], case["overrides"]
+    changed = STORED["configs"][min(CHANGED_BY_RECIPES)]
+    assert ref.close(ref._encode(ref.outputs(changed["example"], changed["overrides"])), changed["outputs"], REL)
 
 
 def test_overrides_copy_on_write_leave_the_source_unchanged() -> None:
