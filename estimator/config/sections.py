@@ -317,6 +317,9 @@ class PrecisionConfig(StrictSection):
     #: torchao ``torchao_tensorwise`` / ``torchao_rowwise``; None = the profile's default recipe when
     #: ``fp8_linear``. Giving a recipe turns ``fp8_linear`` on (it then means "low-precision linears").
     linear_recipe: RecipeName | None = None
+    #: Megatron ``--fp8-param-gather`` (Bridge ``fp8_param_gather``): with the distributed optimizer the
+    #: updated parameters are all-gathered in the recipe's quantized form (``estimator.perf.stage.gather_bytes``)
+    fp8_param_gather: bool = False
 
     @model_validator(mode="before")
     @classmethod

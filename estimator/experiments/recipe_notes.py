@@ -100,6 +100,8 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
     if "fp8_recipe" not in items and "cuda_graph" not in items:
         return  # not a row with recipe facts
     cited: dict[str, str] = dict(config["model"].get("source_facts") or {})
+    if "param_gather=true" in items.get("fp8_recipe", "") + items.get("fp4", ""):
+        _set(config, "precision.fp8_param_gather", True, "fp8_param_gather=true", cited)
     if (graph := items.get("cuda_graph")) is not None:
         _set(config, "train.cuda_graph", _cuda_graph(graph), f"cuda_graph={graph}", cited)
     if (rec := items.get("recompute")) is not None and (section := _recompute(rec)) is not None:

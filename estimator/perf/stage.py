@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from estimator.inputs import derive, params
 from estimator.inputs.adapters import adapter_of, layer_adapter_params
 from estimator.inputs.profiles import resolved_bytes
+from estimator.inputs.recipes import stored_recipe
 from estimator.perf import comm, compute, graphs, kernels, layers, operators, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
@@ -323,9 +324,23 @@ def dp_collectives(
     """
     dense, routed = held or stage_params(cfg, ctx, layout)
     dist = cfg.parallel.distributed_optimizer
-    non_exp = comm.dp_step_collectives(dense, ctx.b_grad, ctx.b_param, ctx.dp * ctx.cp, dist)
-    exp = comm.dp_step_collectives(routed, ctx.b_grad, ctx.b_param, ctx.edp, dist)
+    b_gather = gather_bytes(cfg, ctx.b_param)
+    non_exp = comm.dp_step_collectives(dense, ctx.b_grad, b_gather, ctx.dp * ctx.cp, dist)
+    exp = comm.dp_step_collectives(routed, ctx.b_grad, b_gather, ctx.edp, dist)
     return non_exp, ctx.t_exp * ctx.ep, exp
+
+
+def gather_bytes(cfg: EstimatorConfig, b_param: int) -> float:
+    """Bytes per parameter of the DP parameter all-gather: the recipe's quantized bytes
+    (:class:`estimator.inputs.recipes.LinearRecipe` ``stored_bytes``) when the parameters are gathered
+    quantized — Megatron ``precision.fp8_param_gather``, or FSDP2's float8 all-gather
+    (``precision.fsdp_float8_all_gather`` with dp > 1, torchtitan: 1 B instead of the bf16 2 B) —, else
+    ``b_param``. (All the gathered parameters counted as linear weights: the norms are < 0.1 %.)
+    ``options.low_precision_gemms: false`` keeps ``b_param`` (the model before recipes)."""
+    pr = cfg.precision
+    recipe = stored_recipe(cfg)
+    quantized = pr.fp8_param_gather or (pr.fsdp_float8_all_gather and cfg.parallel.dp > 1)
+    return recipe.stored_bytes if recipe is not None and quantized else b_param
 
 
 def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]:

@@ -211,3 +211,24 @@ def test_lora_backward_has_no_weight_gradient_gemms() -> None:
     time_lora = estimator.estimate_perf(_cfg("adapter.kind=lora")).real_parts
     assert time_lora["COMP"] < time_full["COMP"] and time_lora["DP_WAIT"] < time_full["DP_WAIT"]
     assert estimator.estimate_perf(_cfg("adapter.kind=lora", "options.adapters=false")).real_parts == time_full
+
+
+def test_quantized_parameter_all_gather_by_hand() -> None:
+    """Megatron fp8_param_gather with MXFP8: the DP all-gather carries 1 + 1/32 bytes per parameter instead of
+    bf16's 2 (the gradient reduce-scatter unchanged); FSDP2's float8 all-gather 1 byte; off-switch: 2 again."""
+    from estimator.inputs import derive
+    from estimator.perf.context import config_context
+    from estimator.perf.stage import dp_collectives, gather_bytes
+
+    cfg = _b200("precision.linear_recipe=mxfp8", "precision.fp8_param_gather=true")
+    assert gather_bytes(cfg, 2) == 1.03125
+    ctx, layout = config_context(cfg), derive.stage_layouts(cfg)[0]
+    base = _b200("precision.linear_recipe=mxfp8")
+    gathered = {c.kind: c for c in dp_collectives(cfg, ctx, layout)[0]}
+    plain = {c.kind: c for c in dp_collectives(base, config_context(base), derive.stage_layouts(base)[0])[0]}
+    assert gathered["all_gather"].size_bytes == pytest.approx(plain["all_gather"].size_bytes * 1.03125 / 2)
+    assert gathered["reduce_scatter"].size_bytes == plain["reduce_scatter"].size_bytes
+    fsdp = _cfg("profile=fsdp2", "precision.fp8_linear=true", "precision.fsdp_float8_all_gather=true")
+    assert gather_bytes(fsdp, 2) == 1.0
+    assert gather_bytes(_b200("precision.linear_recipe=mxfp8", "precision.fp8_param_gather=true",
+                              "options.low_precision_gemms=false"), 2) == 2
