@@ -22,6 +22,7 @@ from analyzer import (
     cluster,
     cluster_comm,
     confidence,
+    evaluable,
     gains,
     phases,
     plausibility,
@@ -81,7 +82,7 @@ class RankAnalysis:
     recommendations: tuple[recommend.Recommendation, ...]
     graph_mode: bool
     graph_mode_reason: str
-    step_breakdown: tuple[dict[str, float], ...]
+    step_breakdown: tuple[dict[str, float | None], ...]
     breakdown_source: str
     files: tuple[str, ...]
     totals_source: str
@@ -95,6 +96,9 @@ class RankAnalysis:
     hta_window_overlap_pct: float | None = None
     #: seed §8 "how to raise confidence", in the seed's order, each marked as applying or not (analyzer.confidence)
     how_to_raise_confidence: tuple[dict[str, Any], ...] = ()
+    #: Kineto only: HTA's temporal breakdown over the same window (``breakdown.hta_window_shares``): GPU span µs,
+    #: idle / compute / non-compute % of it — the device activity of a trace even when no verdict is given.
+    hta_window_shares: dict[str, float] | None = None
 
     @property
     def overall(self) -> ScopeResult:
@@ -109,12 +113,15 @@ class RankAnalysis:
             "phases": self.plan.to_dict(), "breakdown_source": self.breakdown_source,
             "capture_sync_counts": dict(sorted(self.capture_sync_counts.items())),
             "step_breakdown_us": [dict(r) for r in self.step_breakdown],
+            "step_breakdown_null_reasons": {k: why for k, why in BREAKDOWN_NULL_REASONS.items()
+                                            if any(k in r and r[k] is None for r in self.step_breakdown)},
             "scopes": {k: v.to_dict() for k, v in self.scopes.items()},
             "recommendations": [r.to_dict() for r in self.recommendations],
             "warnings": list(self.warnings),
             "how_to_raise_confidence": [dict(s) for s in self.how_to_raise_confidence],
             "dropped_events": dict(self.dropped_events),
             "hta_window_overlap_pct": self.hta_window_overlap_pct,
+            "hta_window_shares": self.hta_window_shares,
         }
 
 
@@ -148,7 +155,8 @@ class Analysis:
             "phase_override": self.phase_override, "thresholds_origin": self.thresholds.origin,
             "verdict": {"rank": self.primary.rank, "kind": v.kind, "label": v.label, "score": v.score,
                         "subtype": v.subtype, "summary": v.summary,
-                        "secondary": list(v.secondary), "selection": v.selection},
+                        "secondary": list(v.secondary), "selection": v.selection, "evaluable": v.evaluable,
+                        "not_evaluable_reasons": list(v.not_evaluable_reasons)},
             "ranks": [r.to_dict() for r in self.ranks],
             "cluster": None if self.cluster is None else self.cluster.to_dict(),
             "warnings": list(self.warnings),
@@ -202,12 +210,22 @@ def _world_size(rank: RankData, n_ranks: int) -> int | None:
     return n_ranks if n_ranks > 1 else None
 
 
-def _records(frame: pd.DataFrame) -> tuple[dict[str, float], ...]:  # step stays an int
-    """DataFrame rows as plain-float dicts (JSON-ready)."""
-    return tuple({str(k): int(v) if k == "step" else float(v) for k, v in row.items()} for row in frame.to_dict("records"))
+def _records(frame: pd.DataFrame) -> tuple[dict[str, float | None], ...]:  # step stays an int
+    """DataFrame rows as plain-float dicts (JSON-ready: a non-finite ratio — ``overlap_pct`` of a step with no
+    communication, a share of a zero span — is None; :data:`BREAKDOWN_NULL_REASONS` says why)."""
+    return tuple({str(k): int(v) if k == "step" else (float(v) if np.isfinite(v) else None) for k, v in row.items()}
+                 for row in frame.to_dict("records"))
 
 
-def _step_breakdown(rank: RankData, fmt: str) -> tuple[tuple[dict[str, float], ...], str]:
+#: why a step-breakdown ratio can be null (``RankAnalysis.to_dict()["step_breakdown_null_reasons"]``).
+BREAKDOWN_NULL_REASONS: dict[str, str] = {
+    "overlap_pct": "the step has no communication: overlap / communication is undefined",
+    "idle_pct": "the step has no device span: idle / span is undefined",
+    "memcpy_share_pct": "the step has no device span: memcpy / span is undefined",
+}
+
+
+def _step_breakdown(rank: RankData, fmt: str) -> tuple[tuple[dict[str, float | None], ...], str]:
     if rank.events.empty:
         return (), "no trace"
     st = rank.tables.get("step_trace_time")
@@ -259,14 +277,25 @@ def _analyze_scope(name: str, phase: str | None, windows: tuple[tuple[float, flo
                    no_verdict: str | None = None) -> ScopeResult:
     """One scope; ``no_verdict`` (the plausibility gate's reason) withholds the verdict: kind ``none``, the
     candidates' scores kept as context, the reason as its summary."""
-    ind = compute_indicators(rank.events, _scope_input(name, windows, rank, plan, th, fmt))
+    sin = _scope_input(name, windows, rank, plan, th, fmt)
+    ind = compute_indicators(rank.events, sin)
     verdict = locate(ind, th, comm_applicable=comm_ok[0], comm_excluded_reason=comm_ok[1])
     if no_verdict:
         verdict = replace(verdict, kind=NONE, subtype=None, secondary=(), summary=no_verdict, selection="")
+    ev_ok = evaluable.assess(ind, th, accelerator(rank, fmt), sin.overlap is not None)
+    if not ev_ok.evaluable:  # evidence before verdict: no score, no candidates, no advice; indicators kept
+        verdict = replace(verdict, kind=NONE, score=0.0, subtype=None, candidates=(), secondary=(),
+                          summary=ev_ok.summary, selection="", evaluable=False, not_evaluable_reasons=ev_ok.reasons)
+        return ScopeResult(name, phase, windows, ind, verdict, (), (), gains.combine((), th.v("optimisticCapPct")))
     hyps = rootcause.infer(verdict, ind, th, phase)
     recs = recommend.recommend(name, verdict, hyps, ind, phase, th)
     combined = gains.combine((r.gain for r in recs if r.gain is not None), th.v("optimisticCapPct"))
     return ScopeResult(name, phase, windows, ind, verdict, hyps, recs, combined)
+
+
+def accelerator(rank: RankData, fmt: str) -> str:
+    """The accelerator of a rank: the reader's ``meta["accelerator"]``, else ``npu`` (Ascend) / ``gpu``."""
+    return str(rank.meta.get("accelerator") or ("npu" if fmt == "ascend" else "gpu"))
 
 
 def _merge_recommendations(scopes: dict[str, ScopeResult]) -> tuple[recommend.Recommendation, ...]:
@@ -357,13 +386,14 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
                       f"{', '.join(host_thinned)} events it counts"]
     sb, sb_src = _step_breakdown(rank, fmt)
     warnings = screen_warnings + _boundary_warnings(plan, scopes, rank, graph) + graph_note
-    meta: dict[str, Any] = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
+    meta: dict[str, Any] = {k: rank.meta[k] for k in ("level", "device_id", "unknown_categories", "accelerator")
+                            if k in rank.meta}
     return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
                         capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt),
                         confidence.raise_confidence(confidence.CaptureFacts(
                             plan.confidence, plan.override, scopes[OVERALL].indicators["mac_ratio"].available,
-                            tuple(rank.files), (world or 1) > 1, fmt)))
+                            tuple(rank.files), (world or 1) > 1, fmt)), _hta_shares(rank, fmt))
 
 
 def _hta_overlap(rank: RankData, fmt: str) -> float | None:
@@ -372,6 +402,14 @@ def _hta_overlap(rank: RankData, fmt: str) -> float | None:
         return None
     pct = breakdown.hta_window_overlap_pct(rank.events)
     return round(pct, 4) if np.isfinite(pct) else None
+
+
+def _hta_shares(rank: RankData, fmt: str) -> dict[str, float] | None:
+    """HTA's idle / compute / non-compute shares of the GPU span (Kineto traces with device work only)."""
+    if fmt != "kineto" or rank.events.empty:
+        return None
+    shares = breakdown.hta_window_shares(rank.events)
+    return None if shares is None else {k: round(v, 4) for k, v in shares.items()}
 
 
 def _dropped_dict(dropped: Any) -> dict[str, Any]:

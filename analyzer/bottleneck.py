@@ -29,6 +29,8 @@ LABELS: dict[str, str] = {
     COPY: "data copy (H2D/D2H) bottleneck",
     NONE: "no single dominant bottleneck",
 }
+#: the label of a scope with too little evidence to be scored (``analyzer.evaluable``).
+NOT_EVALUABLE_LABEL = "not evaluable"
 
 
 
@@ -97,11 +99,14 @@ class Verdict:
     excluded: dict[str, str] = field(default_factory=dict)
     summary: str = ""
     selection: str = ""
+    #: False when the scope carries too little evidence to be scored (``analyzer.evaluable``): no candidates then.
+    evaluable: bool = True
+    not_evaluable_reasons: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         """Human label of the verdict."""
-        return LABELS[self.kind]
+        return LABELS[self.kind] if self.evaluable else NOT_EVALUABLE_LABEL
 
     def candidate(self, kind: str) -> Candidate | None:
         """The candidate of ``kind`` (None when excluded)."""
@@ -113,6 +118,7 @@ class Verdict:
             "kind": self.kind, "label": self.label, "score": self.score, "subtype": self.subtype,
             "secondary": list(self.secondary), "excluded": dict(self.excluded), "summary": self.summary,
             "selection": self.selection, "candidates": [c.to_dict() for c in self.candidates],
+            "evaluable": self.evaluable, "not_evaluable_reasons": list(self.not_evaluable_reasons),
         }
 
 

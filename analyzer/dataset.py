@@ -328,6 +328,10 @@ def load_kineto_rank(path: Path, rank: int | None = None, progress: bool | None 
     r = int(events["rank"].iloc[0]) if len(events) else (rank if rank is not None else ev.UNKNOWN_RANK)
     if kineto.rank_of(meta) is None and rank is None:
         warnings.append(f"{path}: distributedInfo.rank absent — rank unknown (-1)")
+    if meta.get("unknown_categories"):
+        listed = ", ".join(f"{c!r} {n:,}" for c, n in meta["unknown_categories"].items())
+        warnings.append(f"{path}: event categories the reader does not know, kept as 'other' host events and not "
+                        f"read as device work: {listed}")
     dropped = (DroppedEvents(raw.n_dropped_bad, "bad ts/dur", {"unparsed": raw.n_dropped_bad}) if raw.n_dropped_bad
                else DroppedEvents())
     totals = "trace (truncated)" if raw.truncated else TOTALS_TRACE

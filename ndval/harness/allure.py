@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from ndval.core import atomic
+from ndval.core import atomic, strictjson
 from ndval.harness.options import CASES_ROOT_KEY
 from ndval.harness.plots import band_of, estimate_vs_measured_png
 from ndval.harness.results import AssertionResult
@@ -155,7 +155,7 @@ def _attach(allure: Any, item: Any, results: list[AssertionResult]) -> None:
     allure.attach(item.path.read_text(encoding="utf-8"), name=item.path.name, attachment_type=kinds.YAML)
     if item.result and item.result.table:
         allure.attach(_table_csv(item.result.table), name="estimate vs measured (table)", attachment_type=kinds.CSV)
-    allure.attach(json.dumps([r.to_dict() for r in results], indent=1, default=str), name="assertion results",
+    allure.attach(strictjson.dumps([r.to_dict() for r in results], indent=1, default=str), name="assertion results",
                   attachment_type=kinds.JSON)
     for res in results:
         d = res.to_dict()

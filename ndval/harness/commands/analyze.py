@@ -46,6 +46,9 @@ def _summary(analysis: object) -> str:
                      f"(confidence {p['confidence']})")
         for name, sc in r["scopes"].items():
             v = sc["verdict"]
+            if not v.get("evaluable", True):
+                lines.append(f"  [{name}] {v['label']} — " + "; ".join(v["not_evaluable_reasons"]))
+                continue
             lines.append(f"  [{name}] {v['label']} — score {v['score']:.1f}" + (f" ({v['subtype']})" if v["subtype"] else ""))
             if v["secondary"]:
                 lines.append(f"      also triggered: {', '.join(v['secondary'])} — {v['selection']}")
