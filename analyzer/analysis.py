@@ -21,6 +21,8 @@ from analyzer import (
     breakdown,
     cluster,
     cluster_comm,
+    cluster_view,
+    comm_wait,
     confidence,
     evaluable,
     gains,
@@ -43,6 +45,8 @@ from analyzer.ingest.errors import IngestError
 from analyzer.thresholds import Thresholds, resolve
 
 SCHEMA_VERSION = 1
+#: the communication-wait inputs of a rank: its communication analysis split and its wait from the arrival skew.
+WaitInputs = tuple["comm_wait.Split | None", "tuple[float, float] | None"]
 OVERALL = "overall"
 
 
@@ -274,11 +278,15 @@ def _scope_input(name: str, windows: tuple[tuple[float, float], ...], rank: Rank
 
 def _analyze_scope(name: str, phase: str | None, windows: tuple[tuple[float, float], ...], rank: RankData,
                    plan: phases.PhasePlan, th: Thresholds, comm_ok: tuple[bool, str], fmt: str,
-                   no_verdict: str | None = None) -> ScopeResult:
+                   no_verdict: str | None = None, wait: WaitInputs = (None, None)) -> ScopeResult:
     """One scope; ``no_verdict`` (the plausibility gate's reason) withholds the verdict: kind ``none``, the
     candidates' scores kept as context, the reason as its summary."""
     sin = _scope_input(name, windows, rank, plan, th, fmt)
     ind = compute_indicators(rank.events, sin)
+    overall = name == OVERALL  # the communication analysis and the arrival skew cover the whole capture
+    ind = comm_wait.extend(ind, comm_wait.wait_indicators(
+        _in_windows(rank.events, "ts_us", windows), wait[0] if overall else None, th.v("commLinkBandwidthGBps"),
+        wait[1] if overall else None))
     verdict = locate(ind, th, comm_applicable=comm_ok[0], comm_excluded_reason=comm_ok[1])
     if no_verdict:
         verdict = replace(verdict, kind=NONE, subtype=None, secondary=(), summary=no_verdict, selection="")
@@ -366,17 +374,22 @@ def _screened(rank: RankData, th: Thresholds) -> tuple[RankData, list[str], str 
 
 
 def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str | None = None,
-                 n_ranks: int = 1) -> RankAnalysis:
-    """All scopes of one rank (its implausible events set aside first, with a warning)."""
+                 n_ranks: int = 1, arrival: comm_wait.Arrival | None = None) -> RankAnalysis:
+    """All scopes of one rank (its implausible events set aside first, with a warning); ``arrival``: the
+    collectives' arrival skew across the dataset's ranks (``comm_wait.arrival``)."""
     rank, screen_warnings, no_verdict = _screened(rank, th)
     plan = phases.plan_phases(rank.events, th, rank.tables.get("step_trace_time"), phase_override)
     world = _world_size(rank, n_ranks)
     comm_ok = _comm_applicable(rank, world)
+    split = cluster_comm.rank_comm(rank)[0]
+    rank_arrival = ((arrival.wait_us[rank.rank], arrival.comm_us[rank.rank])
+                    if arrival is not None and rank.rank in arrival.wait_us else None)
+    wait: WaitInputs = (None if split is None else comm_wait.split_of(split.to_dict()), rank_arrival)
     dominant = plan.dominant
     scopes: dict[str, ScopeResult] = {}
     for name, windows in plan.scopes.items():
         phase = dominant if name == OVERALL else name
-        scopes[name] = _analyze_scope(name, phase, windows, rank, plan, th, comm_ok, fmt, no_verdict)
+        scopes[name] = _analyze_scope(name, phase, windows, rank, plan, th, comm_ok, fmt, no_verdict, wait)
     graph = graph_mode_signal(rank.events, th.v("graphKernelsPerLaunch")) if not rank.events.empty else (False, "")
     host_thinned = sorted(set(getattr(rank.dropped_events, "by_category", {})) & {ev.HOST_OP, ev.DISPATCH, ev.SYNC})
     graph_note = []
@@ -426,46 +439,16 @@ def capture_sync_counts(events: pd.DataFrame) -> dict[str, int]:
     return ev.name_counts(sync)
 
 
-def _cluster_row(ra: RankAnalysis) -> dict[str, float | None]:
-    ind = ra.overall.indicators
-    steps = ind.value("step_count") or 0
-
-    def per(k: str) -> float | None:
-        return None if ind.value(k) is None or steps <= 0 else (ind.value(k) or 0.0) / steps
-
-    idle = None
-    if ind.value("device_busy_us") is not None and ind.value("wall_us"):
-        idle = (ind.value("wall_us") or 0.0) - (ind.value("device_busy_us") or 0.0)
-    return {"step_us": ind.value("avg_step_us"), "compute_us": per("compute_us"), "comm_us": per("comm_us"),
-            "comm_exposed_us": per("comm_exposed_us"), "device_idle_us": None if idle is None or steps <= 0 else idle / steps,
-            "host_exclusive_us": ind.value("host_exclusive_per_step_us")}
-
-
-def _with_comm(summary: cluster.ClusterSummary, dataset: Dataset) -> cluster.ClusterSummary:
-    """The cluster summary plus per-rank wait vs transfer and the slowest links (``cluster_comm``)."""
-    splits, links, notes = [], [], set()
-    for r in dataset.ranks:
-        split, rank_links, note = cluster_comm.rank_comm(r)
-        if split is not None:
-            splits.append(split.to_dict())
-        links.extend(rank_links)
-        if note:
-            notes.add(note)
-    return replace(summary, comm_split=tuple(splits),
-                   slowest_links=tuple(link.to_dict() for link in cluster_comm.slowest_links(links)),
-                   comm_note="; ".join(sorted(notes)))
-
-
 def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Path | None = None,
             phase_override: str | None = None) -> Analysis:
     """Analyse every rank of ``dataset``; add a cluster summary when there are ≥ 2 ranks."""
     th = resolve(thresholds)
     if phase_override is not None and phase_override not in phases.PHASES:
         raise ValueError(f"phase_override must be one of {phases.PHASES}, got {phase_override!r}")
-    ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks)) for r in dataset.ranks)
-    summary = cluster.summarize({ra.rank: _cluster_row(ra) for ra in ranks}, th.v("clusterSpreadPct"),
-                                "overall scope indicators per step (µs/step)")
-    if summary is not None:
-        summary = _with_comm(summary, dataset)
+    arrival = comm_wait.arrival(dataset.ranks) if dataset.source_format == "kineto" else None
+    ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks), arrival)
+                  for r in dataset.ranks)
+    summary = cluster_view.summarize({ra.rank: cluster_view.cluster_row(ra.overall.indicators) for ra in ranks},
+                                     dataset.ranks, th.v("clusterSpreadPct"), arrival)
     warnings = list(dataset.warnings) + [w for ra in ranks for w in ra.warnings]
     return Analysis(str(dataset.path), dataset.source_format, th, phase_override, ranks, summary, tuple(warnings))
