@@ -22,6 +22,7 @@ from analyzer import (
     cluster,
     cluster_comm,
     cluster_view,
+    comm_groups,
     comm_wait,
     confidence,
     evaluable,
@@ -32,7 +33,7 @@ from analyzer import (
     rootcause,
 )
 from analyzer.bottleneck import NONE, Verdict, locate
-from analyzer.dataset import Dataset, DroppedEvents, RankData
+from analyzer.dataset import TOTALS_CLUSTER, Dataset, RankData
 from analyzer.indicators import (
     IndicatorSet,
     ScopeInput,
@@ -41,6 +42,7 @@ from analyzer.indicators import (
     in_windows_mask,
 )
 from analyzer.ingest import events as ev
+from analyzer.ingest.dropped import DroppedEvents
 from analyzer.ingest.errors import IngestError
 from analyzer.thresholds import Thresholds, resolve
 
@@ -103,6 +105,9 @@ class RankAnalysis:
     #: Kineto only: HTA's temporal breakdown over the same window (``breakdown.hta_window_shares``): GPU span µs,
     #: idle / compute / non-compute % of it — the device activity of a trace even when no verdict is given.
     hta_window_shares: dict[str, float] | None = None
+    #: communication by process group and parallel dimension (``comm_groups.CommByGroup.to_dict``); None when the
+    #: profile names no group.
+    comm_by_group: dict[str, Any] | None = None
 
     @property
     def overall(self) -> ScopeResult:
@@ -126,6 +131,7 @@ class RankAnalysis:
             "dropped_events": dict(self.dropped_events),
             "hta_window_overlap_pct": self.hta_window_overlap_pct,
             "hta_window_shares": self.hta_window_shares,
+            "comm_by_group": self.comm_by_group,
         }
 
 
@@ -233,8 +239,9 @@ def _step_breakdown(rank: RankData, fmt: str) -> tuple[tuple[dict[str, float | N
     if rank.events.empty:
         return (), "no trace"
     st = rank.tables.get("step_trace_time")
-    if not rank.device_complete and rank.dropped_events[0] and st is not None and "Step" in st.columns \
-            and _csv_overlap(st) is not None:  # the event budget thinned device events: use torch_npu's table
+    cluster_rows = rank.totals_source == TOTALS_CLUSTER  # a cluster_analysis_output rank: the table is all there is
+    if not rank.device_complete and (rank.dropped_events[0] or cluster_rows) and st is not None \
+            and "Step" in st.columns and _csv_overlap(st) is not None:  # device events thinned: torch_npu's table
         rows = st[["Step", *ev.OVERLAP_NAMES]].copy()
         rows["Step"] = pd.to_numeric(rows["Step"], errors="coerce")
         rows = rows.dropna(subset=["Step"]).rename(columns={"Step": "step"})
@@ -374,9 +381,11 @@ def _screened(rank: RankData, th: Thresholds) -> tuple[RankData, list[str], str 
 
 
 def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str | None = None,
-                 n_ranks: int = 1, arrival: comm_wait.Arrival | None = None) -> RankAnalysis:
+                 n_ranks: int = 1, arrival: comm_wait.Arrival | None = None,
+                 layout: comm_groups.Layout | None = None) -> RankAnalysis:
     """All scopes of one rank (its implausible events set aside first, with a warning); ``arrival``: the
-    collectives' arrival skew across the dataset's ranks (``comm_wait.arrival``)."""
+    collectives' arrival skew across the dataset's ranks (``comm_wait.arrival``); ``layout``: the run's parallel
+    layout, to attribute the communication groups to dimensions (``comm_groups``)."""
     rank, screen_warnings, no_verdict = _screened(rank, th)
     plan = phases.plan_phases(rank.events, th, rank.tables.get("step_trace_time"), phase_override)
     world = _world_size(rank, n_ranks)
@@ -398,7 +407,9 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
         graph_note = [f"rank {rank.rank}: graph-mode detection skipped: the event budget thinned the host "
                       f"{', '.join(host_thinned)} events it counts"]
     sb, sb_src = _step_breakdown(rank, fmt)
-    warnings = screen_warnings + _boundary_warnings(plan, scopes, rank, graph) + graph_note
+    by_group = comm_groups.of_rank(rank, layout, world)
+    warnings = (screen_warnings + _boundary_warnings(plan, scopes, rank, graph) + graph_note
+                + [f"rank {rank.rank}: {e}" for e in (by_group.errors if by_group else ())])
     meta: dict[str, Any] = {k: rank.meta[k] for k in ("level", "device_id", "unknown_categories", "accelerator")
                             if k in rank.meta}
     return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
@@ -406,7 +417,8 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
                         capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt),
                         confidence.raise_confidence(confidence.CaptureFacts(
                             plan.confidence, plan.override, scopes[OVERALL].indicators["mac_ratio"].available,
-                            tuple(rank.files), (world or 1) > 1, fmt)), _hta_shares(rank, fmt))
+                            tuple(rank.files), (world or 1) > 1, fmt)), _hta_shares(rank, fmt),
+                        None if by_group is None else by_group.to_dict())
 
 
 def _hta_overlap(rank: RankData, fmt: str) -> float | None:
@@ -440,13 +452,14 @@ def capture_sync_counts(events: pd.DataFrame) -> dict[str, int]:
 
 
 def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Path | None = None,
-            phase_override: str | None = None) -> Analysis:
-    """Analyse every rank of ``dataset``; add a cluster summary when there are ≥ 2 ranks."""
+            phase_override: str | None = None, layout: comm_groups.Layout | None = None) -> Analysis:
+    """Analyse every rank of ``dataset``; add a cluster summary when there are ≥ 2 ranks (``layout``: the run's
+    parallel layout, see :mod:`analyzer.comm_groups`)."""
     th = resolve(thresholds)
     if phase_override is not None and phase_override not in phases.PHASES:
         raise ValueError(f"phase_override must be one of {phases.PHASES}, got {phase_override!r}")
     arrival = comm_wait.arrival(dataset.ranks) if dataset.source_format == "kineto" else None
-    ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks), arrival)
+    ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks), arrival, layout)
                   for r in dataset.ranks)
     summary = cluster_view.summarize({ra.rank: cluster_view.cluster_row(ra.overall.indicators) for ra in ranks},
                                      dataset.ranks, th.v("clusterSpreadPct"), arrival)

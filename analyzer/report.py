@@ -69,6 +69,17 @@ def shares_text(s: dict[str, float]) -> str:
             f"non-compute {s['non_compute_pct']:.2f} %")
 
 
+def comm_group_rows(cg: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """Headers and rows of the communication-by-group table (one row per group, mean over steps)."""
+    rows = []
+    for g in cg["groups"]:
+        exp, tot = list(g["exposed_s_per_step"].values()), list(g["comm_s_per_step"].values())
+        rows.append([g["name"] or g["group"], g["dimension"] or "unattributed", g["attributed_by"] or "—",
+                     ", ".join(map(str, g["ranks"])) if g["ranks"] else "—",
+                     sum(exp) / len(exp) if exp else None, sum(tot) / len(tot) if tot else None])
+    return ["group", "dimension", "attributed by", "ranks", "exposed s/step", "communication s/step"], rows
+
+
 def _md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return render.markdown_table(headers, rows, _fmt)
 
@@ -170,6 +181,10 @@ def to_markdown(analysis: Any) -> str:
             out.append(f"- comm–compute overlap over Holistic Trace Analysis' default window (last ProfilerStep "
                        f"dropped): {r['hta_window_overlap_pct']:.2f} %")
         out.append("")
+        if r.get("comm_by_group"):
+            cg = r["comm_by_group"]
+            out += ["", f"Communication by parallel group ({cg['source']}; {cg['method']}):", "",
+                    _md_table(*comm_group_rows(cg)), ""]
         if r["step_breakdown_us"]:
             cols = list(r["step_breakdown_us"][0])
             out += [f"Per-step time breakdown ({r['breakdown_source']}; µs unless the column says %):", ""]
@@ -296,6 +311,10 @@ def to_html(analysis: Any) -> str:
         if r["hta_window_overlap_pct"] is not None:
             parts.append(f"<p>Comm–compute overlap over Holistic Trace Analysis' default window (last ProfilerStep "
                          f"dropped): {r['hta_window_overlap_pct']:.2f} %</p>")
+        if r.get("comm_by_group"):
+            cg = r["comm_by_group"]
+            parts.append(f"<h3>Communication by parallel group</h3><p>{html.escape(cg['source'])}; "
+                         f"{html.escape(cg['method'])}</p>" + _h_table(*comm_group_rows(cg)))
         if r["step_breakdown_us"]:
             cols = list(r["step_breakdown_us"][0])
             parts.append(f"<h3>Per-step time breakdown</h3><p>{html.escape(r['breakdown_source'])}</p>")

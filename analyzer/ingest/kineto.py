@@ -62,6 +62,8 @@ COPY_KINDS: dict[str, str] = {
     "HtoD": ev.SUB_H2D, "DtoH": ev.SUB_D2H, "DtoD": ev.SUB_D2D, "HtoH": "H2H", "PtoP": "P2P",
 }
 _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+#: ``meta`` key of :func:`group_rows` (the dataset moves it to ``RankData.tables``).
+GROUP_ROWS_KEY = "comm_groups"
 #: top-level keys kept in ``RankData.meta``.
 META_KEYS: tuple[str, ...] = ("distributedInfo", "deviceProperties")
 
@@ -133,6 +135,21 @@ def unknown_categories(sigs: pd.DataFrame, sig_rows: np.ndarray) -> dict[str, in
         if n:
             out[str(c)] = out.get(str(c), 0) + int(n)
     return dict(sorted(out.items()))
+
+
+def group_rows(sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> pd.DataFrame | None:
+    """The events whose args name their process group (NCCL ``Process Group Name`` / ``Process Group Ranks`` /
+    ``Ranks``: the signature's ``task_type`` field, ``decode.process_group_key``): ``ts_us``, ``dur_us``,
+    ``step``, ``group`` (``name|ranks``), ``name``, ``cat`` — None when no event names one."""
+    key = sigs["task_type"].to_numpy(dtype=object)
+    has = np.array([bool(k) for k in key], dtype=bool)
+    if not has.any():
+        return None
+    rows = np.flatnonzero(has[arrays["sig"]])
+    sig = arrays["sig"][rows]
+    return pd.DataFrame({"ts_us": arrays["ts_us"][rows], "dur_us": arrays["dur_us"][rows], "step": arrays["step"][rows],
+                         "group": key[sig], "name": sigs["name"].to_numpy(dtype=object)[sig],
+                         "cat": sigs["cat"].to_numpy(dtype=object)[sig]})
 
 
 def accelerator(sigs: pd.DataFrame) -> str:
@@ -208,4 +225,7 @@ def read_kineto_trace(path: Path, rank: int | None = None, progress: bool | None
     meta["accelerator"] = accelerator(sigs)
     device_sig = (sigs["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool)
     arrays["step"] = launch_steps(device_sig[arrays["sig"]], arrays["corr"], row_steps(sigs, arrays))
+    groups = group_rows(sigs, arrays)
+    if groups is not None:
+        meta[GROUP_ROWS_KEY] = groups
     return ev.build_table(sigs, arrays, rank), raw, meta

@@ -42,7 +42,7 @@ def finite(doc: Any) -> Any:
 def with_null_reasons(doc: dict[str, Any], reason: str = "not a finite number") -> dict[str, Any]:
     """``finite(doc)`` plus, when something was replaced, ``doc[NULL_REASONS_KEY] = {path: reason}``."""
     bad = non_finite_paths(doc)
-    out = finite(doc)
+    out: dict[str, Any] = finite(doc)
     if bad:
         out[NULL_REASONS_KEY] = {**out.get(NULL_REASONS_KEY, {}), **{p: reason for p in bad}}
     return out
