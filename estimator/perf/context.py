@@ -61,7 +61,7 @@ def reference_comm_weight(hidden: int, ffn: int, seq: int) -> float:
 def context(cfg: EstimatorConfig) -> Ctx:
     """The :class:`Ctx` of ``cfg``; a precision the hardware has no peak for is a ``ConfigError``."""
     p, m, prof = cfg.parallel, cfg.model, profile_of(cfg)
-    degrees = derive.expert_degrees(p.dp, p.tp, p.cp, p.ep, p.etp)
+    groups = derive.expert_groups(cfg)
     peak = cfg.hardware.peak_tflops.get(cfg.precision.compute)
     if peak is None:
         raise ConfigError("precision.compute", f"hardware {cfg.hardware.name!r} has no peak_tflops for "
@@ -72,8 +72,8 @@ def context(cfg: EstimatorConfig) -> Ctx:
         tokens=as_float(cfg.train.micro_batch_size * cfg.train.seq_length),
         seq=cfg.train.seq_length,
         tp=p.tp, cp=p.cp, dp=p.dp, pp=p.pp, ep=p.ep,
-        t_exp=degrees.t_exp,
-        edp=derive.expert_data_parallel(cfg),
+        t_exp=groups.etp,
+        edp=groups.edp,
         sp=p.sequence_parallel and p.tp > 1,
         b_compute=DTYPE_BYTES[cfg.precision.compute],
         b_param=DTYPE_BYTES[cfg.precision.params or prof.params_dtype],
