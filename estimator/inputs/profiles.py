@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from estimator.inputs.runtime_buffer import SEED_TP_SHARDABLE_OVERHEAD_MB
 from estimator.shared.memo import derived
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 #: Adam keeps two states (first and second moment) per parameter
 ADAM_STATES = 2
 
-#: seed P1: mean TP=1 under-estimate of the reference on the scaled-down DeepSeek-V3 (MiB)
-SAPP_ND_TP_SHARDABLE_OVERHEAD_MB = 2676.0
 
 Sharding = Literal["sapp-nd", "megatron", "fsdp2"]
 
@@ -88,7 +87,7 @@ PROFILES: dict[str, Profile] = {
         logits_held_per_micro_batch=True,
         full_recompute_input_tp_sharded=True,
         comm_buffers=True,
-        tp_shardable_overhead_mb=SAPP_ND_TP_SHARDABLE_OVERHEAD_MB,
+        tp_shardable_overhead_mb=SEED_TP_SHARDABLE_OVERHEAD_MB,  # seed P1 (§4.1.2)
     ),
     "megatron": Profile(
         name="megatron",
