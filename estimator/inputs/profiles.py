@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 from estimator.inputs.runtime_buffer import SEED_TP_SHARDABLE_OVERHEAD_MB
 from estimator.shared.memo import derived
+from ndval.core.units import S_PER_US
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -220,6 +221,6 @@ def host_launch_cost_s(cfg: EstimatorConfig) -> float:
     the user's own stack, e.g. the analyzer's ``host_us_per_launch`` of a profile), else the profile's
     sourced value (0.0 without one)."""
     if cfg.options.host_launch_cost_us is not None:
-        return cfg.options.host_launch_cost_us * 1e-6
+        return cfg.options.host_launch_cost_us * S_PER_US
     cost = HOST_LAUNCH_COST.get(cfg.profile)
-    return 0.0 if cost is None else cost.per_launch_us * 1e-6
+    return 0.0 if cost is None else cost.per_launch_us * S_PER_US

@@ -22,6 +22,7 @@ from estimator.inputs.profiles import DTYPE_BYTES, host_launch_cost_s, profile_o
 from estimator.perf import comm, compute, network
 from estimator.shared.arrays import as_float
 from estimator.shared.memo import derived, pricing_key, shared_value
+from ndval.core.units import FLOPS_PER_TFLOPS
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -78,7 +79,7 @@ def context(cfg: EstimatorConfig) -> Ctx:
         b_compute=DTYPE_BYTES[cfg.precision.compute],
         b_param=DTYPE_BYTES[cfg.precision.params or prof.params_dtype],
         b_grad=DTYPE_BYTES[cfg.precision.grads or prof.grads_dtype],
-        peak_flops=peak * 1e12 * cfg.options.compute_efficiency,
+        peak_flops=peak * FLOPS_PER_TFLOPS * cfg.options.compute_efficiency,
         levels=derived(cfg.hardware, "levels", lambda: tuple(cfg.hardware.levels)),  # one tuple per (frozen) hardware
         score=cfg.options.perf_mode == "score",
         comm_weight=reference_comm_weight(m.hidden_size, ffn, cfg.train.seq_length),
