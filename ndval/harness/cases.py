@@ -145,9 +145,10 @@ def find_cases_root(path: Path) -> Path:
 
 
 def today() -> dt.date:
-    """Date used for waiver expiry (``NDVAL_TODAY=YYYY-MM-DD`` pins it for reproducible runs)."""
+    """Date used for waiver expiry: today in UTC, so a waiver expires at the same instant everywhere (the local
+    date made a waiver "expiring today" fail in UTC+14 and pass in UTC); ``NDVAL_TODAY=YYYY-MM-DD`` pins it."""
     pinned = os.environ.get("NDVAL_TODAY")
-    return dt.date.fromisoformat(pinned) if pinned else dt.date.today()
+    return dt.date.fromisoformat(pinned) if pinned else dt.datetime.now(dt.UTC).date()
 
 
 def _pydantic_error(exc: ValidationError, located: Located, prefix: Loc) -> CaseError:
