@@ -356,7 +356,7 @@ def read_regular_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     with path.open("rb") as fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise ValueError(f"file larger than {max_bytes // 2**20} MiB")
+        raise ValueError(f"file larger than {max_bytes // MIB_BYTES} MiB")
     return data.decode("utf-8")
 
 
