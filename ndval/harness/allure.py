@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +102,7 @@ def _table_csv(table: list[dict[str, Any]]) -> str:
     writer = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     writer.writeheader()
     for row in table:
-        writer.writerow({k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()})
+        writer.writerow({k: (strictjson.dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()})
     return buf.getvalue()
 
 
@@ -186,10 +185,10 @@ def write_run_files(alluredir: Path, summary: dict[str, Any]) -> None:
     env |= {f"pkg.{k}": v for k, v in prov["packages"].items() if v}
     lines = [f"{k}={str(v).replace(chr(10), ' ')}" for k, v in env.items()]
     atomic.write_text(alluredir / "environment.properties", "\n".join(lines) + "\n")
-    atomic.write_text(alluredir / "categories.json", json.dumps(CATEGORIES, indent=1))
+    atomic.write_text(alluredir / "categories.json", strictjson.dumps(CATEGORIES, indent=1))
     executor = {"name": "ndval validate", "type": "ndval", "buildName": f"ndval {prov['git']['sha'][:12]}",
                 "reportName": "ndval validation"}
-    atomic.write_text(alluredir / "executor.json", json.dumps(executor, indent=1))
+    atomic.write_text(alluredir / "executor.json", strictjson.dumps(executor, indent=1))
 
 
 class AllureItems:
