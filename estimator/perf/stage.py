@@ -226,7 +226,10 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         "cp": comm_value(cfg, ctx, cp_cs, ctx.tp, "cp"),
         "dp": comm_value(cfg, ctx, dp_cs, ctx.tp, "dp") + comm_value(cfg, ctx, dp_cs_exp, dp_stride_exp, "dp"),
     }
-    hidden = _hidden(cfg, ctx, layout, values, timed, held, [(dp_cs, ctx.tp), (dp_cs_exp, dp_stride_exp)])
+    host = [launches.forward * ctx.host_launch_s, launches.backward * ctx.host_launch_s,
+            launches.recompute * ctx.host_launch_s]
+    passes = [maximum(t, h) for t, h in zip(timed, host, strict=True)] if ctx.host_launch_s else timed
+    hidden = _hidden(cfg, ctx, layout, values, passes, held, [(dp_cs, ctx.tp), (dp_cs_exp, dp_stride_exp)])
     return StageCost(
         stage=layout.stage,
         fw_compute=timed[0],
@@ -242,9 +245,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         ep_bytes=sum(map(comm.wire_bytes, ep_cs)),
         cp_bytes=sum(map(comm.wire_bytes, cp_cs)),
         dp_bytes=sum(map(comm.wire_bytes, dp_cs + dp_cs_exp)),
-        host_fw=launches.forward * ctx.host_launch_s,
-        host_bw=launches.backward * ctx.host_launch_s,
-        host_rec=launches.recompute * ctx.host_launch_s,
+        host_fw=host[0], host_bw=host[1], host_rec=host[2],
         full_recompute=full,
         kernels_fw=launches.forward, kernels_bw=launches.backward, kernels_rec=launches.recompute,
         optimizer=optimizer, by_class=by_class,
@@ -258,7 +259,9 @@ def _hidden(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, values: 
             timed: list[float], held: tuple[float, float], dp_groups: list[tuple[list[comm.Collective], int]],
             ) -> dict[str, float]:
     """Comm seconds per dimension the overlap mechanisms hide (:mod:`estimator.perf.overlap`): the
-    collective's seconds less what stays exposed, never below 0; all 0 with the mechanisms off."""
+    collective's seconds less what stays exposed, never below 0; all 0 with the mechanisms off.
+    ``passes``: the stage's forward, backward and recompute seconds, each at least its host launch
+    time (a host-bound pass lasts that long, and per-step DP traffic can hide under all of it)."""
     if not overlap.active(cfg) or cfg.profile == "sapp-nd":
         return _NOTHING_HIDDEN
     w = overlap.windows(cfg, ctx, layout, timed)
