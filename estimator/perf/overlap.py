@@ -45,11 +45,13 @@ from dataclasses import dataclass
 from math import ceil
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from estimator.inputs.profiles import overlap_flag_on
 from estimator.perf import comm, layers, roofline
 from estimator.perf import operators as ops_
 from estimator.perf.context import Ctx, comm_value
-from estimator.shared.arrays import maximum, pick
+from estimator.shared.arrays import any_true, is_array, maximum, pick
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -138,14 +140,37 @@ def _is_attention(op: ops_.Op) -> bool:
     return op.op_class == "attention" or (op.op_class == "gemm" and "core_attn" in op.modules)
 
 
+def tp_active(cfg: EstimatorConfig) -> bool:
+    """A TP mechanism applies (Megatron's ``tp_comm_overlap`` or torchtitan's async TP)."""
+    return on(cfg, "tp_comm_overlap") or on(cfg, "enable_async_tensor_parallel")
+
+
+def ep_active(cfg: EstimatorConfig) -> bool:
+    """An EP mechanism applies (EP comm in seconds)."""
+    return cfg.options.convert_ep_comm_to_time and (
+        on(cfg, "moe_shared_expert_overlap") or on(cfg, "overlap_moe_expert_parallel_comm"))
+
+
+def cp_active(cfg: EstimatorConfig, ctx: Ctx) -> bool:
+    """The CP ring's overlap applies: ring attention (``cp_comm_type p2p``) with cp > 1 under a
+    framework profile (the reference tool's ``sapp-nd`` states none)."""
+    return (active(cfg) and cfg.profile != "sapp-nd" and cfg.parallel.cp_comm_type != "a2a"
+            and any_true(ctx.cp > 1))
+
+
+def any_active(cfg: EstimatorConfig, ctx: Ctx) -> bool:
+    """Any mechanism applies to ``cfg``."""
+    return active(cfg) and (tp_active(cfg) or ep_active(cfg) or dp_overlap_active(cfg) or cp_active(cfg, ctx))
+
+
 def windows(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, timed: list[float]) -> Windows:
     """The stage's :class:`Windows` (``timed``: its forward, backward and recompute seconds)."""
-    tp_needed = on(cfg, "tp_comm_overlap") or on(cfg, "enable_async_tensor_parallel")
+    tp_needed = tp_active(cfg)
     return Windows(
         forward=timed[0], backward=timed[1] + timed[2],
         tp_ag_gemms=_selected_s(cfg, ctx, layout, lambda op: op.name in TP_AG_GEMMS) if tp_needed else 0.0,
         tp_rs_gemms=_selected_s(cfg, ctx, layout, lambda op: op.name in TP_RS_GEMMS) if tp_needed else 0.0,
-        attention=_selected_s(cfg, ctx, layout, _is_attention) if ctx.cp > 1 else 0.0,
+        attention=_selected_s(cfg, ctx, layout, _is_attention) if cp_active(cfg, ctx) else 0.0,
         shared_experts=(_selected_s(cfg, ctx, layout, lambda op: op.name in SHARED_EXPERT_OPS)
                         if on(cfg, "moe_shared_expert_overlap") else 0.0),
     )
@@ -181,7 +206,7 @@ def exposed_ep(cfg: EstimatorConfig, ep_s: float, w: Windows) -> float:
 
 def exposed_cp(cfg: EstimatorConfig, ctx: Ctx, cp_s: float, w: Windows) -> float:
     """CP comm left exposed: the ring's transfers beside the attention blocks (module docstring)."""
-    if not active(cfg) or cfg.parallel.cp_comm_type == "a2a" or cfg.profile == "sapp-nd" or ctx.cp <= 1:
+    if not cp_active(cfg, ctx):
         return cp_s
     if cfg.profile == "fsdp2":
         return concurrent_exposed(cp_s, w.attention / ctx.cp)
@@ -193,8 +218,11 @@ def dp_pieces(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, held: tuple[f
     (``⌈params / max(40M, 1M·dp·cp)⌉``, :data:`BUCKET_MIN_PARAMS`)."""
     if cfg.profile == "fsdp2":
         return float(max(1, len(layout.layers)))
-    bucket = max(BUCKET_MIN_PARAMS, BUCKET_PARAMS_PER_DP_RANK * cfg.parallel.dp * cfg.parallel.cp)
-    return maximum(1.0, float(ceil(float(sum(held)) / bucket)))
+    bucket = maximum(BUCKET_MIN_PARAMS, BUCKET_PARAMS_PER_DP_RANK * ctx.dp * ctx.cp)
+    params = held[0] + held[1]
+    if is_array(params, bucket):  # (arrays of layouts)
+        return maximum(1.0, np.ceil(params / bucket))
+    return maximum(1.0, float(ceil(params / bucket)))
 
 
 def _dp_switches(cfg: EstimatorConfig) -> tuple[bool, bool]:

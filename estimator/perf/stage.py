@@ -256,18 +256,18 @@ _NOTHING_HIDDEN = {"tp": 0.0, "ep": 0.0, "cp": 0.0, "dp": 0.0}
 
 
 def _hidden(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, values: dict[str, float],
-            timed: list[float], held: tuple[float, float], dp_groups: list[tuple[list[comm.Collective], int]],
+            passes: list[float], held: tuple[float, float], dp_groups: list[tuple[list[comm.Collective], int]],
             ) -> dict[str, float]:
     """Comm seconds per dimension the overlap mechanisms hide (:mod:`estimator.perf.overlap`): the
     collective's seconds less what stays exposed, never below 0; all 0 with the mechanisms off.
     ``passes``: the stage's forward, backward and recompute seconds, each at least its host launch
     time (a host-bound pass lasts that long, and per-step DP traffic can hide under all of it)."""
-    if not overlap.active(cfg) or cfg.profile == "sapp-nd":
+    if not overlap.any_active(cfg, ctx):
         return _NOTHING_HIDDEN
-    w = overlap.windows(cfg, ctx, layout, timed)
+    w = overlap.windows(cfg, ctx, layout, passes)
     exposed = {
         "tp": overlap.exposed_tp(cfg, ctx, values["tp"], w),
-        "ep": overlap.exposed_ep(cfg, values["ep"], w) if cfg.options.convert_ep_comm_to_time else values["ep"],
+        "ep": overlap.exposed_ep(cfg, values["ep"], w) if overlap.ep_active(cfg) else values["ep"],
         "cp": overlap.exposed_cp(cfg, ctx, values["cp"], w),
         "dp": (overlap.exposed_dp(cfg, ctx, dp_groups, overlap.dp_pieces(cfg, ctx, layout, held), w)
                if overlap.dp_overlap_active(cfg) else values["dp"]),
