@@ -158,7 +158,10 @@ def _moe_rules() -> list[Rule]:
              lambda c: f"must divide model.num_experts ({c.model.num_experts}); got {c.parallel.ep}"),
         Rule("parallel.ep", _expert_group_broken,
              lambda c: f"ep·etp must divide dp·tp·cp ({c.parallel.dp * c.parallel.tp * c.parallel.cp}); "
-             f"got ep={c.parallel.ep}"),
+             f"got ep={c.parallel.ep}, etp={c.parallel.etp} (MoE parallel folding: the expert grid "
+             "etp·ep·edp spans the tp·cp·dp ranks of a pipeline stage, Megatron-Core parallel_state."
+             "initialize_model_parallel: 'expert_tensor_model_pipeline_parallel_size' = etp·ep·pp must divide "
+             "the world size)"),
         Rule("parallel.ep", _profile_ep_broken,
              lambda c: f"must divide dp·cp ({c.parallel.dp * c.parallel.cp}) under '{c.profile}', where etp "
              "defaults to tp (expert groups ep·etp must divide dp·tp·cp); set parallel.etp otherwise"),

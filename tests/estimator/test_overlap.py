@@ -177,3 +177,28 @@ def test_missing_prerequisite_is_a_config_error(overrides: dict[str, Any], field
     with pytest.raises(ConfigError) as err:
         estimator.load_config(LLAMA, overrides)
     assert err.value.field == field and rule_part in err.value.rule
+
+
+# -- MoE parallel folding (Megatron-Core parallel_state.initialize_model_parallel) -----------------
+
+
+@pytest.mark.parametrize(("parallel", "edp"), [
+    # Qwen3-235B-A22B-like: ep 32 > dp·cp = 8 is fine with etp 1 (the expert group spans tp·cp·dp = 32)
+    ({"tp": 4, "cp": 1, "dp": 8, "ep": 32, "etp": 1}, 1),
+    ({"tp": 2, "cp": 2, "dp": 8, "ep": 16, "etp": 2}, 1),
+    ({"tp": 4, "cp": 2, "dp": 4, "ep": 8, "etp": 1}, 4),  # 4·2·4 = 32 ranks = 8·1·edp -> edp 4
+])
+def test_expert_group_folds_over_tp_cp_dp(parallel: dict[str, int], edp: int) -> None:
+    cfg = estimator.load_config(DSV3, {**{f"parallel.{k}": v for k, v in parallel.items()}, "parallel.pp": 1,
+                                       "hardware.devices": parallel["tp"] * parallel["cp"] * parallel["dp"],
+                                       "train.seq_length": 4096, "parallel.layers_per_stage": None})
+    assert estimator.inputs.derive.expert_data_parallel(cfg) == edp
+    assert config_context(cfg).edp == edp
+
+
+def test_impossible_expert_fold_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as err:  # ep·etp = 64 does not divide tp·cp·dp = 32
+        estimator.load_config(DSV3, {"parallel.tp": 4, "parallel.dp": 8, "parallel.pp": 1, "parallel.ep": 32,
+                                     "parallel.etp": 2, "hardware.devices": 32, "parallel.layers_per_stage": None})
+    assert err.value.field == "parallel.ep"
+    assert "ep·etp must divide dp·tp·cp (32)" in err.value.rule and "Megatron-Core" in err.value.rule
