@@ -192,7 +192,7 @@ def test_expert_group_folds_over_tp_cp_dp(parallel: dict[str, int], edp: int) ->
     cfg = estimator.load_config(DSV3, {**{f"parallel.{k}": v for k, v in parallel.items()}, "parallel.pp": 1,
                                        "hardware.devices": parallel["tp"] * parallel["cp"] * parallel["dp"],
                                        "train.seq_length": 4096, "parallel.layers_per_stage": None})
-    assert estimator.inputs.derive.expert_data_parallel(cfg) == edp
+    assert estimator.inputs.derive.expert_groups(cfg).edp == edp
     assert config_context(cfg).edp == edp
 
 
