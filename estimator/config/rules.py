@@ -26,6 +26,7 @@ import numpy as np
 
 from estimator.config.errors import ConfigError
 from estimator.inputs import pipeline_split, recipes
+from estimator.inputs.profiles import OVERLAP_FLAGS
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -178,7 +179,10 @@ def _moe_rules() -> list[Rule]:
              lambda c: f"must divide model.num_experts ({c.model.num_experts}); got {c.parallel.ep}"),
         Rule("parallel.ep", _expert_group_broken,
              lambda c: f"ep·etp must divide dp·tp·cp ({c.parallel.dp * c.parallel.tp * c.parallel.cp}); "
-             f"got ep={c.parallel.ep}"),
+             f"got ep={c.parallel.ep}, etp={c.parallel.etp} (MoE parallel folding: the expert grid "
+             "etp·ep·edp spans the tp·cp·dp ranks of a pipeline stage, Megatron-Core parallel_state."
+             "initialize_model_parallel: 'expert_tensor_model_pipeline_parallel_size' = etp·ep·pp must divide "
+             "the world size)"),
         Rule("parallel.ep", _profile_ep_broken,
              lambda c: f"must divide dp·cp ({c.parallel.dp * c.parallel.cp}) under '{c.profile}', where etp "
              "defaults to tp (expert groups ep·etp must divide dp·tp·cp); set parallel.etp otherwise"),
@@ -188,6 +192,62 @@ def _moe_rules() -> list[Rule]:
              lambda c: (not c.model.is_moe) & (c.parallel.etp is not None) & (_etp_or_1(c.parallel.etp) != 1),
              lambda c: "expert tensor parallelism needs routed experts: leave it unset (or 1) for "
              f"a dense model (model.num_experts ≤ 1); got {c.parallel.etp}"),
+    ]
+
+
+#: every overlap switch any framework profile has (``parallel.<name>``), and the profiles that have it
+_OVERLAP_OWNERS: dict[str, tuple[str, ...]] = {
+    name: tuple(p for p, flags in OVERLAP_FLAGS.items() if name in flags)
+    for name in dict.fromkeys(n for flags in OVERLAP_FLAGS.values() for n in flags)
+}
+
+
+def _set(value: Any) -> bool:
+    """An overlap switch stated in the config (None = the framework default; the one bool field with a
+    False default, ``overlap_moe_expert_parallel_comm``, counts as stated when true)."""
+    return value is not None and value is not False
+
+
+def _foreign_overlap(cfg: Cfg) -> str | None:
+    """The first overlap switch ``cfg`` states that its profile's framework does not have."""
+    return next((name for name in _OVERLAP_OWNERS
+                 if cfg.profile not in _OVERLAP_OWNERS[name] and _set(getattr(cfg.parallel, name))), None)
+
+
+def _foreign_overlap_message(cfg: Cfg) -> str:
+    name = _foreign_overlap(cfg)
+    owners = " / ".join(_OVERLAP_OWNERS.get(name or "", ()))
+    own = ", ".join(OVERLAP_FLAGS[cfg.profile]) or "none"
+    return (f"is an overlap switch of the '{owners}' profile's framework; profile '{cfg.profile}' has no such switch "
+            f"(its overlap switches: {own}; estimator.inputs.profiles.OVERLAP_FLAGS)")
+
+
+def _overlap_rules() -> list[Rule]:
+    """Overlap switches: only the profile's framework's own, with the prerequisites that framework checks."""
+    return [
+        Rule(lambda c: f"parallel.{_foreign_overlap(c) or 'overlap'}", lambda c: _foreign_overlap(c) is not None,
+             _foreign_overlap_message, structural=True),
+        Rule("parallel.overlap_param_gather",
+             lambda c: (c.parallel.overlap_param_gather is True) & np.logical_not(c.parallel.distributed_optimizer),
+             lambda c: "needs parallel.distributed_optimizer: true (Megatron-LM arguments.py: '--overlap-param-gather "
+             "only supported with distributed optimizer')"),
+        Rule("parallel.overlap_param_gather",
+             lambda c: (c.parallel.overlap_param_gather is True) & (c.parallel.overlap_grad_reduce is not True),
+             lambda c: "needs parallel.overlap_grad_reduce: true (Megatron-LM arguments.py: 'Must use "
+             "--overlap-param-gather with --overlap-grad-reduce')"),
+        Rule("parallel.tp_comm_overlap",
+             lambda c: (c.parallel.tp_comm_overlap is True)
+             & np.logical_not(np.logical_and(c.parallel.sequence_parallel, c.parallel.tp > 1)),
+             lambda c: "needs parallel.sequence_parallel: true with tp > 1 (Megatron-LM arguments.py: 'Tensor "
+             "parallel communication/GEMM overlap can happen only when sequence parallelism is enabled')"),
+        Rule("parallel.moe_shared_expert_overlap",
+             lambda c: (c.parallel.moe_shared_expert_overlap is True) & (c.model.shared_ffn_total == 0),
+             lambda c: "needs shared experts (model.num_shared_experts > 0): it overlaps the shared expert with "
+             "the dispatch and combine all-to-alls", structural=True),
+        Rule("parallel.enable_async_tensor_parallel",
+             lambda c: (c.parallel.enable_async_tensor_parallel is True) & (not c.options.torch_compile),
+             lambda c: "needs options.torch_compile: true (torchtitan parallelize: 'Async TP requires "
+             "--training.compile')"),
     ]
 
 
@@ -250,6 +310,7 @@ RULES: tuple[Rule, ...] = (
          lambda c: f"must divide model.num_attention_heads ({c.model.num_attention_heads}); got {c.parallel.tp}"),
     *_moe_rules(),
     Rule("parallel", _world_broken, _world_message),
+    *_overlap_rules(),
     *_layer_rules(),
     *_train_rules(),
 )

@@ -12,6 +12,7 @@ from pydantic_core import PydanticCustomError
 
 from estimator.config.errors import did_you_mean
 from estimator.inputs.recipes import RecipeName
+from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
 
 RecomputeMode = Literal["none", "selective", "full"]
 #: selective-recompute modules understood by the activation model (Megatron names)
@@ -227,6 +228,22 @@ class ParallelConfig(StrictSection):
     #: Megatron ``--overlap-moe-expert-parallel-comm``: the interleaved schedule runs one extra
     #: warm-up forward (``get_pp_rank_microbatches``), so one more micro-batch is in flight
     overlap_moe_expert_parallel_comm: bool = False
+    #: communication overlap switches, each named as its framework names it (None = the framework's
+    #: default; a switch the profile's framework does not have is a ConfigError, ``estimator.config.rules``).
+    #: What each hides under which compute: ``estimator.perf.overlap``; the table with sources:
+    #: ``estimator.inputs.profiles.OVERLAP_FLAGS``. Megatron-LM ``--overlap-grad-reduce``:
+    overlap_grad_reduce: bool | None = None
+    #: Megatron-LM ``--overlap-param-gather`` (needs the distributed optimizer and overlap_grad_reduce)
+    overlap_param_gather: bool | None = None
+    #: Megatron-LM ``--tp-comm-overlap`` (Transformer Engine userbuffers; needs sequence parallelism)
+    tp_comm_overlap: bool | None = None
+    #: Megatron-LM ``--moe-shared-expert-overlap`` (needs shared experts)
+    moe_shared_expert_overlap: bool | None = None
+    #: torchtitan ``parallelism.enable_async_tensor_parallel`` (needs torch.compile)
+    enable_async_tensor_parallel: bool | None = None
+    #: FSDP2's implicit prefetching of the next block's all-gather and the overlapped reduce-scatter
+    #: (``fully_shard``: always on; false models a run without it)
+    fsdp_prefetch: bool | None = None
 
     @property
     def world_size(self) -> int:
@@ -343,10 +360,11 @@ class OptionsConfig(StrictSection):
     """The seed's fixes as options (spec §5) and the time model's knobs.
 
     Defaults are the seed's (= ``presets.fixed()``), except ``tp_shardable_overhead_mb`` whose
-    None means the profile's default (2676 under ``sapp-nd``, 0 otherwise; spec §5).
+    None means the profile's default (``SEED_TP_SHARDABLE_OVERHEAD_MB`` = 2676 under ``sapp-nd``, 0
+    otherwise; spec §5; ``estimator.inputs.runtime_buffer``).
     """
 
-    safety_buffer_mb: float = Field(default=1024.0, ge=0, description="P1: safety buffer (MiB), /tp when scaled")
+    safety_buffer_mb: float = Field(default=SEED_SAFETY_BUFFER_MB, ge=0, description="P1: safety buffer (MiB), /tp when scaled")
     tp_scaled_buffers: bool = Field(default=True, description="P1: false keeps the safety buffer flat")
     tp_shardable_overhead_mb: float | None = Field(
         default=None, ge=0, description="P1: runtime overhead (MiB) /tp; None = profile default"
@@ -374,6 +392,12 @@ class OptionsConfig(StrictSection):
         default=None, gt=0, allow_inf_nan=False,
         description="host µs per launched kernel; None = the profile's sourced value (estimator.inputs.profiles); "
                     "set it from a profile of your own run (analyzer indicator host_us_per_launch)",
+    )
+    comm_overlap: bool = Field(
+        default=True,
+        description="overlap mechanisms (estimator.perf.overlap): the framework's overlap switches "
+                    "(parallel.overlap_grad_reduce ...) and the overlap its implementation always has (CP ring "
+                    "under attention blocks); false: every collective fully exposed (the model before them)",
     )
     dp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of DP comm hidden by compute")
     tp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of TP comm hidden by compute")

@@ -21,9 +21,17 @@ from typing import Any
 #: a ``key=value`` item of the notes
 _ITEM = re.compile(r"^([a-z][a-z0-9_.]*)(?:\([^)]*\))?=(.*)$")  # e.g. pp_layout(list, 16 stages)="..."
 #: the items priced by the estimator (the rest are listed as recorded, not priced)
-PRICED_ITEMS = frozenset({"fp8_recipe", "fp4", "cuda_graph", "recompute", "etp", "sequence_parallel",
+PRICED_ITEMS = frozenset({"overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+                          "moe_shared_expert_overlap", "moe_a2a_overlap", "fp8_recipe", "fp4", "cuda_graph", "recompute", "etp", "sequence_parallel",
                           "distributed_optimizer", "pp_layout", "account_for_embedding_in_pipeline_split",
                           "account_for_loss_in_pipeline_split", "mtp_num_layers"})
+#: overlap switches of the recipe -> the framework flags (estimator.inputs.profiles.OVERLAP_FLAGS); a switch the
+#: notes mark ``[inactive: ...]`` (Bridge turns TP overlap off below TP 2) is off
+OVERLAP_ITEMS = {
+    "overlap_grad_reduce": "parallel.overlap_grad_reduce", "overlap_param_gather": "parallel.overlap_param_gather",
+    "tp_comm_overlap": "parallel.tp_comm_overlap", "moe_shared_expert_overlap": "parallel.moe_shared_expert_overlap",
+    "moe_a2a_overlap": "parallel.overlap_moe_expert_parallel_comm",
+}
 #: items that describe the row, not the run (never listed)
 _DESCRIPTIVE = frozenset({"recipe_files", "tokens_per_s_per_gpu"})
 
@@ -100,6 +108,11 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
     if "fp8_recipe" not in items and "cuda_graph" not in items:
         return  # not a row with recipe facts
     cited: dict[str, str] = dict(config["model"].get("source_facts") or {})
+    overlaps = OVERLAP_ITEMS if config["profile"] == "megatron" else {}  # FSDP rows: the profile's own prefetch
+    for item, path in overlaps.items():
+        value = items.get(item, "")
+        if (flag := _flag(value)) is not None:
+            _set(config, path, flag and "[inactive" not in value, f"{item}={value[:60]}", cited)
     if "param_gather=true" in items.get("fp8_recipe", "") + items.get("fp4", ""):
         _set(config, "precision.fp8_param_gather", True, "fp8_param_gather=true", cited)
     if (graph := items.get("cuda_graph")) is not None:

@@ -19,12 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator.inputs.adapters import Adapter, adapter_of, layer_adapter_params
-from estimator.inputs.derive import (
-    expert_data_parallel,
-    layer_ep,
-    megatron_expert_tp,
-    shard_factors,
-)
+from estimator.inputs.derive import expert_groups, layer_ep, shard_factors
 from estimator.inputs.params import (
     LayerParams,
     embedding_params,
@@ -114,7 +109,7 @@ def _dp_shard(cfg: EstimatorConfig) -> int:
 
 
 def _edp_shard(cfg: EstimatorConfig) -> int:
-    return expert_data_parallel(cfg) if cfg.parallel.distributed_optimizer else 1
+    return expert_groups(cfg).edp if cfg.parallel.distributed_optimizer else 1
 
 
 def fp8_weight_cache(cfg: EstimatorConfig, linear_weights: float) -> StaticBytes:
@@ -137,7 +132,7 @@ def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Sta
     b, t = resolved_bytes(cfg), cfg.parallel.tp
     held_non_exp = lp.held_non_expert(t)
     linear_non_exp = (lp.non_expert - lp.replicated) / t + lp.mla_replicated
-    etp = megatron_expert_tp(cfg)
+    etp = expert_groups(cfg).etp
     routed, shared = lp.routed / (ep * etp), lp.shared / t
     return StaticBreakdown(
         non_expert=_per_param(held_non_exp, b, _dp_shard(cfg), 1, 1) + fp8_weight_cache(cfg, linear_non_exp),
@@ -149,9 +144,9 @@ def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Sta
 def fsdp2_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> StaticBreakdown:
     """FSDP2: params, grads and optimizer states all sharded (16 B / shard degree with fp32 Adam)."""
     b, t = resolved_bytes(cfg), cfg.parallel.tp
-    d, e = cfg.parallel.dp * cfg.parallel.cp, expert_data_parallel(cfg)
+    groups = expert_groups(cfg)
+    d, e, etp = cfg.parallel.dp * cfg.parallel.cp, groups.edp, groups.etp
     held_non_exp = lp.held_non_expert(t)
-    etp = megatron_expert_tp(cfg)
     return StaticBreakdown(
         non_expert=_per_param(held_non_exp, b, d, d, d),
         routed=_per_param(lp.routed / (ep * etp), b, e, e, e),
@@ -187,7 +182,7 @@ def adapter_layer_static(cfg: EstimatorConfig, index: int, base: StaticBreakdown
     if profile_of(cfg).sharding == "megatron":
         trained_dense, trained_routed = _per_param(dense, b, _dp_shard(cfg), 1, 1), _per_param(routed, b, _edp_shard(cfg), 1, 1)
     else:
-        d, e = p.dp * p.cp, expert_data_parallel(cfg)
+        d, e = p.dp * p.cp, expert_groups(cfg).edp
         trained_dense, trained_routed = _per_param(dense, b, d, d, d), _per_param(routed, b, e, e, e)
     return StaticBreakdown(non_expert=frozen(base.non_expert) + trained_dense,
                            routed=frozen(base.routed) + trained_routed, shared=frozen(base.shared))

@@ -16,7 +16,7 @@ from estimator.inputs import derive, params
 from estimator.inputs.adapters import adapter_of, layer_adapter_params
 from estimator.inputs.profiles import resolved_bytes
 from estimator.inputs.recipes import stored_recipe
-from estimator.perf import comm, compute, graphs, kernels, layers, operators, roofline
+from estimator.perf import comm, compute, graphs, kernels, layers, operators, overlap, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
 from estimator.shared.memo import config_memo, kept_property, pricing_key, pricing_memo, shared_value
@@ -74,6 +74,12 @@ class StageCost:
     kernels_rec: float = 0.0
     optimizer: float = 0.0  # per step: the optimizer step over the local shard (operator roofline only)
     by_class: dict[str, float] = field(default_factory=dict)  # device seconds per micro-batch per operator class
+    #: comm seconds the overlap mechanisms hide (:mod:`estimator.perf.overlap`); ``mp/ep/cp/dp_comm`` are
+    #: what stays exposed. All 0 with the mechanisms off.
+    tp_hidden: float = 0.0
+    ep_hidden: float = 0.0
+    cp_hidden: float = 0.0
+    dp_hidden: float = 0.0
 
     def pass_comm(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
         """(forward, backward, recompute) share of the stage's TP + EP + CP comm per micro-batch
@@ -224,12 +230,18 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         "cp": comm_value(cfg, ctx, cp_cs, ctx.tp, "cp"),
         "dp": comm_value(cfg, ctx, dp_cs, ctx.tp, "dp") + comm_value(cfg, ctx, dp_cs_exp, dp_stride_exp, "dp"),
     }
+    host = [launches.forward * ctx.host_launch_s, launches.backward * ctx.host_launch_s,
+            launches.recompute * ctx.host_launch_s]
+    passes = [maximum(t, h) for t, h in zip(timed, host, strict=True)] if ctx.host_launch_s else timed
+    hidden = _hidden(cfg, ctx, layout, values, passes, held, [(dp_cs, ctx.tp), (dp_cs_exp, dp_stride_exp)])
     return StageCost(
         stage=layout.stage,
         fw_compute=timed[0],
         bw_compute=timed[1],
         recompute=timed[2],
-        mp_comm=values["tp"], ep_comm=values["ep"], cp_comm=values["cp"], dp_comm=values["dp"],
+        mp_comm=values["tp"] - hidden["tp"], ep_comm=values["ep"] - hidden["ep"], cp_comm=values["cp"] - hidden["cp"],
+        dp_comm=values["dp"] - hidden["dp"],
+        tp_hidden=hidden["tp"], ep_hidden=hidden["ep"], cp_hidden=hidden["cp"], dp_hidden=hidden["dp"],
         ep=stage_ep,
         fw_flops=fw,
         cp_dim=cp_dim,
@@ -237,13 +249,34 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         ep_bytes=sum(map(comm.wire_bytes, ep_cs)),
         cp_bytes=sum(map(comm.wire_bytes, cp_cs)),
         dp_bytes=sum(map(comm.wire_bytes, dp_cs + dp_cs_exp)),
-        host_fw=launches.forward * ctx.host_launch_s,
-        host_bw=launches.backward * ctx.host_launch_s,
-        host_rec=launches.recompute * ctx.host_launch_s,
+        host_fw=host[0], host_bw=host[1], host_rec=host[2],
         full_recompute=full,
         kernels_fw=launches.forward, kernels_bw=launches.backward, kernels_rec=launches.recompute,
         optimizer=optimizer, by_class=by_class,
     )
+
+
+_NOTHING_HIDDEN = {"tp": 0.0, "ep": 0.0, "cp": 0.0, "dp": 0.0}
+
+
+def _hidden(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, values: dict[str, float],
+            passes: list[float], held: tuple[float, float], dp_groups: list[tuple[list[comm.Collective], int]],
+            ) -> dict[str, float]:
+    """Comm seconds per dimension the overlap mechanisms hide (:mod:`estimator.perf.overlap`): the
+    collective's seconds less what stays exposed, never below 0; all 0 with the mechanisms off.
+    ``passes``: the stage's forward, backward and recompute seconds, each at least its host launch
+    time (a host-bound pass lasts that long, and per-step DP traffic can hide under all of it)."""
+    if not overlap.any_active(cfg, ctx):
+        return _NOTHING_HIDDEN
+    w = overlap.windows(cfg, ctx, layout, passes)
+    exposed = {
+        "tp": overlap.exposed_tp(cfg, ctx, values["tp"], w),
+        "ep": overlap.exposed_ep(cfg, values["ep"], w) if overlap.ep_active(cfg) else values["ep"],
+        "cp": overlap.exposed_cp(cfg, ctx, values["cp"], w),
+        "dp": (overlap.exposed_dp(cfg, ctx, dp_groups, overlap.dp_pieces(cfg, ctx, layout, held), w)
+               if overlap.dp_overlap_active(cfg) else values["dp"]),
+    }
+    return {dim: maximum(0.0, values[dim] - exposed[dim]) for dim in values}
 
 
 def _per_layer_traffic(cfg: EstimatorConfig, ctx: Ctx) -> tuple[float, float, str, list[comm.Collective]]:
