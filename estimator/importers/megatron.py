@@ -18,6 +18,7 @@ from estimator.experiments.measured import megatron_padded_vocab
 from estimator.importers.common import Imported, as_bool, as_int, bad
 from estimator.importers.megatron_args import read_arguments
 from estimator.importers.megatron_flags import IGNORED_PREFIXES, NOT_MODELLED, RECOMPUTE_MODULE_NAMES, REFUSED
+from estimator.importers.megatron_recipe import cuda_graph, linear_recipe, overlap
 
 #: Megatron's defaults used when a flag is absent (megatron/training/arguments.py)
 DEFAULT_DIVISIBLE_BY = 128
@@ -226,8 +227,7 @@ def _pipeline(a: _Args, pp: int) -> None:
     for flag in ("--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"):
         if a.integer(flag, minimum=0) is not None:
             a.put(f"parallel.{flag[2:].replace('-', '_')}", flag, minimum=0)
-    for flag in ("--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-                 "--overlap-moe-expert-parallel-comm"):
+    for flag in ("--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"):
         if a.flag(flag):
             a.out.put(f"parallel.{flag[2:].replace('-', '_')}", True, flag)
     if a.has("--cp-comm-type"):
@@ -255,8 +255,7 @@ def _recompute_and_precision(a: _Args) -> None:
     a.out.put("precision.compute", compute, "--fp16 / --bf16")
     a.out.put("precision.grads", "bf16" if a.flag("--grad-reduce-in-bf16") else "fp32",
               "Megatron's fp32 main gradients (--grad-reduce-in-bf16 for bf16)")
-    if a.has("--fp8-format"):
-        a.out.put("precision.fp8_linear", True, "--fp8-format (Transformer Engine FP8 linears)")
+    linear_recipe(a)
 
 
 def import_megatron(path: str | Path, *, world_size: int | None = None, profile: str = "megatron",
@@ -280,6 +279,8 @@ def import_megatron(path: str | Path, *, world_size: int | None = None, profile:
     tp = _parallel(a, world_size or launched)
     _vocab(a, tp, vocab_size)
     _recompute_and_precision(a)
+    overlap(a, profile, tp)
+    cuda_graph(a)
     if hardware is not None:
         out.put("hardware", hardware, "given hardware")
     _classify_rest(a)

@@ -1,8 +1,8 @@
 """Megatron-LM flags the importer reads but the estimator does not model, and those it ignores.
 
 ``NOT_MODELLED``: flag -> what the estimate leaves out (listed in the importer's output, so a user sees
-what the number does not include). The overlap, FP8-recipe and dispatcher switches are priced by
-no config field yet; when one lands, the importer maps it instead. ``IGNORED_PREFIXES``: flags that
+what the number does not include). The overlap switches, the FP8 / FP4 recipe and CUDA graphs are
+mapped (``estimator.importers.megatron_recipe``). ``IGNORED_PREFIXES``: flags that
 change neither memory nor time (logging, data, checkpointing, learning-rate schedule, numerics of
 init and RoPE).
 """
@@ -10,17 +10,8 @@ init and RoPE).
 from __future__ import annotations
 
 NOT_MODELLED: dict[str, str] = {
-    "--overlap-grad-reduce": "DP gradient reduce-scatter overlapped with backward: priced fully exposed "
-                             "(options.dp_comm_overlap is a share, not this mechanism)",
-    "--overlap-param-gather": "distributed-optimizer parameter all-gather overlapped with forward: priced exposed",
     "--overlap-param-gather-with-optimizer-step": "parameter all-gather under the optimizer step: not modelled",
-    "--tp-comm-overlap": "TP communication overlapped with GEMMs (userbuffers): priced exposed",
     "--delay-wgrad-compute": "weight-gradient GEMMs delayed to overlap the EP all-to-all: not modelled",
-    "--moe-shared-expert-overlap": "shared-expert compute overlapped with the EP all-to-all: not modelled",
-    "--fp8-recipe": "the FP8 scaling recipe (delayed / tensorwise / mxfp8 / blockwise): FP8 linears are priced "
-                    "by precision.fp8_linear alone",
-    "--fp8-param-gather": "FP8 parameter all-gather: gather bytes not halved",
-    "--fp4-format": "FP4 linears: not modelled",
     "--moe-token-dispatcher-type": "the dispatcher (alltoall / allgather / flex): EP traffic priced as all-to-all",
     "--moe-enable-deepep": "DeepEP dispatch kernels: not modelled",
     "--moe-flex-dispatcher-backend": "the flex dispatcher's backend: not modelled",
@@ -28,9 +19,6 @@ NOT_MODELLED: dict[str, str] = {
     "--moe-router-force-load-balancing": "forced balanced routing: the estimate assumes balanced routing anyway",
     "--moe-expert-capacity-factor": "token dropping at a capacity factor: routed tokens not capped",
     "--moe-pad-expert-input-to-capacity": "padding to capacity: routed tokens not padded",
-    "--cuda-graph-impl": "CUDA graphs: host launch time priced per kernel",
-    "--enable-cuda-graph": "CUDA graphs: host launch time priced per kernel",
-    "--external-cuda-graph": "CUDA graphs: host launch time priced per kernel",
     "--recompute-method": "the recompute method (uniform / block): full recompute priced for every layer",
     "--recompute-num-layers": "recompute of n layers per chunk: full recompute priced for every layer",
     "--cpu-offloading": "activation / weight offload to host memory: not modelled",

@@ -3,8 +3,9 @@
 Read: ``[model] name, flavor`` (dimensions from the flavour table torchtitan ships,
 :data:`FLAVORS`), ``[training] batch_size, seq_len, data_parallel_shard_degree,
 data_parallel_replicate_degree, tensor_parallel_degree, compile``, ``[experimental]`` (or
-``[parallelism]``) ``context_parallel_degree, pipeline_parallel_degree``, ``[activation_checkpoint]
-mode, selective_ac_option`` and ``[float8] enable_float8_linear, enable_fsdp_float8_all_gather``.
+``[parallelism]``) ``context_parallel_degree, pipeline_parallel_degree, enable_async_tensor_parallel``, ``[activation_checkpoint]
+mode, selective_ac_option`` and ``[float8] enable_float8_linear, enable_fsdp_float8_all_gather,
+recipe_name``.
 Every other key is ignored with a reason or reported as unknown.
 """
 
@@ -30,6 +31,8 @@ IGNORED_SECTIONS = ("job", "profiling", "metrics", "checkpoint", "optimizer", "c
                     "lr_scheduler", "validation", "fault_tolerance")
 IGNORED_TRAINING = ("warmup_steps", "max_norm", "steps", "dataset", "dataset_path", "seed", "deterministic",
                     "gc_freq", "enable_cpu_offload", "mixed_precision_param")
+#: torchtitan ``float8.recipe_name`` -> precision.linear_recipe (torchao recipes)
+FLOAT8_RECIPES = {"tensorwise": "torchao_tensorwise", "rowwise": "torchao_rowwise"}
 #: FSDP2 reduce dtype (torchtitan ``training.mixed_precision_reduce``, default float32) -> precision.grads
 REDUCE_DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
 
@@ -97,6 +100,9 @@ def _parallel(out: Imported, file: str, doc: dict[str, Any], world: int | None) 
                               ("cp", cp, "context_parallel_degree"), ("dp", shard, "data_parallel_shard_degree")):
         out.put(f"parallel.{field}", value, key)
     out.put("parallel.distributed_optimizer", True, "FSDP2 shards parameters, gradients and optimizer states")
+    if "enable_async_tensor_parallel" in par:
+        out.put("parallel.enable_async_tensor_parallel", as_bool(file, "parallelism.enable_async_tensor_parallel",
+                par["enable_async_tensor_parallel"]), "enable_async_tensor_parallel")
 
 
 def _train(out: Imported, file: str, doc: dict[str, Any]) -> None:
@@ -116,6 +122,11 @@ def _train(out: Imported, file: str, doc: dict[str, Any]) -> None:
     f8 = doc.get("float8", {})
     fp8 = as_bool(file, "float8.enable_float8_linear", f8.get("enable_float8_linear", False))
     out.put("precision.fp8_linear", fp8, "float8.enable_float8_linear")
+    recipe = f8.get("recipe_name")
+    if fp8 and recipe is not None:
+        if recipe not in FLOAT8_RECIPES:
+            raise bad(file, "float8.recipe_name", f"{recipe!r} is not modelled ({', '.join(FLOAT8_RECIPES)})")
+        out.put("precision.linear_recipe", FLOAT8_RECIPES[recipe], "float8.recipe_name (torchao Float8LinearConfig)")
     if fp8:
         out.put("precision.fsdp_float8_all_gather", as_bool(
             file, "float8.enable_fsdp_float8_all_gather", f8.get("enable_fsdp_float8_all_gather", False)),
@@ -134,11 +145,11 @@ _READ = {
     "training": ("batch_size", "seq_len", "data_parallel_shard_degree", "data_parallel_replicate_degree",
                  "tensor_parallel_degree", "compile", "context_parallel_degree", "pipeline_parallel_degree",
                  "mixed_precision_reduce"),
-    "experimental": ("context_parallel_degree", "pipeline_parallel_degree"),
+    "experimental": ("context_parallel_degree", "pipeline_parallel_degree", "enable_async_tensor_parallel"),
     "parallelism": ("context_parallel_degree", "pipeline_parallel_degree", "tensor_parallel_degree",
-                    "data_parallel_shard_degree", "data_parallel_replicate_degree"),
+                    "data_parallel_shard_degree", "data_parallel_replicate_degree", "enable_async_tensor_parallel"),
     "activation_checkpoint": ("mode", "selective_ac_option"),
-    "float8": ("enable_float8_linear", "enable_fsdp_float8_all_gather"),
+    "float8": ("enable_float8_linear", "enable_fsdp_float8_all_gather", "recipe_name"),
 }
 
 
