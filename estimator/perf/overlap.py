@@ -221,7 +221,8 @@ def dp_pieces(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, held: tuple[f
     bucket = maximum(BUCKET_MIN_PARAMS, BUCKET_PARAMS_PER_DP_RANK * ctx.dp * ctx.cp)
     params = held[0] + held[1]
     if is_array(params, bucket):  # (arrays of layouts)
-        return maximum(1.0, np.ceil(params / bucket))
+        pieces: float = maximum(1.0, np.ceil(params / bucket))
+        return pieces
     return maximum(1.0, float(ceil(params / bucket)))
 
 
