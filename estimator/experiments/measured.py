@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.config.errors import ConfigError
+from estimator.experiments.recipe import recipe_items, recipe_overlap, recipe_split
 from ndval.core.units import BYTES_PER_MIB
 
 #: hardware text (lower-case substring) -> preset name, checked in order
@@ -388,6 +389,10 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
         "schedule": "interleaved" if vpp > 1 else "1f1b",
         "distributed_optimizer": dist_opt,
     }
+    if not _text(row, "mtp_layers") and recipe_items(row).get("mtp_num_layers", "").isdigit():
+        model["mtp_layers"] = int(recipe_items(row)["mtp_num_layers"])
+    recipe = {**recipe_split(row, parallel, model["mtp_layers"]), **recipe_overlap(row, parallel, profile, bool(model.get("num_shared_experts")))}
+    parallel.update(recipe)
     model["assumed"] = assumed
     config = {
         "profile": profile,
@@ -401,6 +406,11 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
     if options := _options(row):
         config["options"] = options
     _apply_facts(row, config)
+    cited: dict[str, str] = model["source_facts"]
+    for key in recipe:
+        cited[f"parallel.{key}"] = f"row notes, recipe: {key} (README: recipe facts of the pinned recipe code)"
+    if "mtp_layers" in model and not _text(row, "mtp_layers") and "mtp_num_layers" in recipe_items(row):
+        cited["model.mtp_layers"] = "row notes, recipe: mtp_num_layers"
     return config
 
 
