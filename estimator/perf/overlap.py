@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import ceil
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -221,8 +221,7 @@ def dp_pieces(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, held: tuple[f
     bucket = maximum(BUCKET_MIN_PARAMS, BUCKET_PARAMS_PER_DP_RANK * ctx.dp * ctx.cp)
     params = held[0] + held[1]
     if is_array(params, bucket):  # (arrays of layouts)
-        pieces: float = maximum(1.0, np.ceil(params / bucket))
-        return pieces
+        return cast(float, maximum(1.0, np.ceil(params / bucket)))
     return maximum(1.0, float(ceil(params / bucket)))
 
 
