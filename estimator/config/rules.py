@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from estimator.config.errors import ConfigError
-from estimator.inputs import pipeline_split
+from estimator.inputs import pipeline_split, recipes
 from estimator.inputs.profiles import OVERLAP_FLAGS
 
 if TYPE_CHECKING:
@@ -77,6 +77,27 @@ def _world_message(cfg: Cfg) -> str:
 def _gbs_broken(cfg: Cfg) -> Any:
     t = cfg.train
     return (t.global_batch_size is not None) & (_modulo(t.global_batch_size, t.micro_batch_size * cfg.parallel.dp) != 0)
+
+
+def _recipe_peak(cfg: Cfg) -> str | None:
+    """The hardware peak the config's low-precision recipe needs (None without a recipe)."""
+    recipe = recipes.recipe_of(cfg.precision.linear_recipe, cfg.precision.fp8_linear, cfg.profile)
+    return None if recipe is None else recipe.peak
+
+
+def _missing_peak_broken(cfg: Cfg) -> Any:
+    """A recipe whose GEMMs run on tensor cores the hardware lacks (FP4 before Blackwell, FP8 before Hopper),
+    unless ``options.low_precision_gemms`` is off (then no GEMM runs at that peak)."""
+    peak = _recipe_peak(cfg)
+    return (peak is not None) and cfg.options.low_precision_gemms and peak not in cfg.hardware.peak_tflops
+
+
+def _missing_peak_message(cfg: Cfg) -> str:
+    recipe = cfg.precision.linear_recipe or recipes.DEFAULT_RECIPE.get(cfg.profile, "delayed")
+    peak = _recipe_peak(cfg)
+    return (f"recipe {recipe!r} runs its GEMMs at the {peak} peak, but hardware {cfg.hardware.name!r} has no "
+            f"{peak} tensor cores (hardware.peak_tflops has {', '.join(sorted(cfg.hardware.peak_tflops))}); "
+            "FP4 (nvfp4) needs Blackwell (b200, b300, gb200-nvl72, gb300-nvl72), FP8 Hopper or later")
 
 
 def _nmb_broken(cfg: Cfg) -> Any:
@@ -270,6 +291,12 @@ def _train_rules() -> list[Rule]:
         Rule("recompute.per_stage",
              lambda c: (c.recompute.per_stage is not None) and len(c.recompute.per_stage) != c.parallel.pp,
              lambda c: f"needs one entry per pipeline stage ({c.parallel.pp})", structural=True),
+        Rule("precision.linear_recipe", _missing_peak_broken, _missing_peak_message),
+        Rule("precision.compute",
+             lambda c: (c.precision.compute == "fp8") & c.options.low_precision_gemms,
+             lambda c: "'fp8' would price every operator (attention, norms, softmax, optimizer) at the FP8 peak, "
+             "which no framework does; FP8 linear layers are a recipe: a valid example: precision: {compute: bf16, "
+             "linear_recipe: mxfp8} (or options.low_precision_gemms: false for the model before recipes)"),
         Rule("parallel.optimizer_shard_size",
              lambda c: (c.parallel.optimizer_shard_size is not None)
              & (_modulo(c.parallel.dp * c.parallel.tp, c.parallel.optimizer_shard_size) != 0),

@@ -11,16 +11,22 @@ citation, is applied to that source's rows only, and is recorded in ``model.sour
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from estimator.config.errors import ConfigError
-from estimator.experiments.recipe import recipe_items, recipe_overlap, recipe_split
+from estimator.experiments import recipe_notes
+from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
+from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
 
 #: hardware text (lower-case substring) -> preset name, checked in order
 HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("gb300", "gb300-nvl72"),
+    ("gb200", "gb200-nvl72"),
+    ("b300", "b300"),
     ("h200", "h200"),
     ("h100", "h100-80g"),
     ("b200", "b200"),
@@ -281,8 +287,8 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
     if attention not in ("mha", "gqa", "mla"):
         raise ConfigError("attention", f"unknown attention {attention!r}")
     activation = _text(row, "activation") or _default("activation", assumed)
-    if activation not in ("swiglu", "gelu", "squared_relu"):
-        raise ConfigError("activation", f"activation {activation!r} is not modelled (swiglu, gelu, squared_relu)")
+    if activation not in MODELLED_ACTIVATIONS:
+        raise ConfigError("activation", f"activation {activation!r} is not modelled ({', '.join(MODELLED_ACTIVATIONS)})")
     norm = _text(row, "norm") or _default("norm", assumed)
     vocab = _int(row, "vocab_size") or _int(row, "padded_vocab_size") or _default("vocab_size", assumed)
     tied = _bool(row, "tied_embeddings")
@@ -309,6 +315,7 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
         "activation": activation,
         "norm": norm,
         "position_embedding": "learned" if "learned absolute position" in notes else "rope",
+        **architecture_from_notes(notes, attention),
     }
     if attention == "mla":
         for column in ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"):
@@ -321,6 +328,16 @@ def _precision(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any
     precision: dict[str, Any] = {"compute": "fp16" if text.startswith("fp16") else "bf16"}
     if "fp8" in text:  # e.g. "bf16+fp8 (--fp8-format hybrid, --fp8-recipe tensorwise)"
         precision["fp8_linear"] = True
+        if (flag := re.search(r"--fp8-recipe (\w+)", text)) and flag.group(1) in RECIPES:
+            precision["linear_recipe"] = flag.group(1)
+    notes = _text(row, "notes")
+    items = recipe_notes.recipe_items(notes)
+    if "cuda_graph" in items or "fp8_recipe" in items or text in ("mxfp8", "nvfp4", "fp8-mx", "fp8-cs"):
+        recipe, reason = recipe_notes.precision_recipe(_text(row, "precision"), items, notes)
+        precision.pop("fp8_linear", None)
+        if recipe is not None:
+            precision["linear_recipe"] = recipe
+        assumed["linear_recipe"] = reason
     grads = _text(row, "grad_dtype").lower()
     if grads:
         if grads not in ("fp32", "bf16", "fp16"):
@@ -389,10 +406,6 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
         "schedule": "interleaved" if vpp > 1 else "1f1b",
         "distributed_optimizer": dist_opt,
     }
-    if not _text(row, "mtp_layers") and recipe_items(row).get("mtp_num_layers", "").isdigit():
-        model["mtp_layers"] = int(recipe_items(row)["mtp_num_layers"])
-    recipe = {**recipe_split(row, parallel, model["mtp_layers"]), **recipe_overlap(row, parallel, profile, bool(model.get("num_shared_experts")))}
-    parallel.update(recipe)
     model["assumed"] = assumed
     config = {
         "profile": profile,
@@ -406,11 +419,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
     if options := _options(row):
         config["options"] = options
     _apply_facts(row, config)
-    cited: dict[str, str] = model["source_facts"]
-    for key in recipe:
-        cited[f"parallel.{key}"] = f"row notes, recipe: {key} (README: recipe facts of the pinned recipe code)"
-    if "mtp_layers" in model and not _text(row, "mtp_layers") and "mtp_num_layers" in recipe_items(row):
-        cited["model.mtp_layers"] = "row notes, recipe: mtp_num_layers"
+    recipe_notes.apply_recipe_items(row, config)
     return config
 
 

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from estimator.inputs import derive, params
+from estimator.inputs.adapters import adapter_of, layer_adapter_params
 from estimator.inputs.profiles import resolved_bytes
-from estimator.perf import comm, compute, kernels, layers, operators, overlap, roofline
+from estimator.inputs.recipes import stored_recipe
+from estimator.perf import comm, compute, graphs, kernels, layers, operators, overlap, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
 from estimator.shared.memo import config_memo, kept_property, pricing_key, pricing_memo, shared_value
@@ -195,7 +197,8 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         blocks = where(ctx.t_exp == 1, 1, 2) if lc.moe else 2
         if ctx.host_launch_s:
             if ("kernels", kind_key) not in memo:
-                memo["kernels", kind_key] = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
+                eager = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
+                memo["kernels", kind_key] = graphs.layer_launches(graphs.graph_mode(cfg), eager)
             launches += memo["kernels", kind_key].scaled(n)
         tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), calls["tp"] * n)
         cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n)
@@ -208,11 +211,12 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         head = compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab) / (ctx.tp * ctx.cp)
         fw, bw = fw + head, bw + compute.BACKWARD_TO_FORWARD_RATIO * head
     if ctx.host_launch_s:
+        graphed = graphs.graph_mode(cfg)
         if layout.has_embedding:
-            launches += kernels.embedding_pass_kernels(m.position_embedding == "learned")
+            launches += graphs.extra_launches(graphed, kernels.embedding_pass_kernels(m.position_embedding == "learned"))
         if layout.has_head:
-            launches += kernels.head_pass_kernels(ctx.tp)
-    held = stage_params(cfg, ctx, layout)
+            launches += graphs.extra_launches(graphed, kernels.head_pass_kernels(ctx.tp))
+    held = trained_params(cfg, ctx, layout, stage_params(cfg, ctx, layout))
     dp_cs, dp_stride_exp, dp_cs_exp = dp_collectives(cfg, ctx, layout, held)
     timed = [compute_value(ctx, fw), compute_value(ctx, bw), compute_value(ctx, rec)]
     optimizer, by_class = 0.0, {}
@@ -310,6 +314,22 @@ def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> 
     return dense, routed
 
 
+def trained_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
+                   held: tuple[float, float]) -> tuple[float, float]:
+    """The parameters of the stage that train (gradients reduced over DP, updated by the optimizer):
+    ``held`` (:func:`stage_params`), or with an adapter the adapters' only (:mod:`estimator.inputs.adapters`)."""
+    adapter = adapter_of(cfg)
+    if adapter is None:
+        return held
+    dense = routed = 0.0
+    for index, n in layers.stage_groups(cfg, layout):
+        moe = layers.is_moe_layer(cfg.model, index)
+        local = cfg.model.num_experts / derive.layer_ep(cfg, index) if moe else 0.0
+        d, r = layer_adapter_params(cfg.model, adapter, moe, ctx.tp, local)
+        dense, routed = dense + n * d, routed + n * r
+    return dense, routed
+
+
 def optimizer_ops(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
                   held: tuple[float, float] | None = None) -> list[operators.Op]:
     """The optimizer step of one device: Adam over its shard (``/(dp·cp)`` non-expert, ``/edp`` routed with
@@ -337,9 +357,23 @@ def dp_collectives(
     """
     dense, routed = held or stage_params(cfg, ctx, layout)
     dist = cfg.parallel.distributed_optimizer
-    non_exp = comm.dp_step_collectives(dense, ctx.b_grad, ctx.b_param, ctx.dp * ctx.cp, dist)
-    exp = comm.dp_step_collectives(routed, ctx.b_grad, ctx.b_param, ctx.edp, dist)
+    b_gather = gather_bytes(cfg, ctx.b_param)
+    non_exp = comm.dp_step_collectives(dense, ctx.b_grad, b_gather, ctx.dp * ctx.cp, dist)
+    exp = comm.dp_step_collectives(routed, ctx.b_grad, b_gather, ctx.edp, dist)
     return non_exp, ctx.t_exp * ctx.ep, exp
+
+
+def gather_bytes(cfg: EstimatorConfig, b_param: int) -> float:
+    """Bytes per parameter of the DP parameter all-gather: the recipe's quantized bytes
+    (:class:`estimator.inputs.recipes.LinearRecipe` ``stored_bytes``) when the parameters are gathered
+    quantized — Megatron ``precision.fp8_param_gather``, or FSDP2's float8 all-gather
+    (``precision.fsdp_float8_all_gather`` with dp > 1, torchtitan: 1 B instead of the bf16 2 B) —, else
+    ``b_param``. (All the gathered parameters counted as linear weights: the norms are < 0.1 %.)
+    ``options.low_precision_gemms: false`` keeps ``b_param`` (the model before recipes)."""
+    pr = cfg.precision
+    recipe = stored_recipe(cfg)
+    quantized = pr.fp8_param_gather or (pr.fsdp_float8_all_gather and cfg.parallel.dp > 1)
+    return recipe.stored_bytes if recipe is not None and quantized else b_param
 
 
 def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]:

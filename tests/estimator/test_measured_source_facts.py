@@ -138,7 +138,7 @@ def test_megatron_moe_proxy_rows(measured_dir: Path) -> None:
 
 def test_fp8_precision_cell_sets_fp8_linear() -> None:
     cfg = config_from_measured_row(_row(precision="bf16+fp8 (--fp8-format hybrid, --fp8-recipe tensorwise)"))
-    assert cfg["precision"] == {"compute": "bf16", "fp8_linear": True}
+    assert cfg["precision"] == {"compute": "bf16", "fp8_linear": True, "linear_recipe": "tensorwise"}
     assert "fp8_linear" not in config_from_measured_row(_row(precision="bf16"))["precision"]
 
 
@@ -151,37 +151,11 @@ def test_vtrain_facts_apply_to_every_vtrain_source() -> None:
     assert "train.flash_attention" not in source_facts(_row(source_id="megatron_ci", model_name="x"))
 
 
-def test_recipe_facts_of_a_bridge_row_become_the_switches_and_the_split() -> None:
-    """A Megatron-Bridge row's ``recipe:`` notes (synthetic notes in the README's format): overlap switches
-    by their Megatron names (Bridge's ``moe_a2a_overlap`` = ``overlap_moe_expert_parallel_comm``), the
-    embedding/loss accounting, a layout string whose stages are pp·vpp, etp and the MTP depth; switches
-    the run could not use (TP overlap at tp 1, '[inactive ...]') are left out."""
-    from estimator.experiments.recipe import recipe_items, recipe_overlap, recipe_split
-
-    notes = ("dims: x | recipe (pinned abc): perf recipe function f | overlap_grad_reduce=true(comm_overlap; ddp=true) | "
-             "overlap_param_gather=true(ddp) | tp_comm_overlap=true [inactive: Bridge comm_overlap.py disables TP "
-             "overlap when TP<2] | moe_a2a_overlap=true | moe_shared_expert_overlap=false | etp=1 | "
-             'account_for_embedding_in_pipeline_split=false | pp_layout(list, 16 stages)="Et*4|(t*4|)*14tmL" | '
-             "mtp_num_layers=1")
-    row = _row(source_id="mbridge_perf_summary_blackwell", notes=notes)
-    assert recipe_items(row)["pp_layout"] == '"Et*4|(t*4|)*14tmL"'
-    par = {"tp": 1, "pp": 16, "vpp": 1, "ep": 8, "etp": None, "sequence_parallel": False, "distributed_optimizer": True}
-    assert recipe_split(row, par, mtp_layers=1) == {"pipeline_layout": "Et*4|(t*4|)*14tmL", "etp": 1}
-    assert recipe_split(row, {**par, "pp": 8}, mtp_layers=1) == {"etp": 1}  # 16 stages are not pp·vpp = 8
-    assert recipe_split(row, par, mtp_layers=0) == {"etp": 1}  # a run without MTP used another layout
-    assert recipe_overlap(row, par, "megatron", shared_experts=True) == {
-        "overlap_grad_reduce": True, "overlap_param_gather": True, "overlap_moe_expert_parallel_comm": True,
-        "moe_shared_expert_overlap": False}
-    assert recipe_overlap(row, par, "fsdp2", shared_experts=True) == {}
-    accounted = _row(notes="recipe: account_for_embedding_in_pipeline_split=true | account_for_loss_in_pipeline_split=true")
-    assert recipe_split(accounted, par) == {"account_for_embedding_in_pipeline_split": True,
-                                            "account_for_loss_in_pipeline_split": True}
-
-
 def test_bridge_rows_with_stated_splits_are_accepted(measured_dir: Path) -> None:
     """The Bridge rows whose recipe states the pipeline layout (DeepSeek-V3: 61 layers on 16 virtual
-    stages) or the embedding/loss accounting load with them, MTP depth and etp 1 from the recipe; no
-    such row is refused for its split or its expert fold."""
+    stages) or the embedding/loss accounting (Llama 3.1 405B: 126 layers on pp·vpp = 64) load with
+    them (estimator.experiments.recipe_notes), MTP depth and etp from the recipe; no such row is
+    refused for its split or its expert fold."""
     import csv
 
     import estimator
@@ -195,14 +169,14 @@ def test_bridge_rows_with_stated_splits_are_accepted(measured_dir: Path) -> None
         try:  # (rows on hardware without a preset, or with an activation not modelled, are others' refusals)
             raw = config_from_measured_row(row)
             p = raw["parallel"]
-            if "pipeline_layout" not in p and "account_for_loss_in_pipeline_split" not in p:
+            if not p.get("pipeline_layout") and not p.get("account_for_loss_in_pipeline_split"):
                 continue
             cfg = estimator.load_config(raw)
         except estimator.ConfigError as exc:
             assert not exc.field.startswith(("parallel", "model.mtp")), (row["case_id"], exc)
             continue
-        laid_out += "pipeline_layout" in p
-        accounted += "account_for_loss_in_pipeline_split" in p
-        if "pipeline_layout" in p:
+        laid_out += bool(p.get("pipeline_layout"))
+        accounted += bool(p.get("account_for_loss_in_pipeline_split"))
+        if p.get("pipeline_layout"):
             assert cfg.model.mtp_layers == expand_layout(p["pipeline_layout"]).count("m")
     assert laid_out >= 5 and accounted >= 5, (laid_out, accounted)
