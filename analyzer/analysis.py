@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 
 from analyzer import (
+    advisor,
     breakdown,
+    hta_breakdowns,
     cluster,
     cluster_comm,
     confidence,
@@ -95,6 +97,10 @@ class RankAnalysis:
     hta_window_overlap_pct: float | None = None
     #: seed §8 "how to raise confidence", in the seed's order, each marked as applying or not (analyzer.confidence)
     how_to_raise_confidence: tuple[dict[str, Any], ...] = ()
+    #: operator-level findings beside the verdict (analyzer.advisor), as plain data; None when not run
+    advisor: dict[str, Any] | None = None
+    #: Kineto only: HTA's idle / launch / kernel-type breakdowns over HTA's and the capture window (analyzer.hta_breakdowns)
+    hta_breakdowns: dict[str, Any] | None = None
 
     @property
     def overall(self) -> ScopeResult:
@@ -115,6 +121,7 @@ class RankAnalysis:
             "how_to_raise_confidence": [dict(s) for s in self.how_to_raise_confidence],
             "dropped_events": dict(self.dropped_events),
             "hta_window_overlap_pct": self.hta_window_overlap_pct,
+            "advisor": self.advisor, "hta_breakdowns": self.hta_breakdowns,
         }
 
 
@@ -358,12 +365,21 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
     sb, sb_src = _step_breakdown(rank, fmt)
     warnings = screen_warnings + _boundary_warnings(plan, scopes, rank, graph) + graph_note
     meta: dict[str, Any] = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
-    return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
+    ra = RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
                         capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt),
                         confidence.raise_confidence(confidence.CaptureFacts(
                             plan.confidence, plan.override, scopes[OVERALL].indicators["mac_ratio"].available,
                             tuple(rank.files), (world or 1) > 1, fmt)))
+    return _with_advice(ra, rank, th, fmt)
+
+
+def _with_advice(ra: RankAnalysis, rank: RankData, th: Thresholds, fmt: str) -> RankAnalysis:
+    """``ra`` plus the advisor findings (overall window) and, for Kineto traces, HTA's breakdowns."""
+    window = ra.overall.indicators.value("wall_us")
+    report = advisor.advise(advisor.build_input(rank, fmt, window, th), th)
+    hta = hta_breakdowns.breakdowns(rank.events, th) if fmt == "kineto" else None
+    return replace(ra, advisor=report.to_dict(th), hta_breakdowns=hta)
 
 
 def _hta_overlap(rank: RankData, fmt: str) -> float | None:

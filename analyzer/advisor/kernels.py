@@ -25,7 +25,8 @@ def text(kd: pd.DataFrame, col: str) -> pd.Series:
     """Column ``col`` as stripped strings with the CSV's doubled quotes removed (``""`` when missing)."""
     if col not in kd.columns:
         return pd.Series([""] * len(kd), index=kd.index)
-    return kd[col].astype(str).str.strip().str.strip('"').replace({"nan": "", "N/A": ""})
+    raw = kd[col].astype(object)
+    return raw.where(raw.notna(), "").astype(str).str.strip().str.strip('"').replace({"N/A": ""})
 
 
 def groups(kd: pd.DataFrame) -> pd.DataFrame:
@@ -39,7 +40,7 @@ def groups(kd: pd.DataFrame) -> pd.DataFrame:
         frame[r] = numeric(kd, r)
     agg = {"type": ("type", "first"), "core": ("core", "first"), "dtype": ("dtype", "first"),
            "dur_us": ("dur_us", "sum"), "count": ("dur_us", "size"), **{r: (r, "mean") for r in RATIOS}}
-    return frame.groupby(["name", "in_shape", "out_shape"], sort=False).agg(**agg).reset_index()
+    return frame.groupby(["name", "in_shape", "out_shape"], sort=False, dropna=False).agg(**agg).reset_index()
 
 
 def dims(shape: str, index: int = 0) -> list[int]:

@@ -74,12 +74,12 @@ def byte_alignment(inp: AdvisorInput, th: Thresholds) -> Finding | None:
         return None
     bad = (checked["size_bytes"].to_numpy() % th.v("advisorAlignmentBytes")) != 0
     checked = checked.assign(bad_us=np.where(bad, checked["dur_us"].to_numpy(), 0.0), bad=bad)
-    g = checked.groupby("op", sort=False).agg(size=("size_bytes", "sum"), dur=("dur_us", "sum"),
+    g = checked.groupby("op", sort=False).agg(size_b=("size_bytes", "sum"), dur=("dur_us", "sum"),
                                                 bad_us=("bad_us", "sum"), n_bad=("bad", "sum"))
     g = g[g["n_bad"] > 0]
     if g.empty:
         return None
-    rows = tuple((op, int(r.size), float(r.dur), float(r.bad_us), round(_gbps(r.size, r.dur), 4))
+    rows = tuple((op, int(r.size_b), float(r.dur), float(r.bad_us), round(_gbps(float(r.size_b), float(r.dur)), 4))
                  for op, r in g.iterrows())
     return Finding(ALIGNMENT, f"{len(rows)} collective(s) move SDMA data that is not a multiple of "
                    f"{th.v('advisorAlignmentBytes'):g} B", ("op", "size_bytes", "dur_us", "unaligned_us", "bandwidth_gbps"),

@@ -96,20 +96,23 @@ def _vector_bound(g: pd.Series, th: Thresholds) -> tuple[str, float]:
     return _ratio_bound(g, _VEC, th)
 
 
-def _families(gr: pd.DataFrame, th: Thresholds) -> dict[str, pd.DataFrame]:
+def _families(gr: pd.DataFrame, th: Thresholds, total: float) -> dict[str, pd.DataFrame]:
     """The groups msprof-analyze inspects: cube (AI_CORE MatMul with ≥ advisorCubeMemoryMb of fp16 tensors),
     FA (FlashAttentionScore[Grad]), vector (AI_VECTOR_CORE / MIX_AIV types with ≥ advisorVectorTypeSharePct of
-    the kernel time)."""
+    the kernel time ``total``, every kernel counted, communication included, as msprof-analyze does)."""
     mem_mb = np.array([2.0 * (K.tensor_elements(a) + K.tensor_elements(b)) / 2**20
                        for a, b in zip(gr["in_shape"], gr["out_shape"], strict=True)]) * gr["count"].to_numpy()
     is_cube = (gr["core"] == "AI_CORE") & gr["type"].str.lower().str.contains("matmul")
     cube = gr[is_cube & passes_series(mem_mb, th, "advisorCubeMemoryMb")]
     fa = gr[gr["type"].isin(["FlashAttentionScore", "FlashAttentionScoreGrad"])]
     vec = gr[gr["core"].isin(["AI_VECTOR_CORE", "MIX_AIV"]) & ~is_cube]
-    total = float(np.nansum(gr["dur_us"]))
     share = vec.groupby("type")["dur_us"].transform("sum") * 100.0 / total if total > 0 else vec["dur_us"] * 0
     vec = vec[passes_series(share.to_numpy(), th, "advisorVectorTypeSharePct")]
     return {"cube": cube, "fa": fa, "vector": vec}
+
+
+def _total_us(inp: AdvisorInput) -> float:
+    return 0.0 if inp.kernels is None else float(np.nansum(K.numeric(inp.kernels, "Duration(us)")))
 
 
 def passes_series(values: np.ndarray, th: Thresholds, key: str) -> np.ndarray:
@@ -139,7 +142,7 @@ def aicore_pipeline(inp: AdvisorInput, th: Thresholds) -> Finding | None:
     if inp.kernels is None or "aiv_vec_ratio" not in inp.kernels.columns:
         return None
     gr = K.groups(inp.kernels)
-    rows = [r for fam, frame in _families(gr, th).items() for r in _pipeline_rows(fam, frame, th)]
+    rows = [r for fam, frame in _families(gr, th, _total_us(inp)).items() for r in _pipeline_rows(fam, frame, th)]
     if not rows:
         return None
     n_bound = sum(1 for r in rows if r[4] != "—")
@@ -257,7 +260,7 @@ def shape_affinity(inp: AdvisorInput, th: Thresholds) -> Finding | None:
     D or S is not a multiple of ``advisorFaAxisMultiple``."""
     if inp.kernels is None:
         return None
-    fams = _families(K.groups(inp.kernels), th)
+    fams = _families(K.groups(inp.kernels), th, _total_us(inp))
     cube_m, fa_m = int(th.v("advisorCubeAxisMultiple")), int(th.v("advisorFaAxisMultiple"))
     rows: list[tuple[object, ...]] = []
     for _, g in fams["cube"].iterrows():
