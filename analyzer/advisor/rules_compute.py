@@ -90,7 +90,7 @@ _VEC = (("aiv_mte2_ratio", "mte2", "advisorVecMte2Ratio"), ("aiv_mte3_ratio", "m
 
 
 def _vector_bound(g: pd.Series, th: Thresholds) -> tuple[str, float]:
-    total = float(g["aiv_vec_ratio"] + g["aiv_mte2_ratio"] + g["aiv_mte3_ratio"])
+    total = round(float(g["aiv_vec_ratio"] + g["aiv_mte2_ratio"] + g["aiv_mte3_ratio"]), 9)  # ratios have 3 decimals
     if passes(total, th["advisorVecTotalRatio"]):
         return "vec_mte2_mte3", 0.0
     return _ratio_bound(g, _VEC, th)
