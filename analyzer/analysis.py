@@ -20,11 +20,11 @@ import pandas as pd
 from analyzer import (
     advisor,
     breakdown,
-    hta_breakdowns,
     cluster,
     cluster_comm,
     confidence,
     gains,
+    hta_breakdowns,
     phases,
     plausibility,
     recommend,

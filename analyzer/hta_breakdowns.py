@@ -68,7 +68,7 @@ def idle_breakdown(events: pd.DataFrame, th: Thresholds) -> list[dict[str, Any]]
         other = ~host & ~kernel & np.isfinite(gap)
         parts = {"host_wait": np.nansum(gap[host]), "kernel_wait": np.nansum(gap[kernel]), "other": np.nansum(gap[other])}
         total = float(sum(parts.values()))
-        row: dict[str, Any] = {"stream": int(stream)}
+        row: dict[str, Any] = {"stream": int(str(stream))}
         for name, us in parts.items():
             row[f"{name}_us"] = round(float(us), 3)
             row[f"{name}_pct"] = round(100.0 * float(us) / float(total), 3) if total else None
@@ -89,12 +89,12 @@ def launch_stats(events: pd.DataFrame, th: Thresholds, window_us: float | None) 
     j = host[["corr", "ts_us", "dur_us"]].merge(dev[["corr", "ts_us", "dur_us"]], on="corr", suffixes=("_cpu", "_gpu"))
     if j.empty:
         return None
-    delay = np.clip(j["ts_us_gpu"] - j["ts_us_cpu"] - j["dur_us_cpu"], 0.0, None).to_numpy(dtype="float64")
+    delay = np.clip((j["ts_us_gpu"] - j["ts_us_cpu"] - j["dur_us_cpu"]).to_numpy(dtype="float64"), 0.0, None)
     short = (j["dur_us_gpu"] < j["dur_us_cpu"]).to_numpy()
     short_us = float(j["dur_us_gpu"].to_numpy()[short].sum())
     q = np.quantile(delay, [0.5, 0.9, 0.99])
     return {
-        "launches": int(len(j)), "short_kernels": int(short.sum()), "short_kernel_us": round(short_us, 3),
+        "launches": len(j), "short_kernels": int(short.sum()), "short_kernel_us": round(short_us, 3),
         "short_kernel_share_pct": round(100.0 * short_us / window_us, 3) if window_us else None,
         "runtime_outliers": int((j["dur_us_cpu"] > th.v("htaRuntimeCutoffUs")).sum()),
         "launch_delay_outliers": int((delay > th.v("htaLaunchDelayCutoffUs")).sum()),
@@ -146,7 +146,7 @@ def kernel_type_breakdown(events: pd.DataFrame) -> list[dict[str, Any]]:
     out = pd.Series(seg, index=running[:-1]).groupby(level=0).sum()
     out = out[out.index > 0]
     total = float(out.sum())
-    rows = [{"kernel_type": " overlapping ".join(t for b, t in enumerate(TYPES) if int(m) & (1 << b)),
+    rows = [{"kernel_type": " overlapping ".join(t for b, t in enumerate(TYPES) if int(str(m)) & (1 << b)),
              "time_us": round(float(us), 3), "pct": round(100.0 * float(us) / total, 3) if total else None}
             for m, us in out.items()]
     return sorted(rows, key=lambda r: -r["time_us"])

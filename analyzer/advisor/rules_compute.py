@@ -148,7 +148,7 @@ def aicore_pipeline(inp: AdvisorInput, th: Thresholds) -> Finding | None:
     n_bound = sum(1 for r in rows if r[4] != "—")
     return Finding(PIPELINE, f"{n_bound} bound group(s), {len(rows) - n_bound} with optimisation space",
                    ("family", "op", "input_shapes", "dtype", "bound", "optimisation_space_pct", "dur_us"),
-                   tuple(rows), sum(float(r[6]) for r in rows))  # type: ignore[arg-type]
+                   tuple(rows), sum(float(str(r[6])) for r in rows))
 
 
 def all_dynamic(kd: pd.DataFrame | None, th: Thresholds) -> bool | None:
@@ -218,7 +218,7 @@ def block_dim(inp: AdvisorInput, th: Thresholds) -> Finding | None:
                           "block_dim": bd[off], "dur": dur[off]})
     agg = frame.groupby(["name", "core", "block_dim"]).agg(dur=("dur", "sum"), n=("dur", "size"))
     agg = agg.sort_values("dur", ascending=False).head(int(th.v("advisorTopGroups")))
-    rows = tuple((*k, int(r.n), float(r.dur)) for k, r in agg.iterrows())
+    rows = tuple((*tuple(k), int(r.n), float(r.dur)) for k, r in agg.iterrows())  # type: ignore[arg-type]
     return Finding(BLOCK_DIM, f"{int(off.sum())} kernels with block dim not a multiple of {inp.ai_core_num} AI cores"
                    + (f" / {inp.aiv_num} vector cores" if inp.aiv_num else ""),
                    ("op", "core", "block_dim", "kernels", "dur_us"), rows, float(dur[off].sum()))
@@ -276,7 +276,7 @@ def shape_affinity(inp: AdvisorInput, th: Thresholds) -> Finding | None:
     if not rows:
         return None
     return Finding(AFFINITY, f"{len(rows)} group(s) with shapes off the preferred multiples",
-                   ("family", "op", "input_shapes", "why", "dur_us"), tuple(rows), sum(float(r[4]) for r in rows))  # type: ignore[arg-type]
+                   ("family", "op", "input_shapes", "why", "dur_us"), tuple(rows), sum(float(str(r[4])) for r in rows))
 
 
 RULES = ((PIPELINE, aicore_pipeline), (NO_BOUND, no_bound), (BLOCK_DIM, block_dim), (AICPU, aicpu),

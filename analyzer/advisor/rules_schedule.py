@@ -178,7 +178,7 @@ def fusible_sequences(inp: AdvisorInput, th: Thresholds) -> Finding | None:
         return None
     a = _fusible_arrays(kd)
     span = float((a["start"] + a["dur"]).max() - a["start"].min()) or 1.0
-    found = []
+    found: list[tuple[tuple[int, ...], pd.Series]] = []
     for length in range(int(th.v("advisorFusibleMinLen")) + 1, int(th.v("advisorFusibleMaxLen")) + 1):
         w = _windows(a, length)
         if w.empty:
@@ -188,9 +188,10 @@ def fusible_sequences(inp: AdvisorInput, th: Thresholds) -> Finding | None:
         w = w[w["host"] | w["mte_b"]]
         g = w.groupby("key", sort=False).agg(wall=("wall", "sum"), npu=("npu", "sum"), n=("wall", "size"),
                                             mte_b=("mte_b", "any"), host=("host", "any"), first=("first", "min"))
-        keep = [passes(float(r.n), th["advisorFusibleCount"]) and (r.mte_b or passes(r.wall / span, th["advisorFusibleDurationRatio"]))
-                for r in g.itertuples()]
-        found.extend((k, r) for (k, r), ok in zip(g.iterrows(), keep, strict=True) if ok)
+        keep = [passes(float(n), th["advisorFusibleCount"])
+                and (bool(m) or passes(float(wall) / span, th["advisorFusibleDurationRatio"]))
+                for n, m, wall in zip(g["n"], g["mte_b"], g["wall"], strict=True)]
+        found.extend((tuple(k), r) for (k, r), ok in zip(g.iterrows(), keep, strict=True) if ok)  # type: ignore[arg-type]
     found.sort(key=lambda kr: -float(kr[1]["wall"]))
     kept: list[tuple[tuple[int, ...], pd.Series]] = []
     for key, r in found:
@@ -206,7 +207,7 @@ def fusible_sequences(inp: AdvisorInput, th: Thresholds) -> Finding | None:
     gain = Gain("small-op-fusion", (lo + hi) / 2, lo, hi, "low", False, f"{EMPIRICAL_NOTE}: {EMPIRICAL['small-op-fusion'][2]}",
                 "seed §6.2 range; the estimate is its midpoint")
     return Finding(FUSIBLE, f"{len(rows)} repeated sequence(s) worth fusing", ("sequence", "length", "occurrences",
-                   "wall_us", "npu_us", "mte_bound", "host_bound"), rows, sum(float(r[3]) for r in rows), gain=gain)  # type: ignore[arg-type]
+                   "wall_us", "npu_us", "mte_bound", "host_bound"), rows, sum(r[3] for r in rows), gain=gain)
 
 
 def _contains(longer: tuple[int, ...], shorter: tuple[int, ...]) -> bool:

@@ -14,25 +14,38 @@ from analyzer.thresholds import default_thresholds
 
 TH = default_thresholds()
 COUNTS = {"advisorFusibleCount", "advisorStaticOpsMax", "advisorHostCacheCapacity"}
+#: msprof-analyze 26.2.0's defaults (files cited in thresholds_default.yaml), written here rather than read from
+#: the thresholds file, so a changed default changes the rules' behaviour on these edges and a test fails.
+DEFAULTS: dict[str, float] = {
+    "advisorAclnnCacheLimit": 10000, "advisorHostCacheCapacity": 0, "advisorAlignmentMinBytes": 512,
+    "advisorSmallSdmaMb": 16, "advisorSmallRdmaMb": 1, "advisorSmallPacketRatio": 0.2, "advisorContentionFraction": 0.8,
+    "advisorRetransmissionMs": 4000, "advisorCubeMacRatio": 0.8, "advisorCubeMte2Ratio": 0.95, "advisorFaMte2Ratio": 0.8,
+    "advisorFaFixpipeRatio": 0.75, "advisorFaVecRatio": 0.75, "advisorVecTotalRatio": 0.9, "advisorVecRatio": 0.7,
+    "advisorVecMte2Ratio": 0.7, "advisorVecMte3Ratio": 0.7, "advisorVectorTypeSharePct": 1, "advisorCubeMemoryMb": 100,
+    "advisorNoBoundRatio": 0.8, "advisorNoBoundMinUs": 20, "advisorAicpuMinUs": 20, "advisorStaticOpsMax": 0,
+    "advisorSyncCoOccurrence": 0.5, "advisorGcMinUs": 1000, "advisorGcFreeMinUs": 200000, "advisorGcAclRatePerUs": 0.0001,
+    "advisorGcAclTimeRatio": 0.01, "advisorFusibleHostRatio": 0.4, "advisorFusibleMteRatio": 0.8,
+    "advisorFusibleDurationRatio": 0.01, "advisorFusibleCount": 5, "advisorSdmaBaselineGbps": 18,
+}
 
 
 def delta(key: str) -> float:
     """The distance of the synthetic values from gate ``key``: 1 % of it (1 for counts, 0.5 at zero)."""
-    v = TH[key].value
+    v = DEFAULTS[key]
     return 1.0 if key in COUNTS else (abs(v) * 0.01 if v else 0.5)
 
 
 def fire(key: str) -> float:
-    """The value nearest the gate that reaches it."""
-    t = TH[key]
-    return {">=": t.value, "<=": t.value, ">": t.value + delta(key), "<": t.value - delta(key)}[t.relation]
+    """The value nearest the default gate that reaches it."""
+    v, rel = DEFAULTS[key], TH[key].relation
+    return {">=": v, "<=": v, ">": v + delta(key), "<": v - delta(key)}[rel]
 
 
 def calm(key: str) -> float:
-    """The value nearest the gate that does not reach it."""
-    t = TH[key]
-    eps = 1e-9 * max(1.0, abs(t.value))  # the gate itself for strict relations, off by float rounding of sums
-    return {">=": t.value - delta(key), "<=": t.value + delta(key), ">": t.value - eps, "<": t.value + eps}[t.relation]
+    """The value nearest the default gate that does not reach it."""
+    v, rel = DEFAULTS[key], TH[key].relation
+    eps = 1e-9 * max(1.0, abs(v))  # the gate itself for strict relations, off by float rounding of sums
+    return {">=": v - delta(key), "<=": v + delta(key), ">": v - eps, "<": v + eps}[rel]
 
 
 def events(rows: list[tuple[str, str, float, float]]) -> pd.DataFrame:
@@ -123,7 +136,7 @@ def test_bandwidth_contention() -> None:
     key = "advisorContentionFraction"
     kd = kernels([{"Name": "aclnnMatmul_MatMulV2", "Start Time(us)": 0.0, "Duration(us)": 500.0}])
     for frac, fires in ((fire(key), True), (calm(key), False)):
-        bw = frac * TH.v("advisorSdmaBaselineGbps")
+        bw = frac * DEFAULTS["advisorSdmaBaselineGbps"]
         f = rules_comm.bandwidth_contention(inp(kernels=kd, communication=comm([(50.0, 0.0, 1.0, bw)], start=100.0)), TH)
         assert (f is not None) is fires
     far = comm([(50.0, 0.0, 1.0, 1.0)], start=1e6)  # slow but not overlapping a matmul
