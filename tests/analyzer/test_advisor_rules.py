@@ -326,3 +326,9 @@ def test_severity_edges(share: float, level: str) -> None:
     ev_ = events([("GC", "host", 0.0, share * 1e4)])
     f = advise(inp(events=ev_), TH).findings[0]
     assert f.severity(TH) == level
+
+
+def test_compare_findings_resolved_new_persists() -> None:
+    from analyzer.compare.findings import finding_changes
+    rows = {r["id"]: r for r in finding_changes({"a": 2.0, "b": None}, {"b": None, "c": 1.0})}
+    assert (rows["a"]["verdict"], rows["b"]["verdict"], rows["c"]["verdict"]) == ("resolved", "persists", "new")
