@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from ndval.core.units import MIB_BYTES
+
 Loc = tuple[Any, ...]
 
 #: PyYAML's safe loader on libyaml when it is built in (same safe tags, ~10x faster), else the Python one
@@ -125,7 +127,7 @@ MAX_NODES = 200_000
 MAX_DEPTH = 64
 MAX_KEY_CHARS = 200
 MAX_SCALAR_CHARS = 100_000
-MAX_FILE_BYTES = 16 * 2**20
+MAX_FILE_BYTES = 16 * MIB_BYTES
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -181,7 +183,7 @@ class _Builder:
         text = ""
         try:
             if path.stat().st_size > MAX_FILE_BYTES:
-                raise CaseError(file, None, format_loc(loc), f"file larger than {MAX_FILE_BYTES // 2**20} MiB")
+                raise CaseError(file, None, format_loc(loc), f"file larger than {MAX_FILE_BYTES // MIB_BYTES} MiB")
             text = path.read_text(encoding="utf-8")
             _check_depth(text, file, loc)
             node = yaml.compose(text, Loader=yaml.SafeLoader)
