@@ -9,6 +9,8 @@ synchronize_stream_checker.py`` + ``rules/en/synchronize.yaml``; ``analyzer/sche
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -58,9 +60,22 @@ FUSIBLE = Rule(
     "A custom fused kernel must be maintained across CANN versions; check numerics")
 
 
+def _rows_named(events: pd.DataFrame, test: Callable[[str], bool], side: str | None = ev.SIDE_HOST) -> pd.DataFrame:
+    """The rows whose name passes ``test`` (and on ``side``): the name test runs once per distinct name and only
+    the few matching rows are copied (the event table can hold millions)."""
+    idx = np.flatnonzero(ev.matches(events["name"], test))
+    if side is not None and len(idx):
+        idx = idx[(events["side"].to_numpy()[idx] == side)]
+    return events.take(idx)
+
+
 def _host_named(events: pd.DataFrame, prefix: str) -> pd.DataFrame:
-    host = events[events["side"] == ev.SIDE_HOST]
-    return host[ev.matches(host["name"], lambda v: v.startswith(prefix))]
+    return _rows_named(events, lambda v: v.startswith(prefix))
+
+
+def _is_gc(name: str) -> bool:
+    """A GC event: torch_npu's ``GC`` rows (gc_detect_threshold), Python's ``GC ...`` / ``Python GC``."""
+    return name.lower() in ("gc", "python gc") or name.startswith("GC ")
 
 
 def sync_stream(inp: AdvisorInput, th: Thresholds) -> Finding | None:
@@ -93,8 +108,7 @@ def _removable_gain(gain_id: str, time_us: float, window_us: float | None, th: T
 
 def gc_pauses(inp: AdvisorInput, th: Thresholds) -> Finding | None:
     """GC events lasting at least ``advisorGcMinUs``."""
-    ev_ = inp.events
-    gc = ev_[ev.matches(ev_["name"], lambda v: v.lower() in ("gc", "python gc") or v.startswith("GC "))]
+    gc = _rows_named(inp.events, _is_gc, side=None)
     long = gc[gc["dur_us"].to_numpy() >= th.v("advisorGcMinUs")]
     if long.empty:
         return None
@@ -111,9 +125,10 @@ def conjectured_gc(inp: AdvisorInput, th: Thresholds) -> Finding | None:
     and less than ``advisorGcAclTimeRatio`` of their time in them; only without recorded GC events and with a
     CANN layer (msprof-analyze skips otherwise)."""
     e = inp.events
-    if gc_pauses(inp, th.with_overrides({"advisorGcMinUs": 0.0})) is not None:
+    if len(_rows_named(e, _is_gc, side=None)):
         return None
-    free = e[(e["sub"] == "overlap_analysis") & (e["name"] == "Free")]
+    free = _rows_named(e, lambda v: v == "Free", side=None)
+    free = free[free["sub"] == "overlap_analysis"]
     free = free[free["dur_us"].to_numpy() > th.v("advisorGcFreeMinUs")]
     acl = _host_named(e, "AscendCL@")
     if free.empty or acl.empty:
