@@ -23,7 +23,7 @@ from typing import Any
 
 from analyzer.advisor import rules_comm, rules_compute, rules_env, rules_schedule
 from analyzer.advisor.finding import Finding, Rule, rank_findings, with_share
-from analyzer.advisor.inputs import AdvisorInput, core_counts, env_variables, read_hccl_tasks
+from analyzer.advisor.inputs import AdvisorInput, core_counts, env_variables, read_hccl_tasks, read_hccl_tasks_db
 from analyzer.thresholds import Thresholds
 
 RuleFn = Callable[[AdvisorInput, Thresholds], "Finding | None"]
@@ -64,16 +64,19 @@ def missing_input(rule: Rule, inp: AdvisorInput) -> str | None:
         "advisor.fusible-sequences": (kd is not None, "no kernel_details.csv"),
         "schedule": (not inp.events.empty, "no trace events"),
     }
-    for key in (rule.id, rule.category):
-        if key in needs and not needs[key][0]:
-            return needs[key][1]
-    return None
+    ok, why = needs.get(rule.id) or needs.get(rule.category) or (True, "")  # a rule's own entry overrides its category's
+    return None if ok else why
 
 
 def build_input(rank: Any, fmt: str, window_us: float | None, th: Thresholds) -> AdvisorInput:
     """:class:`AdvisorInput` of an ``analyzer.dataset.RankData`` (its screened events)."""
-    hccl, why = (None, "Kineto trace: no HCCL tasks") if fmt != "ascend" else \
-        read_hccl_tasks(rank.files.get("trace_view.json"), th)
+    db = next((p for name, p in sorted(rank.files.items()) if name.startswith("ascend_pytorch_profiler")), None)
+    if fmt != "ascend":
+        hccl, why = None, "Kineto trace: no HCCL tasks"
+    elif rank.files.get("trace_view.json") is None and db is not None:
+        hccl, why = read_hccl_tasks_db(db)
+    else:
+        hccl, why = read_hccl_tasks(rank.files.get("trace_view.json"), th)
     ai_core, aiv = core_counts(rank.meta)
     inp = AdvisorInput(rank=rank.rank, fmt=fmt, events=rank.events, window_us=window_us, base_ts_us=rank.base_ts_us,
                        kernels=rank.tables.get("kernel_details"), env=env_variables(rank.meta), hccl_tasks=hccl,

@@ -15,6 +15,7 @@ HCCL task detail, ``communication.json``, the event table and the analysed windo
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,31 @@ def read_hccl_tasks(trace_path: Path | None, th: Thresholds) -> tuple[pd.DataFra
     except (ValueError, OSError) as exc:
         return None, f"{trace_path}: HCCL task detail unreadable ({exc})"
     return (frame, "") if len(frame) else (None, f"{trace_path}: no HCCL / Communication process tasks")
+
+
+_DB_TASKS = """
+SELECT so.value, st.value, tt.name, lt.name, ci.size, (t.endNs - t.startNs) / 1000.0, t.startNs / 1000.0
+FROM COMMUNICATION_TASK_INFO ci
+JOIN TASK t ON ci.globalTaskId = t.globalTaskId
+JOIN COMMUNICATION_OP o ON ci.opId = o.opId
+JOIN STRING_IDS so ON o.opName = so.id
+JOIN STRING_IDS st ON ci.taskType = st.id
+LEFT JOIN ENUM_HCCL_TRANSPORT_TYPE tt ON ci.transportType = tt.id
+LEFT JOIN ENUM_HCCL_LINK_TYPE lt ON ci.linkType = lt.id
+ORDER BY t.startNs
+"""
+
+
+def read_hccl_tasks_db(db_path: Path | None) -> tuple[pd.DataFrame | None, str]:
+    """:data:`HCCL_COLUMNS` rows of a torch_npu DB export (``COMMUNICATION_TASK_INFO`` joined with ``TASK`` for
+    times, ``COMMUNICATION_OP`` for the collective, ``STRING_IDS`` / ``ENUM_HCCL_*`` for names); ``(None, why)``
+    when the tables are absent or empty."""
+    if db_path is None or not db_path.is_file():
+        return None, "no trace_view.json or DB export (HCCL task detail)"
+    try:
+        with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as con:
+            rows = con.execute(_DB_TASKS).fetchall()
+    except sqlite3.Error as exc:
+        return None, f"{db_path}: HCCL task tables unreadable ({exc})"
+    frame = pd.DataFrame(rows, columns=list(HCCL_COLUMNS)).fillna({"transport": "", "link": ""})
+    return (frame, "") if len(frame) else (None, f"{db_path}: COMMUNICATION_TASK_INFO is empty")

@@ -68,7 +68,8 @@ def byte_alignment(inp: AdvisorInput, th: Thresholds) -> Finding | None:
     t = inp.hccl_tasks
     if t is None or t.empty:
         return None
-    checked = t[(t["transport"] == "SDMA") & (t["link"] != "ON_CHIP")
+    copies = t["task"].astype(str).str.startswith(("Memcpy", "Reduce"))  # the tasks HcclDetailDataset keeps
+    checked = t[copies & (t["transport"] == "SDMA") & (t["link"] != "ON_CHIP")
                 & passes_mask(t["size_bytes"].to_numpy(), th, "advisorAlignmentMinBytes")]
     if checked.empty:
         return None

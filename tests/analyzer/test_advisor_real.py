@@ -27,9 +27,11 @@ Documented differences (msprof-analyze finds, ndval does not):
 
 - Affinity API Issues (torch_npu.optim.NpuFusedSGD, every export): the affinity-API pattern library
   (``rules/timeline_fusion_ops.yaml``, stack matching) is not implemented.
-- DB exports (db-level2: byte alignment of hcom_allReduce__865_0_1 / _3_1, vector perf, Operator No Bound):
-  ndval's DB reader (``analyzer.ingest.ascend_db``) does not load ``TASK_PMU_INFO`` / ``COMMUNICATION_TASK_INFO``
-  into the advisor's kernel and HCCL-task tables; the rules say "not evaluated" with the reason.
+- DB exports, db-level2: Vector Operator Perf Analysis and Operator No Bound come from ``TASK_PMU_INFO``, which
+  ndval's DB reader (``analyzer.ingest.ascend_db``) does not load into a kernel table: the kernel rules say
+  "not evaluated" with the reason. Byte alignment on db-level2 matches (hcom_allReduce__865_0_1: 28,647,232 B,
+  1809.295 µs, unaligned 237.025 µs, 15.8334 GB/s; hcom_allReduce__865_3_1: 17,267,200 B, 2089.362 µs,
+  280.186 µs, 8.2643 GB/s — read from ``COMMUNICATION_TASK_INFO``); db-level0: neither tool finds it.
 - Overall Summary / slow rank / slow link (cluster) are not advisor rules in ndval: the verdict and the cluster
   summary cover them.
 
@@ -83,7 +85,15 @@ def test_level0_environment_only(profile_path) -> None:
     assert set(f) == {"advisor.env-variables"}
 
 
-@pytest.mark.parametrize("rel", ["ascend/msinsight-db-level2", "ascend/msprof-analyze-single-card/trace_view.json",
+def test_db_level2_byte_alignment_matches_msprof_analyze(profile_path) -> None:
+    f = _findings(profile_path, "ascend/msinsight-db-level2")
+    assert set(f) == {"advisor.comm-byte-alignment"}
+    assert f["advisor.comm-byte-alignment"]["rows"] == [
+        ["hcom_allReduce__865_0_1", 28647232, 1809.295, 237.025, 15.8334],
+        ["hcom_allReduce__865_3_1", 17267200, 2089.362, 280.186, 8.2643]]
+
+
+@pytest.mark.parametrize("rel", ["ascend/msinsight-db-level0", "ascend/msprof-analyze-single-card/trace_view.json",
                                  "ascend/msinsight-heatmap-tiny/trace_view.json"])
 def test_no_finding_where_msprof_analyze_has_only_affinity_or_db_tables(profile_path, rel: str) -> None:
     rank = analyze(load_dataset(profile_path(rel))).primary
