@@ -23,7 +23,14 @@ from typing import Any
 
 from analyzer.advisor import rules_comm, rules_compute, rules_env, rules_schedule
 from analyzer.advisor.finding import Finding, Rule, rank_findings, with_share
-from analyzer.advisor.inputs import AdvisorInput, core_counts, env_variables, read_hccl_tasks, read_hccl_tasks_db
+from analyzer.advisor.inputs import (
+    AdvisorInput,
+    core_counts,
+    env_variables,
+    kernels_from_db,
+    read_hccl_tasks,
+    read_hccl_tasks_db,
+)
 from analyzer.thresholds import Thresholds
 
 RuleFn = Callable[[AdvisorInput, Thresholds], "Finding | None"]
@@ -78,8 +85,11 @@ def build_input(rank: Any, fmt: str, window_us: float | None, th: Thresholds) ->
     else:
         hccl, why = read_hccl_tasks(rank.files.get("trace_view.json"), th)
     ai_core, aiv = core_counts(rank.meta)
+    kernels = rank.tables.get("kernel_details")
+    if kernels is None and db is not None:
+        kernels, _ = kernels_from_db(db, rank.base_ts_us)
     inp = AdvisorInput(rank=rank.rank, fmt=fmt, events=rank.events, window_us=window_us, base_ts_us=rank.base_ts_us,
-                       kernels=rank.tables.get("kernel_details"), env=env_variables(rank.meta), hccl_tasks=hccl,
+                       kernels=kernels, env=env_variables(rank.meta), hccl_tasks=hccl,
                        communication=rank.communication, ai_core_num=ai_core, aiv_num=aiv)
     if why:
         inp.notes["hccl"] = why

@@ -133,3 +133,58 @@ def read_hccl_tasks_db(db_path: Path | None) -> tuple[pd.DataFrame | None, str]:
         return None, f"{db_path}: HCCL task tables unreadable ({exc})"
     frame = pd.DataFrame(rows, columns=list(HCCL_COLUMNS)).fillna({"transport": "", "link": ""})
     return (frame, "") if len(frame) else (None, f"{db_path}: COMMUNICATION_TASK_INFO is empty")
+
+
+_DB_KERNELS = """
+SELECT ci.globalTaskId, sn.value, so.value, stt.value, t.startNs, t.endNs, ci.blockDim, ci.mixBlockDim,
+       sis.value, sos.value, sit.value, sot.value
+FROM COMPUTE_TASK_INFO ci
+JOIN TASK t ON ci.globalTaskId = t.globalTaskId
+LEFT JOIN STRING_IDS sn ON ci.name = sn.id LEFT JOIN STRING_IDS so ON ci.opType = so.id
+LEFT JOIN STRING_IDS stt ON ci.taskType = stt.id LEFT JOIN STRING_IDS sis ON ci.inputShapes = sis.id
+LEFT JOIN STRING_IDS sos ON ci.outputShapes = sos.id LEFT JOIN STRING_IDS sit ON ci.inputDataTypes = sit.id
+LEFT JOIN STRING_IDS sot ON ci.outputDataTypes = sot.id
+"""
+_DB_COMM_OPS = "SELECT s.value, o.startNs, o.endNs FROM COMMUNICATION_OP o JOIN STRING_IDS s ON o.opName = s.id"
+_DB_PMU = "SELECT p.globalTaskId, s.value, p.value FROM TASK_PMU_INFO p JOIN STRING_IDS s ON p.name = s.id"
+_KD_COLUMNS = ("Name", "Type", "Accelerator Core", "start_ns", "end_ns", "Block Dim", "Mix Block Dim", "Input Shapes",
+               "Output Shapes", "Input Data Types", "Output Data Types")
+
+
+def _pmu_name(name: str) -> str:
+    """A ``TASK_PMU_INFO`` metric as the ``kernel_details.csv`` column it corresponds to."""
+    if name == "aic_total_time":
+        return "aicore_time(us)"
+    if name == "aiv_total_time":
+        return "aiv_time(us)"
+    return f"{name}(us)" if name.endswith("_time") else name
+
+
+def kernels_from_db(db_path: Path, base_ts_us: int) -> tuple[pd.DataFrame | None, str]:
+    """A ``kernel_details.csv``-shaped table of a torch_npu DB export: ``COMPUTE_TASK_INFO`` + ``TASK`` (times,
+    ``Start Time(us)`` relative to ``base_ts_us``) + ``TASK_PMU_INFO`` pivoted to the ratio / time columns, plus
+    one ``HCCL`` row per ``COMMUNICATION_OP`` (kernel_details.csv lists the collectives too)."""
+    try:
+        with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as con:
+            tasks = con.execute(_DB_KERNELS).fetchall()
+            comm = con.execute(_DB_COMM_OPS).fetchall()
+            pmu = con.execute(_DB_PMU).fetchall() if _has_table(con, "TASK_PMU_INFO") else []
+    except sqlite3.Error as exc:
+        return None, f"{db_path}: compute task tables unreadable ({exc})"
+    if not tasks:
+        return None, f"{db_path}: COMPUTE_TASK_INFO is empty"
+    kd = pd.DataFrame([t[1:] for t in tasks], columns=list(_KD_COLUMNS), index=[t[0] for t in tasks])
+    if pmu:
+        wide = pd.DataFrame(pmu, columns=["task", "metric", "value"]).pivot_table(
+            index="task", columns="metric", values="value", aggfunc="first")
+        kd = kd.join(wide.rename(columns=_pmu_name))
+    hccl = pd.DataFrame([(n, "hcom", "HCCL", a, b) for n, a, b in comm],
+                        columns=["Name", "Type", "Accelerator Core", "start_ns", "end_ns"])
+    kd = pd.concat([kd, hccl], ignore_index=True)
+    kd["Start Time(us)"] = kd["start_ns"] / 1000.0 - base_ts_us
+    kd["Duration(us)"] = (kd["end_ns"] - kd["start_ns"]) / 1000.0
+    return kd.drop(columns=["start_ns", "end_ns"]).sort_values("Start Time(us)", kind="stable").reset_index(drop=True), ""
+
+
+def _has_table(con: sqlite3.Connection, name: str) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None

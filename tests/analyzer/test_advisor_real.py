@@ -27,11 +27,16 @@ Documented differences (msprof-analyze finds, ndval does not):
 
 - Affinity API Issues (torch_npu.optim.NpuFusedSGD, every export): the affinity-API pattern library
   (``rules/timeline_fusion_ops.yaml``, stack matching) is not implemented.
-- DB exports, db-level2: Vector Operator Perf Analysis and Operator No Bound come from ``TASK_PMU_INFO``, which
-  ndval's DB reader (``analyzer.ingest.ascend_db``) does not load into a kernel table: the kernel rules say
-  "not evaluated" with the reason. Byte alignment on db-level2 matches (hcom_allReduce__865_0_1: 28,647,232 B,
-  1809.295 µs, unaligned 237.025 µs, 15.8334 GB/s; hcom_allReduce__865_3_1: 17,267,200 B, 2089.362 µs,
-  280.186 µs, 8.2643 GB/s — read from ``COMMUNICATION_TASK_INFO``); db-level0: neither tool finds it.
+- DB exports, db-level2 (kernel table built from ``COMPUTE_TASK_INFO`` + ``TASK`` + ``TASK_PMU_INFO``, HCCL tasks
+  from ``COMMUNICATION_TASK_INFO``): byte alignment hcom_allReduce__865_0_1 (28,647,232 B, 1809.295 µs, unaligned
+  237.025 µs, 15.8334 GB/s) and _3_1 (17,267,200 B, 2089.362 µs, 280.186 µs, 8.2643 GB/s); vector optimisation
+  space trans_TransData_23 67.08 %, trans_TransData_17 67.03 % (x2), MaxPool2dWithMaskBackward TransData 66.96 %,
+  MaxPool2dWithMask TransData 66.78 %; Operator No Bound types "ForeachAddList, Conv2DBackpropFilter,
+  ForeachMulScalar, TensorMove, MaxPoolWithArgmaxV1, Mul, Conv2D, MaxPoolGradWithArgmaxV1, MatMulV3". Difference:
+  msprof-analyze's no-bound check reads six ratios (its op_summary's vec, mac, scalar, mte1, mte2 = aic_mte2,
+  mte3), so ForeachAddList / ForeachMulScalar / Mul, whose aiv_mte2_ratio is 0.91-0.98 (mte2 bound), are in its
+  list; ndval reads every aic_* / aiv_* ratio and leaves them out; the other types come in the same order.
+  db-level0: neither tool finds anything but the affinity API.
 - Overall Summary / slow rank / slow link (cluster) are not advisor rules in ndval: the verdict and the cluster
   summary cover them.
 
@@ -85,9 +90,15 @@ def test_level0_environment_only(profile_path) -> None:
     assert set(f) == {"advisor.env-variables"}
 
 
-def test_db_level2_byte_alignment_matches_msprof_analyze(profile_path) -> None:
+def test_db_level2_matches_msprof_analyze(profile_path) -> None:
     f = _findings(profile_path, "ascend/msinsight-db-level2")
-    assert set(f) == {"advisor.comm-byte-alignment"}
+    assert set(f) == {"advisor.comm-byte-alignment", "advisor.aicore-pipeline", "advisor.aicore-no-bound"}
+    assert [r[0] for r in f["advisor.aicore-no-bound"]["rows"]] == [
+        "Conv2DBackpropFilter", "TensorMove", "MaxPoolWithArgmaxV1", "Conv2D", "MaxPoolGradWithArgmaxV1"]
+    assert [(r[1], r[5]) for r in f["advisor.aicore-pipeline"]["rows"] if r[4] == "—"] == [
+        ("trans_TransData_23", 67.08), ("trans_TransData_17", 67.03), ("trans_TransData_17", 67.03),
+        ("aclnnMaxPool2dWithMaskBackward_TransDataSpecial_TransData", 66.96),
+        ("aclnnMaxPool2dWithMask_TransDataSpecial_TransData", 66.78)]
     assert f["advisor.comm-byte-alignment"]["rows"] == [
         ["hcom_allReduce__865_0_1", 28647232, 1809.295, 237.025, 15.8334],
         ["hcom_allReduce__865_3_1", 17267200, 2089.362, 280.186, 8.2643]]
