@@ -379,7 +379,10 @@ def _with_advice(ra: RankAnalysis, rank: RankData, th: Thresholds, fmt: str) -> 
     window = ra.overall.indicators.value("wall_us")
     report = advisor.advise(advisor.build_input(rank, fmt, window, th), th)
     hta = hta_breakdowns.breakdowns(rank.events, th) if fmt == "kineto" else None
-    return replace(ra, advisor=report.to_dict(th), hta_breakdowns=hta)
+    payload = {**report.to_dict(th), "scope": OVERALL, "phase": ra.overall.phase,
+               "scope_note": "rules read the whole capture's kernel table and trace (as msprof-analyze does); each "
+                             "finding lists the phases its rule applies to"}
+    return replace(ra, advisor=payload, hta_breakdowns=hta)
 
 
 def _hta_overlap(rank: RankData, fmt: str) -> float | None:
