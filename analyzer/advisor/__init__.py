@@ -18,9 +18,10 @@ seed's four-kind bottleneck scoring.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from analyzer import hta_breakdowns
 from analyzer.advisor import rules_comm, rules_compute, rules_env, rules_schedule
 from analyzer.advisor.finding import Finding, Rule, rank_findings, with_share
 from analyzer.advisor.inputs import (
@@ -37,7 +38,8 @@ RuleFn = Callable[[AdvisorInput, Thresholds], "Finding | None"]
 RULES: tuple[tuple[Rule, RuleFn], ...] = (*rules_env.RULES, *rules_comm.RULES, *rules_compute.RULES,
                                           *rules_schedule.RULES)
 
-__all__ = ["RULES", "AdvisorInput", "AdvisorReport", "Finding", "Rule", "advise", "build_input", "missing_input"]
+__all__ = ["RULES", "AdvisorInput", "AdvisorReport", "Finding", "Rule", "advise", "attach", "build_input",
+           "missing_input"]
 
 
 @dataclass(frozen=True)
@@ -111,3 +113,15 @@ def advise(inp: AdvisorInput, th: Thresholds) -> AdvisorReport:
         else:
             found.append(with_share(f, inp.window_us))
     return AdvisorReport(tuple(rank_findings(found)), quiet, inp.window_us)
+
+
+def attach(ra: Any, rank: Any, th: Thresholds, fmt: str, scope: str) -> Any:
+    """The hook of ``analyzer.analysis``: ``ra`` (a ``RankAnalysis``) with ``advisor`` (the findings of ``rank`` over
+    the ``scope`` window, as plain data) and, for Kineto traces, ``hta_breakdowns`` set."""
+    overall = ra.scopes[scope]
+    report = advise(build_input(rank, fmt, overall.indicators.value("wall_us"), th), th)
+    payload = {**report.to_dict(th), "scope": scope, "phase": overall.phase,
+               "scope_note": "rules read the whole capture's kernel table and trace (as msprof-analyze does); each "
+                             "finding lists the phases its rule applies to"}
+    hta = hta_breakdowns.breakdowns(rank.events, th) if fmt == "kineto" else None
+    return replace(ra, advisor=payload, hta_breakdowns=hta)
