@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer import (
+    advisor,
     breakdown,
     cluster,
     cluster_comm,
@@ -108,6 +109,10 @@ class RankAnalysis:
     #: communication by process group and parallel dimension (``comm_groups.CommByGroup.to_dict``); None when the
     #: profile names no group.
     comm_by_group: dict[str, Any] | None = None
+    #: operator-level findings beside the verdict (analyzer.advisor), as plain data; None when not run
+    advisor: dict[str, Any] | None = None
+    #: Kineto only: HTA's idle / launch / kernel-type breakdowns over HTA's and the capture window (analyzer.hta_breakdowns)
+    hta_breakdowns: dict[str, Any] | None = None
 
     @property
     def overall(self) -> ScopeResult:
@@ -132,6 +137,7 @@ class RankAnalysis:
             "hta_window_overlap_pct": self.hta_window_overlap_pct,
             "hta_window_shares": self.hta_window_shares,
             "comm_by_group": self.comm_by_group,
+            "advisor": self.advisor, "hta_breakdowns": self.hta_breakdowns,
         }
 
 
@@ -412,13 +418,16 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
                 + [f"rank {rank.rank}: {e}" for e in (by_group.errors if by_group else ())])
     meta: dict[str, Any] = {k: rank.meta[k] for k in ("level", "device_id", "unknown_categories", "accelerator")
                             if k in rank.meta}
-    return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
+    ra = RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
                         capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt),
                         confidence.raise_confidence(confidence.CaptureFacts(
                             plan.confidence, plan.override, scopes[OVERALL].indicators["mac_ratio"].available,
                             tuple(rank.files), (world or 1) > 1, fmt)), _hta_shares(rank, fmt),
                         None if by_group is None else by_group.to_dict())
+    attached: RankAnalysis = advisor.attach(ra, rank, th, fmt, OVERALL)
+    return attached
+
 
 
 def _hta_overlap(rank: RankData, fmt: str) -> float | None:
