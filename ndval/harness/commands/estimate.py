@@ -100,6 +100,10 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"ndval estimate: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    from estimator.config.rules import stated_rules
+
+    for note in stated_rules(cfg):
+        print(f"ndval estimate: note: {note}", file=sys.stderr)
     if args.json:
         doc: dict[str, Any] = {"config": str(args.config), "memory": memory.to_dict(), "perf": perf.to_dict()}
         bad = non_finite_fields(doc)
