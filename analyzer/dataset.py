@@ -29,6 +29,7 @@ from analyzer.ingest.columns import TABLE_FILES, read_csv_table
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.stream import RawTrace, estimate_complete_events, sniff_layout
 from analyzer.parallel import map_ranks
+from ndval.core.units import BYTES_PER_GIB, GIB_BYTES
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 #: what each missing Ascend file disables (for the warning text).
@@ -44,7 +45,7 @@ DISABLES: dict[str, str] = {
 
 
 #: a trace larger than this (bytes on disk) read without an event budget gets a memory warning.
-LARGE_TRACE_BYTES = 2 * 2**30
+LARGE_TRACE_BYTES = 2 * GIB_BYTES
 #: peak resident bytes per complete event of a parse + analysis, for that warning's estimate: measured
 #: by ``benchmarks/bench_analyzer.py`` (x200 real Level1 trace, 877k rows: see its report); rounded up.
 PEAK_BYTES_PER_EVENT = 400
@@ -349,8 +350,8 @@ def _size_warning(trace: Path, max_events: int | None, large_trace_bytes: int) -
     if max_events is not None or size <= large_trace_bytes:
         return []
     n = estimate_complete_events(trace)
-    return [f"{trace}: {size / 2**30:.1f} GiB trace read without an event budget: ~{n:,} complete events "
-            f"(estimated from the first 8 MiB), ~{estimated_peak_bytes(n) / 2**30:.1f} GiB of memory estimated "
+    return [f"{trace}: {size / BYTES_PER_GIB:.1f} GiB trace read without an event budget: ~{n:,} complete events "
+            f"(estimated from the first 8 MiB), ~{estimated_peak_bytes(n) / BYTES_PER_GIB:.1f} GiB of memory estimated "
             f"({PEAK_BYTES_PER_EVENT} B/event measured); pass max_events (ndval analyze --max-events N) to bound it"]
 
 

@@ -41,6 +41,7 @@ from analyzer.ingest import ascend
 from analyzer.ingest import events as ev
 from analyzer.ingest.decode import DTYPE_BYTES
 from analyzer.ingest.errors import IngestError
+from ndval.core.units import NS_PER_US
 
 #: ``META_DATA`` schema major versions this reader knows.
 SUPPORTED_MAJOR: frozenset[str] = frozenset({"1"})
@@ -295,12 +296,12 @@ def _table(raw: pd.DataFrame, rank: int) -> tuple[pd.DataFrame, int]:
     end = pd.to_numeric(raw["end_ns"], errors="coerce")
     ok = start.notna() & end.notna() & (end >= start)
     raw, start, end = raw[ok], start[ok].astype("int64"), end[ok].astype("int64")
-    base_us = int(start.min()) // 1000 if len(start) else 0
-    rel_ns = (start - base_us * 1000).to_numpy(dtype=np.int64)
+    base_us = int(start.min()) // int(NS_PER_US) if len(start) else 0
+    rel_ns = (start - base_us * int(NS_PER_US)).to_numpy(dtype=np.int64)
     df = pd.DataFrame({
         "name": raw["name"].astype(str).to_numpy(dtype=object), "category": raw["category"].to_numpy(dtype=object),
         "side": np.where(raw["pid"].isin([PID_HARDWARE, PID_COMM]), ev.SIDE_DEVICE, ev.SIDE_HOST).astype(object),
-        "ts_us": rel_ns / 1000.0, "dur_us": (end - start).to_numpy(dtype=np.int64) / 1000.0,
+        "ts_us": rel_ns / NS_PER_US, "dur_us": (end - start).to_numpy(dtype=np.int64) / NS_PER_US,
         "pid": raw["pid"].to_numpy(dtype=np.int64), "tid": pd.to_numeric(raw["tid"]).to_numpy(dtype=np.int64),
         "stream": raw["stream"].to_numpy(dtype=object), "rank": np.full(len(raw), rank, dtype=np.int64),
         "step": np.full(len(raw), ev.UNKNOWN_STEP, dtype=np.int64), "sub": raw["sub"].astype(str).to_numpy(dtype=object),

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
+
 
 def legacy() -> dict[str, Any]:
     """The reference tool before the seed's fixes.
@@ -17,7 +19,7 @@ def legacy() -> dict[str, Any]:
     kernel-launch term and no operator roofline (GEMM FLOPs at raw peak; the reference has neither).
     """
     return {
-        "safety_buffer_mb": 1024.0,
+        "safety_buffer_mb": SEED_SAFETY_BUFFER_MB,
         "tp_scaled_buffers": False,
         "tp_shardable_overhead_mb": 0.0,
         "ep_bubble_overlap_ratio": 0.0,
@@ -40,7 +42,7 @@ def fixed() -> dict[str, Any]:
     sourced efficiencies (``operator_roofline``, docs/step-time-accuracy.md).
     """
     return {
-        "safety_buffer_mb": 1024.0,
+        "safety_buffer_mb": SEED_SAFETY_BUFFER_MB,
         "tp_scaled_buffers": True,
         "tp_shardable_overhead_mb": None,
         "ep_bubble_overlap_ratio": 1.0,

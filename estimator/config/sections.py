@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from estimator.config.errors import did_you_mean
+from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
 
 RecomputeMode = Literal["none", "selective", "full"]
 #: selective-recompute modules understood by the activation model (Megatron names)
@@ -304,10 +305,11 @@ class OptionsConfig(StrictSection):
     """The seed's fixes as options (spec §5) and the time model's knobs.
 
     Defaults are the seed's (= ``presets.fixed()``), except ``tp_shardable_overhead_mb`` whose
-    None means the profile's default (2676 under ``sapp-nd``, 0 otherwise; spec §5).
+    None means the profile's default (``SEED_TP_SHARDABLE_OVERHEAD_MB`` = 2676 under ``sapp-nd``, 0
+    otherwise; spec §5; ``estimator.inputs.runtime_buffer``).
     """
 
-    safety_buffer_mb: float = Field(default=1024.0, ge=0, description="P1: safety buffer (MiB), /tp when scaled")
+    safety_buffer_mb: float = Field(default=SEED_SAFETY_BUFFER_MB, ge=0, description="P1: safety buffer (MiB), /tp when scaled")
     tp_scaled_buffers: bool = Field(default=True, description="P1: false keeps the safety buffer flat")
     tp_shardable_overhead_mb: float | None = Field(
         default=None, ge=0, description="P1: runtime overhead (MiB) /tp; None = profile default"

@@ -22,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from estimator.inputs.runtime_buffer import SEED_TP_SHARDABLE_OVERHEAD_MB
 from estimator.shared.memo import derived
+from ndval.core.units import S_PER_US
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -33,8 +35,6 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 #: Adam keeps two states (first and second moment) per parameter
 ADAM_STATES = 2
 
-#: seed P1: mean TP=1 under-estimate of the reference on the scaled-down DeepSeek-V3 (MiB)
-SAPP_ND_TP_SHARDABLE_OVERHEAD_MB = 2676.0
 
 Sharding = Literal["sapp-nd", "megatron", "fsdp2"]
 
@@ -88,7 +88,7 @@ PROFILES: dict[str, Profile] = {
         logits_held_per_micro_batch=True,
         full_recompute_input_tp_sharded=True,
         comm_buffers=True,
-        tp_shardable_overhead_mb=SAPP_ND_TP_SHARDABLE_OVERHEAD_MB,
+        tp_shardable_overhead_mb=SEED_TP_SHARDABLE_OVERHEAD_MB,  # seed P1 (§4.1.2)
     ),
     "megatron": Profile(
         name="megatron",
@@ -221,6 +221,6 @@ def host_launch_cost_s(cfg: EstimatorConfig) -> float:
     the user's own stack, e.g. the analyzer's ``host_us_per_launch`` of a profile), else the profile's
     sourced value (0.0 without one)."""
     if cfg.options.host_launch_cost_us is not None:
-        return cfg.options.host_launch_cost_us * 1e-6
+        return cfg.options.host_launch_cost_us * S_PER_US
     cost = HOST_LAUNCH_COST.get(cfg.profile)
-    return 0.0 if cost is None else cost.per_launch_us * 1e-6
+    return 0.0 if cost is None else cost.per_launch_us * S_PER_US

@@ -18,12 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.inputs.derive import (
-    expert_data_parallel,
-    layer_ep,
-    megatron_expert_tp,
-    shard_factors,
-)
+from estimator.inputs.derive import expert_groups, layer_ep, shard_factors
 from estimator.inputs.params import (
     LayerParams,
     embedding_params,
@@ -112,7 +107,7 @@ def _dp_shard(cfg: EstimatorConfig) -> int:
 
 
 def _edp_shard(cfg: EstimatorConfig) -> int:
-    return expert_data_parallel(cfg) if cfg.parallel.distributed_optimizer else 1
+    return expert_groups(cfg).edp if cfg.parallel.distributed_optimizer else 1
 
 
 def fp8_weight_cache(cfg: EstimatorConfig, linear_weights: float) -> StaticBytes:
@@ -130,7 +125,7 @@ def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Sta
     b, t = resolved_bytes(cfg), cfg.parallel.tp
     held_non_exp = lp.held_non_expert(t)
     linear_non_exp = (lp.non_expert - lp.replicated) / t + lp.mla_replicated
-    etp = megatron_expert_tp(cfg)
+    etp = expert_groups(cfg).etp
     routed, shared = lp.routed / (ep * etp), lp.shared / t
     return StaticBreakdown(
         non_expert=_per_param(held_non_exp, b, _dp_shard(cfg), 1, 1) + fp8_weight_cache(cfg, linear_non_exp),
@@ -142,9 +137,9 @@ def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Sta
 def fsdp2_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> StaticBreakdown:
     """FSDP2: params, grads and optimizer states all sharded (16 B / shard degree with fp32 Adam)."""
     b, t = resolved_bytes(cfg), cfg.parallel.tp
-    d, e = cfg.parallel.dp * cfg.parallel.cp, expert_data_parallel(cfg)
+    groups = expert_groups(cfg)
+    d, e, etp = cfg.parallel.dp * cfg.parallel.cp, groups.edp, groups.etp
     held_non_exp = lp.held_non_expert(t)
-    etp = megatron_expert_tp(cfg)
     return StaticBreakdown(
         non_expert=_per_param(held_non_exp, b, d, d, d),
         routed=_per_param(lp.routed / (ep * etp), b, e, e, e),

@@ -29,14 +29,13 @@ from estimator.inputs import derive
 from estimator.perf import operators as ops_
 from estimator.perf.layers import is_moe_layer, stage_groups
 from estimator.shared.arrays import ARRAY, is_array, maximum, unique_rows, where
+from ndval.core.units import BYTES_PER_GB, BYTES_PER_MEGABYTE, FLOPS_PER_GFLOP, S_PER_US
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
     from estimator.inputs.hardware import DeviceEfficiency
     from estimator.perf.context import Ctx
 
-BYTES_PER_MB = 1e6
-FLOPS_PER_GFLOP = 1e9
 
 
 def roofline_active(cfg: EstimatorConfig) -> bool:
@@ -64,8 +63,8 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
     memory_s = 0.0
     if type(moved) is ARRAY or moved:
         permute = eff.permute_memory_bwd if backward else eff.permute_memory_fwd
-        share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MB)
-        memory_s = moved / (eff.hbm_gb_s * 1e9 * share) + kernels * eff.kernel_latency_us * 1e-6
+        share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MEGABYTE)
+        memory_s = moved / (eff.hbm_gb_s * BYTES_PER_GB * share) + kernels * eff.kernel_latency_us * S_PER_US
         if type(moved) is ARRAY:  # rows moving nothing price no memory term (the scalar ``if``)
             memory_s = where(moved != 0, memory_s, 0.0)
     return maximum(compute_s, memory_s)

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from ndval.core.units import MIB_BYTES
+
 Loc = tuple[Any, ...]
 
 #: PyYAML's safe loader on libyaml when it is built in (same safe tags, ~10x faster), else the Python one
@@ -162,7 +164,7 @@ MAX_NODES = 200_000
 MAX_DEPTH = 64
 MAX_KEY_CHARS = 200
 MAX_SCALAR_CHARS = 100_000
-MAX_FILE_BYTES = 16 * 2**20
+MAX_FILE_BYTES = 16 * MIB_BYTES
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -354,7 +356,7 @@ def read_regular_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     with path.open("rb") as fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise ValueError(f"file larger than {max_bytes // 2**20} MiB")
+        raise ValueError(f"file larger than {max_bytes // MIB_BYTES} MiB")
     return data.decode("utf-8")
 
 

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ndval.core.units import S_PER_US
+
 EXIT_BAD_INPUT = 2
 
 
@@ -44,7 +46,7 @@ def profile_by_class(kernels: list[Any], steps: int) -> dict[str, float]:
     """Kernel seconds per step per class."""
     out: dict[str, float] = {}
     for k in kernels:
-        out[k.kernel_class] = out.get(k.kernel_class, 0.0) + k.dur_us * 1e-6 / steps
+        out[k.kernel_class] = out.get(k.kernel_class, 0.0) + k.dur_us * S_PER_US / steps
     return out
 
 
