@@ -428,6 +428,6 @@ def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Pa
     summary = cluster.summarize({ra.rank: _cluster_row(ra) for ra in ranks}, th.v("clusterSpreadPct"),
                                 "overall scope indicators per step (µs/step)")
     if summary is not None:
-        summary = _with_comm(summary, dataset)
+        summary = replace(_with_comm(summary, dataset), unreadable=dataset.unreadable)
     warnings = list(dataset.warnings) + [w for ra in ranks for w in ra.warnings]
     return Analysis(str(dataset.path), dataset.source_format, th, phase_override, ranks, summary, tuple(warnings))
