@@ -175,7 +175,7 @@ def _rank_dirs(parent: Path) -> list[Path]:
 
 def _rank_hint(p: Path) -> int | None:
     m = re.search(r"rank[_-]?(\d+)", p.name)
-    return int(m.group(1)) if m else None
+    return ev.checked_rank(int(m.group(1)), f"{p} (folder name)") if m else None
 
 
 # ------------------------------------------------------------------------------------- readers
