@@ -39,7 +39,7 @@ def test_analyze_step_beyond_int64_exits_2_in_one_line(tmp_path: Path, capsys: p
 
 @pytest.mark.parametrize("value", [2**70, float("inf")])
 def test_distributed_info_rank_beyond_int64(value: float) -> None:
-    with pytest.raises(ValueError, match="distributedInfo.rank"):
+    with pytest.raises(ValueError, match=r"distributedInfo\.rank"):
         rank_of({"distributedInfo": {"rank": value}})
 
 
@@ -60,3 +60,33 @@ def test_search_space_beyond_the_bound_is_refused_with_its_size() -> None:
     with pytest.raises(SpaceError, match=r"3\.2e\+11 layouts.*narrow the widest dimensions"):
         check_size(space)
     check_size({"d": (1, 2)})
+
+
+def _bomb(path: Path, member_bytes: int) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf, zf.open("xl/worksheets/sheet1.xml", "w") as fh:
+        chunk = b"\0" * (1 << 20)
+        for _ in range(member_bytes >> 20):
+            fh.write(chunk)
+    return path
+
+
+def test_xlsx_zip_bomb_refused_before_reading(tmp_path: Path) -> None:
+    """A 4 MB .xlsx that unpacked to ~1 GB ran add-case until killed; the central directory is checked first."""
+    from ndval.core.archives import ArchiveError, check_zip
+
+    bomb = _bomb(tmp_path / "bomb.xlsx", 8 << 20)
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(ArchiveError, match="compressed"):
+        check_zip(bomb, "xlsx workbook")
+    with pytest.raises(ArchiveError, match="unpacks to 8 MiB"):
+        check_zip(bomb, "xlsx workbook", max_bytes=1 << 20)
+
+
+def test_add_case_csv_named_xlsx_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "peaks.xlsx"
+    src.write_text("config,measured_mb\na,1\n")
+    assert main(["add-case", "--from", str(src), "--cases-dir", str(tmp_path / "cases")]) == 2
+    err = capsys.readouterr().err
+    assert "not a zip file" in err and "Traceback" not in err, err
