@@ -207,6 +207,8 @@ def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | No
     finally:
         bar.close()
         src.close()
+    if framer.trailing:  # two traces in one file, or data appended after the document: never merged silently
+        raise IngestError(path, "<file>", framer.trailing)
     raw.top, raw.decoder = framer.top, framer.decoder
     raw.base_ts_us = state.base or 0
     _notes(raw, framer)
