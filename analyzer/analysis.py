@@ -27,6 +27,7 @@ from analyzer import (
     plausibility,
     recommend,
     rootcause,
+    steptable,
 )
 from analyzer.bottleneck import NONE, Verdict, locate
 from analyzer.dataset import Dataset, DroppedEvents, RankData
@@ -341,6 +342,8 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
     """All scopes of one rank (its implausible events set aside first, with a warning)."""
     rank, screen_warnings, no_verdict = _screened(rank, th)
     plan = phases.plan_phases(rank.events, th, rank.tables.get("step_trace_time"), phase_override)
+    rank, table_warnings = steptable.checked(rank, plan.steps)
+    screen_warnings = screen_warnings + table_warnings
     world = _world_size(rank, n_ranks)
     comm_ok = _comm_applicable(rank, world)
     dominant = plan.dominant
