@@ -420,6 +420,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     p = Path(path)
     if not p.exists():
         raise IngestError(p, "<path>", "does not exist")
+    if not (p.is_file() or p.is_dir()):  # a FIFO or device would be read until killed
+        raise IngestError(p, "<path>", "is a FIFO, device or socket, not a profile file or folder")
     opts: dict[str, Any] = {"progress": progress, "max_events": max_events, "large_trace_bytes": large_trace_bytes,
                             "budgets": budgets}
     if p.is_file():

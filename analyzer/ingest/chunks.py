@@ -95,7 +95,7 @@ class EventFramer:
             self._buf = head
             self._find_events()
         else:
-            raise ValueError("not JSON: expected '[' (event array) or '{' (traceEvents object)")
+            raise ValueError(not_json(head))
         return self.layout
 
     def _read(self, size: int = CHUNK_BYTES) -> bytes:
@@ -292,6 +292,15 @@ class EventFramer:
         elif text.startswith(b"}"):
             text = text[1:]
         self.trailing = trailing.describe(text.strip(), self.src.plain)
+
+
+def not_json(head: bytes) -> str:
+    """Why ``head`` (the first bytes, decompressed) is not a JSON trace, naming the encoding when it is a known one."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or (len(head) > 1 and (head[0] == 0) != (head[1] == 0)):
+        return "not JSON in UTF-8: the file is UTF-16 text (re-save it as UTF-8)"
+    if head[:1] == b"\x78" and head[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"):
+        return "not JSON: zlib-compressed data without a gzip header (compress with gzip, or decompress it)"
+    return "not JSON: expected '[' (event array) or '{' (traceEvents object)"
 
 
 def _cap_recursion(max_depth: int) -> int:

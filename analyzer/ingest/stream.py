@@ -44,7 +44,7 @@ import pandas as pd
 from analyzer.ingest import decode as dec
 from analyzer.ingest import native
 from analyzer.ingest.budgets import Budgets
-from analyzer.ingest.chunks import EventFramer
+from analyzer.ingest.chunks import EventFramer, not_json
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.framing import open_source, read_all
 from analyzer.ingest.thinning import Thinning
@@ -168,7 +168,7 @@ def sniff_layout(path: Path) -> str:
         return "array"
     if head[:1] == b"{":
         return "object"
-    raise IngestError(path, "<file>", "not JSON: expected '[' (event array) or '{' (traceEvents object)")
+    raise IngestError(path, "<file>", not_json(head))
 
 
 def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | None = None,

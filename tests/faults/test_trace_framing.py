@@ -46,3 +46,19 @@ def test_data_after_the_document_is_an_error(tmp_path: Path, name: str, data: by
 def test_describe_bounded_second_document() -> None:
     assert "at least 2 traces" in describe(b'{"traceEvents": [{"ph": "X"')
     assert describe(b"") == ""
+
+
+@pytest.mark.parametrize(("data", "rule"), [
+    (DOC.encode("utf-16"), "UTF-16"),
+    (__import__("zlib").compress(DOC.encode()), "zlib-compressed"),
+])
+def test_other_encodings_are_named(tmp_path: Path, data: bytes, rule: str) -> None:
+    """UTF-16 and zlib traces gave a bare "not JSON"."""
+    with pytest.raises(IngestError, match=rule):
+        load_dataset(_write(tmp_path, "t.json", data))
+
+
+def test_fifo_trace_is_refused_without_reading(fifo: Path) -> None:
+    """A FIFO trace was "not found" (or, read, would block); now named as a FIFO."""
+    with pytest.raises(IngestError, match="FIFO"):
+        load_dataset(fifo)
