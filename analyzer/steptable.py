@@ -37,7 +37,9 @@ def unparsable_cells(st: pd.DataFrame) -> list[str]:
 
 
 def disagreement(st: pd.DataFrame, steps: Any) -> tuple[float, float, int] | None:
-    """(Σ table partition, Σ marker durations, steps compared) over the steps both have; None when none match."""
+    """(Σ table partition, Σ marker durations, steps compared) over the steps both have; None when none match.
+    The partition is taken with and without ``Preparing`` (markers built from the cluster output span the first
+    three columns only), whichever is closer to the markers."""
     if any(c not in st.columns for c in PARTITION[:3]) or "Step" not in st.columns:
         return None
     cols = [c for c in PARTITION if c in st.columns]
@@ -46,7 +48,9 @@ def disagreement(st: pd.DataFrame, steps: Any) -> tuple[float, float, int] | Non
     rows = table[table["Step"].isin(list(by_step))]
     if rows.empty:
         return None
-    return float(rows[cols].to_numpy().sum()), float(sum(by_step[int(n)] for n in rows["Step"])), len(rows)
+    markers = float(sum(by_step[int(n)] for n in rows["Step"]))
+    sums = [float(rows[list(PARTITION[:3])].to_numpy().sum()), float(rows[cols].to_numpy().sum())]
+    return min(sums, key=lambda t: abs(t - markers)), markers, len(rows)
 
 
 def checked(rank: Any, steps: Any) -> tuple[Any, list[str]]:

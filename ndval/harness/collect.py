@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from tabulate import tabulate
 
+from ndval.core import strictjson
 from ndval.core.yamlsrc import CaseError
 from ndval.harness import golden, outcome, paths, subjects
 from ndval.harness.assertions import AssertionUsageError, EvalContext
@@ -249,7 +250,7 @@ class CaseItem(pytest.Item):
                         "artifacts": [str(p) for p in golden_out.artifacts]} if golden_out else None),
             "duration_s": round(time.perf_counter() - self._t0, 4),
         }
-        text = json.dumps(to_builtin(record), sort_keys=True, default=str)
+        text = strictjson.dumps(to_builtin(record), sort_keys=True, default=str)
         self.user_properties[:] = [p for p in self.user_properties if p[0] != PAYLOAD_KEY]
         self.user_properties.append((PAYLOAD_KEY, text))
 

@@ -21,7 +21,6 @@ dataset that failed to load.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from importlib import resources
@@ -37,6 +36,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 import analyzer
+from ndval.core import strictjson
 from ndval.service import evidence, lanes
 from ndval.service.hostguard import LoopbackHostGuard
 from ndval.service.registry import PHASE_SCOPES, DatasetError, Registry
@@ -77,7 +77,7 @@ def _finite(obj: Any) -> Any:
 
 def json_response(payload: dict[str, Any], status: int = 200) -> Response:
     """``payload`` with ``api_version`` first, as strict JSON."""
-    body = json.dumps({"api_version": API_VERSION, **payload}, ensure_ascii=False, allow_nan=False, default=str)
+    body = strictjson.dumps({"api_version": API_VERSION, **payload}, default=str)
     return Response(body, status_code=status, media_type="application/json",
                     headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"})
 
