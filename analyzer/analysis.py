@@ -32,6 +32,7 @@ from analyzer import (
     plausibility,
     recommend,
     rootcause,
+    steptable,
 )
 from analyzer.bottleneck import NONE, Verdict, locate
 from analyzer.dataset import TOTALS_CLUSTER, Dataset, RankData
@@ -394,6 +395,8 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
     layout, to attribute the communication groups to dimensions (``comm_groups``)."""
     rank, screen_warnings, no_verdict = _screened(rank, th)
     plan = phases.plan_phases(rank.events, th, rank.tables.get("step_trace_time"), phase_override)
+    rank, table_warnings = steptable.checked(rank, plan.steps)
+    screen_warnings = screen_warnings + table_warnings
     world = _world_size(rank, n_ranks)
     comm_ok = _comm_applicable(rank, world)
     split = cluster_comm.rank_comm(rank)[0]
@@ -472,5 +475,7 @@ def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Pa
                   for r in dataset.ranks)
     summary = cluster_view.summarize({ra.rank: cluster_view.cluster_row(ra.overall.indicators) for ra in ranks},
                                      dataset.ranks, th.v("clusterSpreadPct"), arrival)
+    if summary is not None:
+        summary = replace(summary, unreadable=dataset.unreadable)
     warnings = list(dataset.warnings) + [w for ra in ranks for w in ra.warnings]
     return Analysis(str(dataset.path), dataset.source_format, th, phase_override, ranks, summary, tuple(warnings))

@@ -78,7 +78,7 @@ def test_yaml_override_flat_and_nested(tmp_path: Path) -> None:
     ("hostOnlyGate: high\n", "must be a finite number"),
     ("thresholds: [1, 2]\n", "must be a mapping"),
     ("hostOnlyGate: {value: 3, colour: red}\n", "unknown keys"),
-    ("a: [unclosed\n", "not valid YAML"),
+    ("a: [unclosed\n", "invalid YAML"),
     ("weightHostPrimary: {value: 40, saturation: 50}\n", "allowed: value, rationale"),  # a parameter is no gate
     ("gainLowFraction: lots\n", "field gainLowFraction.value: must be a finite number"),
 ])
