@@ -2,7 +2,8 @@
 
 Files (profiling-formats §1.12): ``ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_<rank>.db`` and
 ``analysis.db``, both SQLite, read with the standard library's ``sqlite3`` through a read-only URI
-(``mode=ro``: nothing is ever written). Strings are ids into ``STRING_IDS``; enum columns are ids into
+(``mode=ro&immutable=1``: nothing is written beside an export, see ``_read_only_uri``). Strings are ids
+into ``STRING_IDS``; enum columns are ids into
 the ``ENUM_*`` tables; times are integer **ns** (epoch). The schema version (``META_DATA``
 ``SCHEMA_VERSION_MAJOR``) is checked: an unknown major version is a clear error naming it.
 
@@ -83,11 +84,34 @@ def connect(path: Path) -> sqlite3.Connection:
         if fh.read(16) != b"SQLite format 3\x00":
             raise IngestError(path, "<file>", "not an SQLite database (bad header: corrupted or not a DB export)")
     try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        con = sqlite3.connect(_read_only_uri(path), uri=True)
         con.execute("select count(*) from sqlite_master").fetchone()
     except sqlite3.Error as exc:
         raise IngestError(path, "<file>", f"unreadable SQLite database ({exc})") from exc
     return con
+
+
+def _read_only_uri(path: Path) -> str:
+    """The URI that opens ``path`` without writing anything beside it.
+
+    ``mode=ro`` alone still creates ``-shm``/``-wal`` for a WAL-mode export, fails on a read-only mount and
+    with a stale ``-journal`` ("attempt to write a readonly database"); ``immutable=1`` tells SQLite the file
+    cannot change, so it takes no lock and opens no side file. A non-empty ``-wal`` beside the export holds
+    committed pages immutable mode would not see: then the database and its log are copied into a temporary
+    folder (removed at exit) and that copy is opened instead.
+    """
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        import atexit
+        import shutil
+        import tempfile
+
+        tmp = Path(tempfile.mkdtemp(prefix="ndval-db-"))
+        atexit.register(shutil.rmtree, tmp, True)
+        shutil.copyfile(path, tmp / path.name)
+        shutil.copyfile(wal, tmp / wal.name)
+        return f"{(tmp / path.name).as_uri()}?mode=ro"
+    return f"{path.resolve().as_uri()}?mode=ro&immutable=1"
 
 
 def query(con: sqlite3.Connection, path: Path, table: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

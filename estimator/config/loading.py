@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel
 
 from estimator.config.errors import ConfigError
-from ndval.core.yamlsrc import CaseError, read_located
+from estimator.importers.hf import import_hf_config
+from ndval.core.yamlsrc import CaseError, parse_text, read_located
 
 #: where ``model: {ref: models/x.yaml}`` is looked up when not found beside the YAML file
 BUNDLED_CASES_DIR = Path(__file__).resolve().parents[2] / "validation_cases"
@@ -61,6 +61,8 @@ def resolve_model_ref(data: dict[str, Any], base_dir: Path | None) -> tuple[dict
     """Replace ``model: {ref: path, ...}`` by the referenced model merged with the keys beside ``ref``
     (looked up in ``base_dir``, or the working directory when None)."""
     model = data.get("model")
+    if isinstance(model, dict) and "hf_config" in model:
+        return resolve_hf_config(data, model, Path.cwd() if base_dir is None else base_dir), None
     if not isinstance(model, dict) or "ref" not in model:
         return data, None
     base_dir = Path.cwd() if base_dir is None else base_dir
@@ -79,14 +81,33 @@ def resolve_model_ref(data: dict[str, Any], base_dir: Path | None) -> tuple[dict
     return {**data, "model": {**loaded, **local}}, source
 
 
+def resolve_hf_config(data: dict[str, Any], model: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """``model: {hf_config: path, ...}``: the model section imported from a Hugging Face ``config.json``
+    (:func:`estimator.importers.hf.import_hf_config`, path relative to ``base_dir``), merged with the
+    keys beside ``hf_config``. The importer's warnings are not raised here (``ndval import`` shows them)."""
+    if "ref" in model:
+        raise ConfigError("model.hf_config", "give either model.ref or model.hf_config, not both")
+    path = Path(str(model["hf_config"]))
+    path = path if path.is_absolute() else base_dir / path
+    if not path.is_file():
+        raise ConfigError("model.hf_config", f"Hugging Face config {str(model['hf_config'])!r} not found in {base_dir}")
+    imported = import_hf_config(path).data["model"]
+    local = {k: v for k, v in model.items() if k != "hf_config"}
+    return {**data, "model": {**imported, **local}}
+
+
 def parse_override(text: str) -> tuple[str, Any]:
-    """``"parallel.tp=2"`` -> ``("parallel.tp", 2)``; the value is parsed as a YAML scalar."""
+    """``"parallel.tp=2"`` -> ``("parallel.tp", 2)``; the value is parsed as YAML with the 1.2 core schema's
+    scalars (``010`` is 10, not octal 8; ``1:0`` and ``yes`` stay strings) under the case loader's limits (aliases,
+    nesting depth: ``[[[...]]]`` 5000 deep is refused, not a RecursionError); text that is not YAML stays a string."""
     if "=" not in text:
         raise ConfigError(text, "override must look like key.path=value")
     key, raw = text.split("=", 1)
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError:
+        value = parse_text(raw, f"--set {key.strip()}", yaml12=True) if raw.strip() else None
+    except CaseError as exc:
+        if not exc.rule.startswith("invalid YAML"):
+            raise ConfigError(key.strip(), f"--set value: {exc.rule}") from None
         value = raw
     return key.strip(), value
 

@@ -16,7 +16,8 @@ def legacy() -> dict[str, Any]:
 
     Flat 1 GiB safety buffer (not /tp), no TP-shardable overhead term, no EP/bubble overlap,
     EP comm left in bytes, and both comm hacks (``comm[DP] = 0``, ``comm[TP] /= 2``) on; no host
-    kernel-launch term and no operator roofline (GEMM FLOPs at raw peak; the reference has neither).
+    kernel-launch term, no operator roofline (GEMM FLOPs at raw peak) and no overlap mechanisms (the
+    reference has none of them).
     """
     return {
         "safety_buffer_mb": SEED_SAFETY_BUFFER_MB,
@@ -29,6 +30,7 @@ def legacy() -> dict[str, Any]:
         "tp_comm_half_hack": True,
         "host_launch_overhead": False,
         "operator_roofline": False,
+        "comm_overlap": False,
     }
 
 
@@ -52,6 +54,7 @@ def fixed() -> dict[str, Any]:
         "tp_comm_half_hack": False,
         "host_launch_overhead": True,
         "operator_roofline": True,
+        "comm_overlap": True,
     }
 
 

@@ -186,6 +186,27 @@ def layer_kind_runs(model: ModelConfig, layers: Sequence[int]) -> list[tuple[Lay
     return [(k, first[k], count[k]) for k in first]
 
 
+def attended_keys(model: ModelConfig, seq: int) -> int:
+    """Keys per query a flash-attention kernel visits, averaged over the main layers, in the
+    convention of :func:`estimator.perf.compute.attention_core_flops` (no causal halving: a full
+    layer counts s keys, twice the s/2 a causal query really sees).
+
+    A sliding-window layer (``model.sliding_window`` w; FlashAttention ``window_size``, GPT-OSS
+    ``sliding_attention``) really sees min(q, w) keys, about w for s ≫ w, so it counts min(s, 2·w)
+    in the same convention. With ``global_attention_every`` n every n-th layer is full:
+    keys = (L_full·s + (L − L_full)·min(s, 2·w)) / L, L_full = ⌊L/n⌋ (0 for n = 0). Layers of one
+    kind are priced once, so the mean stands for each layer (the stage split of an alternating
+    pattern moves at most one layer's attention between stages).
+    """
+    window = model.sliding_window
+    if window is None:
+        return seq
+    n_layers, every = model.num_layers, model.global_attention_every
+    n_full = n_layers // every if every else 0
+    windowed = min(seq, 2 * window)
+    return round((n_full * seq + (n_layers - n_full) * windowed) / n_layers)
+
+
 def mtp_is_moe(model: ModelConfig) -> bool:
     """MTP layers are MoE when any main layer is (reference §2.1, deepseek hook)."""
     return model.is_moe and model.num_dense_layers < model.num_layers

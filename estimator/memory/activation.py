@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator.inputs.derive import layer_kind, mtp_is_moe, sequence_shard
+from estimator.inputs.params import gated_mlp
 from estimator.inputs.profiles import profile_of, resolved_bytes
+from estimator.inputs.recipes import stored_recipe
 from estimator.memory import sac
 from estimator.shared.memo import derived
 
@@ -85,18 +87,22 @@ def te_fp8_saved_inputs(cfg: EstimatorConfig) -> bool:
     return cfg.precision.fp8_linear and profile_of(cfg).name == "megatron"
 
 
-def saved_input_bytes(cfg: EstimatorConfig, te_linears: int, other_holders: bool) -> int:
+def saved_input_bytes(cfg: EstimatorConfig, te_linears: int, other_holders: bool) -> float:
     """Bytes per element kept for backward of a tensor read by ``te_linears`` TE linears and, when
     ``other_holders``, saved by some other op too (attention, the router).
 
     Without FP8 every reader saves the one tensor: B. With FP8 (:func:`te_fp8_saved_inputs`) each
     TE linear saves its own quantized copy (its own quantizer), 1 byte each, and the compute-dtype
-    tensor stays only when another op keeps it: B·[other] + te_linears.
+    tensor stays only when another op keeps it: B·[other] + te_linears (× the recipe's bytes per
+    quantized element with its block scales, :mod:`estimator.inputs.recipes`: MXFP8 1 + 1/32, NVFP4 0.5 + 1/16).
     """
     b_c = resolved_bytes(cfg).compute
     if not te_fp8_saved_inputs(cfg):
         return b_c
-    return (b_c if other_holders else 0) + te_linears * FP8_BYTES
+    recipe = stored_recipe(cfg)
+    if recipe is None or recipe.stored_bytes == FP8_BYTES:
+        return (b_c if other_holders else 0) + te_linears * FP8_BYTES
+    return (b_c if other_holders else 0) + te_linears * recipe.stored_bytes  # block scales, FP4
 
 
 def hidden_dropout_mask_bytes(cfg: EstimatorConfig) -> int:
@@ -129,7 +135,8 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
 
     MHA/GQA: Q T·a·d, K and V T·g·d, out-proj input T·a·d (all ·B/t). MLA: compressed q and kv
     (and their norm outputs) ·B/r, up-projected q, k (a·(d_qk + d_rope)), v and attention output
-    (a·d_v) ·B/t. Flash: softmax stats T·a·4/t; otherwise scores
+    (a·d_v) ·B/t. ``qk_norm`` (Qwen3, Megatron ``--qk-layernorm``): the pre-norm q and k
+    T·(a + g)·d ·B/t as well. Flash: softmax stats T·a·4/t; otherwise scores
     ``score_bytes_per_element``·a·T·s/t (Korthikanti: 5). The output dropout mask follows
     ``hidden_dropout_mask_bytes``.
 
@@ -160,6 +167,8 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     else:
         d, g = m.head_size, m.kv_heads
         total += T * (a + 2 * g) * d * B / t  # q, k, v
+        if m.qk_norm:  # the q and k norms keep their inputs (the norm outputs are the q, k above)
+            total += T * (a + g) * d * B / t
         total += T * a * d * proj_input / t  # attention output = out-proj input
     if cfg.train.flash_attention:
         total += T * a * SOFTMAX_STATS_BYTES / t
@@ -168,10 +177,10 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     return total
 
 
-def _mlp_intermediate(T: float, ffn: int, activation: str, b_c: int, drop_act: bool, fc2_input: int) -> float:
+def _mlp_intermediate(T: float, ffn: int, activation: str, b_c: int, drop_act: bool, fc2_input: float) -> float:
     """fc1 output (2F for SwiGLU's gate and up, F otherwise) per token ·B (the activation saves it)
     and activation output F ·``fc2_input`` (saved only by fc2: :func:`saved_input_bytes`)."""
-    fc1 = (2 if activation == "swiglu" else 1) * ffn
+    fc1 = (2 if gated_mlp(activation) else 1) * ffn
     return T * fc1 * b_c + (0 if drop_act else T * ffn * fc2_input)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from estimator.perf import comm, network, pipeline
+from estimator.perf import comm, network, overlap, pipeline
 from estimator.perf.context import Ctx, config_context, context
 from estimator.perf.report import MB_PARTS, PERF_PARTS, PerfReport
 from estimator.perf.stage import StageCost, origin, stage_costs
@@ -182,4 +182,5 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
         pipeline_s=st.pipeline,
         work_bound_s=st.work_bound,
         warnings=warnings,
+        overlap=overlap.report_overlap(stages, st.straggler_stage, m),
     )

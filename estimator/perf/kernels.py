@@ -24,7 +24,8 @@ parallelism — only ``E/ep`` local experts do). Each op has a forward and a bac
 
 Per layer (forward ops):
 
-* attention block: input norm; QKV GEMM (MHA/GQA: one fused GEMM; MLA: q down + q norm + q up, or
+* attention block: input norm; QKV GEMM (MHA/GQA: one fused GEMM, + q and k norms with ``qk_norm``;
+  MLA: q down + q norm + q up, or
   one q GEMM without q compression, and kv down + kv norm + kv up); RoPE on q and k (2 pointwise,
   when ``position_embedding: rope`` or MLA); core attention (flash: 1 FLASH; unfused: ``baddbmm``
   QKᵀ + fused scale-mask-softmax + dropout + ``bmm`` PV + the permute copy = 2 GEMM + 3 pointwise);
@@ -102,6 +103,7 @@ class LayerShape:
     tp_blocks: int  # TP-sharded blocks (2; 1 for a MoE layer whose experts are not TP-sharded)
     cp: int
     cp_a2a: bool = False  # CP by Ulysses all-to-all instead of the ring
+    qk_norm: bool = False  # per-head q and k RMSNorm (Qwen3, --qk-layernorm): two norm kernels
 
 
 def forward_kernels(ops: Counter[str]) -> float:
@@ -135,6 +137,7 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
         m["mla_up_proj"] = Counter({"GEMM": 2 if shape.q_compressed else 1})
     else:
         proj["GEMM"] += 1  # fused QKV
+        proj["NORM"] += 2 if shape.qk_norm else 0  # q_norm, k_norm (Qwen3 / Megatron --qk-layernorm)
     if shape.rope or shape.attention == "mla":
         proj["POINTWISE"] += 2  # RoPE on q and k
     proj["GEMM"] += 1  # output projection
@@ -250,4 +253,5 @@ def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequen
         tp_blocks=tp_blocks,
         cp=cp,
         cp_a2a=cp_a2a,
+        qk_norm=model.qk_norm,
     )

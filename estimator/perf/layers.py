@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
 
 def attention_flops(model: ModelConfig, tokens: float, seq: int) -> tuple[float, float]:
-    """(projections, core) forward FLOPs of one attention block for ``tokens`` tokens."""
+    """(projections, core) forward FLOPs of one attention block for ``tokens`` tokens; the core over
+    :func:`estimator.inputs.derive.attended_keys` keys (``seq`` without a sliding window)."""
     a = model.num_attention_heads
+    seq = derive.attended_keys(model, seq)
     if model.attention == "mla":
         assert model.kv_lora_rank and model.qk_head_dim and model.v_head_dim
         rope = model.qk_rope_head_dim or 0

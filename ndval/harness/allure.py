@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ndval.core import atomic
+from ndval.core import atomic, strictjson
 from ndval.harness.options import CASES_ROOT_KEY
 from ndval.harness.plots import band_of, estimate_vs_measured_png
 from ndval.harness.results import AssertionResult
@@ -103,7 +102,7 @@ def _table_csv(table: list[dict[str, Any]]) -> str:
     writer = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     writer.writeheader()
     for row in table:
-        writer.writerow({k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()})
+        writer.writerow({k: (strictjson.dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()})
     return buf.getvalue()
 
 
@@ -155,7 +154,7 @@ def _attach(allure: Any, item: Any, results: list[AssertionResult]) -> None:
     allure.attach(item.path.read_text(encoding="utf-8"), name=item.path.name, attachment_type=kinds.YAML)
     if item.result and item.result.table:
         allure.attach(_table_csv(item.result.table), name="estimate vs measured (table)", attachment_type=kinds.CSV)
-    allure.attach(json.dumps([r.to_dict() for r in results], indent=1, default=str), name="assertion results",
+    allure.attach(strictjson.dumps([r.to_dict() for r in results], indent=1, default=str), name="assertion results",
                   attachment_type=kinds.JSON)
     for res in results:
         d = res.to_dict()
@@ -186,10 +185,10 @@ def write_run_files(alluredir: Path, summary: dict[str, Any]) -> None:
     env |= {f"pkg.{k}": v for k, v in prov["packages"].items() if v}
     lines = [f"{k}={str(v).replace(chr(10), ' ')}" for k, v in env.items()]
     atomic.write_text(alluredir / "environment.properties", "\n".join(lines) + "\n")
-    atomic.write_text(alluredir / "categories.json", json.dumps(CATEGORIES, indent=1))
+    atomic.write_text(alluredir / "categories.json", strictjson.dumps(CATEGORIES, indent=1))
     executor = {"name": "ndval validate", "type": "ndval", "buildName": f"ndval {prov['git']['sha'][:12]}",
                 "reportName": "ndval validation"}
-    atomic.write_text(alluredir / "executor.json", json.dumps(executor, indent=1))
+    atomic.write_text(alluredir / "executor.json", strictjson.dumps(executor, indent=1))
 
 
 class AllureItems:
@@ -216,3 +215,35 @@ def register(config: pytest.Config, alluredir: str | None) -> None:
     config.pluginmanager.register(AllureItems(), "ndval-allure-items")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(AllureRunFiles(Path(alluredir)), "ndval-allure-run-files")
+
+
+#: what could not be written by the Allure file logger in this process (one line each)
+_WRITE_FAILURES: list[str] = []
+
+
+def write_failures() -> list[str]:
+    """The Allure results files this process could not write (disk full, read-only ...), one line each."""
+    return list(_WRITE_FAILURES)
+
+
+def guard_result_writes() -> None:
+    """Make allure-pytest's file logger record a failed write instead of raising inside pytest's hooks (an
+    INTERNALERROR that aborts the run): the session then names the cause and the run exits 2."""
+    import functools
+
+    from allure_commons.logger import AllureFileLogger
+
+    original = AllureFileLogger._report_item
+    if getattr(original, "_ndval_guarded", False):
+        return
+
+    @functools.wraps(original)
+    def guarded(self: AllureFileLogger, item: Any) -> None:
+        try:
+            original(self, item)  # type: ignore[no-untyped-call]
+        except OSError as exc:
+            _WRITE_FAILURES.append(f"cannot write an Allure result in {exc.filename or self._report_dir}: "
+                                   f"{exc.strerror or exc}")
+
+    guarded._ndval_guarded = True  # type: ignore[attr-defined]
+    AllureFileLogger._report_item = guarded  # type: ignore[method-assign]

@@ -15,6 +15,7 @@ REGISTRY_MODULE = "ndval.core.cache"
 REGISTRATION_TABLES = {
     ("ndval.harness.kinds", "KINDS"): "the case kinds, registered by @register_kind at import",
     ("ndval.harness.assertions.base", "REGISTRY"): "the assertion types, registered at import",
+    ("ndval.harness.allure", "_WRITE_FAILURES"): "this process's failed Allure writes, a log the session reports",
 }
 _EMPTY_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "WeakKeyDictionary",
                 "WeakValueDictionary", "Counter"}
@@ -40,10 +41,9 @@ def _module_stores(name: str) -> list[tuple[str, int]]:
     for node in graph.tree(name).body:
         if isinstance(node, ast.Assign | ast.AnnAssign) and _is_empty_container(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                label = t.id if isinstance(t, ast.Name) else ast.unparse(t)
-                if (name, label) not in REGISTRATION_TABLES:
-                    found.append((label, node.lineno))
+            for t in targets:  # (a name: an attribute set on a class is that class's configuration)
+                if isinstance(t, ast.Name) and (name, t.id) not in REGISTRATION_TABLES:
+                    found.append((t.id, node.lineno))
     return found
 
 

@@ -197,11 +197,22 @@ def run(args: argparse.Namespace) -> int:
     doc = overlay_from_fit(fit, args.profile, hw_name)
     doc["host_layers"] = meta.get("host_layers") or []
     _print_host_layers(doc["host_layers"])
-    from ndval.core.atomic import write_text
-
-    write_text(Path(args.output), yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    if _write_overlay(Path(args.output), doc):
+        return EXIT_BAD_INPUT
     written = [k for k in doc["efficiency"] if k != "sources"]
     print(f"overlay: {args.output} ({', '.join(written) or 'no efficiency the profile supports'})")
+    return 0
+
+
+def _write_overlay(path: Path, doc: dict[str, Any]) -> int:
+    """Write the overlay YAML; 0, or (one line on stderr) ``EXIT_BAD_INPUT`` when the path cannot be written."""
+    from ndval.core.atomic import write_text
+
+    try:
+        write_text(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    except OSError as exc:
+        print(f"ndval calibrate: cannot write the overlay: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return 0
 
 
