@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -28,10 +28,8 @@ from estimator.config.errors import ConfigError
 from estimator.inputs import pipeline_split, recipes
 from estimator.inputs.profiles import OVERLAP_FLAGS
 
-if TYPE_CHECKING:
-    from estimator.config.schema import EstimatorConfig
-
-#: a configuration, or a stand-in whose numeric fields may be numpy arrays
+#: a configuration (``estimator.config.schema.EstimatorConfig``, which imports this module: not named here,
+#: even for type checking), or a stand-in whose numeric fields may be numpy arrays
 Cfg = Any
 
 
@@ -120,7 +118,7 @@ def example_layers(num_layers: int, chunks: int) -> list[int]:
     return [base + (1 if v < extra else 0) for v in range(chunks)]
 
 
-def split_error(cfg: EstimatorConfig) -> ConfigError | None:
+def split_error(cfg: Cfg) -> ConfigError | None:
     """Why the stated split (``estimator.inputs.pipeline_split``) does not place exactly model.num_layers
     layers on pp·vpp virtual stages, or None when it does."""
     m, p = cfg.model, cfg.parallel
@@ -361,7 +359,7 @@ RULES: tuple[Rule, ...] = (
 NO_RULE = len(RULES)
 
 
-def first_broken(cfg: EstimatorConfig) -> tuple[str, str] | None:
+def first_broken(cfg: Cfg) -> tuple[str, str] | None:
     """(field, message) of the first rule ``cfg`` breaks, or None when it keeps them all."""
     for rule in RULES:
         if rule.broken(cfg):
