@@ -309,7 +309,7 @@ def _kv_heads_broken(cfg: Cfg) -> Any:
     return (cfg.model.attention != "mla") & (g % t != 0) & (t % g != 0)
 
 
-def stated_rules(cfg: EstimatorConfig) -> list[str]:
+def stated_rules(cfg: Cfg) -> list[str]:
     """The rules that hold for ``cfg`` but change what the numbers mean, one sentence each (printed with an
     estimate): a hidden size not divisible by the heads (floored head_dim), KV replication when tp exceeds
     the KV heads."""
