@@ -7,13 +7,15 @@ modelled (the rules refuse it in a config), never set silently.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, get_args
+from typing import Any, get_args
 
 from estimator.inputs.profiles import OVERLAP_FLAGS
 from estimator.inputs.recipes import RecipeName
 
-if TYPE_CHECKING:
-    from estimator.importers.megatron import _Args
+#: the parsed Megatron arguments: estimator.importers.megatron._Args, which imports this module (not imported here, even
+#: for type checking: no import cycle)
+_Args = Any
+
 
 #: Megatron flag -> the ``parallel`` overlap switch of the same name
 OVERLAP_SWITCHES = {"--overlap-grad-reduce": "overlap_grad_reduce", "--overlap-param-gather": "overlap_param_gather",

@@ -10,7 +10,7 @@ Symbols (reference §2): d = dp, t = tp, cp, ep, etp, p = pp, vp = vpp, E = rout
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from estimator.inputs import pipeline_split
 from estimator.inputs.profiles import profile_of
 from estimator.shared.arrays import gcd, where
-from estimator.shared.memo import derived, shared_value
+from estimator.shared.memo import derived
+from ndval.core import cache
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig, ModelConfig
@@ -336,8 +337,8 @@ def kind_key(model: ModelConfig) -> tuple[int, int, bool]:
 #: most :func:`kind_key` values a layout keeps kind runs for (cleared when full)
 _KINDS_MAX = 64
 #: stage layouts by :func:`split_key` (a sweep's configs repeat the same few splits); cleared when full
-_LAYOUTS: dict[Hashable, tuple[tuple[object, ...], tuple[StageLayout, ...]]] = {}
-_LAYOUTS_MAX = 1024
+_LAYOUTS = cache.store("estimator.stage_layouts", bound=1024, key="split_key(cfg): pp, vpp, schedule, uneven-split "
+                       "fields, main and MTP layer counts", holds="((), the stage layouts)")
 
 
 def split_key(cfg: EstimatorConfig) -> tuple[object, ...]:
@@ -360,7 +361,7 @@ def stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
 
 def _shared_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
     """:func:`_stage_layouts` kept in :data:`_LAYOUTS` by :func:`split_key`."""
-    return shared_value(_LAYOUTS, _LAYOUTS_MAX, split_key(cfg), (), lambda: _stage_layouts(cfg))
+    return cache.shared_value(_LAYOUTS, split_key(cfg), (), lambda: _stage_layouts(cfg))
 
 
 def _stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:

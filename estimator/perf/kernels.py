@@ -49,12 +49,12 @@ work (optimizer, DP collectives) and Python work between kernels are not counted
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator.shared.arrays import ARRAY, per_unique
+from ndval.core import cache
 
 if TYPE_CHECKING:
     from estimator.config.schema import ModelConfig
@@ -173,7 +173,8 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
 _VIEW_MODULES = ("mla_up_proj", "shared_experts", "moe_act")
 
 
-@functools.lru_cache(maxsize=4096)  # pure in hashable arguments; one layer shape recurs across a sweep's layouts
+@cache.memoize("estimator.layer_pass_kernels", bound=4096, key="(layer shape, recompute mode, modules)",
+               holds="kernels per pass")  # one layer shape recurs across a sweep's layouts
 def layer_pass_kernels(shape: LayerShape, recompute: str, modules: frozenset[str] = frozenset()) -> PassKernels:
     """Kernels of one layer for one micro-batch: forward, backward and recompute passes.
 
@@ -201,7 +202,7 @@ def layer_pass_kernels(shape: LayerShape, recompute: str, modules: frozenset[str
     return PassKernels(fw, backward_kernels(ops), float(rec))
 
 
-@functools.lru_cache(maxsize=4)
+@cache.memoize("estimator.embedding_pass_kernels", bound=4, key="learned position", holds="kernels per pass")
 def embedding_pass_kernels(learned_position: bool) -> PassKernels:
     """First stage, per micro-batch: word lookup (+ position lookup and add) + dropout (pointwise)."""
     ops = Counter({"POINTWISE": 2 + (2 if learned_position else 0)})
@@ -216,7 +217,7 @@ def head_pass_kernels(tp: int) -> PassKernels:
     return _head_pass_kernels(bool(tp > 1))
 
 
-@functools.lru_cache(maxsize=2)
+@cache.memoize("estimator.head_pass_kernels", bound=2, key="tp collectives", holds="kernels per pass")
 def _head_pass_kernels(tp_collectives: bool) -> PassKernels:
     ops = Counter({"NORM": 1, "GEMM": 1, "CROSS_ENTROPY": 1})
     if tp_collectives:

@@ -33,16 +33,19 @@ re-runs the operators of the listed modules.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from estimator.inputs.derive import attended_keys
 from estimator.perf import compute
 from estimator.shared.arrays import as_float, maximum
 
+#: the low-precision GEMM plan: estimator.perf.lowp.LowpGemms, which imports this module (not imported here, even
+#: for type checking: no import cycle)
+LowpGemms = Any
+
 if TYPE_CHECKING:
     from estimator.config.schema import ModelConfig
     from estimator.inputs.adapters import Adapter
-    from estimator.perf.lowp import LowpGemms
 
 #: device operator classes the roofline prices (the analyzer's kernel-class names for the same work)
 OP_CLASSES = ("gemm", "attention", "elementwise", "optimizer")
