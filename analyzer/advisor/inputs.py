@@ -15,6 +15,7 @@ HCCL task detail, ``communication.json``, the event table and the analysed windo
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from analyzer.thresholds import Thresholds
+from ndval.core.units import MIB_BYTES
 
 HCCL_PROCESSES = ("HCCL", "Communication")
 HCCL_COLUMNS = ("op", "task", "transport", "link", "size_bytes", "dur_us", "ts_us")
@@ -70,26 +72,48 @@ def core_counts(meta: dict[str, Any]) -> tuple[int | None, int | None]:
     return found[0], found[1]
 
 
-def _hccl_pids(trace: list[Any]) -> set[Any]:
-    return {e.get("pid") for e in trace if isinstance(e, dict) and e.get("ph") == "M"
-            and e.get("name") == "process_name" and (e.get("args") or {}).get("name") in HCCL_PROCESSES}
+def _pid(event: dict[str, Any]) -> int | str | None:
+    """The event's ``pid`` when it is a plain int or string (a hostile trace may put a list there)."""
+    pid = event.get("pid")
+    return pid if isinstance(pid, int | str) else None
+
+
+def _args(event: dict[str, Any]) -> dict[str, Any]:
+    args = event.get("args")
+    return args if isinstance(args, dict) else {}
+
+
+def _number(value: Any) -> float:
+    """A numeric field of an event, 0.0 when missing or not a finite number (the row is kept, the value unknown)."""
+    try:
+        out = float(value or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    return out if math.isfinite(out) else 0.0
+
+
+def _hccl_pids(trace: list[Any]) -> set[int | str]:
+    return {pid for e in trace if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"
+            and _args(e).get("name") in HCCL_PROCESSES and (pid := _pid(e)) is not None}
 
 
 def hccl_tasks_from_trace(trace: Any) -> pd.DataFrame:
     """HCCL task rows (:data:`HCCL_COLUMNS`) of a parsed ``trace_view.json`` array (module docstring)."""
-    events = trace if isinstance(trace, list) else (trace or {}).get("traceEvents", [])
+    events = trace if isinstance(trace, list) else trace.get("traceEvents", []) if isinstance(trace, dict) else []
     pids = _hccl_pids(events)
-    rows = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("pid") in pids]
-    rows.sort(key=lambda e: float(e.get("ts", 0)))
+    if not isinstance(events, list):
+        events = []
+    rows = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and _pid(e) in pids]
+    rows.sort(key=lambda e: _number(e.get("ts")))
     out: list[tuple[Any, ...]] = []
     op = ""
     for e in rows:
-        name, args = str(e.get("name", "")), e.get("args") or {}
+        name, args = str(e.get("name", "")), _args(e)
         if name.startswith("hcom"):
             op = name
             continue
         out.append((op, name, str(args.get("transport type", "")), str(args.get("link type", "")),
-                    float(args.get("size(Byte)", 0) or 0), float(e.get("dur", 0) or 0), float(e.get("ts", 0))))
+                    _number(args.get("size(Byte)")), _number(e.get("dur")), _number(e.get("ts"))))
     return pd.DataFrame(out, columns=list(HCCL_COLUMNS))
 
 
@@ -97,7 +121,7 @@ def read_hccl_tasks(trace_path: Path | None, th: Thresholds) -> tuple[pd.DataFra
     """:func:`hccl_tasks_from_trace` of ``trace_path``; ``(None, why)`` when absent, too large or unreadable."""
     if trace_path is None or not trace_path.is_file():
         return None, "no trace_view.json (HCCL task detail)"
-    size_mb = trace_path.stat().st_size / 2**20
+    size_mb = trace_path.stat().st_size / MIB_BYTES
     if size_mb > th.v("advisorHcclScanMaxMb"):
         return None, f"{trace_path}: {size_mb:.0f} MiB, over advisorHcclScanMaxMb: HCCL task detail not scanned"
     try:

@@ -332,3 +332,17 @@ def test_compare_findings_resolved_new_persists() -> None:
     from analyzer.compare.findings import finding_changes
     rows = {r["id"]: r for r in finding_changes({"a": 2.0, "b": None}, {"b": None, "c": 1.0})}
     assert (rows["a"]["verdict"], rows["b"]["verdict"], rows["c"]["verdict"]) == ("resolved", "persists", "new")
+
+
+def test_hccl_scan_of_a_hostile_trace_keeps_going() -> None:
+    """Synthetic: a list as ``pid``, a string as ``args``, text in ``ts`` (found by tests/fuzz) give rows or none,
+    never a TypeError."""
+    from analyzer.advisor.inputs import hccl_tasks_from_trace
+
+    trace = [{"ph": "M", "name": "process_name", "pid": [1], "args": {"name": "HCCL"}},
+             {"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "HCCL"}},
+             {"ph": "X", "name": "Memcpy", "pid": [1], "ts": 1, "dur": 2, "args": {}},
+             {"ph": "X", "name": "Memcpy", "pid": 7, "ts": "soon", "dur": 2, "args": "junk"}]
+    frame = hccl_tasks_from_trace(trace)
+    assert frame["dur_us"].tolist() == [2.0] and frame["ts_us"].tolist() == [0.0]
+    assert len(hccl_tasks_from_trace("not a trace")) == 0
