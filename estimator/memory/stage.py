@@ -358,7 +358,7 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
     p = cfg.parallel
     mode = cfg.stage_recompute(layout.stage)
     m_micro = cfg.num_micro_batches
-    memo = _prices(cfg)
+    memo = pricing_memo(cfg, "memory")  # (:func:`_prices`, inlined: every stage of every estimate)
     fixed = _stage_fixed_of(cfg, layout, mode, memo)
     activations = comm = 0.0
     mus: list[int] = []

@@ -75,7 +75,11 @@ def _hidden_ep(s: StageCost, ratio: float) -> float:
     if not ratio:
         return 0.0
     priced = origin(s)  # relabelled copies have the priced record's numbers
-    return cache.held_value(_HIDDEN_EP, (id(priced), ratio), priced, _hidden_ep_of, priced, ratio)
+    key = (id(priced), ratio)
+    hit = _HIDDEN_EP.get(key)  # the registry store read inline (every stage of every estimate)
+    if hit is not None and hit[0] is priced:
+        return hit[1]  # type: ignore[no-any-return]
+    return cache.held_value(_HIDDEN_EP, key, priced, _hidden_ep_of, priced, ratio)
 
 
 #: :func:`_hidden_ep` of a stage cost at a ratio
