@@ -76,8 +76,12 @@ class CaseFile(pytest.File):
                 continue
             lc = by_id[cid]
             for point in lc.points:
+                # a matrix point / row is the item's pytest *parameter* (``case[point]``), so that the structured
+                # node id pytest's cache parses back (``--lf``, ``--ff``, ``--sw``) matches the collected one
                 name = f"{cid}[{point.id}]" if point.id else cid
-                yield CaseItem.from_parent(self, name=name, loaded=lc, point=point, file_sha256=loaded.sha256)
+                nodeid = self.id.child(cid).with_params(point.id or None)
+                yield CaseItem.from_parent(self, name=name, nodeid=nodeid, loaded=lc, point=point,
+                                           file_sha256=loaded.sha256)
 
 
 class CaseItem(pytest.Item):

@@ -59,6 +59,9 @@ class NdvalSession:
             reasons.append(f"{self.deselected} item(s) deselected (-k/-m/--lf/--deselect)")
         if getattr(option, "lf", False) or getattr(option, "failedfirst", False):
             reasons.append("--lf" if getattr(option, "lf", False) else "--ff")
+        stopped = (self._session.shouldstop or self._session.shouldfail) if self._session is not None else False
+        if stopped:  # -x / --maxfail / --sw: the items after the stop never ran
+            reasons.append(f"stopped early ({stopped})")
         if opts.cases_globs:
             reasons.append("--cases " + " ".join(opts.cases_globs))
         narrow = [a for a in self.config.args if "::" in a or _narrower_than_cases_root(
@@ -125,6 +128,7 @@ class NdvalSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.records and not self.collection_errors:
             return
+        self._session = session
         opts = self.config.stash[OPTIONS_KEY]
         baseline = None
         if opts.baseline:

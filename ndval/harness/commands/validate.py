@@ -27,7 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "0 = no xdist)")
     parser.add_argument("--lf", "--last-failed", dest="last_failed", action="store_true",
                         help="rerun only the cases that failed or broke in the last run (a PARTIAL report)")
-    parser.add_argument("-k", dest="keyword", default=None, help="pytest -k expression over case ids")
+    parser.add_argument("--ff", "--failed-first", dest="failed_first", action="store_true",
+                        help="run the cases that failed last time first, then the others (pytest --ff)")
+    parser.add_argument("--sw", "--stepwise", dest="stepwise", action="store_true",
+                        help="stop at the first failure and resume from it next time (pytest --sw; a PARTIAL report)")
+    parser.add_argument("-k", dest="keyword", default=None, help="pytest -k expression over case ids and points")
+    parser.add_argument("-m", dest="markexpr", default=None, metavar="EXPR",
+                        help="pytest -m expression over case tags (e.g. -m seed, -m 'not slow')")
+    parser.add_argument("-x", "--exitfirst", dest="exitfirst", action="store_true",
+                        help="stop after the first failed or broken case (pytest -x)")
     parser.add_argument("--update-golden", action="store_true", help="rewrite missing/mismatching goldens, still fail")
     parser.add_argument("--regen-all-golden", action="store_true", help="rewrite every selected golden and pass")
     parser.add_argument("--baseline", default=None, metavar="SUMMARY.json", help="previous summary for the regression rule")
@@ -51,8 +59,18 @@ SUBSET_OPTIONS = ("-k", "-m", "--lf", "--last-failed", "--ff", "--deselect", "--
 def is_subset(args: argparse.Namespace) -> bool:
     """Whether this invocation runs only part of the cases (its reports go to ``reports/partial/``)."""
     extra = [a for a in args.pytest_args if a != "--"]
-    return bool(args.cases or args.keyword or args.last_failed or
+    return bool(args.cases or args.keyword or args.last_failed or args.markexpr or args.stepwise or args.exitfirst or
+                args.failed_first or
                 any(a.split("=", 1)[0] in SUBSET_OPTIONS or "::" in a for a in extra))
+
+
+def selection(args: argparse.Namespace) -> str:
+    """The selection options of this invocation, as the user would write them (for messages)."""
+    words = [f"--cases {g}" for g in args.cases]
+    words += [f"-k {args.keyword!r}"] if args.keyword else []
+    words += [f"-m {args.markexpr!r}"] if args.markexpr else []
+    words += [a for a in args.pytest_args if a != "--"]
+    return " ".join(words)
 
 
 def workers(args: argparse.Namespace, reports: Path) -> int:
@@ -76,8 +94,16 @@ def pytest_command(args: argparse.Namespace, reports: Path, n_workers: int | Non
         cmd += ["--lf", "--lfnf", "none"]
     for glob in args.cases:
         cmd += ["--cases", glob]
+    if args.failed_first:
+        cmd.append("--ff")
+    if args.stepwise:
+        cmd.append("--sw")
     if args.keyword:
         cmd += ["-k", args.keyword]
+    if args.markexpr:
+        cmd += ["-m", args.markexpr]
+    if args.exitfirst:
+        cmd.append("-x")
     if args.subject:
         cmd += ["--subject", args.subject]
     for flag in ("update_golden", "regen_all_golden", "strict_waivers", "require_real_data"):
@@ -165,6 +191,10 @@ def _run_locked(args: argparse.Namespace, reports: Path, lock_fd: int | None = N
         if args.last_failed and proc.returncode == 5:
             print("ndval validate --lf: no failed case recorded by the last run; nothing to rerun")
             return gate.EXIT_PASS
+        if proc.returncode == 5:  # pytest's "no tests collected"
+            print(f"ndval validate: no case matched the selection ({selection(args) or 'every case'} under "
+                  f"{paths.cases_dir()}); nothing to run: broken input (exit {gate.EXIT_BROKEN_INPUT})", file=sys.stderr)
+            return gate.EXIT_BROKEN_INPUT
         print(f"ndval validate: no summary written (pytest exit {proc.returncode}); broken input", file=sys.stderr)
         return gate.EXIT_BROKEN_INPUT
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
