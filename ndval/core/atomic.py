@@ -7,6 +7,7 @@ half-written file, and two xdist workers never write one path (each item owns it
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -44,3 +45,30 @@ def write_bytes(path: Path, data: bytes) -> Path:
 def write_text(path: Path, text: str) -> Path:
     """Write UTF-8 ``text`` to ``path`` atomically; returns ``path``."""
     return write_bytes(path, text.encode("utf-8"))
+
+
+#: the output target that means standard output (every command's every output option accepts it)
+STDOUT = "-"
+
+
+def is_stdout(target: str | os.PathLike[str] | None) -> bool:
+    """Whether an output option's value means standard output (``-``)."""
+    return target is not None and os.fspath(target) == STDOUT
+
+
+def write_output(target: str | os.PathLike[str], data: str | bytes) -> str:
+    """Write one output of a command: ``-`` streams ``data`` to standard output (text as UTF-8, bytes raw),
+    any other target is a file written by :func:`write_bytes`; returns where it went (``stdout`` or the path),
+    for the command's "wrote ..." line (which then belongs on stderr: see :func:`is_stdout`)."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    if is_stdout(target):
+        sys.stdout.flush()
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:  # a text-only stream (io.StringIO under redirect_stdout)
+            sys.stdout.write(payload.decode("utf-8", "replace"))
+            sys.stdout.flush()
+        else:
+            buffer.write(payload)
+            buffer.flush()
+        return "stdout"
+    return str(write_bytes(Path(target), payload))

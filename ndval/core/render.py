@@ -83,13 +83,21 @@ class Section:
     blocks: list[Block] = field(default_factory=list)
 
 
-def _md_blocks(blocks: Sequence[Block], image_dir: str, fmt: Formatter) -> list[str]:
+def _md_image(b: Image, image_dir: str | None) -> str:
+    """A Markdown image: linked from ``image_dir``, or inline as a ``data:`` URI when there is no folder
+    (the document goes to standard output)."""
+    if image_dir is None:
+        return f"![{b.title}](data:image/png;base64,{base64.b64encode(b.png).decode('ascii')})"
+    return f"![{b.title}]({image_dir}/{b.filename})"
+
+
+def _md_blocks(blocks: Sequence[Block], image_dir: str | None, fmt: Formatter) -> list[str]:
     out: list[str] = []
     for b in blocks:
         if isinstance(b, Table):
             out += [markdown_table(b.headers, b.rows, fmt) if b.rows else "(none)", ""]
         elif isinstance(b, Image):
-            out += [f"![{b.title}]({image_dir}/{b.filename})", ""]
+            out += [_md_image(b, image_dir), ""]
         elif isinstance(b, Details):  # GitHub-flavoured Markdown renders the tag; blank lines around the table
             out += ["<details>", f"<summary>{escape(b.summary)}</summary>", "",
                     *_md_blocks(b.blocks, image_dir, fmt), "</details>", ""]
@@ -98,8 +106,10 @@ def _md_blocks(blocks: Sequence[Block], image_dir: str, fmt: Formatter) -> list[
     return out
 
 
-def document_markdown(title: str, sections: Sequence[Section], image_dir: str, fmt: Formatter = plain) -> str:
-    """The document as Markdown; images are linked from ``image_dir`` (the caller writes the PNGs)."""
+def document_markdown(title: str, sections: Sequence[Section], image_dir: str | None,
+                      fmt: Formatter = plain) -> str:
+    """The document as Markdown; images are linked from ``image_dir`` (the caller writes the PNGs), inline
+    when it is None."""
     out = [f"# {title}", ""]
     for sec in sections:
         out += [f"## {sec.title}", ""]

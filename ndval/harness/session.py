@@ -171,6 +171,10 @@ class NdvalSession:
                 from ndval.harness import signoff
 
                 path = Path(signoff_path)
+                out_dir = self.out_dir or config.stash[OPTIONS_KEY].reports_dir
+                if atomic.is_stdout(signoff_path):  # --signoff -: the Markdown on stdout, no file
+                    signoff.write(self.summary, signoff_path, out_dir)
+                    return
                 if self.summary["run"]["partial"]:  # never over the release sign-off
                     path = (self.out_dir or config.stash[OPTIONS_KEY].reports_dir / "partial") / path.name
                 with report_write_errors(path):

@@ -294,7 +294,7 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px;overf
         "details{margin:2px 0}summary{cursor:pointer;font-size:12px}")
 
 
-def render_markdown(title: str, sections: list[Section], image_dir: str) -> str:
+def render_markdown(title: str, sections: list[Section], image_dir: str | None) -> str:
     return document_markdown(title, sections, image_dir, _fmt)
 
 
@@ -303,15 +303,22 @@ def render_html(title: str, sections: list[Section]) -> str:
     return document_html(title, sections, _CSS, _fmt, classed=True)
 
 
-def write(summary: dict[str, Any], md_path: Path, reports: Path) -> tuple[Path, Path]:
-    """Write ``md_path`` (+ PNGs in ``<stem>_plots/``) and the self-contained ``.html`` beside it."""
+def write(summary: dict[str, Any], md_path: Path | str, reports: Path,
+          html_path: Path | str | None = None) -> tuple[str, str | None]:
+    """Write ``md_path`` (+ PNGs in ``<stem>_plots/``) and the self-contained HTML (default: ``.html`` beside
+    the Markdown; none when the Markdown goes to standard output). ``-`` for either: standard output (the
+    Markdown's plots then inline); returns where each went."""
     title, sections = build(summary, reports)
-    img_dir = md_path.parent / f"{md_path.stem}_plots"
-    for sec in sections:
-        for b in sec.blocks:
-            if isinstance(b, Image):
-                atomic.write_bytes(img_dir / b.filename, b.png)
-    atomic.write_text(md_path, render_markdown(title, sections, img_dir.name))
-    html_path = md_path.with_suffix(".html")
-    atomic.write_text(html_path, render_html(title, sections))
-    return md_path, html_path
+    if atomic.is_stdout(md_path):
+        md_where = atomic.write_output(md_path, render_markdown(title, sections, None))
+    else:
+        md_file = Path(md_path)
+        img_dir = md_file.parent / f"{md_file.stem}_plots"
+        for sec in sections:
+            for b in sec.blocks:
+                if isinstance(b, Image):
+                    atomic.write_bytes(img_dir / b.filename, b.png)
+        md_where = atomic.write_output(md_file, render_markdown(title, sections, img_dir.name))
+        html_path = md_file.with_suffix(".html") if html_path is None else html_path
+    html_where = None if html_path is None else atomic.write_output(html_path, render_html(title, sections))
+    return md_where, html_where

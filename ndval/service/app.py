@@ -25,7 +25,6 @@ import json
 import math
 import threading
 from importlib import resources
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from starlette.applications import Starlette
@@ -38,6 +37,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 import analyzer
+from ndval.core.version import ndval_version
 from ndval.service import evidence, lanes
 from ndval.service.registry import PHASE_SCOPES, DatasetError, Registry
 
@@ -56,12 +56,6 @@ ASSETS: dict[str, tuple[str, str]] = {
 }
 
 
-def ndval_version() -> str:
-    """The installed ndval version (``unknown`` when running from a bare checkout)."""
-    try:
-        return version("ndval")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _finite(obj: Any) -> Any:

@@ -20,6 +20,8 @@ from estimator.config.schema import EstimatorConfig, load_config
 from estimator.inputs.overlay import apply_overlay
 from estimator.memory import COMPONENTS, MemoryReport, estimate_memory
 from estimator.perf.parts import estimate_perf, format_perf_table
+from ndval.core.version import ndval_version
+from ndval.harness import paths
 
 #: exit code for an invalid configuration
 EXIT_CONFIG_ERROR = 2
@@ -48,7 +50,7 @@ def _load(args: argparse.Namespace) -> EstimatorConfig:
     if args.preset:
         overrides += [f"options.{k}={_yaml_scalar(v)}" for k, v in presets.PRESETS[args.preset]().items()]
     overrides += list(args.overrides)
-    cfg = load_config(args.config, overrides or None)
+    cfg = load_config(args.config, overrides or None, ref_dirs=(paths.cases_dir(),))
     if getattr(args, "hardware_overlay", None):
         cfg = apply_overlay(cfg, args.hardware_overlay)
     return cfg
@@ -101,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"ndval estimate: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     if args.json:
-        doc: dict[str, Any] = {"config": str(args.config), "memory": memory.to_dict(), "perf": perf.to_dict()}
+        doc: dict[str, Any] = {"ndval_version": ndval_version(), "config": str(args.config),
+                               "memory": memory.to_dict(), "perf": perf.to_dict()}
         bad = non_finite_fields(doc)
         if bad:  # strict JSON has no NaN/Infinity: say which numbers overflowed instead of printing them
             print(f"ndval estimate: {args.config}: the estimate is not finite at {', '.join(bad[:5])}"

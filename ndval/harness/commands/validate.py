@@ -138,6 +138,10 @@ def reports_lock(reports: Path) -> Iterator[int | None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.reports == "-":
+        print("ndval validate: --reports names a folder (summary.json, junit.xml, allure-results, the sign-off); "
+              "'-' (stdout) cannot hold them: give a folder", file=sys.stderr)
+        return gate.EXIT_BROKEN_INPUT
     reports = Path(args.reports).resolve() if args.reports else paths.reports_dir()
     from ndval.harness.session import ReportWriteError, report_write_errors
 
