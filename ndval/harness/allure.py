@@ -216,3 +216,35 @@ def register(config: pytest.Config, alluredir: str | None) -> None:
     config.pluginmanager.register(AllureItems(), "ndval-allure-items")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(AllureRunFiles(Path(alluredir)), "ndval-allure-run-files")
+
+
+#: what could not be written by the Allure file logger in this process (one line each)
+_WRITE_FAILURES: list[str] = []
+
+
+def write_failures() -> list[str]:
+    """The Allure results files this process could not write (disk full, read-only ...), one line each."""
+    return list(_WRITE_FAILURES)
+
+
+def guard_result_writes() -> None:
+    """Make allure-pytest's file logger record a failed write instead of raising inside pytest's hooks (an
+    INTERNALERROR that aborts the run): the session then names the cause and the run exits 2."""
+    import functools
+
+    from allure_commons.logger import AllureFileLogger
+
+    original = AllureFileLogger._report_item
+    if getattr(original, "_ndval_guarded", False):
+        return
+
+    @functools.wraps(original)
+    def guarded(self: AllureFileLogger, item: Any) -> None:
+        try:
+            original(self, item)  # type: ignore[no-untyped-call]
+        except OSError as exc:
+            _WRITE_FAILURES.append(f"cannot write an Allure result in {exc.filename or self._report_dir}: "
+                                   f"{exc.strerror or exc}")
+
+    guarded._ndval_guarded = True  # type: ignore[attr-defined]
+    AllureFileLogger._report_item = guarded  # type: ignore[method-assign]

@@ -36,7 +36,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 #: subcommand -> its exit codes (shown by ``ndval COMMAND --help`` and in docs/cli.md; a test checks both)
 EXIT_CODES: dict[str, str] = {
-    "validate": "0 gate passed; 1 gate failed on valid input; 2 broken input (invalid case, missing data, nothing collected)",
+    "validate": "0 gate passed; 1 gate failed on valid input; 2 broken input (invalid case, missing data, nothing collected, "
+                "a report not writable); 130/143 interrupted by SIGINT/SIGTERM (previous reports kept)",
     "lint": "0 every case valid; 2 a case file is invalid",
     "schema": "0 schema printed",
     "add-case": "0 case written and valid; 2 unreadable spreadsheet, missing column, model not found, file exists, "

@@ -18,7 +18,7 @@ from ndval.harness.cases import CASE_SUFFIX, find_cases_root
 from ndval.harness.collect import CaseFile, golden_root_for
 from ndval.harness.options import CASES_ROOT_KEY, OPTIONS_KEY, GoldenMode, PluginOptions
 from ndval.harness.project import find_project
-from ndval.harness.session import NdvalSession, matches_globs
+from ndval.harness.session import NdvalSession, ReportWriteGuard, matches_globs
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -61,6 +61,9 @@ def _is_case_path(config: pytest.Config, path: Path) -> bool:
     return paths.cases_dir() in parents or any(p.name == "validation_cases" for p in parents)
 
 
+allure.guard_result_writes()  # before allure-pytest's logger writes anything (entry points load before configure)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ndval_tag(name): tag of a validation case (from its YAML)")
     config.addinivalue_line("markers", "ndval_kind(name): kind of a validation case")
@@ -83,6 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
     allure.register(config, config.stash[OPTIONS_KEY].allure)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(NdvalSession(config, lock=case_run), "ndval-session")
+        config.pluginmanager.register(ReportWriteGuard(config), "ndval-report-write-guard")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:

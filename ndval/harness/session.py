@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from ndval.core import atomic
-from ndval.harness import golden, paths, reportlock, subjects
+from ndval.harness import allure, golden, paths, reportlock, subjects
 from ndval.harness.cases import iter_case_files, load_case_file
 from ndval.harness.collect import record_of
 from ndval.harness.options import CASES_ROOT_KEY, OPTIONS_KEY
@@ -128,6 +128,12 @@ class NdvalSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.records and not self.collection_errors:
             return
+        self._finish(session)
+        failed = allure.write_failures()
+        if failed:  # an Allure results file could not be written during the run
+            _report_failure(self.config, ReportWriteError(failed[0]), session)
+
+    def _finish(self, session: pytest.Session) -> None:
         self._session = session
         opts = self.config.stash[OPTIONS_KEY]
         baseline = None
@@ -163,10 +169,8 @@ class NdvalSession:
         try:
             xml = getattr(config.option, "xmlpath", None)
             if self.records and xml and Path(xml).is_file():
-                from ndval.harness import junit
-
                 with report_write_errors(Path(xml)):
-                    junit.rewrite(Path(xml), self.records)
+                    _rewrite_junit(Path(xml), self.records)
             if self.summary and signoff_path:
                 from ndval.harness import signoff
 
@@ -246,6 +250,36 @@ def _report_failure(config: pytest.Config, exc: ReportWriteError, session: pytes
     print(f"ndval: {exc}; exit {gate.EXIT_BROKEN_INPUT}", file=sys.stderr, flush=True)
     if session is not None:
         session.exitstatus = gate.EXIT_BROKEN_INPUT
+
+
+class ReportWriteGuard:
+    """Turns a report file that cannot be written inside another plugin's ``pytest_sessionfinish`` (pytest's own
+    junitxml opening junit.xml on a full disk) into one line and exit 2, instead of an INTERNALERROR trace."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Iterator[None]:
+        try:
+            return (yield)
+        except OSError as exc:
+            cause = _CAUSES.get(exc.errno or 0, exc.strerror or type(exc).__name__)
+            name = errno.errorcode.get(exc.errno or 0, "OSError")
+            _report_failure(self.config, ReportWriteError(f"cannot write {exc.filename}: {cause} ({name})"), session)
+            return None
+
+
+def _rewrite_junit(path: Path, records: dict[str, dict[str, Any]]) -> None:
+    """Tidy junit.xml (``ndval.harness.junit``); a file pytest left truncated (disk full) is a ReportWriteError."""
+    import xml.etree.ElementTree as ET
+
+    from ndval.harness import junit
+
+    try:
+        junit.rewrite(path, records)
+    except ET.ParseError as exc:
+        raise ReportWriteError(f"cannot write {path}: pytest left it unreadable ({exc}; disk full?)") from None
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

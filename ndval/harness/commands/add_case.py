@@ -153,7 +153,9 @@ def run(args: argparse.Namespace) -> int:
                       args.source or f"{src.name} (scaffolded by ndval add-case; add the measurement's provenance)", args.sheet)
     header = ("# Scaffolded by `ndval add-case`. Review: source, owner, the train/recompute settings (assumed\n"
               "# defaults: seq 4096, micro-batch 1, 8 micro-batches, no recompute) and the model ref.\n")
-    case_path.write_text(header + yaml.safe_dump(case, sort_keys=False, allow_unicode=True, width=110), encoding="utf-8")
+    from ndval.core.atomic import write_text
+
+    write_text(case_path, header + yaml.safe_dump(case, sort_keys=False, allow_unicode=True, width=110))
     from ndval.harness.commands.lint import lint_paths
 
     n_ok, errors = lint_paths([case_path])

@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"ndval calibrate: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from ndval.core.atomic import is_stdout, write_output
+    from ndval.core.atomic import is_stdout
 
     to_stdout = is_stdout(args.output)  # `-o -`: the overlay alone on stdout, the tables on stderr
     doc = overlay_from_fit(fit, args.profile, hw_name)
@@ -201,14 +201,24 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
         _print_fit(fit, hw_name)
         _print_host_layers(doc["host_layers"])
-    try:
-        where = write_output(args.output, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
-    except OSError as exc:
-        print(f"ndval calibrate: {args.output}: cannot write ({exc})", file=sys.stderr)
+    if _write_overlay(args.output, doc):
         return EXIT_BAD_INPUT
     written = [k for k in doc["efficiency"] if k != "sources"]
-    print(f"overlay: {where} ({', '.join(written) or 'no efficiency the profile supports'})",
+    print(f"overlay: {'stdout' if to_stdout else args.output} ({', '.join(written) or 'no efficiency the profile supports'})",
           file=sys.stderr if to_stdout else sys.stdout)
+    return 0
+
+
+def _write_overlay(path: str, doc: dict[str, Any]) -> int:
+    """Write the overlay YAML (``-``: stdout); 0, or (one line on stderr) ``EXIT_BAD_INPUT`` when the path cannot
+    be written."""
+    from ndval.core.atomic import write_output
+
+    try:
+        write_output(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    except OSError as exc:
+        print(f"ndval calibrate: cannot write the overlay: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return 0
 
 

@@ -9,14 +9,14 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
+import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from ndval.harness import gate, paths, reportlock
+from ndval.harness import gate, paths, releaseset, reportlock
 from ndval.harness.workers import choose_workers, previous_work_s, usable_cpus
 
 
@@ -82,12 +82,15 @@ def workers(args: argparse.Namespace, reports: Path) -> int:
     return choose_workers(usable_cpus(), previous_work_s(reports / "summary.json"))
 
 
-def pytest_command(args: argparse.Namespace, reports: Path, n_workers: int | None = None) -> list[str]:
-    """The pytest command line ``validate`` runs (also shown in the sign-off report)."""
-    out = reports / "partial" if is_subset(args) else reports
+def pytest_command(args: argparse.Namespace, reports: Path, n_workers: int | None = None,
+                   into: Path | None = None) -> list[str]:
+    """The pytest command line ``validate`` runs (also shown in the sign-off report); its reports are written
+    into ``into`` (the staging folder, ``ndval.harness.releaseset``), by default ``reports``."""
+    base = into or reports
+    out = base / "partial" if is_subset(args) else base
     cmd = [sys.executable, "-m", "pytest", str(paths.cases_dir()), "-q",
            f"--junitxml={out / 'junit.xml'}", f"--alluredir={out / 'allure-results'}",
-           f"--signoff={reports / 'signoff.md'}", f"--ndval-reports={reports}", "-o", "junit_suite_name=ndval"]
+           f"--signoff={base / 'signoff.md'}", f"--ndval-reports={base}", "-o", "junit_suite_name=ndval"]
     n = workers(args, reports) if n_workers is None else n_workers
     cmd += ["-n", str(n)] if n else ["-p", "no:xdist"]
     if args.last_failed:
@@ -115,17 +118,6 @@ def pytest_command(args: argparse.Namespace, reports: Path, n_workers: int | Non
     return cmd + extra
 
 
-def clean(reports: Path) -> None:
-    """Remove the outputs of the previous run of the same scope (``reports/`` or ``reports/partial/``)."""
-    # the CLI cleans, not --clean-alluredir, which races under xdist
-    shutil.rmtree(reports / "allure-results", ignore_errors=True)
-    shutil.rmtree(reports / "allure-report", ignore_errors=True)  # not allure-history.jsonl: trends need it
-    shutil.rmtree(reports / "golden", ignore_errors=True)
-    shutil.rmtree(reports / "signoff_plots", ignore_errors=True)
-    for name in ("summary.json", "junit.xml", "signoff.md", "signoff.html"):
-        (reports / name).unlink(missing_ok=True)
-
-
 @contextlib.contextmanager
 def reports_lock(reports: Path) -> Iterator[int | None]:
     """Hold the reports lock (``ndval.harness.reportlock``) for the whole run; yields the locked descriptor,
@@ -151,16 +143,9 @@ def run(args: argparse.Namespace) -> int:
             with reports_lock(reports) as lock_fd:
                 return _run_locked(args, reports, lock_fd)
     except ReportWriteError as exc:
-        print(f"ndval validate: {exc}; broken input (exit {gate.EXIT_BROKEN_INPUT})", file=sys.stderr)
+        print(f"ndval validate: {exc}; the previous reports in {reports} are left as they were; broken input "
+              f"(exit {gate.EXIT_BROKEN_INPUT})", file=sys.stderr)
         return gate.EXIT_BROKEN_INPUT
-
-
-def _written_summary(reports: Path, since: float) -> Path | None:
-    """The summary this run wrote: the release one or the PARTIAL one (the session decides which)."""
-    for path in (reports / "summary.json", reports / "partial" / "summary.json"):
-        if path.is_file() and path.stat().st_mtime >= since:
-            return path
-    return None
 
 
 def allure_report(out: Path, reports: Path) -> str:
@@ -179,30 +164,107 @@ def allure_report(out: Path, reports: Path) -> str:
     return message if code == 0 else f"{message} (the gate is not affected)"
 
 
+class _Interrupt:
+    """SIGINT/SIGTERM during the run: remembered, and the pytest child is stopped (its set is then discarded)."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupt:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        self.signum = self.signum or signum
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.terminate()
+
+    def wait(self) -> int:
+        """The child's exit status (waits for it; a child that ignores SIGTERM is killed after 30 s)."""
+        assert self.proc is not None
+        while True:
+            try:
+                return self.proc.wait(timeout=30 if self.signum else None)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def _interrupted_exit(signum: int, reports: Path) -> int:
+    name = signal.Signals(signum).name
+    print(f"ndval validate: interrupted by {name}; no report written, the previous reports in {reports} are left "
+          f"as they were (exit {128 + signum})", file=sys.stderr, flush=True)
+    return 128 + signum
+
+
+def _run_child(cmd: list[str], env: dict[str, str], lock_fd: int | None) -> tuple[int, int | None]:
+    """Run pytest; (its exit status, the signal that interrupted the run or None)."""
+    with _Interrupt() as guard:
+        guard.proc = subprocess.Popen(cmd, cwd=paths.project().root, env=env,
+                                      pass_fds=(lock_fd,) if lock_fd is not None else ())
+        code = guard.wait()
+        return code, guard.signum
+
+
 def _run_locked(args: argparse.Namespace, reports: Path, lock_fd: int | None = None) -> int:
-    clean(reports / "partial" if is_subset(args) else reports)
-    cmd = pytest_command(args, reports)
+    for old in releaseset.stale_stages(reports):
+        releaseset.discard(old)
+    stage = releaseset.new_stage(reports)
+    try:
+        return _run_staged(args, reports, stage, lock_fd)
+    finally:
+        releaseset.discard(stage)
+
+
+def _run_staged(args: argparse.Namespace, reports: Path, stage: Path, lock_fd: int | None) -> int:
+    cmd = pytest_command(args, reports, into=stage)
     print("running:", " ".join(cmd), flush=True)
     project = paths.project()
     print(project.describe(), flush=True)
     env = {**os.environ, "NDVAL_PROJECT_ROOT": str(project.root)}
     if lock_fd is not None:  # the child shares the lock: it outlives this process if this one is killed
         env[reportlock.FD_ENV] = str(lock_fd)
-    started = time.time() - 1.0
-    proc = subprocess.run(cmd, cwd=project.root, env=env, check=False, pass_fds=(lock_fd,) if lock_fd is not None else ())
-    summary_path = _written_summary(reports, started)
-    if summary_path is None:
-        if args.last_failed and proc.returncode == 5:
+    returncode, signum = _run_child(cmd, env, lock_fd)
+    if signum is not None:
+        return _interrupted_exit(signum, reports)
+    staged = releaseset.staged_summary(stage)
+    if staged is None:
+        if args.last_failed and returncode == 5:
             print("ndval validate --lf: no failed case recorded by the last run; nothing to rerun")
             return gate.EXIT_PASS
-        if proc.returncode == 5:  # pytest's "no tests collected"
+        if returncode == 5:  # pytest's "no tests collected"
             print(f"ndval validate: no case matched the selection ({selection(args) or 'every case'} under "
                   f"{paths.cases_dir()}); nothing to run: broken input (exit {gate.EXIT_BROKEN_INPUT})", file=sys.stderr)
             return gate.EXIT_BROKEN_INPUT
-        print(f"ndval validate: no summary written (pytest exit {proc.returncode}); broken input", file=sys.stderr)
-        return gate.EXIT_BROKEN_INPUT
-    summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    out = summary_path.parent
+        return _failed_exit(f"no summary written (pytest exit {returncode})", stage, reports)
+    summary = json.loads(staged.read_text(encoding="utf-8"))
+    problem = releaseset.incomplete(staged.parent)
+    if problem is None and returncode == gate.EXIT_BROKEN_INPUT and summary["gate"]["exit_code"] != returncode:
+        problem = f"a report could not be written (pytest exit {returncode}, see above)"
+    if problem is None and releaseset.disk_full(stage):  # a worker's Allure file may be missing: never half a set
+        problem = "the reports disk filled up during the run"
+    if problem:
+        return _failed_exit(problem, stage, reports)
+    out = reports / "partial" if staged.parent != stage else reports
+    releaseset.swap_in(staged.parent, out, stage, reports)
+    return _print_outcome(args, summary, out, reports)
+
+
+def _failed_exit(problem: str, stage: Path, reports: Path) -> int:
+    cause = releaseset.failure_cause(stage)
+    print(f"ndval validate: {problem}{'; ' + cause if cause else ''}; the previous reports in {reports} are left as "
+          f"they were; broken input (exit {gate.EXIT_BROKEN_INPUT})", file=sys.stderr, flush=True)
+    return gate.EXIT_BROKEN_INPUT
+
+
+def _print_outcome(args: argparse.Namespace, summary: dict[str, Any], out: Path, reports: Path) -> int:
     if out != reports:
         print(f"\nPARTIAL run ({summary['run'].get('partial')}): reports in {out}; the release sign-off "
               f"{reports / 'signoff.md'} is left as it was")
@@ -216,8 +278,4 @@ def _run_locked(args: argparse.Namespace, reports: Path, lock_fd: int | None = N
     print(f"seed criteria: {crit}")
     g = summary["gate"]
     print(f"gate verdict: {g['verdict']} (exit {g['exit_code']})")
-    if proc.returncode == gate.EXIT_BROKEN_INPUT and g["exit_code"] != gate.EXIT_BROKEN_INPUT:
-        print(f"ndval validate: pytest exited {proc.returncode} (a report could not be written, see above): broken input",
-              file=sys.stderr)
-        return gate.EXIT_BROKEN_INPUT
     return int(g["exit_code"])
