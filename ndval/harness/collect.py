@@ -35,7 +35,7 @@ class CaseFailure(AssertionError):
 
     An ``AssertionError``, so that reporters (Allure) count the item as *failed*, not *broken*; its message
     names the failed assertions (id, type, reason) before the case header, for reporters that show the
-    message only (Allure categories match on it)."""
+    message only (Allure categories match on labels, never on this text)."""
 
     def __init__(self, results: list[AssertionResult], header: str) -> None:
         reasons = [f"{r.id} ({r.type}): {r.message}" for r in results if r.status == "failed"]
