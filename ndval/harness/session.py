@@ -25,6 +25,7 @@ from ndval.harness.cases import iter_case_files, load_case_file
 from ndval.harness.collect import record_of
 from ndval.harness.options import CASES_ROOT_KEY, OPTIONS_KEY
 from ndval.harness.project import find_project
+from ndval.harness.release import ReleaseRulesError, load_release_rules
 from ndval.harness.summary import build_summary
 
 
@@ -147,8 +148,13 @@ class NdvalSession:
                "selection": {"keyword": self.config.option.keyword or None, "cases": opts.cases_globs or None,
                              "markers": self.config.option.markexpr or None},
                "partial": self.partial_reason()}
-        self.summary = build_summary(self.records, self.collection_errors, repo=find_project(self.config.invocation_params.dir).root,
-                                     baseline=baseline, unused_goldens=self._unused_goldens(), run=run)
+        root = find_project(self.config.invocation_params.dir).root
+        try:
+            rules = load_release_rules(sorted(self.cases_roots), root)
+        except ReleaseRulesError as exc:
+            raise pytest.UsageError(f"ndval: the release rules cannot be read: {exc}") from None
+        self.summary = build_summary(self.records, self.collection_errors, repo=root, baseline=baseline,
+                                     unused_goldens=self._unused_goldens(), run=run, rules=rules)
         # a subset run never replaces the release summary or sign-off: its reports go to partial/
         reports = opts.reports_dir / "partial" if run["partial"] else opts.reports_dir
         self.out_dir = reports

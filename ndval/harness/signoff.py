@@ -18,6 +18,7 @@ from ndval.core.hashing import sha256_bytes, sha256_file
 from ndval.core.render import Details, Image, Section, Table, document_html, document_markdown
 from ndval.harness.criteria import WHOSE_EVALUATED, WHOSE_RECORDED
 from ndval.harness.plots import band_of, estimate_vs_measured_png
+from ndval.harness.release import GATE_FILE
 from ndval.harness.results import EVALUATED
 
 MAX_PLOTS = 24
@@ -203,13 +204,22 @@ def _artifacts(reports: Path) -> list[list[Any]]:
     return rows
 
 
+#: ndval's own release rules (its validation_cases/gate.yaml says the same; a summary without a release block
+#: is ndval's, from before the block existed)
+NDVAL_RELEASE = {"name": "ndval", "criteria_title": "Seed acceptance criteria (sapp-nd validation issue §7)",
+                 "reproduce": "git checkout {sha} && make validate   (equivalently: .venv/bin/ndval validate; reports "
+                              "under reports/)"}
+
+
 def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
     """Title and sections of the sign-off report."""
     prov, gate, counts = summary["provenance"], summary["gate"], summary["counts"]
     sha = prov["git"]["sha"]
     partial = summary["run"].get("partial")
-    title = (f"ndval PARTIAL run — not a release sign-off — {sha[:12]} — gate {gate['verdict']}" if partial
-             else f"ndval release sign-off — {sha[:12]} — gate {gate['verdict']}")
+    release = {**NDVAL_RELEASE, **(summary.get("release") or {})}  # a summary from before gate.yaml: ndval's
+    name = release["name"]
+    title = (f"{name} PARTIAL run — not a release sign-off — {sha[:12]} — gate {gate['verdict']}" if partial
+             else f"{name} release sign-off — {sha[:12]} — gate {gate['verdict']}")
     banner = ([f"PARTIAL: this run covers part of the cases only ({partial}). It is not a release sign-off and "
                "never replaces one; run `ndval validate` without a selection for that."] if partial else [])
     secs = [Section("1. Release identity and provenance", [*banner, Table(["item", "value"], [
@@ -236,7 +246,7 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
     secs.append(Section("4. Gate", [Table(["rule", "threshold", "actual", "status", "items"],
                         [[r["rule"], r["threshold"], r["actual"], _status_mark(r["status"]), ", ".join(r["items"][:8])]
                          for r in gate["rules"]])]))
-    secs.append(Section("5. Seed acceptance criteria (sapp-nd validation issue §7)", [
+    secs.append(Section(f"5. {release['criteria_title']}", [] if not summary["criteria"] else [
         "Only numbers evaluated in this run by the subject under test decide a criterion: FAIL = that evidence "
         "fails unwaived; WAIVED = it fails with an unexpired waiver (a known finding, shown not hidden); PASS = "
         "it passes; NOT EVALUABLE = nothing could be evaluated now (reason given). Numbers recorded from "
@@ -246,6 +256,9 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
                "context (recorded, not evidence)"],
               [[c["id"], c["title"], c["threshold"], _status_mark(c["status"]), c.get("whose", "—"), c["reason"],
                 c.get("context") or "—"] for c in summary["criteria"]])]))
+    if not summary["criteria"]:
+        secs[-1].blocks.append(f"No acceptance criteria declared: the cases tree's {GATE_FILE} lists them "
+                               "(criteria), and assertions point at them with `criterion: <id>`.")
     stats = [[s["group"], s["type"], s["n"], _fmt(s["min"]), _fmt(s["median"]), _fmt(s["max"]), _fmt(s["mean"])]
              for s in summary["statistics"]]
     secs.append(Section("6. Per-criterion statistics", [
@@ -277,8 +290,7 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
                         [[e["nodeid"], f"{e['file']}:{e['line']}", e.get("field"), (e["message"] or "")[:300]] for e in errs])
                         if errs else "None."]))
     secs.append(Section("14. Artifacts", [Table(["artifact", "bytes", "sha256"], _artifacts(reports))]))
-    secs.append(Section("15. How to reproduce", [f"git checkout {sha} && make validate   "
-                        "(equivalently: .venv/bin/ndval validate; reports under reports/)"]))
+    secs.append(Section("15. How to reproduce", [release["reproduce"].replace("{sha}", sha)]))
     secs.append(Section("16. Approval", [Table(["role", "name", "decision (approve / reject)", "date", "signature"],
                         [["validation lead", "", "", "", ""], ["estimator owner", "", "", "", ""], ["release manager", "", "", "", ""]])]))
     return title, secs

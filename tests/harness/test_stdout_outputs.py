@@ -43,7 +43,7 @@ CALLS: dict[tuple[str, str], tuple[list[str], Callable[[bytes], bool]]] = {
     ("search", "--parquet"): ([*SEARCH, "--parquet", "-"], lambda b: b[:4] == b"PAR1"),
     ("search", "--plot"): ([*SEARCH, "--plot", "-"], lambda b: b"<svg" in b),
     ("signoff", "--out"): (["signoff", "--summary", "{summary}", "--out", "-"],
-                           lambda b: b.startswith(b"# ndval release sign-off")),
+                           lambda b: b.startswith(b"# ") and b"release sign-off" in b.splitlines()[0]),
     ("signoff", "--html"): (["signoff", "--summary", "{summary}", "--out", "-", "--html", "-"],
                             lambda b: b"<!doctype html>" in b),
     ("report", "--out"): (["report", "--results", "{results}", "--out", "-"], lambda b: b"fake allure report" in b),

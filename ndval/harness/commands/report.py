@@ -78,7 +78,7 @@ def missing_message(results: Path) -> str:
     """What to do when no Allure 3 command line is available."""
     missing = "node" if not shutil.which("node") else "an Allure 3 command line"
     return (f"Allure results: {results} (no report rendered: {missing} not found).\n"
-            f"  Render them with `make report` (Node.js >= 20: npx allure@3), or `npm install allure@3` in the\n"
+            f"  Render them with `ndval report` (Node.js >= 20: npx allure@3), or `npm install allure@3` in the\n"
             f"  project so that `ndval validate` renders reports/allure-report/index.html itself;\n"
             f"  the sign-off report (signoff.html) needs no Node.js.")
 

@@ -273,9 +273,10 @@ def _print_outcome(args: argparse.Namespace, summary: dict[str, Any], out: Path,
     for name in ("summary.json", "junit.xml", "allure-results", "signoff.md", "signoff.html"):
         p = out / name
         print(f"  {p}{'' if p.exists() else '  (missing)'}")
-    print("  " + (allure_line or "render the Allure HTML with: make report"))
-    crit = ", ".join(f"{c['id']}={c['status']}" for c in summary["criteria"])
-    print(f"seed criteria: {crit}")
+    print("  " + (allure_line or "render the Allure HTML with: ndval report"))
+    if summary["criteria"]:  # the project's own (its cases tree's gate.yaml), none when it declares none
+        crit = ", ".join(f"{c['id']}={c['status']}" for c in summary["criteria"])
+        print(f"{(summary.get('release') or {}).get('criteria_title', 'criteria')}: {crit}")
     g = summary["gate"]
     print(f"gate verdict: {g['verdict']} (exit {g['exit_code']})")
     return int(g["exit_code"])
