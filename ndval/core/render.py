@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,11 +46,29 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], fmt: F
 
 
 
+#: after these characters a long token (node id, path, checksum list) may wrap: words stay whole, never letter
+#: by letter, and a table of long ids still fits the page
+_BREAK_AFTER = re.compile(r"([/_:,=\]\[.;|)-])")
+#: tokens shorter than this never get a break opportunity
+_LONG_TOKEN = 12
+
+
+def breakable(text: str) -> Markup:
+    """``text`` HTML-escaped, with ``<wbr>`` after the separators of every token longer than ``_LONG_TOKEN``."""
+    parts = []
+    for token in re.split(r"(\s+)", text):
+        if len(token) > _LONG_TOKEN and not token.isspace():
+            parts.append(Markup("<wbr>").join(escape(p) for p in _BREAK_AFTER.sub("\\1\x00", token).split("\x00")))
+        else:
+            parts.append(escape(token))
+    return Markup("").join(parts)
+
+
 def html_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], fmt: Formatter = plain,
                classed: bool = False) -> str:
     """An HTML table (template ``table.html.j2``); ``classed`` also puts each cell's text in its class
-    attribute (so a stylesheet can colour PASS / FAIL cells)."""
-    body = [[fmt(c) for c in row] for row in rows]
+    attribute (so a stylesheet can colour PASS / FAIL cells). Long tokens get break opportunities (:func:`breakable`)."""
+    body = [[(fmt(c), breakable(fmt(c))) for c in row] for row in rows]
     return _env().get_template("table.html.j2").render(headers=list(headers), rows=body, classed=classed).strip()
 
 
@@ -106,13 +125,23 @@ def _md_blocks(blocks: Sequence[Block], image_dir: str | None, fmt: Formatter) -
     return out
 
 
+def anchor(title: str) -> str:
+    """The anchor id of a section title (lowercase words joined by ``-``)."""
+    return "-".join(re.findall(r"[a-z0-9]+", title.lower())) or "section"
+
+
 def document_markdown(title: str, sections: Sequence[Section], image_dir: str | None,
-                      fmt: Formatter = plain) -> str:
+                      fmt: Formatter = plain, toc: bool = False, lead: Sequence[str] = ()) -> str:
     """The document as Markdown; images are linked from ``image_dir`` (the caller writes the PNGs), inline
-    when it is None."""
+    when it is None. ``lead``: paragraphs under the title (a headline); ``toc``: a table of contents linking
+    each section's anchor."""
     out = [f"# {title}", ""]
+    for para in lead:
+        out += [para, ""]
+    if toc:
+        out += ["Contents: " + " · ".join(f"[{s.title}](#{anchor(s.title)})" for s in sections), ""]
     for sec in sections:
-        out += [f"## {sec.title}", ""]
+        out += [f'<a id="{anchor(sec.title)}"></a>', "", f"## {sec.title}", ""] if toc else [f"## {sec.title}", ""]
         out += _md_blocks(sec.blocks, image_dir, fmt)
     return "\n".join(out)
 
@@ -131,7 +160,10 @@ def _html_block(b: Block, fmt: Formatter, classed: bool) -> Markup:
 
 
 def document_html(title: str, sections: Sequence[Section], css: str, fmt: Formatter = plain,
-                  classed: bool = False) -> str:
-    """The document as one self-contained HTML page (template ``document.html.j2``)."""
-    rendered = [{"title": s.title, "blocks": [_html_block(b, fmt, classed) for b in s.blocks]} for s in sections]
-    return _env().get_template("document.html.j2").render(title=title, css=Markup(css), sections=rendered)
+                  classed: bool = False, toc: bool = False, lead: Sequence[str] = ()) -> str:
+    """The document as one self-contained HTML page (template ``document.html.j2``); ``lead`` and ``toc`` as in
+    :func:`document_markdown` (every section heading carries its anchor id either way)."""
+    rendered = [{"title": s.title, "id": anchor(s.title), "blocks": [_html_block(b, fmt, classed) for b in s.blocks]}
+                for s in sections]
+    return _env().get_template("document.html.j2").render(title=title, css=Markup(css), sections=rendered, toc=toc,
+                                                           lead=list(lead))
