@@ -28,11 +28,12 @@ def load_dataset(path: Any, **opts: Any) -> Dataset:
     return _load(path, **opts)
 
 
-def analyze(dataset: Dataset, thresholds: Any = None, phase_override: str | None = None) -> Analysis:
-    """Analyse every rank and scope of ``dataset``; see ``analyzer.analysis.analyze``."""
+def analyze(dataset: Dataset, thresholds: Any = None, phase_override: str | None = None, layout: Any = None) -> Analysis:
+    """Analyse every rank and scope of ``dataset``; see ``analyzer.analysis.analyze`` (``layout``: a
+    ``analyzer.comm_groups.Layout``)."""
     from analyzer.analysis import analyze as _analyze
 
-    return _analyze(dataset, thresholds=thresholds, phase_override=phase_override)
+    return _analyze(dataset, thresholds=thresholds, phase_override=phase_override, layout=layout)
 
 
 def compare(before: Any, after: Any, *args: Any, **kwargs: Any) -> Any:

@@ -21,7 +21,11 @@ from analyzer import (
     breakdown,
     cluster,
     cluster_comm,
+    cluster_view,
+    comm_groups,
+    comm_wait,
     confidence,
+    evaluable,
     gains,
     phases,
     plausibility,
@@ -29,7 +33,7 @@ from analyzer import (
     rootcause,
 )
 from analyzer.bottleneck import NONE, Verdict, locate
-from analyzer.dataset import Dataset, DroppedEvents, RankData
+from analyzer.dataset import TOTALS_CLUSTER, Dataset, RankData
 from analyzer.indicators import (
     IndicatorSet,
     ScopeInput,
@@ -38,10 +42,13 @@ from analyzer.indicators import (
     in_windows_mask,
 )
 from analyzer.ingest import events as ev
+from analyzer.ingest.dropped import DroppedEvents
 from analyzer.ingest.errors import IngestError
 from analyzer.thresholds import Thresholds, resolve
 
 SCHEMA_VERSION = 1
+#: the communication-wait inputs of a rank: its communication analysis split and its wait from the arrival skew.
+WaitInputs = tuple["comm_wait.Split | None", "tuple[float, float] | None"]
 OVERALL = "overall"
 
 
@@ -81,7 +88,7 @@ class RankAnalysis:
     recommendations: tuple[recommend.Recommendation, ...]
     graph_mode: bool
     graph_mode_reason: str
-    step_breakdown: tuple[dict[str, float], ...]
+    step_breakdown: tuple[dict[str, float | None], ...]
     breakdown_source: str
     files: tuple[str, ...]
     totals_source: str
@@ -95,6 +102,12 @@ class RankAnalysis:
     hta_window_overlap_pct: float | None = None
     #: seed §8 "how to raise confidence", in the seed's order, each marked as applying or not (analyzer.confidence)
     how_to_raise_confidence: tuple[dict[str, Any], ...] = ()
+    #: Kineto only: HTA's temporal breakdown over the same window (``breakdown.hta_window_shares``): GPU span µs,
+    #: idle / compute / non-compute % of it — the device activity of a trace even when no verdict is given.
+    hta_window_shares: dict[str, float] | None = None
+    #: communication by process group and parallel dimension (``comm_groups.CommByGroup.to_dict``); None when the
+    #: profile names no group.
+    comm_by_group: dict[str, Any] | None = None
 
     @property
     def overall(self) -> ScopeResult:
@@ -109,12 +122,16 @@ class RankAnalysis:
             "phases": self.plan.to_dict(), "breakdown_source": self.breakdown_source,
             "capture_sync_counts": dict(sorted(self.capture_sync_counts.items())),
             "step_breakdown_us": [dict(r) for r in self.step_breakdown],
+            "step_breakdown_null_reasons": {k: why for k, why in BREAKDOWN_NULL_REASONS.items()
+                                            if any(k in r and r[k] is None for r in self.step_breakdown)},
             "scopes": {k: v.to_dict() for k, v in self.scopes.items()},
             "recommendations": [r.to_dict() for r in self.recommendations],
             "warnings": list(self.warnings),
             "how_to_raise_confidence": [dict(s) for s in self.how_to_raise_confidence],
             "dropped_events": dict(self.dropped_events),
             "hta_window_overlap_pct": self.hta_window_overlap_pct,
+            "hta_window_shares": self.hta_window_shares,
+            "comm_by_group": self.comm_by_group,
         }
 
 
@@ -148,7 +165,8 @@ class Analysis:
             "phase_override": self.phase_override, "thresholds_origin": self.thresholds.origin,
             "verdict": {"rank": self.primary.rank, "kind": v.kind, "label": v.label, "score": v.score,
                         "subtype": v.subtype, "summary": v.summary,
-                        "secondary": list(v.secondary), "selection": v.selection},
+                        "secondary": list(v.secondary), "selection": v.selection, "evaluable": v.evaluable,
+                        "not_evaluable_reasons": list(v.not_evaluable_reasons)},
             "ranks": [r.to_dict() for r in self.ranks],
             "cluster": None if self.cluster is None else self.cluster.to_dict(),
             "warnings": list(self.warnings),
@@ -202,17 +220,28 @@ def _world_size(rank: RankData, n_ranks: int) -> int | None:
     return n_ranks if n_ranks > 1 else None
 
 
-def _records(frame: pd.DataFrame) -> tuple[dict[str, float], ...]:  # step stays an int
-    """DataFrame rows as plain-float dicts (JSON-ready)."""
-    return tuple({str(k): int(v) if k == "step" else float(v) for k, v in row.items()} for row in frame.to_dict("records"))
+def _records(frame: pd.DataFrame) -> tuple[dict[str, float | None], ...]:  # step stays an int
+    """DataFrame rows as plain-float dicts (JSON-ready: a non-finite ratio — ``overlap_pct`` of a step with no
+    communication, a share of a zero span — is None; :data:`BREAKDOWN_NULL_REASONS` says why)."""
+    return tuple({str(k): int(v) if k == "step" else (float(v) if np.isfinite(v) else None) for k, v in row.items()}
+                 for row in frame.to_dict("records"))
 
 
-def _step_breakdown(rank: RankData, fmt: str) -> tuple[tuple[dict[str, float], ...], str]:
+#: why a step-breakdown ratio can be null (``RankAnalysis.to_dict()["step_breakdown_null_reasons"]``).
+BREAKDOWN_NULL_REASONS: dict[str, str] = {
+    "overlap_pct": "the step has no communication: overlap / communication is undefined",
+    "idle_pct": "the step has no device span: idle / span is undefined",
+    "memcpy_share_pct": "the step has no device span: memcpy / span is undefined",
+}
+
+
+def _step_breakdown(rank: RankData, fmt: str) -> tuple[tuple[dict[str, float | None], ...], str]:
     if rank.events.empty:
         return (), "no trace"
     st = rank.tables.get("step_trace_time")
-    if not rank.device_complete and rank.dropped_events[0] and st is not None and "Step" in st.columns \
-            and _csv_overlap(st) is not None:  # the event budget thinned device events: use torch_npu's table
+    cluster_rows = rank.totals_source == TOTALS_CLUSTER  # a cluster_analysis_output rank: the table is all there is
+    if not rank.device_complete and (rank.dropped_events[0] or cluster_rows) and st is not None \
+            and "Step" in st.columns and _csv_overlap(st) is not None:  # device events thinned: torch_npu's table
         rows = st[["Step", *ev.OVERLAP_NAMES]].copy()
         rows["Step"] = pd.to_numeric(rows["Step"], errors="coerce")
         rows = rows.dropna(subset=["Step"]).rename(columns={"Step": "step"})
@@ -256,17 +285,32 @@ def _scope_input(name: str, windows: tuple[tuple[float, float], ...], rank: Rank
 
 def _analyze_scope(name: str, phase: str | None, windows: tuple[tuple[float, float], ...], rank: RankData,
                    plan: phases.PhasePlan, th: Thresholds, comm_ok: tuple[bool, str], fmt: str,
-                   no_verdict: str | None = None) -> ScopeResult:
+                   no_verdict: str | None = None, wait: WaitInputs = (None, None)) -> ScopeResult:
     """One scope; ``no_verdict`` (the plausibility gate's reason) withholds the verdict: kind ``none``, the
     candidates' scores kept as context, the reason as its summary."""
-    ind = compute_indicators(rank.events, _scope_input(name, windows, rank, plan, th, fmt))
+    sin = _scope_input(name, windows, rank, plan, th, fmt)
+    ind = compute_indicators(rank.events, sin)
+    overall = name == OVERALL  # the communication analysis and the arrival skew cover the whole capture
+    ind = comm_wait.extend(ind, comm_wait.wait_indicators(
+        _in_windows(rank.events, "ts_us", windows), wait[0] if overall else None, th.v("commLinkBandwidthGBps"),
+        wait[1] if overall else None))
     verdict = locate(ind, th, comm_applicable=comm_ok[0], comm_excluded_reason=comm_ok[1])
     if no_verdict:
         verdict = replace(verdict, kind=NONE, subtype=None, secondary=(), summary=no_verdict, selection="")
+    ev_ok = evaluable.assess(ind, th, accelerator(rank, fmt), sin.overlap is not None)
+    if not ev_ok.evaluable:  # evidence before verdict: no score, no candidates, no advice; indicators kept
+        verdict = replace(verdict, kind=NONE, score=0.0, subtype=None, candidates=(), secondary=(),
+                          summary=ev_ok.summary, selection="", evaluable=False, not_evaluable_reasons=ev_ok.reasons)
+        return ScopeResult(name, phase, windows, ind, verdict, (), (), gains.combine((), th.v("optimisticCapPct")))
     hyps = rootcause.infer(verdict, ind, th, phase)
     recs = recommend.recommend(name, verdict, hyps, ind, phase, th)
     combined = gains.combine((r.gain for r in recs if r.gain is not None), th.v("optimisticCapPct"))
     return ScopeResult(name, phase, windows, ind, verdict, hyps, recs, combined)
+
+
+def accelerator(rank: RankData, fmt: str) -> str:
+    """The accelerator of a rank: the reader's ``meta["accelerator"]``, else ``npu`` (Ascend) / ``gpu``."""
+    return str(rank.meta.get("accelerator") or ("npu" if fmt == "ascend" else "gpu"))
 
 
 def _merge_recommendations(scopes: dict[str, ScopeResult]) -> tuple[recommend.Recommendation, ...]:
@@ -337,17 +381,24 @@ def _screened(rank: RankData, th: Thresholds) -> tuple[RankData, list[str], str 
 
 
 def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str | None = None,
-                 n_ranks: int = 1) -> RankAnalysis:
-    """All scopes of one rank (its implausible events set aside first, with a warning)."""
+                 n_ranks: int = 1, arrival: comm_wait.Arrival | None = None,
+                 layout: comm_groups.Layout | None = None) -> RankAnalysis:
+    """All scopes of one rank (its implausible events set aside first, with a warning); ``arrival``: the
+    collectives' arrival skew across the dataset's ranks (``comm_wait.arrival``); ``layout``: the run's parallel
+    layout, to attribute the communication groups to dimensions (``comm_groups``)."""
     rank, screen_warnings, no_verdict = _screened(rank, th)
     plan = phases.plan_phases(rank.events, th, rank.tables.get("step_trace_time"), phase_override)
     world = _world_size(rank, n_ranks)
     comm_ok = _comm_applicable(rank, world)
+    split = cluster_comm.rank_comm(rank)[0]
+    rank_arrival = ((arrival.wait_us[rank.rank], arrival.comm_us[rank.rank])
+                    if arrival is not None and rank.rank in arrival.wait_us else None)
+    wait: WaitInputs = (None if split is None else comm_wait.split_of(split.to_dict()), rank_arrival)
     dominant = plan.dominant
     scopes: dict[str, ScopeResult] = {}
     for name, windows in plan.scopes.items():
         phase = dominant if name == OVERALL else name
-        scopes[name] = _analyze_scope(name, phase, windows, rank, plan, th, comm_ok, fmt, no_verdict)
+        scopes[name] = _analyze_scope(name, phase, windows, rank, plan, th, comm_ok, fmt, no_verdict, wait)
     graph = graph_mode_signal(rank.events, th.v("graphKernelsPerLaunch")) if not rank.events.empty else (False, "")
     host_thinned = sorted(set(getattr(rank.dropped_events, "by_category", {})) & {ev.HOST_OP, ev.DISPATCH, ev.SYNC})
     graph_note = []
@@ -356,14 +407,18 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
         graph_note = [f"rank {rank.rank}: graph-mode detection skipped: the event budget thinned the host "
                       f"{', '.join(host_thinned)} events it counts"]
     sb, sb_src = _step_breakdown(rank, fmt)
-    warnings = screen_warnings + _boundary_warnings(plan, scopes, rank, graph) + graph_note
-    meta: dict[str, Any] = {k: rank.meta[k] for k in ("level", "device_id") if k in rank.meta}
+    by_group = comm_groups.of_rank(rank, layout, world)
+    warnings = (screen_warnings + _boundary_warnings(plan, scopes, rank, graph) + graph_note
+                + [f"rank {rank.rank}: {e}" for e in (by_group.errors if by_group else ())])
+    meta: dict[str, Any] = {k: rank.meta[k] for k in ("level", "device_id", "unknown_categories", "accelerator")
+                            if k in rank.meta}
     return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
                         capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt),
                         confidence.raise_confidence(confidence.CaptureFacts(
                             plan.confidence, plan.override, scopes[OVERALL].indicators["mac_ratio"].available,
-                            tuple(rank.files), (world or 1) > 1, fmt)))
+                            tuple(rank.files), (world or 1) > 1, fmt)), _hta_shares(rank, fmt),
+                        None if by_group is None else by_group.to_dict())
 
 
 def _hta_overlap(rank: RankData, fmt: str) -> float | None:
@@ -372,6 +427,14 @@ def _hta_overlap(rank: RankData, fmt: str) -> float | None:
         return None
     pct = breakdown.hta_window_overlap_pct(rank.events)
     return round(pct, 4) if np.isfinite(pct) else None
+
+
+def _hta_shares(rank: RankData, fmt: str) -> dict[str, float] | None:
+    """HTA's idle / compute / non-compute shares of the GPU span (Kineto traces with device work only)."""
+    if fmt != "kineto" or rank.events.empty:
+        return None
+    shares = breakdown.hta_window_shares(rank.events)
+    return None if shares is None else {k: round(v, 4) for k, v in shares.items()}
 
 
 def _dropped_dict(dropped: Any) -> dict[str, Any]:
@@ -388,46 +451,17 @@ def capture_sync_counts(events: pd.DataFrame) -> dict[str, int]:
     return ev.name_counts(sync)
 
 
-def _cluster_row(ra: RankAnalysis) -> dict[str, float | None]:
-    ind = ra.overall.indicators
-    steps = ind.value("step_count") or 0
-
-    def per(k: str) -> float | None:
-        return None if ind.value(k) is None or steps <= 0 else (ind.value(k) or 0.0) / steps
-
-    idle = None
-    if ind.value("device_busy_us") is not None and ind.value("wall_us"):
-        idle = (ind.value("wall_us") or 0.0) - (ind.value("device_busy_us") or 0.0)
-    return {"step_us": ind.value("avg_step_us"), "compute_us": per("compute_us"), "comm_us": per("comm_us"),
-            "comm_exposed_us": per("comm_exposed_us"), "device_idle_us": None if idle is None or steps <= 0 else idle / steps,
-            "host_exclusive_us": ind.value("host_exclusive_per_step_us")}
-
-
-def _with_comm(summary: cluster.ClusterSummary, dataset: Dataset) -> cluster.ClusterSummary:
-    """The cluster summary plus per-rank wait vs transfer and the slowest links (``cluster_comm``)."""
-    splits, links, notes = [], [], set()
-    for r in dataset.ranks:
-        split, rank_links, note = cluster_comm.rank_comm(r)
-        if split is not None:
-            splits.append(split.to_dict())
-        links.extend(rank_links)
-        if note:
-            notes.add(note)
-    return replace(summary, comm_split=tuple(splits),
-                   slowest_links=tuple(link.to_dict() for link in cluster_comm.slowest_links(links)),
-                   comm_note="; ".join(sorted(notes)))
-
-
 def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Path | None = None,
-            phase_override: str | None = None) -> Analysis:
-    """Analyse every rank of ``dataset``; add a cluster summary when there are ≥ 2 ranks."""
+            phase_override: str | None = None, layout: comm_groups.Layout | None = None) -> Analysis:
+    """Analyse every rank of ``dataset``; add a cluster summary when there are ≥ 2 ranks (``layout``: the run's
+    parallel layout, see :mod:`analyzer.comm_groups`)."""
     th = resolve(thresholds)
     if phase_override is not None and phase_override not in phases.PHASES:
         raise ValueError(f"phase_override must be one of {phases.PHASES}, got {phase_override!r}")
-    ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks)) for r in dataset.ranks)
-    summary = cluster.summarize({ra.rank: _cluster_row(ra) for ra in ranks}, th.v("clusterSpreadPct"),
-                                "overall scope indicators per step (µs/step)")
-    if summary is not None:
-        summary = _with_comm(summary, dataset)
+    arrival = comm_wait.arrival(dataset.ranks) if dataset.source_format == "kineto" else None
+    ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks), arrival, layout)
+                  for r in dataset.ranks)
+    summary = cluster_view.summarize({ra.rank: cluster_view.cluster_row(ra.overall.indicators) for ra in ranks},
+                                     dataset.ranks, th.v("clusterSpreadPct"), arrival)
     warnings = list(dataset.warnings) + [w for ra in ranks for w in ra.warnings]
     return Analysis(str(dataset.path), dataset.source_format, th, phase_override, ranks, summary, tuple(warnings))

@@ -29,6 +29,10 @@ LABELS: dict[str, str] = {
     COPY: "data copy (H2D/D2H) bottleneck",
     NONE: "no single dominant bottleneck",
 }
+#: the communication sub-type of collectives that mostly wait for a peer (``analyzer.comm_wait``).
+WAIT_BOUND = "wait-bound"
+#: the label of a scope with too little evidence to be scored (``analyzer.evaluable``).
+NOT_EVALUABLE_LABEL = "not evaluable"
 
 
 
@@ -97,11 +101,14 @@ class Verdict:
     excluded: dict[str, str] = field(default_factory=dict)
     summary: str = ""
     selection: str = ""
+    #: False when the scope carries too little evidence to be scored (``analyzer.evaluable``): no candidates then.
+    evaluable: bool = True
+    not_evaluable_reasons: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         """Human label of the verdict."""
-        return LABELS[self.kind]
+        return LABELS[self.kind] if self.evaluable else NOT_EVALUABLE_LABEL
 
     def candidate(self, kind: str) -> Candidate | None:
         """The candidate of ``kind`` (None when excluded)."""
@@ -113,6 +120,7 @@ class Verdict:
             "kind": self.kind, "label": self.label, "score": self.score, "subtype": self.subtype,
             "secondary": list(self.secondary), "excluded": dict(self.excluded), "summary": self.summary,
             "selection": self.selection, "candidates": [c.to_dict() for c in self.candidates],
+            "evaluable": self.evaluable, "not_evaluable_reasons": list(self.not_evaluable_reasons),
         }
 
 
@@ -231,12 +239,17 @@ def score_compute(ind: IndicatorSet, th: Thresholds) -> Candidate:
 def score_comm(ind: IndicatorSet, th: Thresholds) -> Candidate:
     """Seed §2.3: gate = comm share of device AND exposed comm (both must hold).
 
-    ``weightCommShare × max(sev share, sev exposed)`` + latency-bound (median duration ≤ gate,
+    ``weightCommShare × max(sev share, sev exposed)`` + wait/synchronisation-bound (most of the communication
+    moves no bytes, ``comm_wait_pct`` ≥ gate, +weightCommWait × sev; ndval, issue 28) or latency-bound (median duration ≤ gate,
     +weightCommLatency × sev) or bandwidth-bound (median message ≥ gate, +weightCommBandwidth × sev)
     + ``weightCommOverlap × sev(overlap below commOverlapLow)``.
     """
     r = _Rows(ind, th)
     g1, g2 = r.gate("comm_pct_of_device", "commShareGate"), r.gate("comm_exposed_pct", "commExposedGate")
+    wait = "comm_wait_pct" in ind and r.gate("comm_wait_pct", "commWaitBoundPct", required=False)
+    for metric in ("comm_peer_wait_us", "comm_idle_us", "comm_transfer_us", "comm_notify_wait_us"):
+        if metric in ind and ind[metric].available:
+            r.info(metric)
     lat = r.gate("comm_duration_median_us", "commLatencyBoundUs", required=False)
     bw = r.gate("comm_message_median_mb", "commBandwidthBoundMb", required=False)
     r.gate("comm_overlap_pct", "commOverlapLow", required=False)
@@ -245,7 +258,9 @@ def score_comm(ind: IndicatorSet, th: Thresholds) -> Candidate:
     gate = g1 and g2
     score = th.v("weightCommShare") * max(r.sev("comm_pct_of_device", "commShareGate"), r.sev("comm_exposed_pct", "commExposedGate"))
     subtype: str | None = None
-    if lat:
+    if wait:
+        subtype, score = WAIT_BOUND, score + th.v("weightCommWait") * r.sev("comm_wait_pct", "commWaitBoundPct")
+    elif lat:
         subtype, score = "latency-bound", score + th.v("weightCommLatency") * r.sev("comm_duration_median_us", "commLatencyBoundUs")
     elif bw:
         subtype, score = "bandwidth-bound", score + th.v("weightCommBandwidth") * r.sev("comm_message_median_mb", "commBandwidthBoundMb")

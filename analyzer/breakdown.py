@@ -291,3 +291,20 @@ def to_frame(rows: list[AscendStepBreakdown] | list[KinetoStepBreakdown]) -> pd.
         for prop in ("overlap_pct", "idle_pct", "memcpy_share_pct"):
             frame[prop] = np.array([getattr(r, prop) for r in rows], dtype=np.float64)
     return frame
+
+
+def hta_window_shares(events: pd.DataFrame) -> dict[str, float] | None:
+    """HTA's temporal breakdown over its default window: ``{"gpu_span_us", "idle_pct", "compute_pct",
+    "non_compute_pct"}`` (shares of the GPU span; non-compute = busy − compute: copies, fills, communication
+    not under compute). With fewer than two ProfilerSteps there is no step to drop and every device row is
+    kept (measured: HTA's shares on the MTIA traces of ``kineto/hta-tests`` are those of all their device
+    events, many of which have no launching host event). None without device work."""
+    _, keep_dev = _hta_window_masks(events, False)
+    if int((events["category"] == ev.STEP).sum()) < 2:
+        keep_dev = (events["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool)
+    b = _breakdown_of(_WorkArrays.of(events, np.flatnonzero(keep_dev)), slice(None), ev.UNKNOWN_STEP)
+    if b.span_us <= 0:
+        return None
+    return {"gpu_span_us": b.span_us, "idle_pct": 100.0 * b.idle_us / b.span_us,
+            "compute_pct": 100.0 * b.compute_us / b.span_us,
+            "non_compute_pct": 100.0 * (b.busy_us - b.compute_us) / b.span_us}

@@ -47,6 +47,8 @@ class ClusterSummary:
     slowest_links: tuple[dict[str, Any], ...] = ()
     comm_note: str = ""
     top: int = field(default=5)
+    #: arrival skew of the collectives across ranks (``comm_wait.Arrival.to_dict``), None when not measured.
+    arrival: dict[str, Any] | None = None
 
     def slowest_ranks(self, metric: str = "step_us") -> list[tuple[int, float]]:
         """``(rank, value)`` of the ``top`` ranks with the largest ``metric``, slowest first."""
@@ -72,7 +74,7 @@ class ClusterSummary:
                 "spreads": [s.to_dict() for s in self.spreads],
                 "slowest_ranks": [{"rank": r, "step_us": round(v, 3)} for r, v in self.slowest_ranks()],
                 "slowest_links": list(self.slowest_links), "comm_split": list(self.comm_split),
-                "comm_note": self.comm_note}
+                "comm_note": self.comm_note, "arrival_skew": self.arrival}
 
 
 def spread_pct(values: np.ndarray) -> float:

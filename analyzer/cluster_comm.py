@@ -25,9 +25,10 @@ from typing import Any
 
 import pandas as pd
 
+from ndval.core.units import US_PER_MS
+
 TOTAL_KEY = "Total Op Info"
 LOCAL_TRANSPORT = "LOCAL"
-US_PER_MS = 1000.0
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,16 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.ingest import ascend, ascend_db, kineto
+from analyzer.ingest import ascend, ascend_db, cluster_output, kineto
 from analyzer.ingest import events as ev
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.columns import TABLE_FILES, read_csv_table
+from analyzer.ingest.dropped import DroppedEvents
 from analyzer.ingest.errors import IngestError
+from analyzer.ingest.mixed import mixed_exports
 from analyzer.ingest.stream import RawTrace, estimate_complete_events, sniff_layout
 from analyzer.parallel import map_ranks
+from ndval.core.units import BYTES_PER_GIB, GIB_BYTES
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 #: what each missing Ascend file disables (for the warning text).
@@ -44,7 +47,7 @@ DISABLES: dict[str, str] = {
 
 
 #: a trace larger than this (bytes on disk) read without an event budget gets a memory warning.
-LARGE_TRACE_BYTES = 2 * 2**30
+LARGE_TRACE_BYTES = 2 * GIB_BYTES
 #: peak resident bytes per complete event of a parse + analysis, for that warning's estimate: measured
 #: by ``benchmarks/bench_analyzer.py`` (x200 real Level1 trace, 877k rows: see its report); rounded up.
 PEAK_BYTES_PER_EVENT = 400
@@ -55,6 +58,8 @@ TOTALS_TRACE = "trace"
 TOTALS_HOST_SAMPLED = "trace (event budget: host events sampled; device totals complete)"
 TOTALS_DEVICE_SAMPLED_CSV = ("csv (event budget: device events sampled; step time totals from "
                              "step_trace_time.csv)")
+#: a rank of an msprof-analyze cluster_analysis_output folder: its step rows are all there is.
+TOTALS_CLUSTER = "csv (msprof-analyze cluster_analysis_output: cluster_step_trace_time.csv; no trace)"
 TOTALS_DEVICE_SAMPLED = ("trace (event budget: device events sampled and no step_trace_time.csv: device "
                          "totals under-counted)")
 #: indicators computed from host events, which a budget thins (their values come from a sample).
@@ -63,40 +68,6 @@ HOST_SAMPLED_INDICATORS: tuple[str, ...] = (
     "dispatch_op_count", "dispatch_ops_per_step", "host_dispatch_us", "sync_op_count", "sync_ops_per_step",
     "capture_sync_counts",
 )
-
-
-class DroppedEvents(tuple[int, str]):
-    """``(count, reason)`` of the complete events left out of the event table (a 2-tuple, so
-    ``n, why = rank.dropped_events`` works), plus ``by_category``: count per event-table category
-    (``unparsed`` for events with a bad ts/dur, which never got one). ``to_dict()`` for JSON."""
-
-    by_category: dict[str, int]
-
-    def __new__(cls, count: int = 0, reason: str = "", by_category: dict[str, int] | None = None) -> DroppedEvents:
-        self = super().__new__(cls, (int(count), str(reason)))
-        self.by_category = dict(by_category or {})
-        return self
-
-    def __getnewargs__(self) -> tuple[int, str]:  # copy
-        return (self[0], self[1])
-
-    def __reduce__(self) -> tuple[type[DroppedEvents], tuple[int, str, dict[str, int]]]:
-        """Pickle with ``by_category`` (ranks read in worker processes)."""
-        return (DroppedEvents, (self[0], self[1], dict(self.by_category)))
-
-    @property  # a count of events, not tuple.count(value)
-    def count(self) -> int:  # type: ignore[override]
-        """Events dropped."""
-        return int(self[0])
-
-    @property
-    def reason(self) -> str:
-        """Why (bad ts/dur, event budget ...)."""
-        return str(self[1])
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"count", "reason", "by_category"}`` (stable keys)."""
-        return {"count": self.count, "reason": self.reason, "by_category": dict(sorted(self.by_category.items()))}
 
 
 @dataclass
@@ -328,11 +299,17 @@ def load_kineto_rank(path: Path, rank: int | None = None, progress: bool | None 
     r = int(events["rank"].iloc[0]) if len(events) else (rank if rank is not None else ev.UNKNOWN_RANK)
     if kineto.rank_of(meta) is None and rank is None:
         warnings.append(f"{path}: distributedInfo.rank absent — rank unknown (-1)")
+    if meta.get("unknown_categories"):
+        listed = ", ".join(f"{c!r} {n:,}" for c, n in meta["unknown_categories"].items())
+        warnings.append(f"{path}: event categories the reader does not know, kept as 'other' host events and not "
+                        f"read as device work: {listed}")
     dropped = (DroppedEvents(raw.n_dropped_bad, "bad ts/dur", {"unparsed": raw.n_dropped_bad}) if raw.n_dropped_bad
                else DroppedEvents())
     totals = "trace (truncated)" if raw.truncated else TOTALS_TRACE
     dropped, totals = _apply_budget(raw, dropped, totals, False, False, warnings)
+    groups = meta.pop(kineto.GROUP_ROWS_KEY, None)
     return RankData(rank=r, path=path, events=events, base_ts_us=raw.base_ts_us, meta=meta,
+                    tables={} if groups is None else {kineto.GROUP_ROWS_KEY: groups},
                     files={"trace": path}, warnings=warnings, totals_source=totals, dropped_events=dropped)
 
 
@@ -349,8 +326,8 @@ def _size_warning(trace: Path, max_events: int | None, large_trace_bytes: int) -
     if max_events is not None or size <= large_trace_bytes:
         return []
     n = estimate_complete_events(trace)
-    return [f"{trace}: {size / 2**30:.1f} GiB trace read without an event budget: ~{n:,} complete events "
-            f"(estimated from the first 8 MiB), ~{estimated_peak_bytes(n) / 2**30:.1f} GiB of memory estimated "
+    return [f"{trace}: {size / BYTES_PER_GIB:.1f} GiB trace read without an event budget: ~{n:,} complete events "
+            f"(estimated from the first 8 MiB), ~{estimated_peak_bytes(n) / BYTES_PER_GIB:.1f} GiB of memory estimated "
             f"({PEAK_BYTES_PER_EVENT} B/event measured); pass max_events (ndval analyze --max-events N) to bound it"]
 
 
@@ -427,13 +404,19 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
         raise IngestError(p, "<file>", "not a profile: expected trace_view.json, *.json or *.json.gz")
     if _ascend_output_dir(p) is not None:
         return _finish(p, "ascend", [load_ascend_rank(p, strict=strict, **opts)])
-    rank_dirs = _rank_dirs(p)
+    rank_dirs, cluster_dir = _rank_dirs(p), cluster_output.folder_of(p)
+    if cluster_dir is not None and not rank_dirs:
+        return load_cluster_output(cluster_dir, ranks)
     opts = dict(opts, progress=False)  # one bar over the ranks, none per file
     if rank_dirs:
         wanted = [d for d in rank_dirs if ranks is None or _rank_hint(d) in ranks or _rank_hint(d) is None]
         rds = map_ranks(partial(load_ascend_rank, strict=strict, **opts), wanted, workers, backend, progress,
                         label="reading Ascend ranks")
-        return _finish(p, "ascend", [r for r in rds if ranks is None or r.rank in ranks])
+        ds = _finish(p, "ascend", [r for r in rds if ranks is None or r.rank in ranks])
+        if cluster_dir is not None:  # both: the rank folders are read, the cluster file checked against them
+            ds.warnings.extend(cluster_output.cross_check(cluster_output.read(cluster_dir), {
+                r.rank: r.tables["step_trace_time"] for r in ds.ranks if "step_trace_time" in r.tables}))
+        return ds
     traces = sorted(f for f in p.iterdir() if _is_kineto_file(f))
     if traces:
         rds = map_ranks(partial(load_kineto_rank, **opts), traces, workers, backend, progress,
@@ -446,33 +429,34 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     )
 
 
-def _window_us(r: RankData) -> tuple[float, float] | None:
-    if r.events.empty:
-        return None
-    ts = r.events["ts_us"].to_numpy()
-    return r.base_ts_us + float(ts.min()), r.base_ts_us + float((ts + r.events["dur_us"].to_numpy()).max())
+def _cluster_rank(c: cluster_output.ClusterOutput, rank: int, first: bool) -> RankData:
+    """One rank of a cluster output: its step rows as ``step_trace_time``, one ``ProfilerStep`` marker per step
+    spanning Computing + Communication(Not Overlapped) + Free (steps back to back: the file has no clock), its
+    per-op communication as ``communication``; the first rank carries the link matrix."""
+    rows = c.step_rows[rank]
+    spans = [cluster_output.span_us(r) for r in rows]
+    starts = [sum(spans[:i]) for i in range(len(spans))]
+    numbers = [int(r["Step"]) if str(r["Step"]).isdigit() else i for i, r in enumerate(rows)]
+    events = ev.conform(pd.DataFrame({
+        "name": [f"ProfilerStep#{n}" for n in numbers], "category": ev.STEP, "side": ev.SIDE_HOST, "ts_us": starts,
+        "dur_us": spans, "pid": 0, "tid": 0, "stream": "", "rank": rank, "step": numbers, "sub": "",
+        "corr": ev.NO_CORR, "bytes": float("nan")}))
+    st = pd.DataFrame(rows).assign(Step=numbers)
+    files = {cluster_output.STEP_FILE: c.files[cluster_output.STEP_FILE]}
+    if first and cluster_output.MATRIX_FILE in c.files:
+        files["communication_matrix.json"] = c.files[cluster_output.MATRIX_FILE]
+    return RankData(rank=rank, path=c.path, events=events, tables={"step_trace_time": st},
+                    communication=c.communication.get(rank), meta={"cluster_output": str(c.path)}, files=files,
+                    totals_source=TOTALS_CLUSTER)
 
 
-def mixed_exports(path: Path, rds: list[RankData]) -> list[str]:
-    """A warning when ranks come from DB and text exports, naming the files; a stronger one when
-    their capture windows do not overlap (different runs: their numbers are not one capture)."""
-    def main_file(r: RankData) -> Path | None:
-        return next((f for k, f in r.files.items() if k.endswith(".db") and k != "analysis.db"), None)
-    db = [r for r in rds if main_file(r) is not None]
-    text = [r for r in rds if main_file(r) is None and "trace_view.json" in r.files]
-    if not db or not text:
-        return []
-    out = [f"{path}: ranks mix DB exports ({', '.join(str(main_file(r)) for r in db)}) and text exports "
-           f"({', '.join(str(r.files['trace_view.json']) for r in text)})"]
-    windows = [(r, _window_us(r)) for r in db + text]
-    for r, w in windows:
-        others = [o for o, ow in windows if o is not r and ow is not None and w is not None
-                  and (ow[1] < w[0] or w[1] < ow[0])]
-        if others and r in db:
-            out.append(f"{main_file(r)}: its capture window does not overlap that of "
-                       f"{', '.join(str(o.files.get('trace_view.json') or main_file(o)) for o in others)} — "
-                       "different runs: compare them (ndval compare) rather than analyse them as one cluster")
-    return out
+def load_cluster_output(folder: Path, ranks: list[int] | None = None) -> Dataset:
+    """A ``cluster_analysis_output`` folder (no rank folders) as a dataset of its ranks (``analyzer.ingest.cluster_output``)."""
+    c = cluster_output.read(folder)
+    wanted = [r for r in c.ranks if ranks is None or r in ranks]
+    ds = _finish(folder, "ascend", [_cluster_rank(c, r, i == 0) for i, r in enumerate(wanted)])
+    ds.warnings.extend(c.warnings)
+    return ds
 
 
 def _finish(path: Path, fmt: str, rds: list[RankData]) -> Dataset:

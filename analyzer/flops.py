@@ -21,6 +21,8 @@ import re
 
 import pandas as pd
 
+from ndval.core.units import FLOPS_PER_TFLOPS, US_PER_S
+
 MATMUL_TYPE_RE = re.compile(r"^(?:Batch)?MatMul|GEMM", re.IGNORECASE)
 
 
@@ -66,7 +68,7 @@ def matmul_tflops(kd: pd.DataFrame | None) -> tuple[float | None, str]:
     if not pairs:
         return None, (f"no usable matmul kernel rows: {len(rows)} matmul row(s), none with consistent "
                       "operand/result shapes and a duration")
-    return sum(f for f, _ in pairs) / sum(d for _, d in pairs) * 1e-6, ""
+    return sum(f for f, _ in pairs) / sum(d for _, d in pairs) * (US_PER_S / FLOPS_PER_TFLOPS), ""
 
 
 def utilisation_pct(tflops: float | None, peak_tflops: float) -> float | None:

@@ -36,13 +36,14 @@ import numpy as np
 import pandas as pd
 
 from analyzer.ingest import events as ev
+from ndval.core.units import US_PER_S
 
 #: largest plausible |absolute start| in µs (2**53: the float64 µs clock still has 1 µs resolution).
 MAX_ABS_TS_US = float(2**53)
 #: a start more than this many central spans away from the central 98 % of starts is outside the capture.
 WINDOW_MARGIN = 10.0
 #: smallest span used for the window rules (1 s), so tiny synthetic or single-step traces are not cut.
-MIN_SPAN_US = 1e6
+MIN_SPAN_US = 1.0 * US_PER_S
 STEP_NUMBER_RE = re.compile(r"ProfilerStep#(\d+)")
 #: how a verdict withheld by the plausibility gate begins (its summary and warning)
 NO_VERDICT = "no verdict"

@@ -8,13 +8,12 @@ line; the time breakdown of the scope's wall time).
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from analyzer import confidence
-from ndval.core import atomic, render
+from ndval.core import atomic, render, strictjson
 
 #: time-breakdown segments: (label, colour); values come from the scope's indicators (µs).
 SEGMENTS: tuple[tuple[str, str], ...] = (
@@ -32,7 +31,7 @@ def write_report(path: Path, text: str) -> None:
 
 def to_json(analysis: Any) -> str:
     """Stable JSON text (sorted keys, 2-space indent)."""
-    return json.dumps(analysis.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+    return strictjson.dumps(analysis.to_dict(), indent=2, sort_keys=True, default=str) + "\n"
 
 
 def _fmt(v: Any, digits: int = 2) -> str:
@@ -63,6 +62,24 @@ def _md_cluster_comm(c: dict[str, Any]) -> list[str]:
     return out
 
 
+def shares_text(s: dict[str, float]) -> str:
+    """The device activity of a Kineto rank in HTA's terms (one line)."""
+    return (f"device activity (Holistic Trace Analysis' temporal breakdown, default window): device span "
+            f"{s['gpu_span_us']:,.1f} µs — idle {s['idle_pct']:.2f} %, compute {s['compute_pct']:.2f} %, "
+            f"non-compute {s['non_compute_pct']:.2f} %")
+
+
+def comm_group_rows(cg: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """Headers and rows of the communication-by-group table (one row per group, mean over steps)."""
+    rows = []
+    for g in cg["groups"]:
+        exp, tot = list(g["exposed_s_per_step"].values()), list(g["comm_s_per_step"].values())
+        rows.append([g["name"] or g["group"], g["dimension"] or "unattributed", g["attributed_by"] or "—",
+                     ", ".join(map(str, g["ranks"])) if g["ranks"] else "—",
+                     sum(exp) / len(exp) if exp else None, sum(tot) / len(tot) if tot else None])
+    return ["group", "dimension", "attributed by", "ranks", "exposed s/step", "communication s/step"], rows
+
+
 def _md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return render.markdown_table(headers, rows, _fmt)
 
@@ -81,11 +98,17 @@ def breakdown_us(ind: dict[str, Any]) -> dict[str, float] | None:
 # ----------------------------------------------------------------------------------------------- Markdown
 
 
+def _verdict_tail(v: dict[str, Any]) -> str:
+    """`` — score s, sub-type t`` after the label; a scope that is not evaluable names its reasons instead."""
+    if not v.get("evaluable", True):
+        return " — no score: " + "; ".join(v["not_evaluable_reasons"])
+    return f" — score {_fmt(v['score'], 1)}" + (f", sub-type {v['subtype']}" if v["subtype"] else "")
+
+
 def _scope_md(name: str, sc: dict[str, Any]) -> list[str]:
     v = sc["verdict"]
     out = [f"### Scope `{name}`" + (f" (read as {sc['phase']})" if sc["phase"] and sc["phase"] != name else ""), "",
-           f"**Verdict: {v['label']}** — score {_fmt(v['score'], 1)}" + (f", sub-type {v['subtype']}" if v["subtype"] else ""),
-           "", v["summary"], ""]
+           f"**Verdict: {v['label']}**" + _verdict_tail(v), "", v["summary"], ""]
     out.append(_md_table(["candidate", "score", "triggered", "sub-type", "gates not reached"],
                          [[c["kind"], c["score"], c["triggered"], c["subtype"], "; ".join(c["not_reached"]) or "—"]
                           for c in v["candidates"]]))
@@ -134,7 +157,8 @@ def to_markdown(analysis: Any) -> str:
     d = analysis.to_dict()
     v = d["verdict"]
     out = ["# ndval analysis", "", f"- input: `{d['path']}` ({d['source_format']})",
-           f"- verdict (rank {v['rank']}, overall): **{v['label']}**, score {_fmt(v['score'], 1)}",
+           f"- verdict (rank {v['rank']}, overall): **{v['label']}**, "
+           + (f"score {_fmt(v['score'], 1)}" if v.get("evaluable", True) else "; ".join(v["not_evaluable_reasons"])),
            f"- thresholds: {d['thresholds_origin']}; phase override: {d['phase_override'] or 'none'}", ""]
     if d["cluster"]:
         c = d["cluster"]
@@ -151,10 +175,16 @@ def to_markdown(analysis: Any) -> str:
                 f"- steps: {len(p['steps'])} ({p['step_source']}); phases: {p['method']}, confidence {p['confidence']} — {p['reason']}",
                 f"- graph mode: {'DETECTED — ' + r['graph_mode']['reason'] if r['graph_mode']['detected'] else 'not detected'}",
                 "- sync-like ops in the capture: " + (", ".join(f"{k} × {n}" for k, n in r["capture_sync_counts"].items()) or "none")]
+        if r.get("hta_window_shares"):
+            out.append(f"- {shares_text(r['hta_window_shares'])}")
         if r["hta_window_overlap_pct"] is not None:
             out.append(f"- comm–compute overlap over Holistic Trace Analysis' default window (last ProfilerStep "
                        f"dropped): {r['hta_window_overlap_pct']:.2f} %")
         out.append("")
+        if r.get("comm_by_group"):
+            cg = r["comm_by_group"]
+            out += ["", f"Communication by parallel group ({cg['source']}; {cg['method']}):", "",
+                    _md_table(*comm_group_rows(cg)), ""]
         if r["step_breakdown_us"]:
             cols = list(r["step_breakdown_us"][0])
             out += [f"Per-step time breakdown ({r['breakdown_source']}; µs unless the column says %):", ""]
@@ -218,8 +248,7 @@ def _scope_html(name: str, sc: dict[str, Any], trigger: float) -> str:
     v = sc["verdict"]
     seg = breakdown_us(sc["indicators"]["indicators"])
     parts = [f"<h3>Scope {html.escape(name)}</h3>",
-             f"<p class='verdict'><b>{html.escape(v['label'])}</b> — score {v['score']:.1f}"
-             + (f", {html.escape(v['subtype'])}" if v["subtype"] else "") + f"</p><p>{html.escape(v['summary'])}</p>",
+             f"<p class='verdict'><b>{html.escape(v['label'])}</b>{html.escape(_verdict_tail(v))}</p><p>{html.escape(v['summary'])}</p>",
              "<div class='charts'>", score_svg(v["candidates"], trigger),
              breakdown_svg(seg) if seg else "<p>time breakdown unavailable (no device events)</p>", "</div>"]
     for c in v["candidates"]:
@@ -277,9 +306,15 @@ def to_html(analysis: Any) -> str:
                      f"{html.escape(p['method'])}, confidence {html.escape(p['confidence'])} — {html.escape(p['reason'])}</p>")
         if r["graph_mode"]["detected"]:
             parts.append(f"<p class='warn'>Graph mode detected: {html.escape(r['graph_mode']['reason'])}</p>")
+        if r.get("hta_window_shares"):
+            parts.append(f"<p>{html.escape(shares_text(r['hta_window_shares']))}</p>")
         if r["hta_window_overlap_pct"] is not None:
             parts.append(f"<p>Comm–compute overlap over Holistic Trace Analysis' default window (last ProfilerStep "
                          f"dropped): {r['hta_window_overlap_pct']:.2f} %</p>")
+        if r.get("comm_by_group"):
+            cg = r["comm_by_group"]
+            parts.append(f"<h3>Communication by parallel group</h3><p>{html.escape(cg['source'])}; "
+                         f"{html.escape(cg['method'])}</p>" + _h_table(*comm_group_rows(cg)))
         if r["step_breakdown_us"]:
             cols = list(r["step_breakdown_us"][0])
             parts.append(f"<h3>Per-step time breakdown</h3><p>{html.escape(r['breakdown_source'])}</p>")

@@ -63,6 +63,24 @@ def _and(*parts: list[str] | None) -> list[str] | None:
     return [x for p in parts if p for x in p]
 
 
+def _wait_bound(i: IndicatorSet, t: Thresholds) -> list[str] | None:
+    """The wait/synchronisation-bound condition with the wait and idle times named (``analyzer.comm_wait``)."""
+    if "comm_wait_pct" not in i:
+        return None
+    hit = _all(i, t, [("comm_wait_pct", "commWaitBoundPct")])
+    if hit is None:
+        return None
+    named = [f"{k} = {i.value(k):.1f} us" for k in ("comm_peer_wait_us", "comm_idle_us", "comm_transfer_us",
+                                                      "comm_notify_wait_us") if k in i and i[k].available]
+    return hit + named
+
+
+def _host_stall(i: IndicatorSet, t: Thresholds, p: str | None) -> list[str] | None:
+    host = _all(i, t, [("host_exclusive_pct", "hypCommWaitHostExclusivePct")])
+    n = i.value("sync_op_count")
+    return _and(_wait_bound(i, t), host or ([f"sync_op_count = {n:.0f} host sync ops in the scope"] if n else None))
+
+
 def _sampler_sync(i: IndicatorSet, t: Thresholds, p: str | None) -> list[str] | None:
     if not i.value("sync_op_count"):
         return None
@@ -162,6 +180,25 @@ LIBRARY: tuple[HypothesisSpec, ...] = (
          "Compare the collective's wait time (communication.json Wait Time) with its transit time: a long wait means a slow peer rank."),
         lambda i, t, p: _all(i, t, [("comm_pct_of_device", "hypOverlapDisabledCommSharePct"),
                                     ("comm_overlap_pct", "hypOverlapDisabledOverlapPct")])),
+    HypothesisSpec(
+        "comm.wait-for-late-rank", COMMUNICATION,
+        "The collectives spend most of their time waiting for a peer that reaches them later: a slow or late rank sets the pace.",
+        "A collective completes only when every rank of its group has arrived; the early ranks' kernels (HCCL notify wait, NCCL spin) run until then.",
+        ("Analyse all ranks together (the parent folder / a cluster_analysis_output): the rank with the least wait is the one the others wait for.",
+         "Check that rank's node: a slower device, throttling, a slower link or a slower input pipeline."),
+        lambda i, t, p: _wait_bound(i, t)),
+    HypothesisSpec(
+        "comm.load-imbalance", COMMUNICATION,
+        "The ranks do unequal work before the collective, so the faster ones wait for the slowest.",
+        "Uneven sequence lengths or micro-batches per data-parallel rank, unbalanced pipeline stages, unbalanced expert routing.",
+        ("Compare compute per step across ranks (cluster view) and the tokens / layers / experts each rank holds.",),
+        lambda i, t, p: _wait_bound(i, t)),
+    HypothesisSpec(
+        "comm.host-stall-before-collective", COMMUNICATION,
+        "A host stall (synchronisation, data loading, Python work) delays the launch of the collective on some rank, and the others wait for it.",
+        "The step's collectives are issued from the host; a blocking .item() / synchronize or a slow data loader before them delays the whole group.",
+        ("Look at the host events just before each collective's launch on the late rank.",),
+        _host_stall),
     HypothesisSpec(
         "copy.d2h-sync-sampling", COPY,
         "Results are copied to the host synchronously each step (sampling, logits, metrics).",

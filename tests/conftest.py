@@ -38,3 +38,24 @@ def profile_path(profiles_dir: Path):
         return _require(profiles_dir / relative, f"profile sample {relative!r}")
 
     return get
+
+
+@pytest.fixture(autouse=True)
+def _strict_json_outputs(monkeypatch: pytest.MonkeyPatch):
+    """Every ``.json`` file the project writes during a test (all outputs go through ``ndval.core.atomic``) must
+    parse as standard JSON — no ``NaN`` / ``Infinity`` (issue 28); the test fails naming the file otherwise."""
+    from ndval.core import atomic, strictjson
+
+    original, bad = atomic.write_bytes, []
+
+    def checked(path, data):  # type: ignore[no-untyped-def]
+        if str(path).endswith(".json"):
+            try:
+                strictjson.loads(data)
+            except ValueError as exc:
+                bad.append(f"{path}: {exc}")
+        return original(path, data)
+
+    monkeypatch.setattr(atomic, "write_bytes", checked)
+    yield
+    assert not bad, f"non-standard JSON written: {bad}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ from analyzer.compare.sections import (
     SideSection,
 )
 from analyzer.compare.verdicts import judge_recommendation
+from ndval.core import strictjson
 
 # --------------------------------------------------------------------------------------------
 # §7.4 categories, operators, bottleneck
@@ -144,7 +144,7 @@ class Comparison:
         }
 
     def to_json(self, indent: int = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
+        return strictjson.dumps(self.to_dict(), indent=indent, default=str)
 
 
 def _headline(metrics: Sequence[MetricRow], comparability: ComparabilitySection,

@@ -74,21 +74,22 @@ def render_markdown(comparison: Comparison) -> str:
     """Human report of a comparison in Markdown, one section per seed §7.4 output section."""
     d = comparison.to_dict()
     t = tables(d)
-    out = ["# Before/after comparison", "", f"**{d['headline']['sentence']}**", ""]
+    md = render.md_text  # every string from the profiles: HTML-escaped
+    out = ["# Before/after comparison", "", f"**{md(d['headline']['sentence'])}**", ""]
     comp = d["comparability"]
     out += ["## Comparability", "",
             f"- comparable: **{str(comp['comparable']).lower()}** (level `{comp['level']}`)"]
-    out += [f"- {r}" for r in comp["reasons"]] or ["- no check fired"]
+    out += [f"- {md(r)}" for r in comp["reasons"]] or ["- no check fired"]
     out += ["", "## Sides", "", _md(t, "sides"), "", "## Metrics", "", _md(t, "metrics"),
             "", "## Categories (device time)", "", _md(t, "categories")]
     for key, title in OPERATOR_SECTIONS:
         out += ["", f"## {title}", "", _md(t, key)]
     b = d["bottleneck"]
     out += ["", "## Bottleneck", "",
-            f"{b['before'] or 'none'} -> {b['after'] or 'none'} ({'changed' if b['changed'] else 'unchanged'})", ""]
+            f"{md(b['before'] or 'none')} -> {md(b['after'] or 'none')} ({'changed' if b['changed'] else 'unchanged'})", ""]
     out += [_md(t, "bottleneck"), "", "## Recommendations", "", _md(t, "recommendations")]
     out += ["", f"Threshold rule: `{threshold_rule(comparison.rules)}` (seed §7.2).", "", "## Warnings", ""]
-    out += [f"- {w}" for w in d["warnings"]] or ["none"]
+    out += [f"- {md(w)}" for w in d["warnings"]] or ["none"]
     return "\n".join(out) + "\n"
 
 

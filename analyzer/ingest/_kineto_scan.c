@@ -44,6 +44,7 @@ typedef struct {
 typedef struct {
     Tok ph, name, cat, pid, tid, ts, dur, args;
     Tok corr, bytes, coll, nelems, dtype;   /* inside "args" */
+    Tok pg;                                 /* a process-group arg: the chunk is left to msgspec */
     int dup;                                /* a needed key seen twice */
     cptr start, end;                        /* the event's text */
 } Ev;
@@ -280,10 +281,13 @@ static inline int key_is(const Tok *k, const char *word, Py_ssize_t n) {
 /* the slot of a needed key of "args" (NULL: not needed) */
 static inline Tok *pick_args(Ev *ev, const Tok *k) {
     switch (k->n) {
-    case 5: return key_is(k, "bytes", 5) ? &ev->bytes : key_is(k, "dtype", 5) ? &ev->dtype : NULL;
+    case 5: return key_is(k, "bytes", 5) ? &ev->bytes : key_is(k, "dtype", 5) ? &ev->dtype
+                 : key_is(k, "Ranks", 5) ? &ev->pg : NULL;
     case 11: return key_is(k, "correlation", 11) ? &ev->corr : NULL;
     case 13: return key_is(k, "In msg nelems", 13) ? &ev->nelems : NULL;
     case 15: return key_is(k, "Collective name", 15) ? &ev->coll : NULL;
+    case 18: return key_is(k, "Process Group Name", 18) ? &ev->pg : NULL;
+    case 19: return key_is(k, "Process Group Ranks", 19) ? &ev->pg : NULL;
     default: return NULL;
     }
 }
@@ -689,6 +693,7 @@ static int x_event(Scan *S, Out *o, Ev *ev) {
     if (!is_str_or_absent(&ev->name) || !is_str_or_absent(&ev->cat) || !is_str_or_absent(&ev->coll))
         FAIL(S, "name / cat / Collective name type");
     if (!is_id(&ev->pid) || !is_id(&ev->tid)) FAIL(S, "pid / tid type");
+    if (ev->pg.type != T_ABSENT) FAIL(S, "process-group args (the signature's group key is built by msgspec)");
     if (ev->args.type != T_ABSENT && ev->args.type != T_NULL && ev->args.type != T_OBJ) FAIL(S, "args type");
     int64_t whole = 0, corr = -1;
     double frac = 0.0, dur = 0.0, nbytes;

@@ -2,7 +2,8 @@
 
 Files (profiling-formats §1.12): ``ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_<rank>.db`` and
 ``analysis.db``, both SQLite, read with the standard library's ``sqlite3`` through a read-only URI
-(``mode=ro``: nothing is ever written). Strings are ids into ``STRING_IDS``; enum columns are ids into
+(``mode=ro&immutable=1``: nothing is written beside an export, see ``_read_only_uri``). Strings are ids
+into ``STRING_IDS``; enum columns are ids into
 the ``ENUM_*`` tables; times are integer **ns** (epoch). The schema version (``META_DATA``
 ``SCHEMA_VERSION_MAJOR``) is checked: an unknown major version is a clear error naming it.
 
@@ -40,6 +41,7 @@ from analyzer.ingest import ascend
 from analyzer.ingest import events as ev
 from analyzer.ingest.decode import DTYPE_BYTES
 from analyzer.ingest.errors import IngestError
+from ndval.core.units import NS_PER_US
 
 #: ``META_DATA`` schema major versions this reader knows.
 SUPPORTED_MAJOR: frozenset[str] = frozenset({"1"})
@@ -82,11 +84,34 @@ def connect(path: Path) -> sqlite3.Connection:
         if fh.read(16) != b"SQLite format 3\x00":
             raise IngestError(path, "<file>", "not an SQLite database (bad header: corrupted or not a DB export)")
     try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        con = sqlite3.connect(_read_only_uri(path), uri=True)
         con.execute("select count(*) from sqlite_master").fetchone()
     except sqlite3.Error as exc:
         raise IngestError(path, "<file>", f"unreadable SQLite database ({exc})") from exc
     return con
+
+
+def _read_only_uri(path: Path) -> str:
+    """The URI that opens ``path`` without writing anything beside it.
+
+    ``mode=ro`` alone still creates ``-shm``/``-wal`` for a WAL-mode export, fails on a read-only mount and
+    with a stale ``-journal`` ("attempt to write a readonly database"); ``immutable=1`` tells SQLite the file
+    cannot change, so it takes no lock and opens no side file. A non-empty ``-wal`` beside the export holds
+    committed pages immutable mode would not see: then the database and its log are copied into a temporary
+    folder (removed at exit) and that copy is opened instead.
+    """
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        import atexit
+        import shutil
+        import tempfile
+
+        tmp = Path(tempfile.mkdtemp(prefix="ndval-db-"))
+        atexit.register(shutil.rmtree, tmp, True)
+        shutil.copyfile(path, tmp / path.name)
+        shutil.copyfile(wal, tmp / wal.name)
+        return f"{(tmp / path.name).as_uri()}?mode=ro"
+    return f"{path.resolve().as_uri()}?mode=ro&immutable=1"
 
 
 def query(con: sqlite3.Connection, path: Path, table: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -271,12 +296,12 @@ def _table(raw: pd.DataFrame, rank: int) -> tuple[pd.DataFrame, int]:
     end = pd.to_numeric(raw["end_ns"], errors="coerce")
     ok = start.notna() & end.notna() & (end >= start)
     raw, start, end = raw[ok], start[ok].astype("int64"), end[ok].astype("int64")
-    base_us = int(start.min()) // 1000 if len(start) else 0
-    rel_ns = (start - base_us * 1000).to_numpy(dtype=np.int64)
+    base_us = int(start.min()) // int(NS_PER_US) if len(start) else 0
+    rel_ns = (start - base_us * int(NS_PER_US)).to_numpy(dtype=np.int64)
     df = pd.DataFrame({
         "name": raw["name"].astype(str).to_numpy(dtype=object), "category": raw["category"].to_numpy(dtype=object),
         "side": np.where(raw["pid"].isin([PID_HARDWARE, PID_COMM]), ev.SIDE_DEVICE, ev.SIDE_HOST).astype(object),
-        "ts_us": rel_ns / 1000.0, "dur_us": (end - start).to_numpy(dtype=np.int64) / 1000.0,
+        "ts_us": rel_ns / NS_PER_US, "dur_us": (end - start).to_numpy(dtype=np.int64) / NS_PER_US,
         "pid": raw["pid"].to_numpy(dtype=np.int64), "tid": pd.to_numeric(raw["tid"]).to_numpy(dtype=np.int64),
         "stream": raw["stream"].to_numpy(dtype=object), "rank": np.full(len(raw), rank, dtype=np.int64),
         "step": np.full(len(raw), ev.UNKNOWN_STEP, dtype=np.int64), "sub": raw["sub"].astype(str).to_numpy(dtype=object),

@@ -25,12 +25,14 @@ from pathlib import Path
 
 import psutil
 
+from ndval.core.units import GIB_BYTES, MIB_BYTES
+
 #: default deepest nesting of one event (Kineto args nest 3-4 levels).
 MAX_DEPTH = 512
 #: default largest event (bytes of its JSON text).
-MAX_EVENT_BYTES = 16 * 2**20
+MAX_EVENT_BYTES = 16 * MIB_BYTES
 #: default largest decompressed trace.
-MAX_DECOMPRESSED_BYTES = 64 * 2**30
+MAX_DECOMPRESSED_BYTES = 64 * GIB_BYTES
 #: with an event budget N, reading stops after READ_FACTOR × N events (min READ_MIN events).
 READ_FACTOR = 10
 READ_MIN = 1_000_000

@@ -33,14 +33,15 @@ from analyzer.ingest import native
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.framing import Scanner, Source, _depths
 from analyzer.ingest.window import Window, window
+from ndval.core.units import MIB_BYTES
 
 #: decompressed bytes read per chunk.
-CHUNK_BYTES = 8 * 2**20
+CHUNK_BYTES = 8 * MIB_BYTES
 #: first read of a plain file: its events are then framed over a memory map (``window.MapWindow``), so
 #: only the top-level keys before ``traceEvents`` need a read (more is read when they are longer).
 HEAD_BYTES = 64 * 2**10
 #: most bytes of top-level content read before / after the event array.
-HEADER_MAX_BYTES = 64 * 2**20
+HEADER_MAX_BYTES = 64 * MIB_BYTES
 _KEY = b'"traceEvents"'
 _ARRAY_OPEN = re.compile(rb"\s*:\s*\[")
 _BOM = b"\xef\xbb\xbf"

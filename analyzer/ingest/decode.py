@@ -14,6 +14,7 @@ event (:func:`decode_one`), so one odd event costs one event, not the chunk.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -73,6 +74,7 @@ class Event(msgspec.Struct, gc=False):
 
 class KinetoArgs(msgspec.Struct, gc=False, frozen=True, rename={
     "nbytes": "bytes", "collective_name": "Collective name", "msg_nelems": "In msg nelems",
+    "pg_name": "Process Group Name", "pg_ranks": "Process Group Ranks", "ranks": "Ranks",
 }):
     """The ``args`` keys a Kineto trace needs (launch correlation, copy bytes, NCCL collective and
     message size; ``name`` of metadata events). Defaults are the "absent" values of the columns.
@@ -85,9 +87,22 @@ class KinetoArgs(msgspec.Struct, gc=False, frozen=True, rename={
     dtype: Any = None
     name: Any = None
     labels: Any = None
+    pg_name: Any = None
+    pg_ranks: Any = None
+    ranks: Any = None
 
 
 _EMPTY_KINETO_ARGS = KinetoArgs()
+
+
+def process_group_key(a: KinetoArgs) -> str:
+    """The signature's 5th field of a Kineto event: ``"<Process Group Name>|<rank list>"`` of an NCCL event that
+    carries them (``Process Group Ranks`` or ``Ranks``, a list or its text), ``""`` otherwise."""
+    if a.pg_name is None and a.pg_ranks is None and a.ranks is None:
+        return ""
+    ranks = a.pg_ranks if a.pg_ranks is not None else a.ranks
+    text = "" if ranks is None else (ranks if isinstance(ranks, str) else json.dumps(ranks))
+    return f"{'' if a.pg_name is None else a.pg_name}|{text}"
 
 
 class KinetoEvent(msgspec.Struct, gc=False):
@@ -174,9 +189,17 @@ def decode_one(text: bytes, fmt: Format = GENERIC) -> Any:
             correlation=_first(a.correlation, a.connection_id, a.correlation_id, -1),
             nbytes=_first(a.data_size, a.nbytes, a.size, math.nan), collective_name=_first(a.collective_name, ""),
             msg_nelems=_first(a.count, a.msg_nelems, None), dtype=_first(a.data_type, a.dtype, None),
-            name=a.name, labels=a.labels)
+            name=a.name, labels=a.labels, **_group_args(obj.get("args")))
         return KinetoEvent(event.ph, event.name, event.cat, event.pid, event.tid, event.ts, event.dur, args)
     return event
+
+
+def _group_args(args: Any) -> dict[str, Any]:
+    """The process-group args of a leniently decoded Kineto event."""
+    if not isinstance(args, dict):
+        return {}
+    return {"pg_name": args.get("Process Group Name"), "pg_ranks": args.get("Process Group Ranks"),
+            "ranks": args.get("Ranks")}
 
 
 def _first(*values: Any) -> Any:
@@ -251,7 +274,10 @@ def kineto_columns(events: list[KinetoEvent]) -> tuple[list[Signature], np.ndarr
 
 def _kineto_columns(events: list[KinetoEvent]) -> tuple[list[Signature], np.ndarray, np.ndarray]:
     """:func:`kineto_columns` of events that all hold ``args`` (AttributeError on one that is None)."""
-    keys = [(e.pid, e.tid, e.name, e.cat, "", e.args.collective_name) for e in events]  # type: ignore[union-attr]
+    keys = [(e.pid, e.tid, e.name, e.cat, process_group_key(e.args)  # type: ignore[arg-type]
+             if e.args.pg_name is not None  # type: ignore[union-attr]
+             or e.args.pg_ranks is not None or e.args.ranks is not None else "", e.args.collective_name)  # type: ignore[union-attr]
+            for e in events]
     corr = int64_column([e.args.correlation for e in events])  # type: ignore[union-attr]
     nbytes = float_column([e.args.nbytes if e.args.msg_nelems is None  # type: ignore[union-attr]
                            else _nccl_bytes(e.args) for e in events])  # type: ignore[arg-type]

@@ -25,6 +25,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from ndval.core.units import MIB_BYTES
+
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 _OPEN = (ord("{"), ord("["))
 _CLOSE = (ord("}"), ord("]"))
@@ -125,8 +127,8 @@ def open_source(path: Path, threaded: bool = True) -> Source:
     """Open ``path`` for reading decompressed bytes (see module docstring). Close it when done."""
     disk = CountingReader(open(path, "rb"))  # noqa: SIM115 - closed by Source.close
     if not is_gzip(path):
-        return Source(io.BufferedReader(disk, buffer_size=1 << 20), disk, plain=True)
-    buffered = io.BufferedReader(disk, buffer_size=1 << 20)
+        return Source(io.BufferedReader(disk, buffer_size=MIB_BYTES), disk, plain=True)
+    buffered = io.BufferedReader(disk, buffer_size=MIB_BYTES)
     if threaded:
         from isal import igzip_threaded
 

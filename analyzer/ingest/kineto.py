@@ -2,15 +2,21 @@
 
 Classification follows Holistic Trace Analysis' rules (profiling-formats §3.2-§3.3):
 
-- GPU ``kernel``: communication when the name matches ``^nccl|.*ncclKernel|^hccl`` (sub = collective
-  type), else compute (sub ``kernel``); ``gpu_memcpy`` -> memcpy (sub ``H2D``/``D2H``/``D2D``/... from
-  ``Memcpy HtoD`` etc.), ``gpu_memset`` -> memset; ``cuda_sync`` -> sync on the device;
+- device kernels in every spelling the traces use (:data:`KERNEL_CATS`: CUDA / ROCm / Triton ``kernel``,
+  the older Kineto ``Kernel``; Meta MTIA ``mtia_ccp_events``): communication when the name matches
+  ``^nccl|.*ncclKernel|^hccl|^rccl`` (sub = collective type), else compute (sub ``kernel``); an MTIA
+  ``dma_request`` is a device copy (memcpy, direction unknown: HTA counts it as memory, not compute);
+  ``gpu_memcpy`` / ``Memcpy`` -> memcpy (sub ``H2D``/``D2H``/``D2D``/... from ``Memcpy HtoD`` etc.),
+  ``gpu_memset`` / ``Memset`` -> memset; ``cuda_sync`` -> sync on the device;
   ``gpu_user_annotation`` -> annotation on the device.
-- host ``cuda_runtime`` / ``cuda_driver``: sync for ``*Synchronize`` and blocking ``cudaMemcpy``;
+- host runtime calls (:data:`RUNTIME_CATS`: ``cuda_runtime`` / ``cuda_driver``, the older ``Runtime``,
+  ``mtia_runtime``): sync for ``*Synchronize`` / ``synchronize*`` and blocking ``cudaMemcpy``;
   dispatch ``launch`` for kernel / graph launches and async copies / fills; dispatch ``runtime``
   otherwise. ``cpu_op``: ``aten::item`` / ``aten::_local_scalar_dense`` -> sync, else host_op.
   ``ProfilerStep#N`` (``user_annotation`` or ``cpu_op``) -> step; other ``user_annotation`` ->
   annotation; ``python_function`` -> other.
+- a category of complete events the reader does not know (:data:`KNOWN_CATS`) is kept as ``other`` on the
+  host and counted: :func:`unknown_categories` (the dataset reports it with its counts).
 
 Steps: a host event gets the step whose span contains its start; a device event gets the step of
 its launching runtime call (same ``correlation``), else the step containing its start.
@@ -31,12 +37,22 @@ from analyzer.ingest.budgets import Budgets, auto_max_events
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame
 
-COMM_KERNEL_RE = re.compile(r"^nccl|.*ncclKernel|^hccl", re.IGNORECASE)
-DEVICE_CATS: frozenset[str] = frozenset({
-    "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync", "gpu_user_annotation", "mtia_ccp_events",
-})
-RUNTIME_CATS: frozenset[str] = frozenset({"cuda_runtime", "cuda_driver"})
-SYNC_RUNTIME_RE = re.compile(r"Synchronize|^cudaMemcpy$|^cuMemcpy$|^cudaMemcpy(?:To|From)Symbol$")
+COMM_KERNEL_RE = re.compile(r"^nccl|.*ncclKernel|^hccl|^rccl", re.IGNORECASE)
+#: device kernel categories: CUDA / ROCm / Triton (``kernel``), older Kineto (``Kernel``), Meta MTIA
+#: (``mtia_ccp_events``: HTA 0.5.0 reads these as GPU kernels too).
+KERNEL_CATS: frozenset[str] = frozenset({"kernel", "Kernel", "mtia_ccp_events"})
+MEMCPY_CATS: frozenset[str] = frozenset({"gpu_memcpy", "Memcpy"})
+MEMSET_CATS: frozenset[str] = frozenset({"gpu_memset", "Memset"})
+DEVICE_CATS: frozenset[str] = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS | {"cuda_sync", "gpu_user_annotation"}
+RUNTIME_CATS: frozenset[str] = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "mtia_runtime"})
+#: host categories read as what they are (besides the runtime ones).
+HOST_CATS: frozenset[str] = frozenset({"cpu_op", "user_annotation", "python_function", "Operator"})
+#: categories of complete events that carry no work to classify (the profiler's own span markers).
+INERT_CATS: frozenset[str] = frozenset({"Trace", "cpu_instant_event", ""})
+KNOWN_CATS: frozenset[str] = DEVICE_CATS | RUNTIME_CATS | HOST_CATS | INERT_CATS
+#: an MTIA device copy (``mtia_ccp_events`` ``dma_request``: args ``direction`` / ``size``).
+MTIA_DMA_RE = re.compile(r"^dma_")
+SYNC_RUNTIME_RE = re.compile(r"Synchronize|^synchronize|^cudaMemcpy$|^cuMemcpy$|^cudaMemcpy(?:To|From)Symbol$")
 LAUNCH_RE = re.compile(
     r"LaunchKernel|^cuLaunch|GraphLaunch|MemcpyAsync|MemsetAsync|^runFunction"
 )
@@ -46,6 +62,8 @@ COPY_KINDS: dict[str, str] = {
     "HtoD": ev.SUB_H2D, "DtoH": ev.SUB_D2H, "DtoD": ev.SUB_D2D, "HtoH": "H2H", "PtoP": "P2P",
 }
 _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+#: ``meta`` key of :func:`group_rows` (the dataset moves it to ``RankData.tables``).
+GROUP_ROWS_KEY = "comm_groups"
 #: top-level keys kept in ``RankData.meta``.
 META_KEYS: tuple[str, ...] = ("distributedInfo", "deviceProperties")
 
@@ -69,14 +87,17 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
         category[m] = c
         sub[m] = s if isinstance(s, str) else np.asarray(s, dtype=object)[m]
 
-    kernel = cat.eq("kernel")
+    kernel = cat.isin(KERNEL_CATS)
     is_comm = pd.Series(ev.per_value(name, lambda v: bool(COMM_KERNEL_RE.match(v)), bool), index=frame.index)
     put(kernel, ev.COMPUTE, "kernel")
     coll = ev.per_value(frame["aux"].where(frame["aux"].ne(""), name).where(kernel & is_comm, ""),
                         lambda v: ev.comm_op_type(v) if v else "")
     put(kernel & is_comm, ev.COMMUNICATION, coll)
-    put(cat.eq("gpu_memcpy"), ev.MEMCPY, ev.per_value(name.where(cat.eq("gpu_memcpy"), ""), _copy_kind))
-    put(cat.eq("gpu_memset"), ev.MEMSET)
+    put(kernel & pd.Series(ev.matches(name, lambda v: bool(MTIA_DMA_RE.match(v))), index=frame.index)
+        & cat.eq("mtia_ccp_events"), ev.MEMCPY)
+    memcpy = cat.isin(MEMCPY_CATS)
+    put(memcpy, ev.MEMCPY, ev.per_value(name.where(memcpy, ""), _copy_kind))
+    put(cat.isin(MEMSET_CATS), ev.MEMSET)
     put(cat.eq("cuda_sync"), ev.SYNC, ev.SUB_DEVICE_SYNC)
     put(cat.eq("gpu_user_annotation"), ev.ANNOTATION)
     runtime = cat.isin(RUNTIME_CATS)
@@ -84,12 +105,13 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
     put(runtime, ev.DISPATCH, ev.choose(launch, ev.SUB_LAUNCH, ev.SUB_RUNTIME))
     sync = pd.Series(ev.per_value(name, lambda v: bool(SYNC_RUNTIME_RE.search(v)), bool), index=frame.index)
     put(runtime & sync, ev.SYNC)
-    put(cat.eq("cpu_op"), ev.HOST_OP, "cpu_op")
-    put(cat.eq("cpu_op") & name.isin(SYNC_OPS), ev.SYNC)
+    op = cat.isin({"cpu_op", "Operator"})
+    put(op, ev.HOST_OP, "cpu_op")
+    put(op & name.isin(SYNC_OPS), ev.SYNC)
     put(cat.eq("user_annotation"), ev.ANNOTATION)
     put(cat.eq("python_function"), ev.OTHER, ev.SUB_PYTHON_FUNCTION)
     is_step = pd.Series(ev.per_value(name, lambda v: bool(_STEP_RE.match(v)), bool), index=frame.index)
-    put(cat.isin({"cpu_op", "user_annotation"}) & is_step, ev.STEP)
+    put(cat.isin({"cpu_op", "Operator", "user_annotation"}) & is_step, ev.STEP)
 
     device = cat.isin(DEVICE_CATS).to_numpy()
     tid = frame["tid"].to_numpy()
@@ -98,6 +120,41 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
     frame["side"] = ev.choose(device, ev.SIDE_DEVICE, ev.SIDE_HOST)
     frame["stream"] = np.where(device, ev.labels("stream ", tid), ev.labels("thread ", tid))
     return frame
+
+
+def unknown_categories(sigs: pd.DataFrame, sig_rows: np.ndarray) -> dict[str, int]:
+    """``{cat: complete events}`` of the categories the reader does not know (:data:`KNOWN_CATS`);
+    ``sig_rows``: the row id -> signature id array of the event table."""
+    cats = sigs["cat"].to_numpy(dtype=object)
+    unknown = np.array([str(c) not in KNOWN_CATS for c in cats], dtype=bool)
+    if not unknown.any():
+        return {}
+    counts = np.bincount(np.asarray(sig_rows, dtype=np.int64), minlength=len(cats))[:len(cats)]
+    out: dict[str, int] = {}
+    for c, n in zip(cats[unknown], counts[unknown], strict=True):
+        if n:
+            out[str(c)] = out.get(str(c), 0) + int(n)
+    return dict(sorted(out.items()))
+
+
+def group_rows(sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> pd.DataFrame | None:
+    """The events whose args name their process group (NCCL ``Process Group Name`` / ``Process Group Ranks`` /
+    ``Ranks``: the signature's ``task_type`` field, ``decode.process_group_key``): ``ts_us``, ``dur_us``,
+    ``step``, ``group`` (``name|ranks``), ``name``, ``cat`` — None when no event names one."""
+    key = sigs["task_type"].to_numpy(dtype=object)
+    has = np.array([bool(k) for k in key], dtype=bool)
+    if not has.any():
+        return None
+    rows = np.flatnonzero(has[arrays["sig"]])
+    sig = arrays["sig"][rows]
+    return pd.DataFrame({"ts_us": arrays["ts_us"][rows], "dur_us": arrays["dur_us"][rows], "step": arrays["step"][rows],
+                         "group": key[sig], "name": sigs["name"].to_numpy(dtype=object)[sig],
+                         "cat": sigs["cat"].to_numpy(dtype=object)[sig]})
+
+
+def accelerator(sigs: pd.DataFrame) -> str:
+    """``mtia`` when the trace has Meta MTIA device events, else ``gpu`` (CUDA / ROCm)."""
+    return "mtia" if bool(sigs["cat"].eq("mtia_ccp_events").any()) else "gpu"
 
 
 def launch_steps(device: np.ndarray, corr: np.ndarray, step: np.ndarray) -> np.ndarray:
@@ -162,6 +219,13 @@ def read_kineto_trace(path: Path, rank: int | None = None, progress: bool | None
     if thinning is not None:
         raw.dropped_by_category = ev.dropped_by_category(sigs, thinning.dropped_by_sig)
     arrays = event_arrays(raw)
+    unknown = unknown_categories(sigs, arrays["sig"])
+    if unknown:
+        meta["unknown_categories"] = unknown
+    meta["accelerator"] = accelerator(sigs)
     device_sig = (sigs["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool)
     arrays["step"] = launch_steps(device_sig[arrays["sig"]], arrays["corr"], row_steps(sigs, arrays))
+    groups = group_rows(sigs, arrays)
+    if groups is not None:
+        meta[GROUP_ROWS_KEY] = groups
     return ev.build_table(sigs, arrays, rank), raw, meta

@@ -48,6 +48,7 @@ from analyzer.ingest.chunks import EventFramer
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.framing import open_source, read_all
 from analyzer.ingest.thinning import Thinning
+from ndval.core.units import MIB_BYTES
 
 __all__ = [
     "RawTrace",
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 #: files larger than this show a progress bar on a terminal (bytes on disk).
-PROGRESS_MIN_BYTES = 64 * 2**20
+PROGRESS_MIN_BYTES = 64 * MIB_BYTES
 #: errors of a damaged file while reading (gzip, I/O); the events read before stay.
 READ_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, ValueError, RuntimeError)
 
@@ -420,7 +421,7 @@ def _rebase(raw: RawTrace) -> None:
         raw.base_ts_us += shift
 
 
-def estimate_complete_events(path: Path, sample_bytes: int = 8 * 2**20) -> int:
+def estimate_complete_events(path: Path, sample_bytes: int = 8 * MIB_BYTES) -> int:
     """Rough number of complete (``"ph": "X"``) events in a trace, from the density of
     ``"ph":"X"`` in its first ``sample_bytes`` (decompressed) × its size on disk (for a gzip file
     the density is per compressed byte read). An estimate for a memory warning, not a count."""

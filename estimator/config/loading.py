@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel
 
 from estimator.config.errors import ConfigError
-from ndval.core.yamlsrc import CaseError, read_located
+from ndval.core.yamlsrc import CaseError, parse_text, read_located
 
 #: where ``model: {ref: models/x.yaml}`` is looked up when not found beside the YAML file
 BUNDLED_CASES_DIR = Path(__file__).resolve().parents[2] / "validation_cases"
@@ -82,13 +81,17 @@ def resolve_model_ref(data: dict[str, Any], base_dir: Path | None,
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """``"parallel.tp=2"`` -> ``("parallel.tp", 2)``; the value is parsed as a YAML scalar."""
+    """``"parallel.tp=2"`` -> ``("parallel.tp", 2)``; the value is parsed as YAML with the 1.2 core schema's
+    scalars (``010`` is 10, not octal 8; ``1:0`` and ``yes`` stay strings) under the case loader's limits (aliases,
+    nesting depth: ``[[[...]]]`` 5000 deep is refused, not a RecursionError); text that is not YAML stays a string."""
     if "=" not in text:
         raise ConfigError(text, "override must look like key.path=value")
     key, raw = text.split("=", 1)
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError:
+        value = parse_text(raw, f"--set {key.strip()}", yaml12=True) if raw.strip() else None
+    except CaseError as exc:
+        if not exc.rule.startswith("invalid YAML"):
+            raise ConfigError(key.strip(), f"--set value: {exc.rule}") from None
         value = raw
     return key.strip(), value
 

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
+
 
 def legacy() -> dict[str, Any]:
     """The reference tool before the seed's fixes.
 
     Flat 1 GiB safety buffer (not /tp), no TP-shardable overhead term, no EP/bubble overlap,
     EP comm left in bytes, and both comm hacks (``comm[DP] = 0``, ``comm[TP] /= 2``) on; no host
-    kernel-launch term and no operator roofline (GEMM FLOPs at raw peak; the reference has neither).
+    kernel-launch term, no operator roofline (GEMM FLOPs at raw peak) and no overlap mechanisms (the
+    reference has none of them).
     """
     return {
-        "safety_buffer_mb": 1024.0,
+        "safety_buffer_mb": SEED_SAFETY_BUFFER_MB,
         "tp_scaled_buffers": False,
         "tp_shardable_overhead_mb": 0.0,
         "ep_bubble_overlap_ratio": 0.0,
@@ -27,6 +30,7 @@ def legacy() -> dict[str, Any]:
         "tp_comm_half_hack": True,
         "host_launch_overhead": False,
         "operator_roofline": False,
+        "comm_overlap": False,
     }
 
 
@@ -40,7 +44,7 @@ def fixed() -> dict[str, Any]:
     sourced efficiencies (``operator_roofline``, docs/step-time-accuracy.md).
     """
     return {
-        "safety_buffer_mb": 1024.0,
+        "safety_buffer_mb": SEED_SAFETY_BUFFER_MB,
         "tp_scaled_buffers": True,
         "tp_shardable_overhead_mb": None,
         "ep_bubble_overlap_ratio": 1.0,
@@ -50,6 +54,7 @@ def fixed() -> dict[str, Any]:
         "tp_comm_half_hack": False,
         "host_launch_overhead": True,
         "operator_roofline": True,
+        "comm_overlap": True,
     }
 
 

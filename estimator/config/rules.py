@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from estimator.config.errors import ConfigError
-from estimator.inputs import pipeline_split
+from estimator.inputs import pipeline_split, recipes
+from estimator.inputs.profiles import OVERLAP_FLAGS
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -76,6 +77,27 @@ def _world_message(cfg: Cfg) -> str:
 def _gbs_broken(cfg: Cfg) -> Any:
     t = cfg.train
     return (t.global_batch_size is not None) & (_modulo(t.global_batch_size, t.micro_batch_size * cfg.parallel.dp) != 0)
+
+
+def _recipe_peak(cfg: Cfg) -> str | None:
+    """The hardware peak the config's low-precision recipe needs (None without a recipe)."""
+    recipe = recipes.recipe_of(cfg.precision.linear_recipe, cfg.precision.fp8_linear, cfg.profile)
+    return None if recipe is None else recipe.peak
+
+
+def _missing_peak_broken(cfg: Cfg) -> Any:
+    """A recipe whose GEMMs run on tensor cores the hardware lacks (FP4 before Blackwell, FP8 before Hopper),
+    unless ``options.low_precision_gemms`` is off (then no GEMM runs at that peak)."""
+    peak = _recipe_peak(cfg)
+    return (peak is not None) and cfg.options.low_precision_gemms and peak not in cfg.hardware.peak_tflops
+
+
+def _missing_peak_message(cfg: Cfg) -> str:
+    recipe = cfg.precision.linear_recipe or recipes.DEFAULT_RECIPE.get(cfg.profile, "delayed")
+    peak = _recipe_peak(cfg)
+    return (f"recipe {recipe!r} runs its GEMMs at the {peak} peak, but hardware {cfg.hardware.name!r} has no "
+            f"{peak} tensor cores (hardware.peak_tflops has {', '.join(sorted(cfg.hardware.peak_tflops))}); "
+            "FP4 (nvfp4) needs Blackwell (b200, b300, gb200-nvl72, gb300-nvl72), FP8 Hopper or later")
 
 
 def _nmb_broken(cfg: Cfg) -> Any:
@@ -157,7 +179,10 @@ def _moe_rules() -> list[Rule]:
              lambda c: f"must divide model.num_experts ({c.model.num_experts}); got {c.parallel.ep}"),
         Rule("parallel.ep", _expert_group_broken,
              lambda c: f"ep·etp must divide dp·tp·cp ({c.parallel.dp * c.parallel.tp * c.parallel.cp}); "
-             f"got ep={c.parallel.ep}"),
+             f"got ep={c.parallel.ep}, etp={c.parallel.etp} (MoE parallel folding: the expert grid "
+             "etp·ep·edp spans the tp·cp·dp ranks of a pipeline stage, Megatron-Core parallel_state."
+             "initialize_model_parallel: 'expert_tensor_model_pipeline_parallel_size' = etp·ep·pp must divide "
+             "the world size)"),
         Rule("parallel.ep", _profile_ep_broken,
              lambda c: f"must divide dp·cp ({c.parallel.dp * c.parallel.cp}) under '{c.profile}', where etp "
              "defaults to tp (expert groups ep·etp must divide dp·tp·cp); set parallel.etp otherwise"),
@@ -167,6 +192,62 @@ def _moe_rules() -> list[Rule]:
              lambda c: (not c.model.is_moe) & (c.parallel.etp is not None) & (_etp_or_1(c.parallel.etp) != 1),
              lambda c: "expert tensor parallelism needs routed experts: leave it unset (or 1) for "
              f"a dense model (model.num_experts ≤ 1); got {c.parallel.etp}"),
+    ]
+
+
+#: every overlap switch any framework profile has (``parallel.<name>``), and the profiles that have it
+_OVERLAP_OWNERS: dict[str, tuple[str, ...]] = {
+    name: tuple(p for p, flags in OVERLAP_FLAGS.items() if name in flags)
+    for name in dict.fromkeys(n for flags in OVERLAP_FLAGS.values() for n in flags)
+}
+
+
+def _set(value: Any) -> bool:
+    """An overlap switch stated in the config (None = the framework default; the one bool field with a
+    False default, ``overlap_moe_expert_parallel_comm``, counts as stated when true)."""
+    return value is not None and value is not False
+
+
+def _foreign_overlap(cfg: Cfg) -> str | None:
+    """The first overlap switch ``cfg`` states that its profile's framework does not have."""
+    return next((name for name in _OVERLAP_OWNERS
+                 if cfg.profile not in _OVERLAP_OWNERS[name] and _set(getattr(cfg.parallel, name))), None)
+
+
+def _foreign_overlap_message(cfg: Cfg) -> str:
+    name = _foreign_overlap(cfg)
+    owners = " / ".join(_OVERLAP_OWNERS.get(name or "", ()))
+    own = ", ".join(OVERLAP_FLAGS[cfg.profile]) or "none"
+    return (f"is an overlap switch of the '{owners}' profile's framework; profile '{cfg.profile}' has no such switch "
+            f"(its overlap switches: {own}; estimator.inputs.profiles.OVERLAP_FLAGS)")
+
+
+def _overlap_rules() -> list[Rule]:
+    """Overlap switches: only the profile's framework's own, with the prerequisites that framework checks."""
+    return [
+        Rule(lambda c: f"parallel.{_foreign_overlap(c) or 'overlap'}", lambda c: _foreign_overlap(c) is not None,
+             _foreign_overlap_message, structural=True),
+        Rule("parallel.overlap_param_gather",
+             lambda c: (c.parallel.overlap_param_gather is True) & np.logical_not(c.parallel.distributed_optimizer),
+             lambda c: "needs parallel.distributed_optimizer: true (Megatron-LM arguments.py: '--overlap-param-gather "
+             "only supported with distributed optimizer')"),
+        Rule("parallel.overlap_param_gather",
+             lambda c: (c.parallel.overlap_param_gather is True) & (c.parallel.overlap_grad_reduce is not True),
+             lambda c: "needs parallel.overlap_grad_reduce: true (Megatron-LM arguments.py: 'Must use "
+             "--overlap-param-gather with --overlap-grad-reduce')"),
+        Rule("parallel.tp_comm_overlap",
+             lambda c: (c.parallel.tp_comm_overlap is True)
+             & np.logical_not(np.logical_and(c.parallel.sequence_parallel, c.parallel.tp > 1)),
+             lambda c: "needs parallel.sequence_parallel: true with tp > 1 (Megatron-LM arguments.py: 'Tensor "
+             "parallel communication/GEMM overlap can happen only when sequence parallelism is enabled')"),
+        Rule("parallel.moe_shared_expert_overlap",
+             lambda c: (c.parallel.moe_shared_expert_overlap is True) & (c.model.shared_ffn_total == 0),
+             lambda c: "needs shared experts (model.num_shared_experts > 0): it overlaps the shared expert with "
+             "the dispatch and combine all-to-alls", structural=True),
+        Rule("parallel.enable_async_tensor_parallel",
+             lambda c: (c.parallel.enable_async_tensor_parallel is True) & (not c.options.torch_compile),
+             lambda c: "needs options.torch_compile: true (torchtitan parallelize: 'Async TP requires "
+             "--training.compile')"),
     ]
 
 
@@ -210,6 +291,12 @@ def _train_rules() -> list[Rule]:
         Rule("recompute.per_stage",
              lambda c: (c.recompute.per_stage is not None) and len(c.recompute.per_stage) != c.parallel.pp,
              lambda c: f"needs one entry per pipeline stage ({c.parallel.pp})", structural=True),
+        Rule("precision.linear_recipe", _missing_peak_broken, _missing_peak_message),
+        Rule("precision.compute",
+             lambda c: (c.precision.compute == "fp8") & c.options.low_precision_gemms,
+             lambda c: "'fp8' would price every operator (attention, norms, softmax, optimizer) at the FP8 peak, "
+             "which no framework does; FP8 linear layers are a recipe: a valid example: precision: {compute: bf16, "
+             "linear_recipe: mxfp8} (or options.low_precision_gemms: false for the model before recipes)"),
         Rule("parallel.optimizer_shard_size",
              lambda c: (c.parallel.optimizer_shard_size is not None)
              & (_modulo(c.parallel.dp * c.parallel.tp, c.parallel.optimizer_shard_size) != 0),
@@ -223,6 +310,7 @@ RULES: tuple[Rule, ...] = (
          lambda c: f"must divide model.num_attention_heads ({c.model.num_attention_heads}); got {c.parallel.tp}"),
     *_moe_rules(),
     Rule("parallel", _world_broken, _world_message),
+    *_overlap_rules(),
     *_layer_rules(),
     *_train_rules(),
 )

@@ -29,6 +29,7 @@ from estimator.config.rules import first_broken
 from estimator.config.sections import (
     PERF_PART_NAMES,
     RECOMPUTE_MODULES,
+    AdapterConfig,
     ModelConfig,
     OptionsConfig,
     ParallelConfig,
@@ -45,6 +46,7 @@ __all__ = [
     "BUNDLED_CASES_DIR",
     "PERF_PART_NAMES",
     "RECOMPUTE_MODULES",
+    "AdapterConfig",
     "ConfigError",
     "EstimatorConfig",
     "ModelConfig",
@@ -65,7 +67,8 @@ SKIP_CROSS_FIELDS = "skip_cross_fields"
 
 
 class EstimatorConfig(StrictSection):
-    """The whole run: profile + model + train + parallel + recompute + precision + hardware + options."""
+    """The whole run: profile + model + train + parallel + recompute + precision + hardware + options
+    (+ adapter: adapter fine-tuning, off by default)."""
 
     profile: Literal["sapp-nd", "megatron", "fsdp2"] = "sapp-nd"
     model: ModelConfig
@@ -75,6 +78,7 @@ class EstimatorConfig(StrictSection):
     precision: PrecisionConfig = Field(default_factory=PrecisionConfig)
     hardware: HardwareSpec
     options: OptionsConfig = Field(default_factory=OptionsConfig)
+    adapter: AdapterConfig = Field(default_factory=AdapterConfig)
 
     @field_validator("hardware", mode="before")
     @classmethod

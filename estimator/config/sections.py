@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from estimator.config.errors import did_you_mean
+from estimator.inputs.recipes import RecipeName
+from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
 
 RecomputeMode = Literal["none", "selective", "full"]
 #: selective-recompute modules understood by the activation model (Megatron names)
@@ -182,6 +184,12 @@ class TrainConfig(StrictSection):
     #: (Transformer Engine's in-place kernel: logits in the compute dtype, gradient written into them;
     #: ``estimator.memory.activation.loss_in_place``); ``none`` = no fusion (Megatron's default)
     cross_entropy_fusion: Literal["none", "native", "te"] = "none"
+    #: CUDA graphs (Megatron-Core ``--cuda-graph-impl`` with ``--cuda-graph-scope``, Transformer Engine
+    #: ``make_graphed_callables``): ``none``; ``layers`` = each transformer layer's forward and backward
+    #: captured (``transformer_engine`` / ``local`` per-layer graphs); ``full_iteration`` = the whole
+    #: forward-backward of a step one graph (``local`` with scope ``full_iteration``). The host then
+    #: launches one graph where it launched the graph's kernels (``estimator.perf.graphs``).
+    cuda_graph: Literal["none", "layers", "full_iteration"] = "none"
 
 
 class ParallelConfig(StrictSection):
@@ -220,6 +228,22 @@ class ParallelConfig(StrictSection):
     #: Megatron ``--overlap-moe-expert-parallel-comm``: the interleaved schedule runs one extra
     #: warm-up forward (``get_pp_rank_microbatches``), so one more micro-batch is in flight
     overlap_moe_expert_parallel_comm: bool = False
+    #: communication overlap switches, each named as its framework names it (None = the framework's
+    #: default; a switch the profile's framework does not have is a ConfigError, ``estimator.config.rules``).
+    #: What each hides under which compute: ``estimator.perf.overlap``; the table with sources:
+    #: ``estimator.inputs.profiles.OVERLAP_FLAGS``. Megatron-LM ``--overlap-grad-reduce``:
+    overlap_grad_reduce: bool | None = None
+    #: Megatron-LM ``--overlap-param-gather`` (needs the distributed optimizer and overlap_grad_reduce)
+    overlap_param_gather: bool | None = None
+    #: Megatron-LM ``--tp-comm-overlap`` (Transformer Engine userbuffers; needs sequence parallelism)
+    tp_comm_overlap: bool | None = None
+    #: Megatron-LM ``--moe-shared-expert-overlap`` (needs shared experts)
+    moe_shared_expert_overlap: bool | None = None
+    #: torchtitan ``parallelism.enable_async_tensor_parallel`` (needs torch.compile)
+    enable_async_tensor_parallel: bool | None = None
+    #: FSDP2's implicit prefetching of the next block's all-gather and the overlapped reduce-scatter
+    #: (``fully_shard``: always on; false models a run without it)
+    fsdp_prefetch: bool | None = None
 
     @property
     def world_size(self) -> int:
@@ -273,6 +297,23 @@ class RecomputeConfig(StrictSection):
         return value
 
 
+#: linear layers an adapter may target (Megatron-Bridge PEFT names; ``estimator.inputs.adapters``)
+AdapterTarget = Literal["linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"]
+ADAPTER_TARGETS: tuple[AdapterTarget, ...] = ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
+
+
+class AdapterConfig(StrictSection):
+    """Adapter fine-tuning (``estimator.inputs.adapters``): ``lora`` freezes every base weight (no
+    gradient, no optimizer state, no weight-gradient GEMM) and trains rank-``rank`` adapters
+    ``A: k×r``, ``B: r×n`` beside each targeted linear (Hu et al. 2021, LoRA; Megatron-Bridge
+    ``peft.LoRA`` defaults: dim 32 on linear_qkv, linear_proj, linear_fc1, linear_fc2)."""
+
+    kind: Literal["none", "lora"] = "none"
+    rank: int = Field(default=32, ge=1, le=MAX_INT)
+    target_modules: list[AdapterTarget] = Field(
+        default_factory=lambda: list(ADAPTER_TARGETS), min_length=1)
+
+
 class PrecisionConfig(StrictSection):
     """Byte widths by dtype; None = the profile's convention (spec §4)."""
 
@@ -288,6 +329,21 @@ class PrecisionConfig(StrictSection):
     #: FSDP2 all-gathers the Float8Linear weights in float8 (torchtitan
     #: ``--float8.enable_fsdp_float8_all_gather``, default off; ``memory.fsdp2``)
     fsdp_float8_all_gather: bool = False
+    #: the low-precision recipe of the linear layers (``estimator.inputs.recipes``): Transformer
+    #: Engine ``delayed`` / ``tensorwise`` (current scaling) / ``blockwise`` / ``mxfp8`` / ``nvfp4``,
+    #: torchao ``torchao_tensorwise`` / ``torchao_rowwise``; None = the profile's default recipe when
+    #: ``fp8_linear``. Giving a recipe turns ``fp8_linear`` on (it then means "low-precision linears").
+    linear_recipe: RecipeName | None = None
+    #: Megatron ``--fp8-param-gather`` (Bridge ``fp8_param_gather``): with the distributed optimizer the
+    #: updated parameters are all-gathered in the recipe's quantized form (``estimator.perf.stage.gather_bytes``)
+    fp8_param_gather: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recipe_means_low_precision(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("linear_recipe") is not None and not data.get("fp8_linear"):
+            return {**data, "fp8_linear": True}
+        return data
 
     @model_validator(mode="after")
     def _float8_all_gather_needs_float8(self) -> PrecisionConfig:
@@ -304,10 +360,11 @@ class OptionsConfig(StrictSection):
     """The seed's fixes as options (spec §5) and the time model's knobs.
 
     Defaults are the seed's (= ``presets.fixed()``), except ``tp_shardable_overhead_mb`` whose
-    None means the profile's default (2676 under ``sapp-nd``, 0 otherwise; spec §5).
+    None means the profile's default (``SEED_TP_SHARDABLE_OVERHEAD_MB`` = 2676 under ``sapp-nd``, 0
+    otherwise; spec §5; ``estimator.inputs.runtime_buffer``).
     """
 
-    safety_buffer_mb: float = Field(default=1024.0, ge=0, description="P1: safety buffer (MiB), /tp when scaled")
+    safety_buffer_mb: float = Field(default=SEED_SAFETY_BUFFER_MB, ge=0, description="P1: safety buffer (MiB), /tp when scaled")
     tp_scaled_buffers: bool = Field(default=True, description="P1: false keeps the safety buffer flat")
     tp_shardable_overhead_mb: float | None = Field(
         default=None, ge=0, description="P1: runtime overhead (MiB) /tp; None = profile default"
@@ -336,6 +393,12 @@ class OptionsConfig(StrictSection):
         description="host µs per launched kernel; None = the profile's sourced value (estimator.inputs.profiles); "
                     "set it from a profile of your own run (analyzer indicator host_us_per_launch)",
     )
+    comm_overlap: bool = Field(
+        default=True,
+        description="overlap mechanisms (estimator.perf.overlap): the framework's overlap switches "
+                    "(parallel.overlap_grad_reduce ...) and the overlap its implementation always has (CP ring "
+                    "under attention blocks); false: every collective fully exposed (the model before them)",
+    )
     dp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of DP comm hidden by compute")
     tp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of TP comm hidden by compute")
     cp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of CP comm hidden by compute")
@@ -352,6 +415,22 @@ class OptionsConfig(StrictSection):
     )
     expandable_segments: bool = Field(
         default=False, description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no idle-block reserve terms"
+    )
+    low_precision_gemms: bool = Field(
+        default=True,
+        description="price the GEMMs of the linear layers at the recipe's FP8 / FP4 peak with its cast kernels and "
+                    "keep the recipe's bytes in memory (estimator.perf.lowp); off: every GEMM at the compute "
+                    "dtype's peak and precision.fp8_linear's per-tensor FP8 memory (the model before recipes)",
+    )
+    cuda_graphs: bool = Field(
+        default=True,
+        description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "
+                    "(estimator.perf.graphs); off: every kernel launched (the model before CUDA graphs)",
+    )
+    adapters: bool = Field(
+        default=True,
+        description="adapter.kind lora prices frozen base weights and the adapters (estimator.inputs.adapters); "
+                    "off: full fine-tuning numbers (the model before adapters)",
     )
 
     @field_validator("part_coefficients")

@@ -11,15 +11,21 @@ citation, is applied to that source's rows only, and is recorded in ``model.sour
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from estimator.config.errors import ConfigError
+from estimator.experiments import recipe_notes
+from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
 
 #: hardware text (lower-case substring) -> preset name, checked in order
 HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("gb300", "gb300-nvl72"),
+    ("gb200", "gb200-nvl72"),
+    ("b300", "b300"),
     ("h200", "h200"),
     ("h100", "h100-80g"),
     ("b200", "b200"),
@@ -115,6 +121,30 @@ _SIMUMAX_CEF = (
 )
 _MCORE_7B_CONFIG = ("NVIDIA/Megatron-LM@d98e8a64dd tests/functional_tests/test_cases/gpt/{}/model_config.yaml: "
                     "--no-gradient-accumulation-fusion: true")
+_MCORE_7B_OVERLAP = ("NVIDIA/Megatron-LM@d98e8a64dd tests/functional_tests/test_cases/gpt/{}/model_config.yaml: "
+                     "--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather (the CSV notes)")
+_MOONLIGHT_RECIPE = ("NVIDIA-NeMo/Megatron-Bridge@600d069b82 src/megatron/bridge/recipes/moonlight/h100/moonlight_16b.py "
+                     "moonlight_16b_pretrain_8gpu_h100_bf16_config: moe_shared_expert_overlap (the CSV notes)")
+
+
+def _mcore_7b_facts(test: str) -> dict[str, tuple[Any, str]]:
+    """Facts of one Megatron-LM CI GPT-3 7B test read from its ``model_config.yaml``."""
+    return {
+        "train.gradient_accumulation_fusion": (False, _MCORE_7B_CONFIG.format(test)),
+        "parallel.overlap_grad_reduce": (True, _MCORE_7B_OVERLAP.format(test)),
+        "parallel.overlap_param_gather": (True, _MCORE_7B_OVERLAP.format(test)),
+    }
+
+
+#: facts of vTrain's GPT layer, which every vTrain source shares (single-node and multi-node ground
+#: truth were profiled with the same Megatron-DeepSpeed layer): applied to each source whose id
+#: starts with ``vtrain_``
+_VTRAIN_FACTS: dict[str, tuple[Any, str]] = {
+    "train.flash_attention": (False, _VTRAIN_MODEL),
+    "model.position_embedding": ("learned", _VTRAIN_POSITIONS),
+}
+#: source-id prefix -> facts of every source of that family
+FAMILY_FACTS: dict[str, dict[str, tuple[Any, str]]] = {"vtrain_": _VTRAIN_FACTS}
 
 
 #: published facts about a source's runs that its CSV cells leave empty or cannot express:
@@ -123,16 +153,9 @@ _MCORE_7B_CONFIG = ("NVIDIA/Megatron-LM@d98e8a64dd tests/functional_tests/test_c
 SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
     ("simumax_b200_v1.2", None): {"train.cross_entropy_fusion": ("te", _SIMUMAX_CEF)},
     ("korthikanti2022_fig1", None): {"train.flash_attention": (False, _KORTHIKANTI_SCORES)},
-    ("vtrain_single", None): {
-        "train.flash_attention": (False, _VTRAIN_MODEL),
-        "model.position_embedding": ("learned", _VTRAIN_POSITIONS),
-    },
-    ("megatron_ci", "gpt3_7b_tp4_pp1_memory_speed"): {
-        "train.gradient_accumulation_fusion": (False, _MCORE_7B_CONFIG.format("gpt3_7b_tp4_pp1_memory_speed")),
-    },
-    ("megatron_ci", "gpt3_7b_tp1_pp4_memory_speed"): {
-        "train.gradient_accumulation_fusion": (False, _MCORE_7B_CONFIG.format("gpt3_7b_tp1_pp4_memory_speed")),
-    },
+    ("megatron_ci", "gpt3_7b_tp4_pp1_memory_speed"): _mcore_7b_facts("gpt3_7b_tp4_pp1_memory_speed"),
+    ("megatron_ci", "gpt3_7b_tp1_pp4_memory_speed"): _mcore_7b_facts("gpt3_7b_tp1_pp4_memory_speed"),
+    ("mbridge_recompute_moonlight", None): {"parallel.moe_shared_expert_overlap": (True, _MOONLIGHT_RECIPE)},
     ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed"): _mcore_moe_facts(
         "gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed", "2afeef845d"
     ),
@@ -146,9 +169,11 @@ SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
 
 
 def source_facts(row: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
-    """Facts of ``SOURCE_FACTS`` that apply to ``row`` (source-wide first, then per model)."""
+    """Facts that apply to ``row``: its source family's (:data:`FAMILY_FACTS`), then ``SOURCE_FACTS``
+    source-wide, then per model."""
     source, model = _text(row, "source_id"), _text(row, "model_name")
-    return {**SOURCE_FACTS.get((source, None), {}), **SOURCE_FACTS.get((source, model), {})}
+    family = next((facts for prefix, facts in FAMILY_FACTS.items() if source.startswith(prefix)), {})
+    return {**family, **SOURCE_FACTS.get((source, None), {}), **SOURCE_FACTS.get((source, model), {})}
 
 
 #: config path -> CSV column whose non-empty cell wins over a source fact
@@ -301,6 +326,16 @@ def _precision(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any
     precision: dict[str, Any] = {"compute": "fp16" if text.startswith("fp16") else "bf16"}
     if "fp8" in text:  # e.g. "bf16+fp8 (--fp8-format hybrid, --fp8-recipe tensorwise)"
         precision["fp8_linear"] = True
+        if (flag := re.search(r"--fp8-recipe (\w+)", text)) and flag.group(1) in RECIPES:
+            precision["linear_recipe"] = flag.group(1)
+    notes = _text(row, "notes")
+    items = recipe_notes.recipe_items(notes)
+    if "cuda_graph" in items or "fp8_recipe" in items or text in ("mxfp8", "nvfp4", "fp8-mx", "fp8-cs"):
+        recipe, reason = recipe_notes.precision_recipe(_text(row, "precision"), items, notes)
+        precision.pop("fp8_linear", None)
+        if recipe is not None:
+            precision["linear_recipe"] = recipe
+        assumed["linear_recipe"] = reason
     grads = _text(row, "grad_dtype").lower()
     if grads:
         if grads not in ("fp32", "bf16", "fp16"):
@@ -382,6 +417,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
     if options := _options(row):
         config["options"] = options
     _apply_facts(row, config)
+    recipe_notes.apply_recipe_items(row, config)
     return config
 
 

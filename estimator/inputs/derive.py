@@ -16,6 +16,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal
 
 from estimator.inputs import pipeline_split
+from estimator.inputs.profiles import profile_of
 from estimator.shared.arrays import gcd, where
 from estimator.shared.memo import derived, shared_value
 
@@ -111,27 +112,37 @@ def shard_factors(cfg: EstimatorConfig) -> ShardFactors:
     )
 
 
-def megatron_expert_tp(cfg: EstimatorConfig) -> int:
-    """Expert tensor-parallel size: ``etp`` if set, else tp (Megatron's default) when the expert groups
-    ep·tp fit the stage's dp·tp·cp ranks (ep divides dp·cp), else 1 (the reference's fallback).
+@dataclass(frozen=True)
+class ExpertGroups:
+    """The expert groups of one pipeline stage: expert tensor-parallel degree ``etp`` and
+    expert-data-parallel size ``edp`` (etp·ep·edp = dp·tp·cp)."""
 
-    Config validation requires ep | dp·cp without etp under the ``megatron``/``fsdp2`` profiles, so
-    there it is always ``etp or tp``; the fallback only applies to ``sapp-nd`` configs.
+    etp: int
+    edp: int
+
+
+def expert_groups(cfg: EstimatorConfig) -> ExpertGroups:
+    """The expert tensor-parallel degree and the expert-DP size: the one rule memory, step time and
+    search read, per framework profile (``Profile.sharding``).
+
+    - ``megatron``, ``fsdp2``: Megatron-Core's — etp = ``parallel.etp``, unset = tp
+      (``TransformerConfig.expert_tensor_parallel_size`` defaults to ``tensor_model_parallel_size``);
+      validation requires ep | dp·cp then.
+    - ``sapp-nd``: the reference's (reference §2.3, :func:`expert_degrees`) — etp, else tp, and 1
+      once tp·ep > dp·tp.
+
+    edp = dp·tp·cp // (etp·ep): whole under ``megatron``/``fsdp2`` (validation: ep | dp·cp without
+    etp, ep·etp | dp·tp·cp with it); under ``sapp-nd`` the reference's etp = tp with ep ≤ dp and
+    ep ∤ dp·cp leaves a fraction, floored (the reference itself shards by d_exp = d/ep there).
     """
     p = cfg.parallel
     if p.etp is not None:  # ge 1 when set; an array of layouts too (estimator.shared.arrays)
-        return p.etp
-    return where((p.dp * p.cp) % p.ep == 0, p.tp, 1)  # arrays of layouts too (estimator.shared.arrays)
-
-
-def expert_data_parallel(cfg: EstimatorConfig) -> int:
-    """Expert-data-parallel size EDP = dp·tp·cp/(t_exp·ep) per pipeline stage, t_exp from
-    :func:`megatron_expert_tp` — the one rule the memory and the step-time model share.
-
-    Config validation guarantees ep·(etp or 1) divides dp·tp·cp, so the quotient is a whole number ≥ 1.
-    """
-    p = cfg.parallel
-    return p.dp * p.tp * p.cp // (megatron_expert_tp(cfg) * p.ep)
+        etp = p.etp
+    elif profile_of(cfg).sharding == "sapp-nd":
+        etp = expert_degrees(p.dp, p.tp, p.cp, p.ep, None).t_exp
+    else:
+        etp = p.tp
+    return ExpertGroups(etp=etp, edp=p.dp * p.tp * p.cp // (etp * p.ep))
 
 
 def sequence_shard(cfg: EstimatorConfig) -> int:

@@ -18,11 +18,18 @@ from typing import Annotated, Any, Literal, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from estimator.inputs.blackwell import BLACKWELL_ALIASES, BLACKWELL_PRESETS
+from estimator.inputs.device_presets import ALIASES as _BASE_ALIASES
+from estimator.inputs.device_presets import NVIDIA_LEVELS
+from estimator.inputs.device_presets import PRESETS as _BASE_PRESETS
 from estimator.perf.comm import CollectiveKind
 from estimator.shared.arrays import ARRAY
 from ndval.core.units import MIB_PER_GIB
 
-Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
+#: peak keys: compute dtypes, ``fp8`` (FP8 / MXFP8 tensor cores) and ``fp4`` (NVFP4 / MXFP4, Blackwell)
+Dtype = Literal["fp32", "bf16", "fp16", "fp8", "fp4"]
+
+__all__ = ["ALIASES", "NVIDIA_LEVELS", "PRESETS", "DeviceEfficiency", "HardwareSpec", "NetworkLevel"]
 
 
 class CollectiveFactors(BaseModel):
@@ -128,6 +135,10 @@ class DeviceEfficiency(BaseModel):
     grouped_matmul: float | None = Field(default=None, gt=0, le=1)
     permute_memory_fwd: float | None = Field(default=None, gt=0, le=1)
     permute_memory_bwd: float | None = Field(default=None, gt=0, le=1)
+    #: a low-precision GEMM's share of the FP8 / FP4 peak where a source states it (None: the
+    #: ``matmul`` table applies at that peak, estimator.perf.lowp)
+    fp8_matmul: float | None = Field(default=None, gt=0, le=1)
+    fp4_matmul: float | None = Field(default=None, gt=0, le=1)
     sources: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -138,6 +149,10 @@ class DeviceEfficiency(BaseModel):
                     raise ValueError(f"{name}: each row is (min size >= 0, efficiency in (0, 1]); got "
                                      f"({threshold}, {eff})")
         return self
+
+    def low_precision_matmul(self, peak: str) -> float | None:
+        """The stated share of the ``fp8`` / ``fp4`` peak a low-precision GEMM achieves, or None."""
+        return self.fp8_matmul if peak == "fp8" else self.fp4_matmul if peak == "fp4" else None
 
     def matmul_eff(self, gflop: float) -> float:
         """GEMM efficiency of one GEMM of ``gflop`` GFLOP."""
@@ -188,212 +203,9 @@ class HardwareSpec(BaseModel):
         return self.hbm_gib * MIB_PER_GIB
 
 
-def _lv(name: str, max_devices: int | None, bw: float, eff: float, lat: float, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "max_devices": max_devices, "bandwidth_gb_s": bw, "efficiency": eff, "latency_us": lat,
-            **extra}
-
-
-#: efficiency / latency defaults shared by presets: the reference tool's helper constants
-#: (reference §3.3: level efficiency 0.7 node / 0.9 cluster, latency 1e-5 / 2e-5 s).
-_REF_NET = "efficiency and latency: SAPP-ND comm_time helper constants (reference §3.3); assumption"
-_ASSUMED_EFF = "SAPP-ND comm_time helper constant (reference §3.3); assumption"
-
-#: NCCL's own latency model: a ring collective costs baseLat + nsteps·hwLat[link][Ring][protocol], the
-#: Simple protocol being the one of large messages: per ring step 3.4 µs over NVLink, 9.6 µs over the
-#: network (the per-step latency of estimator.perf.network)
-_NCCL_LAT = ("NVIDIA/nccl@01afd20a77 src/graph/tuning.cc hwLat[{}][Ring][Simple] = {} us per ring step "
-             "(latency = baseLat + nsteps * hwLat)")
-_NVLINK_LAT_US, _NET_LAT_US = 3.4, 9.6
-#: NCCL's baseLat[Ring][Simple]: the fixed latency of one ring collective call
-_NCCL_BASE_LAT_US = 8.4
-_NCCL_BASE = "NVIDIA/nccl@01afd20a77 src/graph/tuning.cc baseLat[Ring][Simple] = 8.4 us per ring collective call"
-_SIMUMAX_A100_NET = "MooreThreads/SimuMax@2127d7d919 configs/system/a100_bf16.json: networks.{}.bandwidth.efficient_factor"
-_H100_EFF = ("SAPP-ND helper constant (reference §3.3); assumption - SimuMax's h100_nvlink.json factors (0.50-0.60) "
-             "are against 900 GB/s (bidirectional NVLink4) and exceed 1 against the 450 GB/s per direction priced here")
-#: B200 intra-node factors measured by SimuMax, per collective kind (its all2all is ndval's all_to_all)
-_SIMUMAX_B200_OP = ("MooreThreads/SimuMax@e691807a7e configs/system/b200_bf16_ceperm.json: "
-                    "networks.high_intra_node.op.{}.efficient_factor (measured)")
-
-
-def _level(name: str, max_devices: int | None, bw: float, latency_us: float, efficiency: float,
-           sources: dict[str, str], collectives: dict[str, float] | None = None) -> dict[str, Any]:
-    """A sourced network level: NCCL's per-step latency for its link type (every kind) and base latency
-    per ring collective call, the level's efficiency and per-kind efficiencies; ``sources`` names where each efficiency comes from."""
-    link = "NVLINK" if max_devices is not None else "NET"
-    per_kind = {kind: {"efficiency": eff, "latency_us": latency_us} for kind, eff in (collectives or {}).items()}
-    return _lv(name, max_devices, bw, efficiency, latency_us, collectives=per_kind, call_latency_us=_NCCL_BASE_LAT_US,
-               sources={"latency_us": _NCCL_LAT.format(link, latency_us), "call_latency_us": _NCCL_BASE, **sources})
-
-
-_NVIDIA_NET = ("efficiency and latency per level and collective kind with their sources in levels[].sources "
-               "(NCCL's per-step latencies; SimuMax's efficiencies where published)")
-#: NVLink inside a node of 8 and InfiniBand between nodes of the NVIDIA presets, each number sourced
-NVIDIA_LEVELS: dict[str, list[dict[str, Any]]] = {
-    "a100-80g": [
-        _level("nvlink3", 8, 300.0, _NVLINK_LAT_US, 0.7, {"efficiency": _SIMUMAX_A100_NET.format("high_intra_node")}),
-        _level("ib-hdr", None, 25.0, _NET_LAT_US, 0.6, {"efficiency": _SIMUMAX_A100_NET.format("inter_node")}),
-    ],
-    "h100-80g": [
-        _level("nvlink4", 8, 450.0, _NVLINK_LAT_US, 0.7, {"efficiency": _H100_EFF}),
-        _level("ib-ndr", None, 50.0, _NET_LAT_US, 0.9, {"efficiency": _ASSUMED_EFF}),
-    ],
-    "b200": [
-        _level("nvlink5", 8, 900.0, _NVLINK_LAT_US, 0.7,
-               {"efficiency": _ASSUMED_EFF + " (p2p only: SimuMax's measured p2p factor 1.45 exceeds 1 against the "
-                                             "900 GB/s per direction)",
-                **{f"collectives.{kind}": _SIMUMAX_B200_OP.format(op) for kind, op in (
-                    ("all_reduce", "all_reduce"), ("all_gather", "all_gather"), ("reduce_scatter", "reduce_scatter"),
-                    ("all_to_all", "all2all"))}},
-               {"all_reduce": 0.7424, "all_gather": 0.6735, "reduce_scatter": 0.6731, "all_to_all": 0.5968}),
-        _level("ib-ndr", None, 50.0, _NET_LAT_US, 0.9, {"efficiency": _ASSUMED_EFF}),
-    ],
-}
-
-#: SimuMax's published system files (MooreThreads/SimuMax@4dcaae513b configs/system/): per op class
-#: an efficient_factor against the datasheet peak, an HBM efficient_factor and a latency_us added
-#: to every operator's memory-access time (simumax/core/config.py compute_mem_access_time)
-_SIMUMAX = "MooreThreads/SimuMax@4dcaae513b configs/system/{}"
-
-
-def _simumax_eff(file: str, hbm_gb_s: float, hbm_source: str, matmul: float, sdp_fwd: float, sdp_bwd: float,
-                 mem: float, latency_us: float, moe: tuple[str, float, float, float] | None = None) -> dict[str, Any]:
-    """A :class:`DeviceEfficiency` mapping from one SimuMax system file (flat tables: one size row);
-    ``moe``: (``owner/repo@commit`` of the file read, group_matmul, permute_fwd, permute_bwd factors)."""
-    src = _SIMUMAX.format(file)
-    extra: dict[str, Any] = {}
-    if moe is not None:
-        at, grouped, perm_fwd, perm_bwd = moe
-        extra = {"grouped_matmul": grouped, "permute_memory_fwd": perm_fwd, "permute_memory_bwd": perm_bwd}
-        moe_src = f"{at} configs/system/{file}"
-        extra_sources = {"grouped_matmul": f"{moe_src}: accelerator.op.group_matmul.efficient_factor",
-                         "permute_memory_fwd": f"{moe_src}: accelerator.bandwidth.permute_fwd.efficient_factor",
-                         "permute_memory_bwd": f"{moe_src}: accelerator.bandwidth.permute_bwd.efficient_factor"}
-    return extra | {
-        "hbm_gb_s": hbm_gb_s, "matmul": [(0.0, matmul)], "attention_fwd": sdp_fwd, "attention_bwd": sdp_bwd,
-        "memory": [(0.0, mem)], "kernel_latency_us": latency_us,
-        "sources": {
-            "hbm_gb_s": hbm_source,
-            "matmul": f"{src}: accelerator.op.matmul.efficient_factor",
-            "attention_fwd": f"{src}: accelerator.op.sdp_fwd.efficient_factor",
-            "attention_bwd": f"{src}: accelerator.op.sdp_bwd.efficient_factor",
-            "memory": f"{src}: accelerator.bandwidth efficient_factor",
-            "kernel_latency_us": f"{src}: accelerator.bandwidth latency_us (added per operator memory access)",
-            **(extra_sources if moe is not None else {}),
-        },
-    }
-
-
-#: SimuMax's H100 file (h100_nvlink.json, read at 160921ca96): group_matmul 0.60, permute_fwd / _bwd 0.25
-_SIMUMAX_H100_MOE = ("MooreThreads/SimuMax@160921ca96", 0.60, 0.25, 0.25)
-
-PRESETS: dict[str, dict[str, Any]] = {
-    "ascend-910b": {
-        "name": "ascend-910b",
-        "hbm_gib": 64.0,
-        "peak_tflops": {"bf16": 313.0, "fp16": 313.0, "fp32": 78.0},
-        "devices_per_node": 8,
-        "levels": [_lv("hccs", 8, 50.0, 0.7, 10.0), _lv("roce", None, 10.0, 0.9, 20.0)],
-        "provenance": {
-            "hbm_gib": "Atlas 800T A2 (910B) 64 GB HBM per NPU, vendor material",
-            "peak_tflops": "approximate vendor figure for 910B (fp16/bf16 ~313 TFLOPS); fp32 assumed 1/4",
-            "levels": "SAPP-ND A2 device: bounds [8, inf], bandwidth [50, 10] GB/s (reference §3.3)",
-            "network": _REF_NET,
-        },
-    },
-    "ascend-910c": {
-        "name": "ascend-910c",
-        "hbm_gib": 64.0,
-        "peak_tflops": {"bf16": 376.0, "fp16": 376.0, "fp32": 94.0},
-        "devices_per_node": 16,
-        "levels": [
-            _lv("hccs", 16, 200.0, 0.7, 10.0),
-            _lv("supernode", 24, 25.0, 0.9, 20.0),
-            _lv("roce", None, 10.0, 0.9, 20.0),
-        ],
-        "provenance": {
-            "hbm_gib": "A3 (910C) per die as a device: 64 GB (128 GB per two-die package); assumption",
-            "peak_tflops": "approximate per-die figure; assumption",
-            "levels": "SAPP-ND A3 device: bounds [16, 24, inf], bandwidth [200, 25, 10] GB/s (reference §3.3)",
-            "network": _REF_NET,
-        },
-    },
-    "a100-80g": {
-        "name": "a100-80g",
-        "hbm_gib": 80.0,
-        "peak_tflops": {"bf16": 312.0, "fp16": 312.0, "fp32": 19.5},
-        "devices_per_node": 8,
-        "levels": NVIDIA_LEVELS["a100-80g"],
-        "efficiency": _simumax_eff("a100_bf16.json", 2039.0, "NVIDIA A100 80GB SXM datasheet: 2,039 GB/s",
-                                   0.75, 0.75, 0.75, 0.7, 40.0),
-        "provenance": {
-            "hbm_gib": "NVIDIA A100 80GB datasheet (81920 MiB)",
-            "peak_tflops": "NVIDIA A100 datasheet, dense (no sparsity); fp32 non-tensor-core",
-            "levels": "NVLink3 600 GB/s bidirectional = 300 GB/s per direction; HDR InfiniBand 200 Gb/s per GPU",
-            "network": _NVIDIA_NET,
-        },
-    },
-    "h100-80g": {
-        "name": "h100-80g",
-        "hbm_gib": 80.0,
-        "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "fp8": 1979.0},
-        "devices_per_node": 8,
-        "levels": NVIDIA_LEVELS["h100-80g"],
-        "efficiency": _simumax_eff("h100_nvlink.json", 3350.0, "NVIDIA H100 SXM5 datasheet: 3.35 TB/s",
-                                   0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE),
-        "provenance": {
-            "hbm_gib": "NVIDIA H100 SXM5 80GB datasheet",
-            "peak_tflops": "NVIDIA H100 SXM5 datasheet, dense (no sparsity)",
-            "levels": "NVLink4 900 GB/s bidirectional = 450 per direction; NDR InfiniBand 400 Gb/s per GPU",
-            "network": _NVIDIA_NET,
-        },
-    },
-    "h200": {
-        "name": "h200",
-        "hbm_gib": 140.0,
-        "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "fp8": 1979.0},
-        "devices_per_node": 8,
-        "levels": NVIDIA_LEVELS["h100-80g"],
-        "efficiency": _simumax_eff("h100_nvlink.json", 4800.0, "NVIDIA H200 SXM datasheet: 4.8 TB/s; the "
-                                   "efficiencies are SimuMax's H100 file (same tensor cores; assumption)",
-                                   0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE),
-        "provenance": {
-            "hbm_gib": "NVIDIA H200 SXM 141 GB (decimal) datasheet; ~140 GiB usable, rounded",
-            "peak_tflops": "NVIDIA H200 SXM datasheet, dense (same tensor cores as H100)",
-            "levels": "NVLink4 900 GB/s bidirectional; NDR InfiniBand 400 Gb/s per GPU",
-            "network": _NVIDIA_NET,
-        },
-    },
-    "b200": {
-        "name": "b200",
-        "hbm_gib": 180.0,
-        "peak_tflops": {"bf16": 2250.0, "fp16": 2250.0, "fp32": 80.0, "fp8": 4500.0},
-        "devices_per_node": 8,
-        "levels": NVIDIA_LEVELS["b200"],
-        "efficiency": _simumax_eff("b200_bf16_ceperm.json", 8000.0, "NVIDIA DGX B200 datasheet: 64 TB/s HBM3e "
-                                   "for 8 GPUs = 8 TB/s per GPU", 0.48780765792034037, 0.7059717796465379,
-                                   0.6943225842672003, 0.666, 30.0,
-                                   moe=("MooreThreads/SimuMax@4dcaae513b", 0.30199308868813257, 0.5008136513816437,
-                                        0.5108178337365621)),
-        "provenance": {
-            "hbm_gib": "DGX B200: 1,440 GB HBM3e for 8 GPUs = 180 GB per GPU (decimal); rounded",
-            "peak_tflops": "NVIDIA DGX B200 datasheet per GPU, dense (no sparsity); fp32 approximate",
-            "levels": "NVLink5 1.8 TB/s bidirectional = 900 GB/s per direction; 400 Gb/s InfiniBand per GPU",
-            "network": _NVIDIA_NET,
-        },
-    },
-}
-
-#: short names accepted for the presets
-ALIASES: dict[str, str] = {
-    "a2": "ascend-910b",
-    "910b": "ascend-910b",
-    "a3": "ascend-910c",
-    "910c": "ascend-910c",
-    "a100": "a100-80g",
-    "h100": "h100-80g",
-    "h200-141g": "h200",
-    "b200-180g": "b200",
-}
+#: every built-in preset (estimator.inputs.device_presets, estimator.inputs.blackwell) and their short names
+PRESETS: dict[str, dict[str, Any]] = {**_BASE_PRESETS, **BLACKWELL_PRESETS}
+ALIASES: dict[str, str] = {**_BASE_ALIASES, **BLACKWELL_ALIASES}
 
 
 def preset_names() -> list[str]:

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
 from estimator.config.errors import ConfigError, did_you_mean
 from estimator.inputs.hardware import DeviceEfficiency, NetworkLevel
+from ndval.core.yamlsrc import CaseError, read_plain
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -80,12 +80,11 @@ class Overlay:
 def read_overlay(path: str | Path) -> Overlay:
     """The overlay file at ``path``, keys and values checked (see the module docstring)."""
     file = str(path)
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError("hardware_overlay", f"cannot read the overlay: {exc.strerror}", file=file) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError("hardware_overlay", f"not valid YAML: {exc}", file=file) from None
+    try:  # the case loader's limits: aliases, depth, a regular file (not a FIFO or /dev/zero)
+        doc = read_plain(Path(path))
+    except CaseError as exc:
+        raise ConfigError(exc.field if exc.field != "<root>" else "hardware_overlay", exc.rule, file=file,
+                          line=exc.line) from None
     if not isinstance(doc, dict) or not (isinstance(doc.get("efficiency"), dict) or isinstance(doc.get("network"), dict)):
         raise ConfigError("efficiency", "an overlay is a mapping with an 'efficiency' or a 'network' mapping", file=file)
     for key in doc:

@@ -22,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from estimator.inputs.runtime_buffer import SEED_TP_SHARDABLE_OVERHEAD_MB
 from estimator.shared.memo import derived
+from ndval.core.units import S_PER_US
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -33,8 +35,6 @@ DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 #: Adam keeps two states (first and second moment) per parameter
 ADAM_STATES = 2
 
-#: seed P1: mean TP=1 under-estimate of the reference on the scaled-down DeepSeek-V3 (MiB)
-SAPP_ND_TP_SHARDABLE_OVERHEAD_MB = 2676.0
 
 Sharding = Literal["sapp-nd", "megatron", "fsdp2"]
 
@@ -88,7 +88,7 @@ PROFILES: dict[str, Profile] = {
         logits_held_per_micro_batch=True,
         full_recompute_input_tp_sharded=True,
         comm_buffers=True,
-        tp_shardable_overhead_mb=SAPP_ND_TP_SHARDABLE_OVERHEAD_MB,
+        tp_shardable_overhead_mb=SEED_TP_SHARDABLE_OVERHEAD_MB,  # seed P1 (§4.1.2)
     ),
     "megatron": Profile(
         name="megatron",
@@ -221,6 +221,77 @@ def host_launch_cost_s(cfg: EstimatorConfig) -> float:
     the user's own stack, e.g. the analyzer's ``host_us_per_launch`` of a profile), else the profile's
     sourced value (0.0 without one)."""
     if cfg.options.host_launch_cost_us is not None:
-        return cfg.options.host_launch_cost_us * 1e-6
+        return cfg.options.host_launch_cost_us * S_PER_US
     cost = HOST_LAUNCH_COST.get(cfg.profile)
-    return 0.0 if cost is None else cost.per_launch_us * 1e-6
+    return 0.0 if cost is None else cost.per_launch_us * S_PER_US
+
+
+# --------------------------------------------------------------------------------------------
+# communication overlap switches of each framework (step-time model, estimator.perf.overlap)
+
+
+@dataclass(frozen=True)
+class OverlapFlag:
+    """One overlap switch as its framework names it: its default, the comm it hides (a PerfParts
+    name), the compute it hides under, and the source of both."""
+
+    name: str
+    default: bool
+    hides: str
+    under: str
+    source: str
+
+
+_MEGATRON_ARGS = "NVIDIA/Megatron-LM megatron/training/arguments.py"
+#: per profile: the overlap switches its framework has (``parallel.<name>``; None there = ``default``)
+OVERLAP_FLAGS: dict[str, dict[str, OverlapFlag]] = {
+    "sapp-nd": {},
+    "megatron": {
+        "overlap_grad_reduce": OverlapFlag(
+            "overlap_grad_reduce", False, "DP_COMM", "the backward of the layers still to come (last micro-batch)",
+            f"{_MEGATRON_ARGS} --overlap-grad-reduce (store_true, default off); megatron/core/distributed/"
+            "param_and_grad_buffer.py: a bucket's reduce-scatter starts when its last gradient is ready"),
+        "overlap_param_gather": OverlapFlag(
+            "overlap_param_gather", False, "DP_COMM", "the forward of the layers still to come (first micro-batch)",
+            f"{_MEGATRON_ARGS} --overlap-param-gather (default off): 'only supported with distributed optimizer', "
+            "'Must use --overlap-param-gather with --overlap-grad-reduce'; the next bucket's all-gather is "
+            "dispatched as the forward reaches the current one"),
+        "tp_comm_overlap": OverlapFlag(
+            "tp_comm_overlap", False, "MP_COMM", "the neighbouring GEMMs (QKV, output projection, FC1, FC2)",
+            f"{_MEGATRON_ARGS} --tp-comm-overlap (default off): 'Tensor parallel communication/GEMM overlap can "
+            "happen only when sequence parallelism is enabled'; Transformer Engine userbuffers split each "
+            "all-gather / reduce-scatter into tp chunks pipelined with the GEMM's chunks"),
+        "moe_shared_expert_overlap": OverlapFlag(
+            "moe_shared_expert_overlap", False, "EP_COMM", "the shared experts",
+            f"{_MEGATRON_ARGS} --moe-shared-expert-overlap (default off); megatron/core/transformer/moe/"
+            "shared_experts.py: the shared expert runs on its own stream, FC1 beside the dispatch all-to-all, "
+            "FC2 beside the combine"),
+        "overlap_moe_expert_parallel_comm": OverlapFlag(
+            "overlap_moe_expert_parallel_comm", False, "EP_COMM", "the other micro-batch's compute",
+            f"{_MEGATRON_ARGS} --overlap-moe-expert-parallel-comm (default off); megatron/core/pipeline_parallel/"
+            "combined_1f1b.py: the forward of one micro-batch and the backward of another are merged, each "
+            "one's all-to-all beside the other's compute"),
+    },
+    "fsdp2": {
+        "enable_async_tensor_parallel": OverlapFlag(
+            "enable_async_tensor_parallel", False, "MP_COMM", "the neighbouring GEMMs (micro-pipelined)",
+            "pytorch/torchtitan torchtitan/config/job_config.py parallelism.enable_async_tensor_parallel "
+            "(default false; needs compile); torch/distributed/_symmetric_memory: fused all-gather-matmul / "
+            "matmul-reduce-scatter split into tp chunks"),
+        "fsdp_prefetch": OverlapFlag(
+            "fsdp_prefetch", True, "DP_COMM", "the next block's forward / the previous block's backward",
+            "PyTorch FSDP2 fully_shard (torch/distributed/fsdp/_fully_shard): implicit prefetching - the next "
+            "block's all-gather is issued on its own stream while the current block computes, and each "
+            "block's reduce-scatter runs beside the backward of the blocks before it; always on"),
+    },
+}
+
+
+def overlap_flag_on(cfg: EstimatorConfig, name: str) -> bool:
+    """Whether overlap switch ``name`` is on for ``cfg``: ``parallel.<name>`` when set, else the
+    framework's default (False for a switch the profile's framework does not have)."""
+    flag = OVERLAP_FLAGS[cfg.profile].get(name)
+    value = getattr(cfg.parallel, name)
+    if flag is None:
+        return bool(value)
+    return flag.default if value is None else bool(value)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from estimator.inputs.derive import layer_kind, mtp_is_moe, sequence_shard
 from estimator.inputs.profiles import profile_of, resolved_bytes
+from estimator.inputs.recipes import stored_recipe
 from estimator.memory import sac
 from estimator.shared.memo import derived
 
@@ -85,18 +86,22 @@ def te_fp8_saved_inputs(cfg: EstimatorConfig) -> bool:
     return cfg.precision.fp8_linear and profile_of(cfg).name == "megatron"
 
 
-def saved_input_bytes(cfg: EstimatorConfig, te_linears: int, other_holders: bool) -> int:
+def saved_input_bytes(cfg: EstimatorConfig, te_linears: int, other_holders: bool) -> float:
     """Bytes per element kept for backward of a tensor read by ``te_linears`` TE linears and, when
     ``other_holders``, saved by some other op too (attention, the router).
 
     Without FP8 every reader saves the one tensor: B. With FP8 (:func:`te_fp8_saved_inputs`) each
     TE linear saves its own quantized copy (its own quantizer), 1 byte each, and the compute-dtype
-    tensor stays only when another op keeps it: B·[other] + te_linears.
+    tensor stays only when another op keeps it: B·[other] + te_linears (× the recipe's bytes per
+    quantized element with its block scales, :mod:`estimator.inputs.recipes`: MXFP8 1 + 1/32, NVFP4 0.5 + 1/16).
     """
     b_c = resolved_bytes(cfg).compute
     if not te_fp8_saved_inputs(cfg):
         return b_c
-    return (b_c if other_holders else 0) + te_linears * FP8_BYTES
+    recipe = stored_recipe(cfg)
+    if recipe is None or recipe.stored_bytes == FP8_BYTES:
+        return (b_c if other_holders else 0) + te_linears * FP8_BYTES
+    return (b_c if other_holders else 0) + te_linears * recipe.stored_bytes  # block scales, FP4
 
 
 def hidden_dropout_mask_bytes(cfg: EstimatorConfig) -> int:
@@ -168,7 +173,7 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     return total
 
 
-def _mlp_intermediate(T: float, ffn: int, activation: str, b_c: int, drop_act: bool, fc2_input: int) -> float:
+def _mlp_intermediate(T: float, ffn: int, activation: str, b_c: int, drop_act: bool, fc2_input: float) -> float:
     """fc1 output (2F for SwiGLU's gate and up, F otherwise) per token ·B (the activation saves it)
     and activation output F ·``fc2_input`` (saved only by fc2: :func:`saved_input_bytes`)."""
     fc1 = (2 if activation == "swiglu" else 1) * ffn

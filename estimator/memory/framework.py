@@ -50,7 +50,7 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from estimator.inputs.derive import megatron_expert_tp, mtp_is_moe
+from estimator.inputs.derive import expert_groups, mtp_is_moe
 from estimator.inputs.params import MLP_MATRICES
 from estimator.inputs.profiles import profile_of, resolved_bytes
 from estimator.shared.arrays import is_array, where
@@ -148,7 +148,7 @@ def linear_weight_shapes(cfg: EstimatorConfig, layout: StageLayout) -> list[Weig
     if "dense" in kinds or ("mtp" in kinds and not mtp_is_moe(m)):
         shapes += _mlp_shapes(m, m.dense_ffn / t, b.params)
     if "moe" in kinds or ("mtp" in kinds and mtp_is_moe(m)):
-        shapes += _mlp_shapes(m, m.expert_ffn / megatron_expert_tp(cfg), b.params)
+        shapes += _mlp_shapes(m, m.expert_ffn / expert_groups(cfg).etp, b.params)
         if m.shared_ffn_total:
             shapes += _mlp_shapes(m, m.shared_ffn_total / t, b.params)
     if "mtp" in kinds:

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from estimator.inputs.derive import layer_ep, megatron_expert_tp
+from estimator.inputs.derive import expert_groups, layer_ep
 from estimator.inputs.params import embedding_params, head_params, layer_params, position_embedding_params
 from estimator.inputs.profiles import profile_of, resolved_bytes
 from estimator.memory import activation as act
@@ -108,7 +108,7 @@ def unsharded_layer_bytes(cfg: EstimatorConfig, index: int) -> float:
     """Bytes of layer ``index``'s weights once all-gathered (its TP/EP slice): compute dtype, or
     ``FLOAT8_BYTES`` for the linear weights (all but norms, router and routed experts) with
     ``float8_all_gather``."""
-    t, etp = cfg.parallel.tp, megatron_expert_tp(cfg)
+    t, etp = cfg.parallel.tp, expert_groups(cfg).etp
     lp = layer_params(cfg.model, index)
     count = lp.held_non_expert(t) + lp.routed / (layer_ep(cfg, index) * etp) + lp.shared / t
     compute = resolved_bytes(cfg).compute

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from estimator.inputs.derive import layer_kind, layer_kind_groups
 from estimator.inputs.profiles import profile_of, tp_shardable_overhead_mb
+from estimator.inputs.runtime_buffer import stage_runtime_buffers_mb
 from estimator.memory import activation as act
 from estimator.memory import buffers, framework, fsdp2, sac
 from estimator.memory.schedule import in_flight
@@ -26,7 +27,7 @@ from estimator.memory.static import (
     head_static,
     layer_static,
 )
-from estimator.shared.arrays import is_array, where
+from estimator.shared.arrays import is_array
 from ndval.core.units import BYTES_PER_MIB
 
 if TYPE_CHECKING:
@@ -368,9 +369,8 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any]
     bwd = fixed.backward
     dynamic = activations + comm + bwd
     opts = cfg.options
-    on_stage = dynamic > 0  # the buffers count only on a stage with dynamic memory (arrays too: estimator.shared.arrays)
-    safety = where(on_stage, opts.safety_buffer_mb / (p.tp if opts.tp_scaled_buffers else 1), 0.0)
-    overhead = where(on_stage, tp_shardable_overhead_mb(cfg) / p.tp, 0.0)
+    safety, overhead = stage_runtime_buffers_mb(dynamic > 0, opts.safety_buffer_mb, tp_shardable_overhead_mb(cfg),
+                                                p.tp, tp_scaled=opts.tp_scaled_buffers)  # P1
     totals = fixed.totals
     components = {
         "params": totals.params / BYTES_PER_MIB,

@@ -18,12 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.inputs.derive import (
-    expert_data_parallel,
-    layer_ep,
-    megatron_expert_tp,
-    shard_factors,
-)
+from estimator.inputs.adapters import Adapter, adapter_of, layer_adapter_params
+from estimator.inputs.derive import expert_groups, layer_ep, shard_factors
 from estimator.inputs.params import (
     LayerParams,
     embedding_params,
@@ -32,6 +28,7 @@ from estimator.inputs.params import (
     position_embedding_params,
 )
 from estimator.inputs.profiles import ADAM_STATES, ResolvedBytes, profile_of, resolved_bytes
+from estimator.inputs.recipes import stored_recipe
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -112,14 +109,19 @@ def _dp_shard(cfg: EstimatorConfig) -> int:
 
 
 def _edp_shard(cfg: EstimatorConfig) -> int:
-    return expert_data_parallel(cfg) if cfg.parallel.distributed_optimizer else 1
+    return expert_groups(cfg).edp if cfg.parallel.distributed_optimizer else 1
 
 
 def fp8_weight_cache(cfg: EstimatorConfig, linear_weights: float) -> StaticBytes:
-    """TE's cached FP8 weight copies for ``linear_weights`` held elements (0 without FP8)."""
+    """TE's cached quantized weight copies for ``linear_weights`` held elements (0 without FP8): row-wise and
+    column-wise, each data + block scales of the recipe (:mod:`estimator.inputs.recipes`: 2 B per-tensor
+    FP8, 2·(1 + 1/32) MXFP8, 2·(0.5 + 1/16) NVFP4)."""
     if not cfg.precision.fp8_linear:
         return StaticBytes()
-    return StaticBytes(params=linear_weights * FP8_WEIGHT_CACHE_BYTES)
+    recipe = stored_recipe(cfg)
+    if recipe is None or recipe.stored_bytes * recipe.copies == FP8_WEIGHT_CACHE_BYTES:
+        return StaticBytes(params=linear_weights * FP8_WEIGHT_CACHE_BYTES)
+    return StaticBytes(params=linear_weights * recipe.copies * recipe.stored_bytes)  # block scales, FP4
 
 
 def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> StaticBreakdown:
@@ -130,7 +132,7 @@ def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Sta
     b, t = resolved_bytes(cfg), cfg.parallel.tp
     held_non_exp = lp.held_non_expert(t)
     linear_non_exp = (lp.non_expert - lp.replicated) / t + lp.mla_replicated
-    etp = megatron_expert_tp(cfg)
+    etp = expert_groups(cfg).etp
     routed, shared = lp.routed / (ep * etp), lp.shared / t
     return StaticBreakdown(
         non_expert=_per_param(held_non_exp, b, _dp_shard(cfg), 1, 1) + fp8_weight_cache(cfg, linear_non_exp),
@@ -142,9 +144,9 @@ def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Sta
 def fsdp2_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> StaticBreakdown:
     """FSDP2: params, grads and optimizer states all sharded (16 B / shard degree with fp32 Adam)."""
     b, t = resolved_bytes(cfg), cfg.parallel.tp
-    d, e = cfg.parallel.dp * cfg.parallel.cp, expert_data_parallel(cfg)
+    groups = expert_groups(cfg)
+    d, e, etp = cfg.parallel.dp * cfg.parallel.cp, groups.edp, groups.etp
     held_non_exp = lp.held_non_expert(t)
-    etp = megatron_expert_tp(cfg)
     return StaticBreakdown(
         non_expert=_per_param(held_non_exp, b, d, d, d),
         routed=_per_param(lp.routed / (ep * etp), b, e, e, e),
@@ -156,12 +158,49 @@ _LAYER_STATIC = {"sapp-nd": sapp_layer_static, "megatron": megatron_layer_static
 
 
 def layer_static(cfg: EstimatorConfig, index: int) -> StaticBreakdown:
-    """Static bytes of layer ``index`` on its rank under the config's profile."""
+    """Static bytes of layer ``index`` on its rank under the config's profile (with an adapter: the
+    frozen base weights' params and the adapters' full bytes, :func:`adapter_layer_static`)."""
     lp = layer_params(cfg.model, index)
-    return _LAYER_STATIC[profile_of(cfg).sharding](cfg, lp, layer_ep(cfg, index))
+    base = _LAYER_STATIC[profile_of(cfg).sharding](cfg, lp, layer_ep(cfg, index))
+    adapter = adapter_of(cfg)
+    return base if adapter is None else adapter_layer_static(cfg, index, base, adapter)
+
+
+def frozen(held: StaticBytes) -> StaticBytes:
+    """A frozen weight's bytes: its parameters (and cached casts) only, no gradient, no optimizer state."""
+    return StaticBytes(params=held.params)
+
+
+def adapter_layer_static(cfg: EstimatorConfig, index: int, base: StaticBreakdown, adapter: Adapter) -> StaticBreakdown:
+    """LoRA (:mod:`estimator.inputs.adapters`): every base weight of the layer frozen, the adapters
+    trained with the profile's bytes per parameter (Megatron: 2 + 4 held, 12 over DP with the distributed
+    optimizer; FSDP2 and the reference: all over dp·cp)."""
+    p, b = cfg.parallel, resolved_bytes(cfg)
+    ep = layer_ep(cfg, index)
+    moe = layer_params(cfg.model, index).routed > 0
+    dense, routed = layer_adapter_params(cfg.model, adapter, moe, p.tp, cfg.model.num_experts / ep if moe else 0.0)
+    if profile_of(cfg).sharding == "megatron":
+        trained_dense, trained_routed = _per_param(dense, b, _dp_shard(cfg), 1, 1), _per_param(routed, b, _edp_shard(cfg), 1, 1)
+    else:
+        d, e = p.dp * p.cp, expert_groups(cfg).edp
+        trained_dense, trained_routed = _per_param(dense, b, d, d, d), _per_param(routed, b, e, e, e)
+    return StaticBreakdown(non_expert=frozen(base.non_expert) + trained_dense,
+                           routed=frozen(base.routed) + trained_routed, shared=frozen(base.shared))
 
 
 def embedding_static(cfg: EstimatorConfig) -> StaticBytes:
+    """:func:`_embedding_static`, frozen under an adapter."""
+    held = _embedding_static(cfg)
+    return held if adapter_of(cfg) is None else frozen(held)
+
+
+def head_static(cfg: EstimatorConfig) -> StaticBytes:
+    """:func:`_head_static`, frozen under an adapter."""
+    held = _head_static(cfg)
+    return held if adapter_of(cfg) is None else frozen(held)
+
+
+def _embedding_static(cfg: EstimatorConfig) -> StaticBytes:
     """Embedding (first stage). Reference: h·v·{B_p, 2B_os, B_g}/(shard_embed·cp) with shard_embed = t·d.
     Megatron: vocab-parallel V·h/t, learned positions replicated; FSDP2: all over dp·cp."""
     m, p, b = cfg.model, cfg.parallel, resolved_bytes(cfg)
@@ -178,7 +217,7 @@ def embedding_static(cfg: EstimatorConfig) -> StaticBytes:
     return _per_param(held, b, d, d, d)
 
 
-def head_static(cfg: EstimatorConfig) -> StaticBytes:
+def _head_static(cfg: EstimatorConfig) -> StaticBytes:
     """Output head + final norm (last stage). Reference: (h·v)·B/S_ne_partial, grads /S_grad_ne."""
     m, p, b = cfg.model, cfg.parallel, resolved_bytes(cfg)
     count = head_params(m)

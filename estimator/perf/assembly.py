@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from estimator.perf import comm, network, pipeline
+from estimator.perf import comm, network, overlap, pipeline
 from estimator.perf.context import Ctx, config_context, context
 from estimator.perf.report import MB_PARTS, PERF_PARTS, PerfReport
 from estimator.perf.stage import StageCost, stage_costs
 from estimator.shared.arrays import ARRAY, any_true, divide_or_nan, pick, where
+from ndval.core.units import FLOPS_PER_TFLOPS
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -162,7 +163,7 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
         warnings.append("EP_COMM left in bytes (convert_ep_comm_to_time: false): TOTAL mixes bytes and seconds")
     tokens = m * cfg.train.micro_batch_size * cfg.train.seq_length * p.dp
     model_flops = sum(3.0 * s.fw_flops for s in stages) * m * p.tp * p.cp * p.dp
-    peak = cfg.hardware.peak_tflops[cfg.precision.compute] * 1e12
+    peak = cfg.hardware.peak_tflops[cfg.precision.compute] * FLOPS_PER_TFLOPS
     return PerfReport(
         perf_parts=perf,
         real_parts=real,
@@ -178,4 +179,5 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
         pipeline_s=st.pipeline,
         work_bound_s=st.work_bound,
         warnings=warnings,
+        overlap=overlap.report_overlap(stages, st.straggler_stage, m),
     )

@@ -22,6 +22,7 @@ from estimator.inputs.profiles import DTYPE_BYTES, host_launch_cost_s, profile_o
 from estimator.perf import comm, compute, network
 from estimator.shared.arrays import as_float
 from estimator.shared.memo import derived, pricing_key, shared_value
+from ndval.core.units import FLOPS_PER_TFLOPS
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -61,7 +62,7 @@ def reference_comm_weight(hidden: int, ffn: int, seq: int) -> float:
 def context(cfg: EstimatorConfig) -> Ctx:
     """The :class:`Ctx` of ``cfg``; a precision the hardware has no peak for is a ``ConfigError``."""
     p, m, prof = cfg.parallel, cfg.model, profile_of(cfg)
-    degrees = derive.expert_degrees(p.dp, p.tp, p.cp, p.ep, p.etp)
+    groups = derive.expert_groups(cfg)
     peak = cfg.hardware.peak_tflops.get(cfg.precision.compute)
     if peak is None:
         raise ConfigError("precision.compute", f"hardware {cfg.hardware.name!r} has no peak_tflops for "
@@ -72,13 +73,13 @@ def context(cfg: EstimatorConfig) -> Ctx:
         tokens=as_float(cfg.train.micro_batch_size * cfg.train.seq_length),
         seq=cfg.train.seq_length,
         tp=p.tp, cp=p.cp, dp=p.dp, pp=p.pp, ep=p.ep,
-        t_exp=degrees.t_exp,
-        edp=derive.expert_data_parallel(cfg),
+        t_exp=groups.etp,
+        edp=groups.edp,
         sp=p.sequence_parallel and p.tp > 1,
         b_compute=DTYPE_BYTES[cfg.precision.compute],
         b_param=DTYPE_BYTES[cfg.precision.params or prof.params_dtype],
         b_grad=DTYPE_BYTES[cfg.precision.grads or prof.grads_dtype],
-        peak_flops=peak * 1e12 * cfg.options.compute_efficiency,
+        peak_flops=peak * FLOPS_PER_TFLOPS * cfg.options.compute_efficiency,
         levels=derived(cfg.hardware, "levels", lambda: tuple(cfg.hardware.levels)),  # one tuple per (frozen) hardware
         score=cfg.options.perf_mode == "score",
         comm_weight=reference_comm_weight(m.hidden_size, ffn, cfg.train.seq_length),

@@ -40,6 +40,8 @@ from estimator.shared.arrays import as_float, maximum
 
 if TYPE_CHECKING:
     from estimator.config.schema import ModelConfig
+    from estimator.inputs.adapters import Adapter
+    from estimator.perf.lowp import LowpGemms
 
 #: device operator classes the roofline prices (the analyzer's kernel-class names for the same work)
 OP_CLASSES = ("gemm", "attention", "elementwise", "optimizer")
@@ -63,7 +65,10 @@ class Op:
     bw_bytes: float
     bw_kernels: float
     count: float = 1.0
-    variant: str = ""  # "grouped": a MoE layer's routed-expert GEMM; "permute": its token (un)permute
+    variant: str = ""  # "grouped": a MoE layer's routed-expert GEMM; "permute": its token (un)permute;
+    # "@fp8" / "@fp4" suffix: a GEMM on the low-precision tensor cores (estimator.perf.lowp)
+    shape: tuple[float, float, float] | None = None  # a GEMM's (m, k, n)
+    peak_scale: float = 1.0  # its peak over the compute dtype's (the low-precision recipe's, estimator.perf.lowp)
 
 
 def gemm(name: str, modules: tuple[str, ...], m: float, k: float, n: float, b: int, count: float = 1.0,
@@ -71,7 +76,7 @@ def gemm(name: str, modules: tuple[str, ...], m: float, k: float, n: float, b: i
     """``[m, k] @ [k, n]`` in a ``b``-byte dtype; backward = two GEMMs of the same size."""
     flops = compute.matmul_flops(m, k, n)
     moved = (m * k + k * n + m * n) * b
-    return Op(name, "gemm", modules, flops, moved, 1.0, 2.0 * flops, 2.0 * moved, 2.0, count, variant)
+    return Op(name, "gemm", modules, flops, moved, 1.0, 2.0 * flops, 2.0 * moved, 2.0, count, variant, (m, k, n))
 
 
 def elementwise(name: str, modules: tuple[str, ...], moved: float, kernels: float = 1.0,
@@ -95,6 +100,8 @@ class LayerDims:
     flash: bool
     ring_blocks: int  # core-attention kernels per layer with a CP ring (cp), else 1
     imbalance: float  # busiest EP rank's routed load / mean
+    lowp: LowpGemms | None = None  # the linear layers' low-precision recipe (estimator.perf.lowp)
+    adapter: Adapter | None = None  # adapter fine-tuning (estimator.inputs.adapters)
 
 
 def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:

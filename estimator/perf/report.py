@@ -34,6 +34,10 @@ class PerfReport:
     pipeline_s: float
     work_bound_s: float
     warnings: list[str] = field(default_factory=list)
+    #: per comm part of the straggler stage: seconds per step the overlap mechanisms hide and leave
+    #: exposed (``{"DP_COMM": {"hidden_s": .., "exposed_s": ..}, ...}``, :mod:`estimator.perf.overlap`);
+    #: empty when nothing hides
+    overlap: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -66,6 +70,10 @@ def format_perf_table(report: PerfReport) -> str:
         "",
         tabulate(real, headers=["RealPart", f"[{u}/step]", "% of TOTAL"], floatfmt=".4g"),
     ]
+    if report.overlap:
+        hid = [[k, v["hidden_s"], v["exposed_s"]] for k, v in report.overlap.items()]
+        lines += ["", tabulate(hid, headers=["overlap (straggler)", f"hidden [{u}/step]", f"exposed [{u}/step]"],
+                               floatfmt=".4g")]
     if any(st.by_class for st in report.stages):
         lines += ["", format_class_table(report)]
     if report.mode == "time":

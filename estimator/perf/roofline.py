@@ -26,17 +26,18 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from estimator.inputs import derive
+from estimator.inputs.adapters import adapter_of
+from estimator.perf import lowp
 from estimator.perf import operators as ops_
 from estimator.perf.layers import is_moe_layer, stage_groups
 from estimator.shared.arrays import ARRAY, is_array, maximum, unique_rows, where
+from ndval.core.units import BYTES_PER_GB, BYTES_PER_MEGABYTE, FLOPS_PER_GFLOP, S_PER_US
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
     from estimator.inputs.hardware import DeviceEfficiency
     from estimator.perf.context import Ctx
 
-BYTES_PER_MB = 1e6
-FLOPS_PER_GFLOP = 1e9
 
 
 def roofline_active(cfg: EstimatorConfig) -> bool:
@@ -46,26 +47,31 @@ def roofline_active(cfg: EstimatorConfig) -> bool:
 
 
 def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, backward: bool,
-                   eff: DeviceEfficiency, peak_flops: float, variant: str = "") -> float:
+                   eff: DeviceEfficiency, peak_flops: float, variant: str = "", peak_scale: float = 1.0) -> float:
     """Seconds of ``kernels`` equal kernels doing ``flops`` and moving ``moved`` bytes in all (roofline).
 
     A ``grouped`` GEMM (MoE routed experts) takes ``eff.grouped_matmul`` and a ``permute`` operator
-    ``eff.permute_memory_fwd`` / ``_bwd`` when the hardware has them (else the matmul / memory tables)."""
+    ``eff.permute_memory_fwd`` / ``_bwd`` when the hardware has them (else the matmul / memory tables).
+    A low-precision GEMM (variant ``…@fp8`` / ``…@fp4``, :mod:`estimator.perf.lowp`) runs at
+    ``peak_flops·peak_scale`` with ``eff.fp8_matmul`` / ``fp4_matmul`` where given."""
     per_kernel = maximum(kernels, 1.0)
     compute_s = 0.0
     if type(flops) is ARRAY or flops:  # (arrays of layouts: rows with 0 FLOPs price 0)
+        base, _, low = variant.partition("@")
         if op_class == "attention":
             e = eff.attention_bwd if backward else eff.attention_fwd
-        elif variant == "grouped" and eff.grouped_matmul is not None:
+        elif low and eff.low_precision_matmul(low) is not None:
+            e = cast(float, eff.low_precision_matmul(low))
+        elif base == "grouped" and eff.grouped_matmul is not None:
             e = eff.grouped_matmul
         else:
             e = eff.matmul_eff(flops / per_kernel / FLOPS_PER_GFLOP)
-        compute_s = flops / (peak_flops * e)
+        compute_s = flops / (peak_flops * peak_scale * e) if low else flops / (peak_flops * e)
     memory_s = 0.0
     if type(moved) is ARRAY or moved:
         permute = eff.permute_memory_bwd if backward else eff.permute_memory_fwd
-        share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MB)
-        memory_s = moved / (eff.hbm_gb_s * 1e9 * share) + kernels * eff.kernel_latency_us * 1e-6
+        share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MEGABYTE)
+        memory_s = moved / (eff.hbm_gb_s * BYTES_PER_GB * share) + kernels * eff.kernel_latency_us * S_PER_US
         if type(moved) is ARRAY:  # rows moving nothing price no memory term (the scalar ``if``)
             memory_s = where(moved != 0, memory_s, 0.0)
     return maximum(compute_s, memory_s)
@@ -75,8 +81,9 @@ def op_pass_s(op: ops_.Op, backward: bool, eff: DeviceEfficiency, peak_flops: fl
     """Seconds of one pass (forward or backward) of ``op`` and its ``count`` copies."""
     if backward:
         return op.count * kernel_group_s(op.bw_flops, op.bw_bytes, op.bw_kernels, op.op_class, True, eff, peak_flops,
-                                         op.variant)
-    return op.count * kernel_group_s(op.flops, op.bytes, op.kernels, op.op_class, False, eff, peak_flops, op.variant)
+                                         op.variant, op.peak_scale)
+    return op.count * kernel_group_s(op.flops, op.bytes, op.kernels, op.op_class, False, eff, peak_flops, op.variant,
+                                     op.peak_scale)
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,7 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
     return ops_.LayerDims(
         tokens=local, norm_tokens=local / where(ctx.sp, ctx.tp, 1), batch=ctx.tokens / ctx.seq, seq=ctx.seq,
         tp=ctx.tp, cp=ctx.cp, b=ctx.b_compute, flash=cfg.train.flash_attention, ring_blocks=ring,
-        imbalance=ctx.expert_imbalance,
+        imbalance=ctx.expert_imbalance, lowp=lowp.lowp_of(cfg, cfg.num_micro_batches), adapter=adapter_of(cfg),
     )
 
 
@@ -109,9 +116,11 @@ def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: 
     moe = is_moe_layer(m, index)
     ep = derive.layer_ep(cfg, index) if layer_ep is None else layer_ep
     local = maximum(1, m.num_experts // maximum(1, ep)) if moe else 0
-    out = ops_.attention_ops(m, dims) + ops_.mlp_ops(m, dims, moe, local)
+    out = lowp.lowp_ops(ops_.attention_ops(m, dims) + ops_.mlp_ops(m, dims, moe, local), dims.lowp, dims.b)
     if derive.layer_kind(m, index) == "mtp":
         out += ops_.mtp_extra_ops(m, dims)
+    if dims.adapter is not None:
+        out = lowp.frozen_ops(out, dims.adapter.gemms, dims.adapter.rank, dims.b)
     return out
 
 
@@ -160,10 +169,11 @@ def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: fr
     fw, bw, rec = (np.empty((len(ops), *shape)) for _ in range(3))
     for (op_class, variant), at in kinds.items():
         col = {f: _stacked([getattr(ops[i], f) for i in at], shape) for f in _OP_NUMBERS}
+        scale = ops[at[0]].peak_scale  # (one recipe per config: every op of a variant has its scale)
         fw[at] = col["count"] * kernel_group_s(*_numbers(col, "flops", "bytes", "kernels"), op_class, False, eff,
-                                               peak, variant) * derate
+                                               peak, variant, scale) * derate
         bw[at] = col["count"] * kernel_group_s(*_numbers(col, "bw_flops", "bw_bytes", "bw_kernels"), op_class, True,
-                                               eff, peak, variant) * derate
+                                               eff, peak, variant, scale) * derate
         again = np.array([layer and _recomputed(ops[i], mode, modules) for i in at]).reshape(-1, *([1] * len(shape)))
         rec[at] = np.where(again, fw[at], 0.0)
     each = fw + bw + rec
@@ -252,6 +262,8 @@ def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_gra
     configs like :func:`_layer_seconds` (no recompute: the mode does not enter)."""
     def price(d: ops_.LayerDims) -> GroupSeconds:
         ops = ops_.head_ops(cfg.model, d) if head else ops_.embedding_ops(cfg.model, d, b_grad)
+        if d.adapter is not None:  # the frozen output layer: no weight gradient
+            ops = lowp.frozen_ops(ops, frozenset(), d.adapter.rank, d.b)
         return ops_seconds(ops, False, "none", frozenset(), eff, peak, derate)
 
     if is_array(*_dims_arrays(dims)):  # arrays of layouts
@@ -278,7 +290,7 @@ _EFFICIENCY_KEYS: dict[int, tuple[DeviceEfficiency, tuple[object, ...]]] = {}
 def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
     return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
             tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.grouped_matmul, eff.permute_memory_fwd,
-            eff.permute_memory_bwd)
+            eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul)
 
 
 def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, optimizer_ops: list[ops_.Op],

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from estimator.inputs import derive, params
+from estimator.inputs.adapters import adapter_of, layer_adapter_params
 from estimator.inputs.profiles import resolved_bytes
-from estimator.perf import comm, compute, kernels, layers, operators, roofline
+from estimator.inputs.recipes import stored_recipe
+from estimator.perf import comm, compute, graphs, kernels, layers, operators, overlap, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
 from estimator.shared.memo import config_memo, kept_property, pricing_key, pricing_memo, shared_value
@@ -72,6 +74,12 @@ class StageCost:
     kernels_rec: float = 0.0
     optimizer: float = 0.0  # per step: the optimizer step over the local shard (operator roofline only)
     by_class: dict[str, float] = field(default_factory=dict)  # device seconds per micro-batch per operator class
+    #: comm seconds the overlap mechanisms hide (:mod:`estimator.perf.overlap`); ``mp/ep/cp/dp_comm`` are
+    #: what stays exposed. All 0 with the mechanisms off.
+    tp_hidden: float = 0.0
+    ep_hidden: float = 0.0
+    cp_hidden: float = 0.0
+    dp_hidden: float = 0.0
 
     def pass_comm(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
         """(forward, backward, recompute) share of the stage's TP + EP + CP comm per micro-batch
@@ -189,7 +197,8 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         blocks = where(ctx.t_exp == 1, 1, 2) if lc.moe else 2
         if ctx.host_launch_s:
             if ("kernels", kind_key) not in memo:
-                memo["kernels", kind_key] = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
+                eager = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
+                memo["kernels", kind_key] = graphs.layer_launches(graphs.graph_mode(cfg), eager)
             launches += memo["kernels", kind_key].scaled(n)
         tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), calls["tp"] * n)
         cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n)
@@ -202,11 +211,12 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         head = compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab) / (ctx.tp * ctx.cp)
         fw, bw = fw + head, bw + compute.BACKWARD_TO_FORWARD_RATIO * head
     if ctx.host_launch_s:
+        graphed = graphs.graph_mode(cfg)
         if layout.has_embedding:
-            launches += kernels.embedding_pass_kernels(m.position_embedding == "learned")
+            launches += graphs.extra_launches(graphed, kernels.embedding_pass_kernels(m.position_embedding == "learned"))
         if layout.has_head:
-            launches += kernels.head_pass_kernels(ctx.tp)
-    held = stage_params(cfg, ctx, layout)
+            launches += graphs.extra_launches(graphed, kernels.head_pass_kernels(ctx.tp))
+    held = trained_params(cfg, ctx, layout, stage_params(cfg, ctx, layout))
     dp_cs, dp_stride_exp, dp_cs_exp = dp_collectives(cfg, ctx, layout, held)
     timed = [compute_value(ctx, fw), compute_value(ctx, bw), compute_value(ctx, rec)]
     optimizer, by_class = 0.0, {}
@@ -220,12 +230,18 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         "cp": comm_value(cfg, ctx, cp_cs, ctx.tp, "cp"),
         "dp": comm_value(cfg, ctx, dp_cs, ctx.tp, "dp") + comm_value(cfg, ctx, dp_cs_exp, dp_stride_exp, "dp"),
     }
+    host = [launches.forward * ctx.host_launch_s, launches.backward * ctx.host_launch_s,
+            launches.recompute * ctx.host_launch_s]
+    passes = [maximum(t, h) for t, h in zip(timed, host, strict=True)] if ctx.host_launch_s else timed
+    hidden = _hidden(cfg, ctx, layout, values, passes, held, [(dp_cs, ctx.tp), (dp_cs_exp, dp_stride_exp)])
     return StageCost(
         stage=layout.stage,
         fw_compute=timed[0],
         bw_compute=timed[1],
         recompute=timed[2],
-        mp_comm=values["tp"], ep_comm=values["ep"], cp_comm=values["cp"], dp_comm=values["dp"],
+        mp_comm=values["tp"] - hidden["tp"], ep_comm=values["ep"] - hidden["ep"], cp_comm=values["cp"] - hidden["cp"],
+        dp_comm=values["dp"] - hidden["dp"],
+        tp_hidden=hidden["tp"], ep_hidden=hidden["ep"], cp_hidden=hidden["cp"], dp_hidden=hidden["dp"],
         ep=stage_ep,
         fw_flops=fw,
         cp_dim=cp_dim,
@@ -233,13 +249,34 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         ep_bytes=sum(map(comm.wire_bytes, ep_cs)),
         cp_bytes=sum(map(comm.wire_bytes, cp_cs)),
         dp_bytes=sum(map(comm.wire_bytes, dp_cs + dp_cs_exp)),
-        host_fw=launches.forward * ctx.host_launch_s,
-        host_bw=launches.backward * ctx.host_launch_s,
-        host_rec=launches.recompute * ctx.host_launch_s,
+        host_fw=host[0], host_bw=host[1], host_rec=host[2],
         full_recompute=full,
         kernels_fw=launches.forward, kernels_bw=launches.backward, kernels_rec=launches.recompute,
         optimizer=optimizer, by_class=by_class,
     )
+
+
+_NOTHING_HIDDEN = {"tp": 0.0, "ep": 0.0, "cp": 0.0, "dp": 0.0}
+
+
+def _hidden(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, values: dict[str, float],
+            passes: list[float], held: tuple[float, float], dp_groups: list[tuple[list[comm.Collective], int]],
+            ) -> dict[str, float]:
+    """Comm seconds per dimension the overlap mechanisms hide (:mod:`estimator.perf.overlap`): the
+    collective's seconds less what stays exposed, never below 0; all 0 with the mechanisms off.
+    ``passes``: the stage's forward, backward and recompute seconds, each at least its host launch
+    time (a host-bound pass lasts that long, and per-step DP traffic can hide under all of it)."""
+    if not overlap.any_active(cfg, ctx):
+        return _NOTHING_HIDDEN
+    w = overlap.windows(cfg, ctx, layout, passes)
+    exposed = {
+        "tp": overlap.exposed_tp(cfg, ctx, values["tp"], w),
+        "ep": overlap.exposed_ep(cfg, values["ep"], w) if overlap.ep_active(cfg) else values["ep"],
+        "cp": overlap.exposed_cp(cfg, ctx, values["cp"], w),
+        "dp": (overlap.exposed_dp(cfg, ctx, dp_groups, overlap.dp_pieces(cfg, ctx, layout, held), w)
+               if overlap.dp_overlap_active(cfg) else values["dp"]),
+    }
+    return {dim: maximum(0.0, values[dim] - exposed[dim]) for dim in values}
 
 
 def _per_layer_traffic(cfg: EstimatorConfig, ctx: Ctx) -> tuple[float, float, str, list[comm.Collective]]:
@@ -277,6 +314,22 @@ def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> 
     return dense, routed
 
 
+def trained_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
+                   held: tuple[float, float]) -> tuple[float, float]:
+    """The parameters of the stage that train (gradients reduced over DP, updated by the optimizer):
+    ``held`` (:func:`stage_params`), or with an adapter the adapters' only (:mod:`estimator.inputs.adapters`)."""
+    adapter = adapter_of(cfg)
+    if adapter is None:
+        return held
+    dense = routed = 0.0
+    for index, n in layers.stage_groups(cfg, layout):
+        moe = layers.is_moe_layer(cfg.model, index)
+        local = cfg.model.num_experts / derive.layer_ep(cfg, index) if moe else 0.0
+        d, r = layer_adapter_params(cfg.model, adapter, moe, ctx.tp, local)
+        dense, routed = dense + n * d, routed + n * r
+    return dense, routed
+
+
 def optimizer_ops(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
                   held: tuple[float, float] | None = None) -> list[operators.Op]:
     """The optimizer step of one device: Adam over its shard (``/(dp·cp)`` non-expert, ``/edp`` routed with
@@ -304,9 +357,23 @@ def dp_collectives(
     """
     dense, routed = held or stage_params(cfg, ctx, layout)
     dist = cfg.parallel.distributed_optimizer
-    non_exp = comm.dp_step_collectives(dense, ctx.b_grad, ctx.b_param, ctx.dp * ctx.cp, dist)
-    exp = comm.dp_step_collectives(routed, ctx.b_grad, ctx.b_param, ctx.edp, dist)
+    b_gather = gather_bytes(cfg, ctx.b_param)
+    non_exp = comm.dp_step_collectives(dense, ctx.b_grad, b_gather, ctx.dp * ctx.cp, dist)
+    exp = comm.dp_step_collectives(routed, ctx.b_grad, b_gather, ctx.edp, dist)
     return non_exp, ctx.t_exp * ctx.ep, exp
+
+
+def gather_bytes(cfg: EstimatorConfig, b_param: int) -> float:
+    """Bytes per parameter of the DP parameter all-gather: the recipe's quantized bytes
+    (:class:`estimator.inputs.recipes.LinearRecipe` ``stored_bytes``) when the parameters are gathered
+    quantized — Megatron ``precision.fp8_param_gather``, or FSDP2's float8 all-gather
+    (``precision.fsdp_float8_all_gather`` with dp > 1, torchtitan: 1 B instead of the bf16 2 B) —, else
+    ``b_param``. (All the gathered parameters counted as linear weights: the norms are < 0.1 %.)
+    ``options.low_precision_gemms: false`` keeps ``b_param`` (the model before recipes)."""
+    pr = cfg.precision
+    recipe = stored_recipe(cfg)
+    quantized = pr.fp8_param_gather or (pr.fsdp_float8_all_gather and cfg.parallel.dp > 1)
+    return recipe.stored_bytes if recipe is not None and quantized else b_param
 
 
 def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]:

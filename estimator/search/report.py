@@ -12,6 +12,7 @@ from tabulate import tabulate
 
 from estimator.search.evaluate import Candidate
 from estimator.search.run import SearchResult
+from ndval.core.units import MIB_PER_GIB
 
 #: overrides every layout carries that the tables need not repeat
 _IMPLIED = ("hardware.devices",)
@@ -33,7 +34,7 @@ def layout_text(c: Candidate) -> str:
 
 
 def candidate_rows(cands: Sequence[Candidate]) -> list[list[Any]]:
-    return [[i + 1, layout_text(c), c.split, c.peak_mb / 1024, c.total_s, c.tokens_per_s, c.mfu]
+    return [[i + 1, layout_text(c), c.split, c.peak_mb / MIB_PER_GIB, c.total_s, c.tokens_per_s, c.mfu]
             for i, c in enumerate(cands)]
 
 
@@ -65,8 +66,8 @@ def format_result(result: SearchResult, top: int | None = None) -> str:
 def _points(result: SearchResult) -> list[tuple[float, float]]:
     """(step s, peak GiB) of every feasible layout kept: all rows when kept, else top K + front."""
     if result.rows:
-        return [(r["total_s"], r["peak_mb"] / 1024) for r in result.rows if r.get("feasible")]
-    return [(c.total_s, c.peak_mb / 1024) for c in {c.key(): c for c in [*result.ranked, *result.pareto]}.values()]
+        return [(r["total_s"], r["peak_mb"] / MIB_PER_GIB) for r in result.rows if r.get("feasible")]
+    return [(c.total_s, c.peak_mb / MIB_PER_GIB) for c in {c.key(): c for c in [*result.ranked, *result.pareto]}.values()]
 
 
 def pareto_figure(result: SearchResult) -> Any:
@@ -84,11 +85,11 @@ def pareto_figure(result: SearchResult) -> Any:
         ax.scatter(xs, ys, s=8, alpha=0.4, color="0.55", label="feasible layouts")
     top = result.ranked
     if top:
-        ax.scatter([c.total_s for c in top], [c.peak_mb / 1024 for c in top], s=24, marker="o",
+        ax.scatter([c.total_s for c in top], [c.peak_mb / MIB_PER_GIB for c in top], s=24, marker="o",
                    facecolors="none", edgecolors="tab:blue", label=f"top {len(top)} ({result.partial.objective})")
     front = result.pareto
     if front:
-        ax.step([c.total_s for c in front], [c.peak_mb / 1024 for c in front], where="post",
+        ax.step([c.total_s for c in front], [c.peak_mb / MIB_PER_GIB for c in front], where="post",
                 color="tab:red", marker="s", ms=4, label="Pareto front")
     ax.set_xlabel("estimated step time [s]")
     ax.set_ylabel("estimated peak memory [GiB]")

@@ -25,11 +25,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from estimator.config.errors import did_you_mean
 from estimator.config.schema import EstimatorConfig
 from estimator.config.sections import MAX_INT
+from ndval.core.yamlsrc import CaseError, parse_text
 
 #: the pseudo-dimension for pipeline layer placement, and its values
 SPLIT_DIM = "pipeline.split"
@@ -100,10 +99,11 @@ def check_dimension(name: str) -> str:
 
 
 def _scalar(text: str) -> Any:
-    """One value as a YAML scalar (``2`` -> 2, ``true`` -> True, ``full`` -> "full")."""
+    """One value as a YAML 1.2 scalar (``2`` -> 2, ``true`` -> True, ``full`` -> "full"; ``010`` -> 10, ``yes`` and
+    ``1:0`` stay strings), under the case loader's limits."""
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
+        value = parse_text(text, "--space value", yaml12=True)
+    except CaseError:
         return text
     return text if isinstance(value, (dict, list)) or value is None else value
 

@@ -33,8 +33,14 @@ def _env() -> jinja2.Environment:
     return jinja2.Environment(loader=loader, autoescape=True, keep_trailing_newline=False)
 
 
+def md_text(text: Any) -> str:
+    """``text`` safe inside Markdown: ``&``, ``<`` and ``>`` as HTML entities, so a name taken from a profile
+    (``deviceProperties.name``, an event name) is shown as text and never becomes raw HTML in the rendered page."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return md_text(text).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], fmt: Formatter = plain) -> str:

@@ -20,3 +20,13 @@ BYTES_PER_GB = 1e9
 S_PER_US = 1e-6
 #: FLOP/s in one TFLOP/s
 FLOPS_PER_TFLOPS = 1e12
+#: bytes in one decimal megabyte (1e6), the unit of the HBM efficiency tables' kernel sizes — not a MiB,
+#: so never a ``_mb`` name
+BYTES_PER_MEGABYTE = 1e6
+#: FLOPs in one GFLOP
+FLOPS_PER_GFLOP = 1e9
+#: nanoseconds in one microsecond
+NS_PER_US = 1000.0
+#: bytes in one MiB / GiB as integers (buffer sizes, byte budgets)
+MIB_BYTES = 1 << 20
+GIB_BYTES = 1 << 30

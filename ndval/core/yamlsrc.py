@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +19,48 @@ from typing import Any
 
 import yaml
 
+from ndval.core.units import MIB_BYTES
+
 Loc = tuple[Any, ...]
 
 #: PyYAML's safe loader on libyaml when it is built in (same safe tags, ~10x faster), else the Python one
 FAST_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class Yaml12Loader(yaml.SafeLoader):
+    """The safe loader with the YAML 1.2 core schema's scalars (https://yaml.org/spec/1.2.2/#1032-tag-resolution).
+
+    PyYAML resolves YAML 1.1 scalars: ``010`` is octal 8, ``1:0`` sexagesimal 60, ``yes``/``on`` true. Here only
+    ``true``/``false`` are booleans, integers are decimal (``010`` = 10), ``0o17`` or ``0x1f``, floats have a digit
+    or ``.inf``/``.nan``, ``null``/``~``/empty is null, and everything else (``yes``, ``1:0``, dates) is a string.
+    """
+
+
+Yaml12Loader.yaml_implicit_resolvers = {}
+for _tag, _regex, _first in (
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    ("float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+     "-+0123456789."),
+    ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+):
+    Yaml12Loader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(_regex), list(_first))
+
+
+def _int12(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+    text = str(node.value)
+    base = 16 if text.startswith("0x") else 8 if text.startswith("0o") else 10
+    return int(text[2:] if base != 10 else text, base)
+
+
+def _float12(loader: yaml.SafeLoader, node: yaml.Node) -> float:
+    text = str(node.value).lower()
+    return float(text.replace(".inf", "inf").replace(".nan", "nan"))
+
+
+Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _int12)
+Yaml12Loader.add_constructor("tag:yaml.org,2002:float", _float12)
+Yaml12Loader.add_constructor("tag:yaml.org,2002:bool", lambda _l, n: str(n.value).lower() == "true")
 
 
 class CaseError(Exception):
@@ -125,7 +164,7 @@ MAX_NODES = 200_000
 MAX_DEPTH = 64
 MAX_KEY_CHARS = 200
 MAX_SCALAR_CHARS = 100_000
-MAX_FILE_BYTES = 16 * 2**20
+MAX_FILE_BYTES = 16 * MIB_BYTES
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -169,32 +208,37 @@ def _reader_line(exc: yaml.YAMLError, text: str) -> int | None:
 
 
 class _Builder:
-    def __init__(self, cases_root: Path | None) -> None:
+    def __init__(self, cases_root: Path | None, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> None:
         self.cases_root = cases_root  # None: ``ref`` keys stay plain data
         self.located = Located(data=None)
-        self._scalar = yaml.SafeLoader("")
+        self._loader = loader
+        self._scalar = loader("")
         self._nodes = 0
 
     def load(self, path: Path, loc: Loc = (), stack: tuple[str, ...] = ()) -> Any:
         file = str(path)
         self.located.files.add(file)
-        text = ""
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                raise CaseError(file, None, format_loc(loc), f"file larger than {MAX_FILE_BYTES // 2**20} MiB")
-            text = path.read_text(encoding="utf-8")
+            text = read_regular_text(path, MAX_FILE_BYTES)
+        except ValueError as exc:
+            raise CaseError(file, None, format_loc(loc), str(exc)) from None
+        except UnicodeDecodeError as exc:
+            raise CaseError(file, None, format_loc(loc), f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        except OSError as exc:
+            raise CaseError(file, None, format_loc(loc), f"cannot read: {exc}") from None
+        return self.load_text(text, file, loc, (*stack, str(path.resolve())))
+
+    def load_text(self, text: str, file: str, loc: Loc = (), stack: tuple[str, ...] = ()) -> Any:
+        """Compose and build ``text`` (named ``file`` in errors) under the limits of this module."""
+        try:
             _check_depth(text, file, loc)
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            node = yaml.compose(text, Loader=self._loader)
         except yaml.MarkedYAMLError as exc:
             raise _invalid_yaml(exc, text, file, loc) from None
         except yaml.YAMLError as exc:  # ReaderError: NUL and other characters YAML forbids
             raise CaseError(file, _reader_line(exc, text), format_loc(loc), f"invalid YAML: {str(exc).splitlines()[0]}") from None
         except RecursionError:
             raise CaseError(file, None, format_loc(loc), f"nested deeper than {MAX_DEPTH} levels") from None
-        except UnicodeDecodeError as exc:
-            raise CaseError(file, None, format_loc(loc), f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-        except OSError as exc:
-            raise CaseError(file, None, format_loc(loc), f"cannot read: {exc}") from None
         if node is None:
             return None
         self._nodes += _expanded_size(node, {})
@@ -202,7 +246,7 @@ class _Builder:
             raise CaseError(file, node.start_mark.line + 1, format_loc(loc),
                             f"more than {MAX_NODES:,} values once YAML aliases are expanded (each alias expands "
                             "once per use): refused")
-        return self._build(node, loc, file, (*stack, str(path.resolve())))
+        return self._build(node, loc, file, stack)
 
     def _key(self, k_node: yaml.Node, loc: Loc, file: str) -> Any:
         line = k_node.start_mark.line + 1
@@ -299,6 +343,34 @@ def read_located(path: Path) -> Located:
     builder = _Builder(None)
     builder.located.data = builder.load(path)
     return builder.located
+
+
+def read_regular_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """UTF-8 text of ``path``, which must be a regular file of at most ``max_bytes``: a FIFO, a device such as
+    ``/dev/zero`` or a folder is refused up front (``ValueError`` in words) instead of being read until killed."""
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        what = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+            "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise ValueError(f"is {what}, not a regular file: refused (read from a FIFO or device it would never end)")
+    with path.open("rb") as fh:
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"file larger than {max_bytes // MIB_BYTES} MiB")
+    return data.decode("utf-8")
+
+
+def parse_text(text: str, name: str = "<text>", yaml12: bool = False) -> Any:
+    """YAML ``text`` (named ``name`` in errors) under the limits and rules of :func:`read_located` (aliases,
+    depth, key/value lengths, safe tags; ``ref`` keys left as data); ``yaml12``: YAML 1.2 core scalars
+    (:class:`Yaml12Loader`). Raises ``CaseError``."""
+    builder = _Builder(None, Yaml12Loader if yaml12 else yaml.SafeLoader)
+    return builder.load_text(text, name)
+
+
+def read_plain(path: Path) -> Any:
+    """The data of the YAML file ``path`` under the limits of :func:`read_located`, positions dropped."""
+    return read_located(path).data
 
 
 def closest(name: str, candidates: Iterable[str]) -> str | None:

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ndval.core import atomic
+from ndval.core import atomic, strictjson
 from ndval.harness.options import CASES_ROOT_KEY
 from ndval.harness.plots import band_of, estimate_vs_measured_png
 from ndval.harness.results import AssertionResult
@@ -117,7 +116,7 @@ def _table_csv(table: list[dict[str, Any]]) -> str:
     writer = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
     writer.writeheader()
     for row in table:
-        writer.writerow({k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()})
+        writer.writerow({k: (strictjson.dumps(v) if isinstance(v, dict | list) else v) for k, v in row.items()})
     return buf.getvalue()
 
 
@@ -171,7 +170,7 @@ def _attach(allure: Any, item: Any, results: list[AssertionResult]) -> None:
     allure.attach(item.path.read_text(encoding="utf-8"), name=item.path.name, attachment_type=kinds.YAML)
     if item.result and item.result.table:
         allure.attach(_table_csv(item.result.table), name="estimate vs measured (table)", attachment_type=kinds.CSV)
-    allure.attach(json.dumps([r.to_dict() for r in results], indent=1, default=str), name="assertion results",
+    allure.attach(strictjson.dumps([r.to_dict() for r in results], indent=1, default=str), name="assertion results",
                   attachment_type=kinds.JSON)
     for res in results:
         d = res.to_dict()
@@ -202,10 +201,10 @@ def write_run_files(alluredir: Path, summary: dict[str, Any]) -> None:
     env |= {f"pkg.{k}": v for k, v in prov["packages"].items() if v}
     lines = [f"{k}={str(v).replace(chr(10), ' ')}" for k, v in env.items()]
     atomic.write_text(alluredir / "environment.properties", "\n".join(lines) + "\n")
-    atomic.write_text(alluredir / "categories.json", json.dumps(CATEGORIES, indent=1))
+    atomic.write_text(alluredir / "categories.json", strictjson.dumps(CATEGORIES, indent=1))
     executor = {"name": "ndval validate", "type": "ndval", "buildName": f"ndval {prov['git']['sha'][:12]}",
                 "reportName": "ndval validation"}
-    atomic.write_text(alluredir / "executor.json", json.dumps(executor, indent=1))
+    atomic.write_text(alluredir / "executor.json", strictjson.dumps(executor, indent=1))
 
 
 class AllureItems:

@@ -29,7 +29,7 @@ from ndval.core.yamlsrc import (
     format_loc,
     load_located,
 )
-from ndval.harness import paths
+from ndval.harness import golden, paths
 from ndval.harness.assertions import AssertionSpec, load_assertions
 from ndval.harness.kinds import load_kinds
 
@@ -145,9 +145,10 @@ def find_cases_root(path: Path) -> Path:
 
 
 def today() -> dt.date:
-    """Date used for waiver expiry (``NDVAL_TODAY=YYYY-MM-DD`` pins it for reproducible runs)."""
+    """Date used for waiver expiry: today in UTC, so a waiver expires at the same instant everywhere (the local
+    date made a waiver "expiring today" fail in UTC+14 and pass in UTC); ``NDVAL_TODAY=YYYY-MM-DD`` pins it."""
     pinned = os.environ.get("NDVAL_TODAY")
-    return dt.date.fromisoformat(pinned) if pinned else dt.date.today()
+    return dt.date.fromisoformat(pinned) if pinned else dt.datetime.now(dt.UTC).date()
 
 
 def _pydantic_error(exc: ValidationError, located: Located, prefix: Loc) -> CaseError:
@@ -456,3 +457,16 @@ def case_json_schema() -> dict[str, Any]:
     defs["CaseFile"] = many
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "ndval validation case file",
             "oneOf": [{"$ref": "#/$defs/Case"}, {"$ref": "#/$defs/CaseFile"}], "$defs": defs}
+
+
+def golden_uses(cases: list[LoadedCase], cases_root: Path, golden_root: Path) -> list[golden.GoldenUse]:
+    """The golden file of every item of ``cases`` that checks one (``golden_match``), with its location."""
+    return [golden.GoldenUse(golden.golden_path(golden_root, cases_root, lc.file, lc.case.id, pt.id),
+                             item_location(lc, pt.id))
+            for lc in cases if any(s.type == "golden_match" for s in lc.expect) for pt in lc.points]
+
+
+def item_location(lc: LoadedCase, point_id: str) -> str:
+    """``file:line case 'id'[point]``: where a case item is defined."""
+    return f"{lc.file}:{lc.line} case '{lc.case.id}'" + (f"[{point_id}]" if point_id else "")
+

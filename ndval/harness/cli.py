@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and friends: not an error of ours
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:  # Ctrl-C (SIGINT) in a long command: one line, the shell's code, no traceback
+        print(f"ndval {args.command}: interrupted (SIGINT); nothing more written (exit 130)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from tabulate import tabulate
 
+from ndval.core import strictjson
 from ndval.core.yamlsrc import CaseError
 from ndval.harness import golden, outcome, paths, subjects
 from ndval.harness.assertions import AssertionUsageError, EvalContext
@@ -92,6 +93,8 @@ class CaseItem(pytest.Item):
         self.loaded, self.point, self.file_sha256 = loaded, point, file_sha256
         self.funcargs: dict[str, Any] = {}
         self.result: RunResult | None = None
+        #: set at collection when another item would share this item's golden file (the item then breaks)
+        self.golden_collision: str | None = None
         self._t0 = 0.0
         case = loaded.case
         for tag in case.tags:
@@ -107,6 +110,9 @@ class CaseItem(pytest.Item):
     def setup(self) -> None:
         self._t0 = time.perf_counter()
         self._record(status="error", message="setup did not finish")
+        if self.golden_collision:
+            self._record(status="error", message=self.golden_collision)
+            raise CaseBroken(self.golden_collision)
         if self.point.unavailable:
             self._record(status="skipped", message=self.point.unavailable)
             pytest.skip(self.point.unavailable)
@@ -217,7 +223,11 @@ class CaseItem(pytest.Item):
         root = self.config.stash[CASES_ROOT_KEY](self.path)
         path = golden.golden_path(opts.golden_root(root), root, self.path, self.loaded.case.id, self.point.id)
         review = opts.reports_dir / "golden" / path.parent.relative_to(opts.golden_root(root))
-        outcome = golden.check(self.loaded.case.id, result.golden, path, review, opts.golden_mode, spec.rel, spec.abs)
+        try:
+            outcome = golden.check(self.loaded.case.id, result.golden, path, review, opts.golden_mode, spec.rel, spec.abs)
+        except golden.GoldenError as exc:  # a folder or unreadable file where the golden should be: one line
+            self._record(status="error", message=str(exc))
+            raise CaseBroken(str(exc)) from None
         self._golden = outcome
         made: AssertionResult = spec.make(
             spec.id or "golden", target=f"golden {path.name}", observed=outcome.status, expected="match", margin=None,
@@ -244,7 +254,7 @@ class CaseItem(pytest.Item):
                         "artifacts": [str(p) for p in golden_out.artifacts]} if golden_out else None),
             "duration_s": round(time.perf_counter() - self._t0, 4),
         }
-        text = json.dumps(to_builtin(record), sort_keys=True, default=str)
+        text = strictjson.dumps(to_builtin(record), sort_keys=True, default=str)
         self.user_properties[:] = [p for p in self.user_properties if p[0] != PAYLOAD_KEY]
         self.user_properties.append((PAYLOAD_KEY, text))
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import yaml
 
 from ndval.core import atomic
+from ndval.core.yamlsrc import CaseError, parse_text, read_regular_text
 from ndval.harness.results import to_builtin
 
 GOLDEN_FORMAT = 1
@@ -45,6 +46,39 @@ def golden_path(golden_root: Path, cases_root: Path, case_file: Path, case_id: s
     name = case_id + (f"__{point_id}" if point_id else "")
     name = re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
     return golden_root / folder / f"{name}.yaml"
+
+
+@dataclass(frozen=True)
+class GoldenUse:
+    """One case item's golden file and where the item is defined (for the collision message)."""
+
+    path: Path
+    where: str
+
+
+def collisions(uses: list[GoldenUse]) -> dict[str, str]:
+    """Items that would share one golden file, after the id -> file-name mapping and after case-folding (two
+    names equal on a case-insensitive file system): ``{where: message naming every location}``.
+
+    Case ``gamma`` at point ``tool: x`` and case ``gamma__toolx`` map to one ``gamma__toolx.yaml``; so do
+    points ``a b`` / ``a/b`` / ``a:b`` (each character outside ``[A-Za-z0-9_.+-]`` becomes ``_``) and
+    ``Foo`` / ``foo`` on macOS or Windows. One file for two items flip-flops: each run rewrites or fails it.
+    """
+    groups: dict[str, list[GoldenUse]] = {}
+    for use in uses:
+        groups.setdefault(use.path.as_posix().casefold(), []).append(use)
+    out: dict[str, str] = {}
+    for group in groups.values():
+        wheres = sorted({u.where for u in group})
+        if len(wheres) < 2:
+            continue
+        files = sorted({u.path.as_posix() for u in group})
+        same = "one golden file" if len(files) == 1 else "golden files equal after case-folding"
+        for w in wheres:
+            others = ", ".join(o for o in wheres if o != w)
+            out[w] = (f"golden collision: shares {same} ({' / '.join(files)}) with {others}; rename a case id or a "
+                      "matrix value so that each item has its own golden file")
+    return out
 
 
 def normalize(value: Any) -> Any:
@@ -157,8 +191,7 @@ def check(case_id: str, payload: Any, path: Path, review_dir: Path, mode: Mode, 
             return GoldenOutcome("missing", False, path, artifacts=arts, diff_text=diff)
         atomic.write_text(path, text)
         return GoldenOutcome("regenerated" if mode == "regen_all" else "updated", mode == "regen_all", path)
-    old_text = path.read_text(encoding="utf-8")
-    old = yaml.safe_load(old_text) or {}
+    old_text, old = _read_golden(path)
     if mode == "regen_all":
         if old_text != text:
             atomic.write_text(path, text)
@@ -176,6 +209,22 @@ def check(case_id: str, payload: Any, path: Path, review_dir: Path, mode: Mode, 
         atomic.write_text(path, text)
         return GoldenOutcome("updated", False, path, mismatches[:MAX_DIFF_FIELDS], arts, diff)
     return GoldenOutcome(status, False, path, mismatches[:MAX_DIFF_FIELDS], arts, diff)
+
+
+class GoldenError(ValueError):
+    """A golden file that cannot be read as one (a folder, not UTF-8, invalid YAML): the message names it."""
+
+
+def _read_golden(path: Path) -> tuple[str, dict[str, Any]]:
+    """The golden's text and mapping, read under the case loader's limits; ``GoldenError`` in one line."""
+    try:
+        text = read_regular_text(path)
+        data = parse_text(text, str(path))
+    except CaseError as exc:
+        raise GoldenError(f"golden {exc.render()}") from None
+    except (OSError, ValueError) as exc:
+        raise GoldenError(f"golden {path}: {exc}") from None
+    return text, data if isinstance(data, dict) else {}
 
 
 def unused_goldens(golden_root: Path, expected: set[Path]) -> list[Path]:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ndval.harness import allure, hookspecs, paths, subjects
-from ndval.harness.cases import CASE_SUFFIX, find_cases_root
+from ndval.harness import allure, golden, hookspecs, paths, subjects
+from ndval.harness.cases import CASE_SUFFIX, find_cases_root, item_location
 from ndval.harness.collect import CaseFile, golden_root_for
 from ndval.harness.options import CASES_ROOT_KEY, OPTIONS_KEY, GoldenMode, PluginOptions
 from ndval.harness.project import find_project
@@ -87,6 +87,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(NdvalSession(config, lock=case_run), "ndval-session")
         config.pluginmanager.register(ReportWriteGuard(config), "ndval-report-write-guard")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Items that would share one golden file (after the id -> name mapping and case-folding) break, naming both."""
+    from ndval.harness.collect import CaseItem
+
+    case_items = [i for i in items if isinstance(i, CaseItem)]
+    opts, uses, by_where = config.stash[OPTIONS_KEY], [], {}
+    for item in case_items:
+        lc, root = item.loaded, config.stash[CASES_ROOT_KEY](item.path)
+        if any(s.type == "golden_match" for s in lc.expect):
+            where = item_location(lc, item.point.id)
+            path = golden.golden_path(opts.golden_root(root), root, item.path, lc.case.id, item.point.id)
+            uses.append(golden.GoldenUse(path, where))
+            by_where[where] = item
+    for where, message in golden.collisions(uses).items():
+        by_where[where].golden_collision = f"{where}: {message}"
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:

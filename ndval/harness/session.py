@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ndval.core import atomic
+from ndval.core import atomic, strictjson
 from ndval.harness import allure, golden, paths, reportlock, subjects
 from ndval.harness.cases import iter_case_files, load_case_file
 from ndval.harness.collect import record_of
@@ -162,7 +162,7 @@ class NdvalSession:
         session.exitstatus = self.summary["gate"]["exit_code"]
         try:
             with report_write_errors(reports / "summary.json"):
-                atomic.write_text(reports / "summary.json", json.dumps(self.summary, indent=1, sort_keys=True))
+                atomic.write_text(reports / "summary.json", strictjson.dumps(self.summary, indent=1, sort_keys=True, default=str))
             with report_write_errors(reports):  # report writers (Allure run files) follow the summary
                 self.config.hook.pytest_ndval_summary(config=self.config, summary=self.summary, out_dir=reports)
         except ReportWriteError as exc:

@@ -67,6 +67,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ndval.core import strictjson
 from ndval.harness import paths
 
 BUILTIN = "ndval"
@@ -244,7 +245,7 @@ def run_command(name: str, spec: dict[str, Any], task: str, cfg: Any, root: Path
     argv = command_argv(command)
     fmt = spec.get("format", "json")
     config = _config_dict(cfg)
-    text = json.dumps(config) if fmt == "json" else yaml.safe_dump(config, sort_keys=False)
+    text = strictjson.dumps(config) if fmt == "json" else yaml.safe_dump(config, sort_keys=False)
     timeout = float(spec.get("timeout_s", DEFAULT_TIMEOUT_S))
     env = {**os.environ, "NDVAL_SUBJECT_TASK": task}
     with tempfile.TemporaryDirectory(prefix="ndval-subject-") as tmp:

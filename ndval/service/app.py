@@ -21,7 +21,6 @@ dataset that failed to load.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from importlib import resources
@@ -31,14 +30,15 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 import analyzer
+from ndval.core import strictjson
 from ndval.core.version import ndval_version
 from ndval.service import evidence, lanes
+from ndval.service.hostguard import LoopbackHostGuard
 from ndval.service.registry import PHASE_SCOPES, DatasetError, Registry
 
 API_VERSION = 1
@@ -71,7 +71,7 @@ def _finite(obj: Any) -> Any:
 
 def json_response(payload: dict[str, Any], status: int = 200) -> Response:
     """``payload`` with ``api_version`` first, as strict JSON."""
-    body = json.dumps({"api_version": API_VERSION, **payload}, ensure_ascii=False, allow_nan=False, default=str)
+    body = strictjson.dumps({"api_version": API_VERSION, **payload}, default=str)
     return Response(body, status_code=status, media_type="application/json",
                     headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"})
 
@@ -260,8 +260,9 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(registry: Registry, allowed_hosts: list[str] | None = None) -> Starlette:
-    """The application over ``registry``; ``allowed_hosts`` (e.g. the loopback names) refuses
-    requests whose Host header names anything else (DNS-rebinding guard)."""
+    """The application over ``registry``; ``allowed_hosts`` (e.g. the loopback names) refuses requests whose
+    Host header names anything else than those names or a loopback IP literal (DNS-rebinding guard,
+    :mod:`ndval.service.hostguard`)."""
     api = Api(registry)
     get = ["GET"]
     routes = [
@@ -274,7 +275,7 @@ def create_app(registry: Registry, allowed_hosts: list[str] | None = None) -> St
         Route("/api/datasets/{id}/timeline", _guard(api.timeline), methods=get),
         Route("/api/datasets/{id}/evidence", _guard(api.evidence), methods=get),
     ]
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
+    middleware = [Middleware(LoopbackHostGuard, names=allowed_hosts)] if allowed_hosts else []
     app = Starlette(routes=routes, middleware=middleware,
                     exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.registry = registry

@@ -63,13 +63,18 @@ def test_same_run_two_ranks_is_comparable(profile_path):
         "comm.overlap": ("comm_exposed_us", "partially_achieved"),
         # mean idle gap 492.1 -> 526.2 µs: worse on rank 1
         "host.reduce-launch-gaps": ("idle_gap_mean_us", "not_achieved"),
+        # issue 28: the wait-bound sub-type's advice has no derivable gain, so the threshold is the 1 % floor;
+        # exposed communication 5.50 % lower on rank 1 -> achieved
+        "comm.find-late-rank": ("comm_exposed_us", "achieved"),
+        "comm.balance-load": ("comm_exposed_us", "achieved"),
+        "comm.remove-host-stall": ("comm_exposed_us", "achieved"),
     }
     rows = {r["id"]: r for r in result.recommendations}
     assert set(rows) == set(expected)
     for rid, (metric, verdict) in expected.items():
         m = result.metric(metric)
         observed = 100 * (m["before"] - m["after"]) / m["before"]
-        threshold = max(1.0, 0.5 * rows[rid]["expected_gain_pct"])
+        threshold = max(1.0, 0.5 * (rows[rid]["expected_gain_pct"] or 0.0))
         hand = "achieved" if observed >= threshold else "partially_achieved" if observed > 0 else "not_achieved"
         assert rows[rid]["primary_metric"] == metric
         assert rows[rid]["observed_improvement_pct"] == pytest.approx(observed, abs=1e-3)

@@ -21,7 +21,8 @@ def test_seed_library_ids_present() -> None:
             "compute.prefill-attention-quadratic", "compute.decode-memory-bound", "compute.fragmented-small-ops",
             "comm.decode-tp-small-message", "comm.prefill-bandwidth", "comm.overlap-disabled", "copy.d2h-sync-sampling",
             "copy.h2d-kv-or-weight"}
-    assert want == {s.id for s in LIBRARY}
+    wait_bound = {"comm.wait-for-late-rank", "comm.load-imbalance", "comm.host-stall-before-collective"}  # issue 28
+    assert want | wait_bound == {s.id for s in LIBRARY}
 
 
 def test_phase_condition() -> None:

@@ -105,7 +105,8 @@ def test_batched_step_time_equals_scalar_on_10000_random_layouts() -> None:
 def test_the_proxy_leaves_its_arrays_unchanged() -> None:
     """The formulas never write into the layouts' arrays (no in-place arithmetic on an input)."""
     cfg = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
-    columns = {"parallel.tp": np.array([1, 2, 8]), "parallel.dp": np.array([128, 64, 16])}
+    # layouts the megatron profile accepts (ep = 64 divides dp·cp: etp defaults to tp)
+    columns = {"parallel.tp": np.array([1, 2, 8]), "parallel.dp": np.array([128, 64, 64])}
     copies = {k: v.copy() for k, v in columns.items()}
     batched = batch_step_time(array_config(cfg, columns), 3)
     assert batched is not None

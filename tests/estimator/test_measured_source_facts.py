@@ -84,13 +84,16 @@ def test_selective_recompute_layout_fact() -> None:
     assert facts["parallel.overlap_moe_expert_parallel_comm"][0] is True
 
 
-def test_dense_7b_ci_rows_get_only_the_fusion_fact() -> None:
+def test_dense_7b_ci_rows_get_the_fusion_and_overlap_facts() -> None:
     """The 7B CI configs set no dropout flags (Megatron default 0.1): nothing to override there; they
-    set --no-gradient-accumulation-fusion (no TE dummy weight gradients: estimator.memory.framework)."""
+    set --no-gradient-accumulation-fusion (no TE dummy weight gradients: estimator.memory.framework) and
+    --overlap-grad-reduce --overlap-param-gather (estimator.perf.overlap)."""
     for test in ("gpt3_7b_tp1_pp4_memory_speed", "gpt3_7b_tp4_pp1_memory_speed"):
         facts = source_facts(_row(source_id="megatron_ci", model_name=test))
-        assert set(facts) == {"train.gradient_accumulation_fusion"}
+        assert set(facts) == {"train.gradient_accumulation_fusion", "parallel.overlap_grad_reduce",
+                              "parallel.overlap_param_gather"}
         assert facts["train.gradient_accumulation_fusion"][0] is False
+        assert facts["parallel.overlap_grad_reduce"][0] is True and facts["parallel.overlap_param_gather"][0] is True
         assert f"gpt/{test}/model_config.yaml" in facts["train.gradient_accumulation_fusion"][1]
 
 
@@ -135,5 +138,14 @@ def test_megatron_moe_proxy_rows(measured_dir: Path) -> None:
 
 def test_fp8_precision_cell_sets_fp8_linear() -> None:
     cfg = config_from_measured_row(_row(precision="bf16+fp8 (--fp8-format hybrid, --fp8-recipe tensorwise)"))
-    assert cfg["precision"] == {"compute": "bf16", "fp8_linear": True}
+    assert cfg["precision"] == {"compute": "bf16", "fp8_linear": True, "linear_recipe": "tensorwise"}
     assert "fp8_linear" not in config_from_measured_row(_row(precision="bf16"))["precision"]
+
+
+def test_vtrain_facts_apply_to_every_vtrain_source() -> None:
+    """vTrain's GPT layer (unfused attention, learned positions) is the layer of every vTrain source."""
+    for source in ("vtrain_single", "vtrain_multi"):
+        facts = source_facts(_row(source_id=source, model_name="gpt3-1.3b"))
+        assert facts["train.flash_attention"][0] is False
+        assert facts["model.position_embedding"][0] == "learned"
+    assert "train.flash_attention" not in source_facts(_row(source_id="megatron_ci", model_name="x"))

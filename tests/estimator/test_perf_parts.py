@@ -154,7 +154,8 @@ def test_cp_ring_and_ulysses_all_to_all_priced_by_hand() -> None:
     buf = 1024 * 1024 * 2  # Q, K, V and output: tokens · 1024 · B_c each
     a2a_s = 4 * 2 * 4 * network.all_to_all_time_s(buf, 2, 1, levels)
     r_ring, r_a2a = estimator.estimate_perf(ring), estimator.estimate_perf(a2a)
-    assert r_ring.stages[0].cp_comm == pytest.approx(ring_s, rel=1e-12)  # per micro-batch
+    # per micro-batch; the ring's transfers partly hide beside the attention blocks (estimator.perf.overlap)
+    assert r_ring.stages[0].cp_comm + r_ring.stages[0].cp_hidden == pytest.approx(ring_s, rel=1e-12)
     assert r_a2a.stages[0].cp_comm == pytest.approx(a2a_s, rel=1e-12)
     assert r_a2a.perf_parts["CP_COMM"] == pytest.approx(4 * a2a_s, rel=1e-12)  # m = 4
     assert r_a2a.stages[0].cp_bytes == pytest.approx(4 * 2 * 4 * buf / 2)  # (cp−1)/cp of each buffer

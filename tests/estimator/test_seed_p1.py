@@ -140,3 +140,18 @@ def test_INT_04_both_p1_terms_not_over_estimating() -> None:
     options = {**estimator.config.presets.fixed(), "safety_buffer_mb": 3072, "tp_shardable_overhead_mb": 2676}
     ratios = _ratios(options, zero3=True)
     assert all(BAND[0] <= r <= BAND[1] for r in ratios.values()), ratios
+
+
+def test_P1_functions_are_the_models_terms() -> None:
+    """The named P1 functions (``estimator.inputs.runtime_buffer``) give the seed's arithmetic, and the
+    memory model's stage terms are theirs; the seed's defaults are the options' defaults."""
+    from estimator.config.sections import OptionsConfig
+    from estimator.inputs import runtime_buffer as p1
+
+    assert p1.stage_runtime_buffers_mb(True, 1024.0, 2676.0, 2, tp_scaled=True) == (512.0, 1338.0)  # P1-04
+    assert p1.stage_runtime_buffers_mb(True, 1024.0, 2676.0, 2, tp_scaled=False) == (1024.0, 1338.0)
+    assert p1.stage_runtime_buffers_mb(False, 1024.0, 2676.0, 1, tp_scaled=True) == (0.0, 0.0)
+    assert OptionsConfig().safety_buffer_mb == p1.SEED_SAFETY_BUFFER_MB == 1024.0
+    d = _mem("D")
+    assert _stages(d, "safety_buffer") == [p1.rank_safety_buffer_mb(p1.SEED_SAFETY_BUFFER_MB, 2, tp_scaled=True)] * 2
+    assert _stages(d, "tp_shardable_overhead") == [p1.rank_overhead_mb(p1.SEED_TP_SHARDABLE_OVERHEAD_MB, 2)] * 2

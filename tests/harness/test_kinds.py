@@ -12,11 +12,11 @@ import pytest
 
 import estimator
 from estimator.experiments import calibrate
+from estimator.inputs.runtime_buffer import p1_what_if_mb
 from ndval.harness.kinds import KINDS, KindError, RunContext, load_kinds
 from ndval.harness.kinds.estimator import common as est_common
 from ndval.harness.kinds.estimator import memory as est_memory
 from ndval.harness.kinds.estimator import perf as est_perf
-from ndval.harness.kinds.recorded import p1_what_if_mb
 
 
 def test_builtin_kinds_are_registered() -> None:

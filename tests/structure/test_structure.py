@@ -75,7 +75,7 @@ def _defs(name: str) -> list[str]:
     ("mape", "ndval.core.stats"), ("spearman", "ndval.core.stats"), ("pearson", "ndval.core.stats"),
     ("fisher_ci", "ndval.core.stats"), ("did_you_mean", "ndval.core.yamlsrc"), ("deep_merge", "ndval.core.yamlsrc"),
     ("sha256_file", "ndval.core.hashing"), ("markdown_table", "ndval.core.render"), ("html_table", "ndval.core.render"),
-    ("expert_data_parallel", "estimator.inputs.derive"), ("write_text", "ndval.core.atomic"),
+    ("expert_groups", "estimator.inputs.derive"), ("write_text", "ndval.core.atomic"),
 ])
 def test_one_definition_per_formula(name: str, home: str) -> None:
     assert _defs(name) == [home]

@@ -90,3 +90,29 @@ class ScoreBetween(AssertionSpec):
         return self.make(self.id or self.type, target=self.field, observed=got, expected=f"[{self.lo:g}, {self.hi:g}]",
                          margin=min(got - self.lo, self.hi - got), passed=self.lo <= got <= self.hi,
                          message=f"{self.field} = {got:.4g}, band [{self.lo:g}, {self.hi:g}]")
+
+
+#: the start of a refused row's ``not_evaluable`` reason (an ``estimator.perf`` case with ``refused_rows: report``)
+REFUSED_PREFIX = "refused by the estimator: "
+
+
+@register_assertion
+class RefusedRowsLe(AssertionSpec):
+    """At most ``max`` of the selected rows refused by the estimator (issue 26: "no row refused" is ``max: 0``);
+    the evidence lists every refused row with its reason."""
+
+    type: Literal["refused_rows_le"]
+    max: int = Field(0, ge=0)
+    label: str | None = None
+
+    def evaluate(self, result: RunResult, ctx: EvalContext) -> AssertionResult:
+        rows = self.rows(result)
+        refused = [{"row": row_label(r, self.label, i), "reason": str(r["not_evaluable"])[len(REFUSED_PREFIX):],
+                    "passed": False}
+                   for i, r in enumerate(rows) if str(r.get("not_evaluable") or "").startswith(REFUSED_PREFIX)]
+        n = len(refused)
+        reasons = "; ".join(f"{e['row']}: {str(e['reason'])[:120]}" for e in refused[:10])
+        return self.make(self.id or self.type, target="rows refused", observed=n, expected=f"<= {self.max}",
+                         margin=self.max - n, passed=n <= self.max, rows=refused,
+                         stats={"n": len(rows), "n_refused": n},
+                         message=f"{n} of {len(rows)} rows refused" + (f": {reasons}" if refused else ""))

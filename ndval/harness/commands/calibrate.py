@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import yaml
 
+from ndval.core.units import BYTES_PER_GB, FLOPS_PER_TFLOPS, S_PER_US
+
 EXIT_BAD_INPUT = 2
 #: the fraction of the shortest element-wise kernels whose duration is the kernel latency
 LATENCY_QUANTILE = 0.10
@@ -118,13 +120,13 @@ def fit_classes(kernels: list[Kernel], peak_flops: float, hbm_bytes_s: float | N
         rec: dict[str, Any] = {"count": len(ks), "time_us": time_us, "share_pct": 100.0 * time_us / total_us,
                                "duration_us": _stats([k.dur_us for k in ks])}
         if cls == "gemm":
-            effs = [k.flops / (k.dur_us * 1e-6) / peak_flops for k in ks if k.flops]
+            effs = [k.flops / (k.dur_us * S_PER_US) / peak_flops for k in ks if k.flops]
             if effs:
                 rec["efficiency"] = _stats(effs) | {"kernels_used": len(effs)}
         if cls == "elementwise":
             rec["kernel_latency_us"] = float(np.quantile([k.dur_us for k in ks], LATENCY_QUANTILE))
             if hbm_bytes_s:
-                effs = [k.bytes / (k.dur_us * 1e-6) / hbm_bytes_s for k in ks if k.bytes]
+                effs = [k.bytes / (k.dur_us * S_PER_US) / hbm_bytes_s for k in ks if k.bytes]
                 if effs:
                     rec["memory_efficiency"] = _stats(effs) | {"kernels_used": len(effs)}
         fit[cls] = rec
@@ -186,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         if not kernels:
             raise ValueError(f"{args.profile}: no device kernels (kernel_details.csv Name/Duration(us), or Kineto "
                              "device events)")
-        fit = fit_classes(kernels, peak * 1e12, hw.efficiency.hbm_gb_s * 1e9 if hw.efficiency else None)
+        fit = fit_classes(kernels, peak * FLOPS_PER_TFLOPS, hw.efficiency.hbm_gb_s * BYTES_PER_GB if hw.efficiency else None)
         for cls in args.require:
             if not fit[cls]["count"]:
                 raise ValueError(f"{args.profile}: no kernels of class {cls!r} (kernel name / Type)")

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from ndval.core.yamlsrc import CaseError
-from ndval.harness import gate, paths
-from ndval.harness.cases import find_cases_root, iter_case_files, load_case_file
+from ndval.harness import gate, golden, paths
+from ndval.harness.cases import find_cases_root, golden_uses, iter_case_files, load_case_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,16 +19,20 @@ def lint_paths(targets: list[Path]) -> tuple[int, list[str]]:
     files: list[Path] = []
     for t in targets:
         files += iter_case_files(t) if t.is_dir() else [t]
-    n_ok, errors = 0, []
+    n_ok, errors, uses = 0, [], []
     for f in files:
+        root = find_cases_root(f)
         try:
-            loaded = load_case_file(f, find_cases_root(f))
+            loaded = load_case_file(f, root)
         except CaseError as exc:
             errors.append(exc.render())
             continue
         n_ok += sum(len(lc.points) for lc in loaded.cases)
         errors += [exc.render() for _, exc in loaded.errors]
-    return n_ok, errors
+        uses += golden_uses(loaded.cases, root, Path("golden"))
+    clashes = golden.collisions(uses)
+    errors += [f"{where}: field 'id': {message}" for where, message in sorted(clashes.items())]
+    return n_ok - len(clashes), errors
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,6 @@ single-file Awesome report (it renders opened as a file; the multi-file report s
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shlex
@@ -25,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ndval.core import atomic
+from ndval.core import atomic, strictjson
 from ndval.harness import paths
 from ndval.harness.allure import allure3_config
 
@@ -88,7 +87,7 @@ def generate(cmd: list[str], results: Path, out: Path, history: Path | None, sin
     out.mkdir(parents=True, exist_ok=True)
     config = allure3_config(out, history, single_file=single_file, history_limit=HISTORY_LIMIT)
     rc_path = out.parent / f"{out.name}.allurerc.json"
-    atomic.write_text(rc_path, json.dumps(config, indent=1))
+    atomic.write_text(rc_path, strictjson.dumps(config, indent=1))
     full = [*cmd, "generate", str(results), "-c", str(rc_path), "-o", str(out)]
     try:
         proc = subprocess.run(full, cwd=out.parent, capture_output=True, text=True, timeout=GENERATE_TIMEOUT_S,

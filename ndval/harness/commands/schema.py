@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from ndval.core import strictjson
 from ndval.harness.cases import case_json_schema
 
 
@@ -13,5 +13,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    print(json.dumps(case_json_schema(), indent=args.indent, sort_keys=True, default=str))
+    print(strictjson.dumps(case_json_schema(), indent=args.indent, sort_keys=True, default=str))
     return 0

@@ -65,11 +65,24 @@ def _server(config: Any) -> Any:
     return Server(config)
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+def resolve_host(host: str) -> str:
+    """The address ``--host`` names, resolved first (``127.1``, ``2130706433``, ``0x7f000001``, ``LOCALHOST`` ->
+    ``127.0.0.1``; ``::1`` stays), so the loopback rule and the Host-header guard see the address that is bound.
+    An empty host is a ``ValueError`` (it would bind every interface, 0.0.0.0); so is a name that does not resolve."""
+    if not host.strip():
+        raise ValueError("--host is empty: name an address (127.0.0.1 for this machine only; 0.0.0.0 for every "
+                         "interface, spelt out)")
     try:
-        return ipaddress.ip_address(host).is_loopback
+        infos = socket.getaddrinfo(host.strip(), None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ValueError(f"--host {host!r} does not resolve to an address ({exc})") from None
+    return str(infos[0][4][0])
+
+
+def _is_loopback(address: str) -> bool:
+    """Whether the resolved ``address`` is a loopback address (any 127.x or ::1)."""
+    try:
+        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
     except ValueError:
         return False
 
@@ -95,13 +108,18 @@ def run(args: argparse.Namespace) -> int:
     except ThresholdError as exc:
         print(f"ndval serve: {exc}", file=sys.stderr)
         return 2
-    loopback = _is_loopback(args.host)
+    try:
+        address = resolve_host(args.host)
+    except ValueError as exc:
+        print(f"ndval serve: {exc}", file=sys.stderr)
+        return 2
+    loopback = _is_loopback(address)
     if not loopback:
         print(f"ndval serve: warning: bound to {args.host}, reachable from other machines; the API is "
               "read-only but serves the listed profiles to anyone who can connect", file=sys.stderr)
     try:
-        sock = _bind(args.host, args.port)
-    except (OSError, OverflowError, UnicodeError) as exc:  # no such address, port taken, bad host text
+        sock = _bind(address, args.port)
+    except (OSError, OverflowError) as exc:  # port taken, address not bindable
         print(f"ndval serve: cannot bind {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 2
     host, port = sock.getsockname()[:2]
@@ -109,8 +127,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"ndval serve: http://{shown}:{port}/  ({len(registry.entries)} dataset(s): "
           f"{', '.join(registry.entries)})", flush=True)
     registry.start_loading(log=lambda line: print(f"ndval serve: {line}", flush=True))
-    guard = loopback and ":" not in host  # Starlette's host check does not parse IPv6 literals
-    app = create_app(registry, allowed_hosts=LOOPBACK_HOSTS if guard else None)
+    # every loopback spelling and ::1 is guarded (ndval.service.hostguard parses bracketed IPv6 Host headers)
+    app = create_app(registry, allowed_hosts=LOOPBACK_HOSTS if loopback else None)
     server = _server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C during the shutdown: still a stop, not a crash
         server.run(sockets=[sock])

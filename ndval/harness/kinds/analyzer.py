@@ -11,7 +11,8 @@ Assertions are the registry's generic ones (one implementation each, ``ndval.har
   or ``values["score"]`` (the verdict's score);
 - ``verdict_equals`` reads any named value: ``comparable``, ``level``, ``check.<id>``,
   ``verdict.<recommendation id>``, ``before.<side field>`` / ``after.<side field>`` (``step_count``,
-  ``world_size``, ``device_names``, ``ranks``, ...), ``graph_mode``, ``warnings_expected_present``, ...;
+  ``world_size``, ``device_names``, ``ranks``, ...), ``graph_mode``, ``warnings_expected_present``,
+  ``evaluable`` (False: the scope carries too little evidence to be scored), ``cluster_slowest_rank``, ...;
   ``status.<metric id>`` (``improved`` / ``unchanged`` / ``regressed`` / ...); ``score_between`` also
   reads ``improvement.<metric id>``, ``observed.<recommendation id>``, ``threshold.<recommendation id>``;
 - ``abs_error_le`` compares the table's ``observed`` and ``expected`` columns row by row; select the
@@ -221,6 +222,8 @@ def run_analysis(ctx: RunContext[AnalysisParams]) -> RunResult:
     values: dict[str, Any] = {
         "bottleneck": verdict.kind,
         "subtype": verdict.subtype,
+        "evaluable": bool(verdict.evaluable),
+        "cluster_slowest_rank": None if analysis.cluster is None else analysis.cluster.slowest_rank,
         "score": float(verdict.score),
         "rank": ra.rank,
         "scope": p.scope,

@@ -2,7 +2,8 @@
 
 The data rows (e.g. the seed's table: measured peak HBM vs the reference tool's estimate per
 config) become the result table as they are; an optional ``what_if`` adds a column that applies
-the seed's proposed P1 defaults arithmetically to the recorded estimate, so a case can show where
+the seed's proposed P1 defaults arithmetically to the recorded estimate
+(``estimator.inputs.runtime_buffer.p1_what_if_mb``), so a case can show where
 each config would land without re-running the reference tool.
 """
 
@@ -12,6 +13,11 @@ from typing import Any
 
 from pydantic import Field
 
+from estimator.inputs.runtime_buffer import (
+    SEED_SAFETY_BUFFER_MB,
+    SEED_TP_SHARDABLE_OVERHEAD_MB,
+    p1_what_if_mb,
+)
 from ndval.harness.kinds import KindError, KindParams, RunContext, register_kind
 from ndval.harness.results import RECORDED, RunResult
 
@@ -22,26 +28,15 @@ class P1WhatIf(KindParams):
     estimate: str = Field("estimate_mb", description="column with the recorded estimate (MiB)")
     tp: str = Field("tp", description="column with the tensor-parallel degree")
     out: str = Field("what_if_mb", description="column to write")
-    tp_shardable_overhead_mb: float = Field(2676.0, ge=0, description="seed §4.1.2 default")
-    safety_buffer_mb: float = Field(1024.0, ge=0, description="seed §4.1.1 default, scaled /tp")
-    legacy_safety_buffer_mb: float = Field(1024.0, ge=0, description="the reference tool's flat buffer")
+    tp_shardable_overhead_mb: float = Field(SEED_TP_SHARDABLE_OVERHEAD_MB, ge=0, description="seed §4.1.2 default")
+    safety_buffer_mb: float = Field(SEED_SAFETY_BUFFER_MB, ge=0, description="seed §4.1.1 default, scaled /tp")
+    legacy_safety_buffer_mb: float = Field(SEED_SAFETY_BUFFER_MB, ge=0, description="the reference tool's flat buffer")
 
 
 class RecordedParams(KindParams):
     tool: str = Field("reference tool", description="whose results the rows record (named in the sign-off: "
                                                      "recorded numbers are context, never evidence)")
     what_if: P1WhatIf | None = None
-
-
-def p1_what_if_mb(recorded_mb: float, tp: int, overhead_mb: float, safety_mb: float, legacy_safety_mb: float) -> float:
-    """Recorded estimate with the seed's P1 fix applied arithmetically.
-
-    estimate' = estimate + overhead/t + safety/t − safety_legacy, where the reference tool added a
-    flat ``safety_legacy`` (1 GiB) and the fix scales both the safety buffer and the new
-    TP-shardable overhead by 1/t (seed §4.1.1–§4.1.2). Assumes every stage's peak had dynamic
-    memory > 0, so the buffer applied there before and after.
-    """
-    return recorded_mb + overhead_mb / tp + safety_mb / tp - legacy_safety_mb
 
 
 @register_kind("recorded.results", params=RecordedParams)

@@ -48,8 +48,10 @@ function verdictBox(a, rank, scopeName) {
     el("div", {}, "scope ", el("span", { class: "scope", "data-testid": "shown-scope" }, scopeName),
       ` · phase override: ${a.phase_override || "none"} · rank ${rank.rank} · ${a.source_format}`),
     el("div", { class: "kind", "data-testid": "verdict-kind" }, `${v.kind} — ${v.label}`),
-    el("div", {}, `score ${num(v.score, 1)}${v.subtype ? ` · sub-type ${v.subtype}` : ""}`
-      + (v.secondary.length ? ` · secondary: ${v.secondary.join(", ")}` : "")),
+    v.evaluable === false
+      ? el("div", { "data-testid": "not-evaluable" }, `not evaluable — no score: ${v.not_evaluable_reasons.join("; ")}`)
+      : el("div", {}, `score ${num(v.score, 1)}${v.subtype ? ` · sub-type ${v.subtype}` : ""}`
+        + (v.secondary.length ? ` · secondary: ${v.secondary.join(", ")}` : "")),
     el("p", {}, v.summary));
 }
 

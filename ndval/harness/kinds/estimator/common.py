@@ -61,6 +61,11 @@ class RowNotEvaluable(KindError):
     """A measured row lacks a value the estimate needs: the source did not state it (not a broken input)."""
 
 
+class RowRefused(KindError):
+    """The estimator refuses a row's configuration (a ConfigError: a feature it does not model, a layout
+    it does not accept); a case with ``refused_rows: report`` lists it instead of failing as broken."""
+
+
 def not_evaluable_row(params: EstimatorParams, row: dict[str, Any], label: str, reason: str,
                       measured: dict[str, float | None]) -> dict[str, Any]:
     """The table row of a measured row the estimate cannot be made for: ``not_evaluable`` = the reason
@@ -107,7 +112,7 @@ def build_config(params: EstimatorParams, row: dict[str, Any], ctx: RunContext, 
         except NotStated as exc:
             raise RowNotEvaluable(f"column {exc.field}: not stated by the source") from None
         except est.ConfigError as exc:
-            raise KindError(f"measured row {row.get('case_id')}: column {exc.field}: {exc.rule}") from None
+            raise RowRefused(f"measured row {row.get('case_id')}: column {exc.field}: {exc.rule}") from None
     elif params.config is not None:
         base = copy.deepcopy(params.config)
     else:
@@ -125,7 +130,7 @@ def build_config(params: EstimatorParams, row: dict[str, Any], ctx: RunContext, 
     try:
         return est.load_config(base, overrides or None, base_dir=ctx.cases_root)
     except est.ConfigError as exc:
-        raise KindError(f"config of row {row_label(params, row, 0)!r}: {exc}") from None
+        raise RowRefused(f"config of row {row_label(params, row, 0)!r}: {exc}") from None
 
 
 def measured_value(params: EstimatorParams, row: dict[str, Any]) -> float | None:

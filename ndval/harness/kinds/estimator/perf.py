@@ -12,11 +12,13 @@ from pydantic import Field
 
 from ndval.core.units import MS_PER_S
 from ndval.harness import subjects
+from ndval.harness.assertions.values import REFUSED_PREFIX
 from ndval.harness.kinds import KindError, KindParams, RunContext, register_kind
 from ndval.harness.kinds.estimator import host_cost
 from ndval.harness.kinds.estimator.common import (
     EstimatorParams,
     RowNotEvaluable,
+    RowRefused,
     build_config,
     call_subject,
     estimator_api,
@@ -67,6 +69,12 @@ class PerfParams(EstimatorParams):
                           "is an error")
     keep_columns: list[str] = Field(default_factory=list, description="data columns copied into the result table "
                                                                       "(e.g. for group_by in assertions)")
+    step_from_throughput: bool = Field(
+        False, description="a measured row without measured_step_ms is judged against GBS·seq/(tokens/s/GPU·GPUs) "
+                           "from its notes (estimator.experiments.recipe_notes.throughput_step_ms)")
+    refused_rows: Literal["error", "report"] = Field(
+        "error", description="a row the estimator refuses (ConfigError): the case is broken (error), or the row is "
+                             "listed as refused with its reason (report; count them with refused_rows_le)")
 
 
 def read_case_overlay(params: PerfParams, ctx: RunContext) -> Any:
@@ -113,9 +121,14 @@ def overlay_record(name: str, overlay: Any) -> dict[str, Any]:
 
 
 def _stated_step_ms(params: EstimatorParams, row: dict[str, Any]) -> float | None:
-    """A measured row's ``measured_step_ms`` (None when not a measured row or the cell is empty)."""
+    """A measured row's ``measured_step_ms`` (None when not a measured row or the cell is empty); with
+    ``step_from_throughput`` the step derived from a throughput-only row's tokens/s/GPU."""
     if params.from_measured and row.get("measured_step_ms") not in (None, ""):
         return float(row["measured_step_ms"])
+    if params.from_measured and isinstance(params, PerfParams) and params.step_from_throughput:
+        from estimator.experiments.recipe_notes import throughput_step_ms
+
+        return throughput_step_ms({k: "" if v is None else str(v) for k, v in row.items()})
     return None
 
 
@@ -175,6 +188,10 @@ def _config_or_gap(params: PerfParams, row: dict[str, Any], ctx: RunContext, ext
         return row_config(params, row, ctx, extra, overlay)
     except RowNotEvaluable as exc:
         return str(exc)
+    except RowRefused as exc:
+        if params.refused_rows != "report":
+            raise
+        return f"{REFUSED_PREFIX}{exc}"
 
 
 def _measured_columns(params: PerfParams, row: dict[str, Any]) -> dict[str, float | None]:

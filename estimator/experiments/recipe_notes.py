@@ -1,0 +1,158 @@
+"""Recipe facts of a measured row (its ``notes``' ``key=value`` items) as config values, with citations.
+
+The Megatron-Bridge performance-summary rows (``source_id`` ``mbridge_perf_summary_blackwell``,
+``../shared/data/measured/README.md``) carry what the release's pinned recipe code sets after
+``recipe`` in ``notes``: items ``key=value`` separated by `` | `` (``unset`` = the recipe leaves
+Megatron's default). :func:`recipe_items` reads them; :func:`apply_recipe_items` turns those the
+estimator models into config values (cited in ``model.source_facts`` as ``notes: key=value``) and
+lists the others in ``model.assumed['recipe_items']`` (recorded, not priced: overlap switches are
+the overlap model's, dispatcher and offloading flags have no term). :func:`precision_recipe` maps a
+row's ``precision`` text (and its ``fp8_recipe`` / ``fp4`` items) to a linear recipe
+(:mod:`estimator.inputs.recipes`); :func:`throughput_step_ms` derives the step time of a
+throughput-only row.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+#: a ``key=value`` item of the notes
+_ITEM = re.compile(r"^([a-z][a-z0-9_.]*)(?:\([^)]*\))?=(.*)$")  # e.g. pp_layout(list, 16 stages)="..."
+#: the items priced by the estimator (the rest are listed as recorded, not priced)
+PRICED_ITEMS = frozenset({"overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+                          "moe_shared_expert_overlap", "moe_a2a_overlap", "fp8_recipe", "fp4", "cuda_graph", "recompute", "etp", "sequence_parallel",
+                          "distributed_optimizer", "pp_layout", "account_for_embedding_in_pipeline_split",
+                          "account_for_loss_in_pipeline_split", "mtp_num_layers"})
+#: overlap switches of the recipe -> the framework flags (estimator.inputs.profiles.OVERLAP_FLAGS); a switch the
+#: notes mark ``[inactive: ...]`` (Bridge turns TP overlap off below TP 2) is off
+OVERLAP_ITEMS = {
+    "overlap_grad_reduce": "parallel.overlap_grad_reduce", "overlap_param_gather": "parallel.overlap_param_gather",
+    "tp_comm_overlap": "parallel.tp_comm_overlap", "moe_shared_expert_overlap": "parallel.moe_shared_expert_overlap",
+    "moe_a2a_overlap": "parallel.overlap_moe_expert_parallel_comm",
+}
+#: items that describe the row, not the run (never listed)
+_DESCRIPTIVE = frozenset({"recipe_files", "tokens_per_s_per_gpu"})
+
+
+def recipe_items(notes: str) -> dict[str, str]:
+    """The ``key=value`` items of ``notes`` (first value of a repeated key wins)."""
+    out: dict[str, str] = {}
+    for raw in notes.split(" | "):
+        match = _ITEM.match(raw.strip())
+        if match and match.group(1) not in out:
+            out[match.group(1)] = match.group(2).strip()
+    return out
+
+
+def precision_recipe(text: str, items: Mapping[str, str], notes: str = "") -> tuple[str | None, str]:
+    """(linear recipe or None for BF16, the reason) of a row's ``precision`` text, recipe items and notes."""
+    low = text.lower().strip()
+    fp8_item = items.get("fp8_recipe", "")
+    if low.startswith("nvfp4") or items.get("fp4", "").startswith("e2m1"):
+        return "nvfp4", "precision nvfp4 (recipe item fp4=e2m1(fp4_recipe=nvfp4))"
+    if low in ("mxfp8", "fp8-mx") or fp8_item.startswith("mxfp8"):
+        return "mxfp8", f"precision {low or 'unstated'}: MXFP8 block scaling (recipe item fp8_recipe={fp8_item or 'unset'})"
+    if low == "fp8-cs" or fp8_item.startswith("tensorwise"):
+        return "tensorwise", f"precision {low}: FP8 current (tensorwise) scaling (fp8_recipe={fp8_item or 'unset'})"
+    if low.startswith("fp8 (32x32"):
+        return "mxfp8", ("25.09 table footnote: parenthesized values use 32x32 quantization blocks for weights and "
+                         "activations; priced as MXFP8 (32-element blocks, the nearest recipe): assumption")
+    if not low and "different quantization granularity" in notes:
+        return "tensorwise", ("25.09 row without a precision column: its footnote says the parenthesized values "
+                              "differ in quantization granularity (32x32), so these are FP8 too; per-tensor current "
+                              "scaling assumed")
+    if low.startswith("fp8") or "fp8" in low:
+        return "tensorwise", f"precision {low}: FP8, recipe not stated: per-tensor current scaling assumed"
+    return None, f"precision {low or 'unstated'}: BF16 linear layers"
+
+
+def _recompute(value: str) -> dict[str, Any] | None:
+    """``recompute=selective(a,b)`` / ``selective(modules=[])`` / ``full(...)`` / ``none`` as a section."""
+    low = value.lower()
+    if low.startswith("selective"):
+        inner = low[len("selective"):].strip("()")
+        names = [n.strip() for n in inner.replace("modules=", "").strip("[]").split(",") if n.strip()]
+        return {"mode": "selective", "modules": names or ["core_attn"]}  # Megatron's default module list
+    if low.startswith("full"):
+        return {"mode": "full", "modules": []}
+    if low.startswith("none") or low == "unset":
+        return {"mode": "none", "modules": []}
+    return None
+
+
+def _cuda_graph(value: str) -> str:
+    low = value.lower()
+    if "full_iteration" in low:
+        return "full_iteration"
+    if low.startswith(("transformer_engine", "local", "true")):
+        return "layers"
+    return "none"
+
+
+def _flag(value: str) -> bool | None:
+    low = value.lower()
+    return True if low.startswith("true") else False if low.startswith("false") else None
+
+
+def _set(config: dict[str, Any], path: str, value: Any, item: str, cited: dict[str, str]) -> None:
+    section, key = path.split(".", 1)
+    config.setdefault(section, {})[key] = value
+    cited[path] = f"notes: {item}"
+
+
+def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
+    """Set the config values the row's recipe items state (see the module docstring)."""
+    items = recipe_items(row.get("notes") or "")
+    if "fp8_recipe" not in items and "cuda_graph" not in items:
+        return  # not a row with recipe facts
+    cited: dict[str, str] = dict(config["model"].get("source_facts") or {})
+    overlaps = OVERLAP_ITEMS if config["profile"] == "megatron" else {}  # FSDP rows: the profile's own prefetch
+    for item, path in overlaps.items():
+        value = items.get(item, "")
+        if (flag := _flag(value)) is not None:
+            _set(config, path, flag and "[inactive" not in value, f"{item}={value[:60]}", cited)
+    if "param_gather=true" in items.get("fp8_recipe", "") + items.get("fp4", ""):
+        _set(config, "precision.fp8_param_gather", True, "fp8_param_gather=true", cited)
+    if (graph := items.get("cuda_graph")) is not None:
+        _set(config, "train.cuda_graph", _cuda_graph(graph), f"cuda_graph={graph}", cited)
+    if (rec := items.get("recompute")) is not None and (section := _recompute(rec)) is not None:
+        config["recompute"] = section
+        cited["recompute"] = f"notes: recompute={rec}"
+    if (dist := _flag(items.get("distributed_optimizer", ""))) is not None and config["profile"] != "fsdp2":
+        _set(config, "parallel.distributed_optimizer", dist, f"distributed_optimizer={items['distributed_optimizer']}",
+             cited)
+    if (etp := items.get("etp", "")).isdigit() and config["model"].get("num_experts", 0) > 1:
+        _set(config, "parallel.etp", int(etp), f"etp={etp}", cited)
+    for item in ("sequence_parallel", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"):
+        if (flag := _flag(items.get(item, ""))) is not None:
+            _set(config, f"parallel.{item}", flag and (item != "sequence_parallel" or config["parallel"]["tp"] > 1),
+                 f"{item}={items[item]}", cited)
+    matches = "recipe layout matches table" in (row.get("notes") or "")  # else the items describe the preset
+    if (layout := items.get("pp_layout", "").strip('"')) and config["parallel"]["pp"] > 1 and matches:
+        _set(config, "parallel.pipeline_layout", layout, f"pp_layout={items['pp_layout']}", cited)
+        for item in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"):
+            config["parallel"].pop(item, None)  # a layout places E and L itself
+    mtp = items.get("mtp_num_layers", "")
+    if mtp[:1].isdigit() and not (row.get("mtp_layers") or "").strip():
+        _set(config, "model.mtp_layers", int(mtp[0]), f"mtp_num_layers={mtp}", cited)
+    config["model"]["source_facts"] = cited
+    unpriced = sorted(k for k in items if k not in PRICED_ITEMS and k not in _DESCRIPTIVE and items[k] != "unset")
+    if unpriced:
+        config["model"].setdefault("assumed", {})["recipe_items"] = (
+            "recorded, not priced by this model: " + ", ".join(f"{k}={items[k][:40]}" for k in unpriced))
+
+
+def throughput_step_ms(row: Mapping[str, str]) -> float | None:
+    """Step time of a throughput-only row: ``GBS · seq / (tokens/s/GPU · GPUs)`` in ms (the shared
+    README's definition for ``mbridge_perf_summary_blackwell``; also the torchtitan TPS rows), from the
+    notes' ``tokens_per_s_per_gpu=``; None when a value is missing."""
+    match = re.search(r"tokens_per_s_per_gpu=([0-9.]+)", row.get("notes") or "")
+    try:
+        gbs, seq, world = (float(row.get(c) or "nan") for c in ("global_batch_size", "seq_length", "world_size"))
+    except ValueError:
+        return None
+    if match is None or not all(v > 0 for v in (gbs, seq, world)):
+        return None
+    return gbs * seq / (float(match.group(1)) * world) * 1000.0

@@ -1,0 +1,278 @@
+"""Communication overlap as mechanisms: which collective hides under which compute the schedule runs
+beside it, and how much of it does not fit (the exposed part, what the step-time parts carry).
+
+Each framework's switches are named as the framework names them (``parallel.<name>``, default the
+framework's, table with sources: :data:`estimator.inputs.profiles.OVERLAP_FLAGS`); the CP ring's overlap
+is part of the implementation (no switch). ``options.comm_overlap: false`` (and ``legacy()``, and
+``score`` mode, whose units cannot be compared) turns every mechanism off: every collective is then
+fully exposed and every number is the model's without them.
+
+Two ways a collective hides, per stage and micro-batch (DP: per step):
+
+- **pipelined** (:func:`pipelined_exposed`): the collective and the compute come in ``n`` equal pieces,
+  piece ``i`` of the comm needing (or feeding) piece ``i`` of the compute — a two-stage flow shop:
+  makespan ``c + w + (n−1)·max(c, w)`` (``c = C/n``, ``w = W/n``), so the exposed comm is
+  ``max(C/n, C − W·(n−1)/n)``; one piece always stays exposed. DP gradient reduce-scatter under the
+  backward of the buckets still to come (Megatron ``overlap_grad_reduce``; ``n`` = gradient buckets,
+  Megatron-Core ``DistributedDataParallel``: ``bucket_size = max(40 000 000, 1 000 000·dp·cp)``
+  parameters), the parameter all-gather under the forward (``overlap_param_gather``), FSDP2's
+  per-block all-gather / reduce-scatter (``fsdp_prefetch``, ``n`` = blocks), TP comm under the
+  the reduce-scatter side of Megatron ``tp_comm_overlap`` (TE userbuffers ``pipeline``, 4 splits);
+- **beside independent compute** (:func:`concurrent_exposed`): ``max(0, C − W)``. The EP all-to-alls
+  beside the shared experts (``moe_shared_expert_overlap``: FC1 beside the dispatch, FC2 beside the
+  combine) or beside the other micro-batch's compute (``overlap_moe_expert_parallel_comm``, combined
+  1F1B: ``W = (m−1)/m`` of the stage's compute — the first micro-batch has no partner); with both,
+  the larger window (the shared experts are part of the other micro-batch's compute).
+- **CP ring** (:func:`ring_exposed`): ring attention (Megatron ``cp_comm_type p2p`` through Transformer
+  Engine ``AttnFuncWithCPAndKVP2P``) sends the next K/V block while it computes the current one: ``cp``
+  blocks of attention ``A/cp`` and ``cp−1`` transfers ``C/(cp−1)``, each beside one block:
+  ``(cp−1)·max(0, C/(cp−1) − A/cp) = max(0, C − A·(cp−1)/cp)``. torch's ``context_parallel``
+  (torchtitan, ``context_parallel_rotate_method`` default ``allgather``) gathers K/V once beside the
+  first (local) block: ``max(0, C − A/cp)``. The same ring form prices the all-gather side of TP comm
+  overlap (TE ``ring_exchange``) and both sides of torchtitan's async TP (micro-pipelined
+  all-gather-matmul / matmul-reduce-scatter): ``tp − 1`` transfers beside ``tp`` GEMM chunks. Ulysses all-to-all (``cp_comm_type a2a``) sits between
+  the projections and the attention core with no compute beside it: nothing hides.
+
+Every exposed value is ``≤`` the collective's seconds and ``≥ 0`` (hiding never makes a part
+negative), never falls when the collective gets slower, and falls by less than the window grows, so
+the step never gets shorter when a stage's compute gets slower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from math import ceil
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+
+from estimator.inputs.profiles import overlap_flag_on
+from estimator.perf import comm, layers, roofline
+from estimator.perf import operators as ops_
+from estimator.perf.context import Ctx, comm_value
+from estimator.shared.arrays import any_true, is_array, maximum, pick
+
+if TYPE_CHECKING:
+    from estimator.config.schema import EstimatorConfig
+    from estimator.inputs.derive import StageLayout
+    from estimator.perf.stage import StageCost
+
+#: Megatron-Core DistributedDataParallel's default gradient bucket: max(40M, 1M·dp·cp) parameters
+#: (megatron/core/distributed/distributed_data_parallel.py, ``bucket_size`` None -> this)
+BUCKET_MIN_PARAMS = 40_000_000
+BUCKET_PARAMS_PER_DP_RANK = 1_000_000
+#: the TE linear layers whose TP collectives userbuffers overlap: after the all-gather (column-parallel
+#: QKV, FC1; MLA's up-projections) and before the reduce-scatter (row-parallel output projection, FC2)
+TP_AG_GEMMS = frozenset({"qkv", "q_up", "kv_up", "mlp_fc1"})
+TP_RS_GEMMS = frozenset({"out_proj", "mlp_fc2"})
+#: Transformer Engine ``initialize_ub`` defaults: the reduce-scatter side is overlapped by method
+#: ``pipeline`` in 4 splits (the all-gather side by ``ring_exchange``, tp − 1 transfers)
+TE_RS_SPLITS = 4
+SHARED_EXPERT_OPS = frozenset({"shared_fc1", "shared_activation", "shared_fc2"})
+
+
+def pipelined_exposed(comm_s: float, compute_s: float, pieces: float) -> float:
+    """Exposed seconds of ``comm_s`` pipelined with ``compute_s`` in ``pieces`` equal pieces (two-stage
+    flow shop): ``max(C/n, C − W·(n−1)/n)``."""
+    n = maximum(pieces, 1.0)
+    return maximum(comm_s / n, comm_s - compute_s * (n - 1.0) / n)
+
+
+def concurrent_exposed(comm_s: float, compute_s: float) -> float:
+    """Exposed seconds of ``comm_s`` beside independent ``compute_s``: ``max(0, C − W)``."""
+    return maximum(0.0, comm_s - compute_s)
+
+
+def ring_exposed(comm_s: float, attention_s: float, cp: int) -> float:
+    """Exposed seconds of ring attention's K/V transfers: ``max(0, C − A·(cp−1)/cp)`` (module docstring)."""
+    return maximum(0.0, comm_s - attention_s * (cp - 1.0) / cp)
+
+
+def active(cfg: EstimatorConfig) -> bool:
+    """Overlap mechanisms apply: ``options.comm_overlap`` on, time mode."""
+    return cfg.options.comm_overlap and cfg.options.perf_mode == "time"
+
+
+def on(cfg: EstimatorConfig, name: str) -> bool:
+    """Overlap switch ``name`` is on for ``cfg`` (its framework's default when unset) and mechanisms apply."""
+    return active(cfg) and overlap_flag_on(cfg, name)
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Compute seconds of one stage per micro-batch (all passes) a collective can hide under."""
+
+    forward: float
+    backward: float  # backward + recompute (the backward pass of the last micro-batch)
+    tp_ag_gemms: float  # the GEMMs after the TP all-gathers
+    tp_rs_gemms: float  # the GEMMs before the TP reduce-scatters
+    attention: float
+    shared_experts: float
+
+
+def _op_seconds(cfg: EstimatorConfig, ctx: Ctx, op: ops_.Op) -> tuple[float, float]:
+    """(forward, backward) seconds of ``op``: the operator roofline when active, else FLOPs at peak."""
+    if roofline.roofline_active(cfg):
+        eff = cfg.hardware.efficiency
+        assert eff is not None
+        k = cfg.options.compute_efficiency
+        peak = ctx.peak_flops / k
+        return roofline.op_pass_s(op, False, eff, peak) / k, roofline.op_pass_s(op, True, eff, peak) / k
+    return op.count * op.flops / ctx.peak_flops, op.count * op.bw_flops / ctx.peak_flops
+
+
+def _selected_s(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, pick_op: Callable[[ops_.Op], bool]) -> float:
+    """Seconds per micro-batch of the stage's operators ``pick_op`` selects: forward + backward, and the
+    forward again under full recompute (when the collectives re-run too)."""
+    dims = roofline.layer_dims(cfg, ctx)
+    again = 1.0 if cfg.stage_recompute(layout.stage) == "full" else 0.0
+    total = 0.0
+    for index, n in layers.stage_groups(cfg, layout):
+        for op in roofline.layer_ops(cfg, dims, index):
+            if pick_op(op):
+                f, b = _op_seconds(cfg, ctx, op)
+                total = total + n * (f * (1.0 + again) + b)
+    return total
+
+
+def _is_attention(op: ops_.Op) -> bool:
+    return op.op_class == "attention" or (op.op_class == "gemm" and "core_attn" in op.modules)
+
+
+def tp_active(cfg: EstimatorConfig) -> bool:
+    """A TP mechanism applies (Megatron's ``tp_comm_overlap`` or torchtitan's async TP)."""
+    return on(cfg, "tp_comm_overlap") or on(cfg, "enable_async_tensor_parallel")
+
+
+def ep_active(cfg: EstimatorConfig) -> bool:
+    """An EP mechanism applies (EP comm in seconds)."""
+    return cfg.options.convert_ep_comm_to_time and (
+        on(cfg, "moe_shared_expert_overlap") or on(cfg, "overlap_moe_expert_parallel_comm"))
+
+
+def cp_active(cfg: EstimatorConfig, ctx: Ctx) -> bool:
+    """The CP ring's overlap applies: ring attention (``cp_comm_type p2p``) with cp > 1 under a
+    framework profile (the reference tool's ``sapp-nd`` states none)."""
+    return (active(cfg) and cfg.profile != "sapp-nd" and cfg.parallel.cp_comm_type != "a2a"
+            and any_true(ctx.cp > 1))
+
+
+def any_active(cfg: EstimatorConfig, ctx: Ctx) -> bool:
+    """Any mechanism applies to ``cfg``."""
+    return active(cfg) and (tp_active(cfg) or ep_active(cfg) or dp_overlap_active(cfg) or cp_active(cfg, ctx))
+
+
+def windows(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, timed: list[float]) -> Windows:
+    """The stage's :class:`Windows` (``timed``: its forward, backward and recompute seconds)."""
+    tp_needed = tp_active(cfg)
+    return Windows(
+        forward=timed[0], backward=timed[1] + timed[2],
+        tp_ag_gemms=_selected_s(cfg, ctx, layout, lambda op: op.name in TP_AG_GEMMS) if tp_needed else 0.0,
+        tp_rs_gemms=_selected_s(cfg, ctx, layout, lambda op: op.name in TP_RS_GEMMS) if tp_needed else 0.0,
+        attention=_selected_s(cfg, ctx, layout, _is_attention) if cp_active(cfg, ctx) else 0.0,
+        shared_experts=(_selected_s(cfg, ctx, layout, lambda op: op.name in SHARED_EXPERT_OPS)
+                        if on(cfg, "moe_shared_expert_overlap") else 0.0),
+    )
+
+
+def exposed_tp(cfg: EstimatorConfig, ctx: Ctx, tp_s: float, w: Windows) -> float:
+    """TP comm left exposed beside the neighbouring GEMMs when the switch is on. Half the bytes are
+    all-gathers, half reduce-scatters (sequence parallelism, Korthikanti et al. §4.2.2). The all-gather
+    side is a ring exchange (``tp − 1`` transfers beside ``tp`` GEMM chunks, :func:`ring_exposed`); the
+    reduce-scatter side: Megatron/TE pipelines it in :data:`TE_RS_SPLITS` splits
+    (:func:`pipelined_exposed`, the last split's transfer stays exposed), torch's micro-pipelined
+    async TP as a ring like the all-gather."""
+    half = tp_s / 2.0
+    if on(cfg, "tp_comm_overlap"):
+        return ring_exposed(half, w.tp_ag_gemms, ctx.tp) + pipelined_exposed(half, w.tp_rs_gemms, TE_RS_SPLITS)
+    if on(cfg, "enable_async_tensor_parallel"):
+        return ring_exposed(half, w.tp_ag_gemms, ctx.tp) + ring_exposed(half, w.tp_rs_gemms, ctx.tp)
+    return tp_s
+
+
+def exposed_ep(cfg: EstimatorConfig, ep_s: float, w: Windows) -> float:
+    """EP all-to-all left exposed beside the shared experts and / or the other micro-batch's compute."""
+    window = 0.0
+    if on(cfg, "moe_shared_expert_overlap"):
+        window = w.shared_experts
+    if on(cfg, "overlap_moe_expert_parallel_comm"):
+        m = cfg.num_micro_batches
+        window = maximum(window, (w.forward + w.backward) * (m - 1.0) / m)
+    if not on(cfg, "moe_shared_expert_overlap") and not on(cfg, "overlap_moe_expert_parallel_comm"):
+        return ep_s
+    return concurrent_exposed(ep_s, window)
+
+
+def exposed_cp(cfg: EstimatorConfig, ctx: Ctx, cp_s: float, w: Windows) -> float:
+    """CP comm left exposed: the ring's transfers beside the attention blocks (module docstring)."""
+    if not cp_active(cfg, ctx):
+        return cp_s
+    if cfg.profile == "fsdp2":
+        return concurrent_exposed(cp_s, w.attention / ctx.cp)
+    return ring_exposed(cp_s, w.attention, ctx.cp)
+
+
+def dp_pieces(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, held: tuple[float, float]) -> float:
+    """Pieces the DP traffic comes in: FSDP2 one per block; Megatron one per gradient bucket
+    (``⌈params / max(40M, 1M·dp·cp)⌉``, :data:`BUCKET_MIN_PARAMS`)."""
+    if cfg.profile == "fsdp2":
+        return float(max(1, len(layout.layers)))
+    bucket = maximum(BUCKET_MIN_PARAMS, BUCKET_PARAMS_PER_DP_RANK * ctx.dp * ctx.cp)
+    params = held[0] + held[1]
+    if is_array(params, bucket):  # (arrays of layouts)
+        return cast(float, maximum(1.0, np.ceil(params / bucket)))
+    return maximum(1.0, float(ceil(params / bucket)))
+
+
+def _dp_switches(cfg: EstimatorConfig) -> tuple[bool, bool]:
+    """(gradients hide, parameters hide): Megatron's two switches, or FSDP2's prefetch for both."""
+    if cfg.profile == "fsdp2":
+        prefetch = on(cfg, "fsdp_prefetch")
+        return prefetch, prefetch
+    return on(cfg, "overlap_grad_reduce"), on(cfg, "overlap_param_gather")
+
+
+def dp_overlap_active(cfg: EstimatorConfig) -> bool:
+    """Any DP mechanism applies to ``cfg``."""
+    return any(_dp_switches(cfg))
+
+
+def exposed_dp(cfg: EstimatorConfig, ctx: Ctx, groups: list[tuple[list[comm.Collective], int]], pieces: float,
+               w: Windows) -> float:
+    """DP seconds per step left exposed: the gradient reduce-scatter (or all-reduce) pipelined with the
+    backward of the last micro-batch, the parameter all-gather with the forward of the first, in
+    ``pieces`` pieces; ``groups``: (collectives, stride) of the non-expert and expert DP groups."""
+    grads_hide, params_hide = _dp_switches(cfg)
+    grad_s = param_s = 0.0
+    for cs, stride in groups:
+        grad_s = grad_s + comm_value(cfg, ctx, [c for c in cs if c.kind != "all_gather"], stride, "dp")
+        param_s = param_s + comm_value(cfg, ctx, [c for c in cs if c.kind == "all_gather"], stride, "dp")
+    if grads_hide:
+        grad_s = pipelined_exposed(grad_s, w.backward, pieces)
+    if params_hide:
+        param_s = pipelined_exposed(param_s, w.forward, pieces)
+    return grad_s + param_s
+
+
+def report_overlap(stages: list[StageCost], straggler: int, m: int) -> dict[str, dict[str, float]]:
+    """Hidden and exposed seconds per step of each comm part of the straggler stage (the stage the parts
+    are taken from): ``m·`` its per-micro-batch values, DP per step; empty when nothing hides."""
+    def of(name: str) -> float:
+        values: list[float] = [getattr(s, name) for s in stages]
+        return values[straggler] if isinstance(straggler, int) else pick(straggler, values)
+
+    parts = {"MP_COMM": ("mp_comm", "tp_hidden", m), "EP_COMM": ("ep_comm", "ep_hidden", m),
+             "CP_COMM": ("cp_comm", "cp_hidden", m), "DP_COMM": ("dp_comm", "dp_hidden", 1)}
+    if not any(getattr(s, field) is not None and _nonzero(getattr(s, field))
+               for s in stages for _, field, _ in parts.values()):
+        return {}
+    return {part: {"hidden_s": times * of(hidden), "exposed_s": times * of(exposed)}
+            for part, (exposed, hidden, times) in parts.items()}
+
+
+def _nonzero(value: float) -> bool:
+    try:
+        return bool(value)
+    except ValueError:  # an array of layouts
+        return bool((value != 0).any())  # type: ignore[attr-defined]

@@ -1,0 +1,67 @@
+"""One rule for the expert groups (``estimator.inputs.derive.expert_groups``): memory, step time and the
+batched search read the same expert tensor-parallel degree and expert-DP size, and under Megatron-Core's
+conventions an unset etp is tp (``TransformerConfig.expert_tensor_parallel_size`` defaults to
+``tensor_model_parallel_size``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import estimator
+from estimator.inputs.derive import expert_degrees, expert_groups
+from estimator.perf.context import config_context
+
+EXAMPLES = Path(estimator.__file__).resolve().parent / "examples"
+#: the DeepSeek-V3 671B example on 256 devices: tp 2, dp 4, cp 2, ep 8 (ep > dp: the reference's rule
+#: would drop the experts' TP; Megatron-Core keeps it)
+LAYOUT = {"parallel.tp": 2, "parallel.dp": 4, "parallel.cp": 2, "parallel.ep": 8, "hardware.devices": 256}
+
+
+def _cfg(profile: str, etp: int | None) -> estimator.EstimatorConfig:
+    base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
+    return estimator.load_config(base, {**LAYOUT, "profile": profile, "parallel.etp": etp})
+
+
+def _numbers(profile: str, etp: int | None) -> tuple[float, float, float, str, str]:
+    cfg = _cfg(profile, etp)
+    mem, perf = estimator.estimate_memory(cfg).to_dict(), estimator.estimate_perf(cfg).to_dict()
+    real = perf["real_parts"]
+    return mem["peak_mb"], real["TOTAL"], real["EP_WAIT"], repr(mem), repr(perf)
+
+
+@pytest.mark.parametrize("profile", ["megatron", "fsdp2"])
+def test_unset_etp_is_tp_for_memory_and_time(profile: str) -> None:
+    unset, same = _numbers(profile, None), _numbers(profile, 2)
+    assert unset == same  # every number of both reports
+    one = _numbers(profile, 1)
+    assert one[1] < unset[1] and one[0] > unset[0]  # etp = 1: whole experts per rank, less EP wire time
+
+
+def test_megatron_example_numbers() -> None:
+    """The closing numbers: etp unset = etp 2 (peak 55,104.7 MiB, TOTAL 11.248 s, EP_WAIT 4.513 s);
+    before the one rule the time read etp 1 (TOTAL 7.712 s, EP_WAIT 1.039 s)."""
+    peak, total, ep_wait, _, _ = _numbers("megatron", None)
+    assert peak == pytest.approx(55_104.7, abs=0.05)
+    assert total == pytest.approx(11.248, abs=5e-4)
+    assert ep_wait == pytest.approx(4.513, abs=5e-4)
+
+
+def test_reference_profile_keeps_the_reference_rule() -> None:
+    """``sapp-nd``: etp falls back to 1 once tp·ep > dp·tp (reference §2.3): the step time of unset
+    equals etp 1's. (The reference's memory shards routed experts by d_exp·cp·t_exp, and its d_exp
+    with etp set, d·t·cp/(etp·ep), is not its d_exp without, d·t/ep: the memory differs by design.)"""
+    unset, one = _numbers("sapp-nd", None), _numbers("sapp-nd", 1)
+    assert unset[1:3] == one[1:3]
+    assert expert_groups(_cfg("sapp-nd", None)).etp == 1
+
+
+def test_the_context_and_the_groups_agree() -> None:
+    base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
+    for profile, etp in (("megatron", 2), ("fsdp2", 2), ("sapp-nd", 1)):
+        cfg = estimator.load_config(base, {**LAYOUT, "profile": profile})
+        groups, ctx = expert_groups(cfg), config_context(cfg)
+        assert (ctx.t_exp, ctx.edp) == (groups.etp, groups.edp) == (etp, 2 * 4 * 2 // (etp * 8))
+        assert groups.etp * cfg.parallel.ep * groups.edp == 2 * 4 * 2
+    assert expert_degrees(4, 2, 2, 8, None).t_exp == 1  # the reference's own rule, kept for sapp-nd

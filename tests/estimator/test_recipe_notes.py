@@ -1,0 +1,76 @@
+"""Recipe facts of measured rows (estimator.experiments.recipe_notes) and the step of a throughput-only row;
+the harness's refused-rows count (ndval.harness.assertions.values.RefusedRowsLe). Rows here are synthetic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import estimator
+from estimator import search
+from estimator.experiments import recipe_notes
+from ndval.harness.assertions.values import REFUSED_PREFIX, RefusedRowsLe
+from ndval.harness.results import RunResult
+from tests.estimator.scalar_reference import EXAMPLES
+
+NOTES = ("release '26.08' | tokens_per_s_per_gpu=6288 | recipe (pinned): x | recipe layout matches table (TP/PP) | "
+         "fp8_recipe=mxfp8(fp8=e4m3,fp8_param_gather=true) | cuda_graph=transformer_engine(scope=[attn,moe_router]) | "
+         "recompute=selective(mla_up_proj) | etp=1 | sequence_parallel=true | distributed_optimizer=true | "
+         'pp_layout(list, 4 stages)="Et*2|t*2|t*2|tmL" | mtp_num_layers=1 | moe_a2a_overlap=true | dispatcher=flex(hybridep) | '
+         "tp_comm_overlap=true [inactive: Bridge comm_overlap.py disables TP overlap when TP<2]")
+
+
+def test_recipe_items_parse_keys_with_a_parenthesised_tail() -> None:
+    items = recipe_notes.recipe_items(NOTES)
+    assert items["pp_layout"] == '"Et*2|t*2|t*2|tmL"' and items["etp"] == "1"
+    assert items["cuda_graph"].startswith("transformer_engine") and "recipe layout matches table (TP/PP)" not in items
+
+
+@pytest.mark.parametrize(("text", "items", "recipe"), [
+    ("mxfp8", {}, "mxfp8"), ("fp8-mx", {}, "mxfp8"), ("fp8-cs", {}, "tensorwise"), ("nvfp4", {}, "nvfp4"),
+    ("fp8", {"fp8_recipe": "tensorwise(fp8=hybrid)"}, "tensorwise"), ("bf16", {"fp8_recipe": "none(bf16 mixed)"}, None),
+    ("fp8 (32x32 quantization granularity per table footnote)", {}, "mxfp8"),
+])
+def test_precision_recipe(text: str, items: dict[str, str], recipe: str | None) -> None:
+    assert recipe_notes.precision_recipe(text, items)[0] == recipe
+
+
+def test_apply_recipe_items_sets_and_cites() -> None:
+    config: dict[str, Any] = {"profile": "megatron", "model": {"num_experts": 8, "source_facts": {}, "assumed": {}},
+                              "train": {}, "parallel": {"tp": 2, "pp": 4}, "recompute": {}}
+    recipe_notes.apply_recipe_items({"notes": NOTES, "mtp_layers": ""}, config)
+    assert config["train"]["cuda_graph"] == "layers"
+    assert config["recompute"] == {"mode": "selective", "modules": ["mla_up_proj"]}
+    p = config["parallel"]
+    assert (p["etp"], p["sequence_parallel"], p["distributed_optimizer"]) == (1, True, True)
+    assert p["pipeline_layout"] == "Et*2|t*2|t*2|tmL" and config["model"]["mtp_layers"] == 1
+    assert config["model"]["source_facts"]["train.cuda_graph"].startswith("notes: cuda_graph=")
+    assert p["overlap_moe_expert_parallel_comm"] is True and p["tp_comm_overlap"] is False  # the recipe's overlap switch, priced by the overlap model
+    assert "dispatcher=flex(hybridep)" in config["model"]["assumed"]["recipe_items"]  # recorded, not priced
+
+
+def test_throughput_step_by_hand() -> None:
+    """GBS 256 · seq 8192 / (6288 tokens/s/GPU · 64 GPUs) = 5.2112 s."""
+    row = {"notes": NOTES, "global_batch_size": "256", "seq_length": "8192", "world_size": "64"}
+    assert recipe_notes.throughput_step_ms(row) == pytest.approx(256 * 8192 / (6288 * 64) * 1000)
+    assert recipe_notes.throughput_step_ms({**row, "notes": "no throughput"}) is None
+
+
+def test_refused_rows_counted_with_reasons() -> None:
+    table = [{"config": "a", "total_ms": 1.0}, {"config": "b", "not_evaluable": REFUSED_PREFIX + "model.x: rule"},
+             {"config": "c", "not_evaluable": "column seq_length: not stated by the source"}]
+    result = RunResult(table=table)
+    zero = RefusedRowsLe(type="refused_rows_le", max=0).evaluate(result, None)  # type: ignore[arg-type]
+    one = RefusedRowsLe(type="refused_rows_le", max=1).evaluate(result, None)  # type: ignore[arg-type]
+    assert (zero.passed, one.passed, zero.observed) == (False, True, 1)
+    assert zero.rows[0]["reason"] == "model.x: rule"
+
+
+def test_batched_search_with_a_recipe_and_graphs_equals_the_scalar_path() -> None:
+    base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml",
+                                 ["precision.linear_recipe=mxfp8", "train.cuda_graph=layers"])
+    space = {"parallel.tp": (2, 8), "parallel.pp": (8,), "parallel.ep": (8, 64), "train.micro_batch_size": (1, 2)}
+    fast = search.search(base, 1024, space, top_k=None)
+    slow = search.search(base, 1024, space, top_k=None, batched=False)
+    assert [(c.key(), c.total_s, c.peak_mb) for c in fast.ranked] == [(c.key(), c.total_s, c.peak_mb) for c in slow.ranked]
