@@ -89,8 +89,8 @@ def test_serve_stops_cleanly_on_sigint_and_sigterm(synthetic_dataset: Path, sig:
     (["--port", "99999"], "99999 is outside 0..65535"),
     (["--port", "-1"], "-1 is outside 0..65535"),
     (["--port", "http"], "'http' is not a port number"),
-    (["--host", "no-such-host.invalid"], "cannot bind no-such-host.invalid:0"),
-    (["--host", "256.1.1.1"], "cannot bind 256.1.1.1:0"),
+    (["--host", "no-such-host.invalid"], "does not resolve to an address"),
+    (["--host", "256.1.1.1"], "does not resolve to an address"),
 ])
 def test_serve_refuses_a_bad_address_or_port_with_exit_2(synthetic_dataset: Path, argv: list[str], message: str) -> None:
     out = subprocess.run([sys.executable, "-m", "ndval.harness.cli", "serve", str(synthetic_dataset), *argv],
