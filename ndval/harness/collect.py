@@ -204,8 +204,10 @@ class CaseItem(pytest.Item):
         if not text or outcome is None:
             return ""
         lines = text.rstrip("\n").splitlines()
-        more = f"\n  ... {len(lines) - max_lines} more diff line(s) in {outcome.artifacts[1]}" if len(lines) > max_lines else ""
-        return "\ngolden diff (expected -> obtained):\n" + "\n".join(lines[:max_lines]) + more
+        more = f"\n  ... {len(lines) - max_lines} more diff line(s)" if len(lines) > max_lines else ""
+        full = (f"\nfull diff: {outcome.artifacts[1]} (side by side: {outcome.artifacts[2]})"
+                if len(outcome.artifacts) > 2 else "")
+        return "\ngolden diff (expected -> obtained):\n" + "\n".join(lines[:max_lines]) + more + full
     def _table(self, results: list[AssertionResult]) -> str:
         lines = dict(zip([s.id for s in self.loaded.expect], self.loaded.expect_lines, strict=False))
         rows = []

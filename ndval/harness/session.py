@@ -49,6 +49,8 @@ class NdvalSession:
         self._session: pytest.Session | None = None
         self.deselected = 0
         self.out_dir: Path | None = None
+        self.pruned: list[str] = []
+        self.golden_scan_gaps: list[str] = []
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
@@ -112,7 +114,9 @@ class NdvalSession:
                 try:
                     loaded = load_case_file(path, root)
                 except Exception:  # that file's own collection error reports it; never the run's
+                    self.golden_scan_gaps.append(str(path))
                     continue
+                self.golden_scan_gaps += [f"{path}::{cid}" for cid, _ in loaded.errors]
                 for lc in loaded.cases:
                     if any(s.type == "golden_match" for s in lc.expect):
                         for pt in lc.points:
@@ -120,10 +124,19 @@ class NdvalSession:
         return out
 
     def _unused_goldens(self) -> list[str]:
+        """The goldens no case of the tree uses; under ``--prune-golden`` deleted (and then not listed), unless a
+        case file of the tree could not be read (its goldens would look unused)."""
         opts = self.config.stash[OPTIONS_KEY]
         roots = {opts.golden_root(r) for r in self.cases_roots}
+        self.golden_scan_gaps = []
         expected = self._expected_goldens()
-        return [str(p) for r in sorted(roots) for p in golden.unused_goldens(r, expected)]
+        unused = [p for r in sorted(roots) for p in golden.unused_goldens(r, expected)]
+        if opts.prune_golden and unused and not self.golden_scan_gaps:
+            for path in unused:
+                path.unlink(missing_ok=True)
+            self.pruned = [str(p) for p in unused]
+            return []
+        return [str(p) for p in unused]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -210,8 +223,15 @@ class NdvalSession:
         if real and real["status"] == "pass" and real["actual"]:
             tr.write_line(f"NOTICE: {real['actual']} item(s) skipped for missing real data; not required here, so the "
                           "gate passes without that evidence (CI sets NDVAL_REQUIRE_REAL_DATA=1: it fails there)", yellow=True)
+        opts = self.config.stash[OPTIONS_KEY]
+        for g in self.pruned[:20]:
+            tr.write_line(f"  unused golden pruned (--prune-golden): {g}")
         for g in s["golden"]["unused"][:20]:
-            tr.write_line(f"  unused golden (not deleted): {g}")
+            tr.write_line(f"  unused golden (not deleted; --prune-golden deletes it): {g}")
+        if opts.prune_golden and s["golden"]["unused"]:
+            tr.write_line(f"  --prune-golden: nothing deleted, {len(self.golden_scan_gaps)} case file(s)/case(s) of the "
+                          f"tree could not be read, so their goldens would look unused: "
+                          f"{', '.join(self.golden_scan_gaps[:5])}", yellow=True)
         if s["run"]["partial"]:
             tr.write_line(f"PARTIAL run ({s['run']['partial']}): not a release sign-off; the release summary is "
                           "left as it was", yellow=True)

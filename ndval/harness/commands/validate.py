@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop after the first failed or broken case (pytest -x)")
     parser.add_argument("--update-golden", action="store_true", help="rewrite missing/mismatching goldens, still fail")
     parser.add_argument("--regen-all-golden", action="store_true", help="rewrite every selected golden and pass")
+    parser.add_argument("--prune-golden", action="store_true",
+                        help="delete the golden files no case uses (listed as unused otherwise)")
     parser.add_argument("--baseline", default=None, metavar="SUMMARY.json", help="previous summary for the regression rule")
     parser.add_argument("--strict-waivers", action="store_true", help="waivers excuse nothing; stale waivers fail")
     parser.add_argument("--subject", default=None, metavar="NAME",
@@ -109,7 +111,7 @@ def pytest_command(args: argparse.Namespace, reports: Path, n_workers: int | Non
         cmd.append("-x")
     if args.subject:
         cmd += ["--subject", args.subject]
-    for flag in ("update_golden", "regen_all_golden", "strict_waivers", "require_real_data"):
+    for flag in ("update_golden", "regen_all_golden", "prune_golden", "strict_waivers", "require_real_data"):
         if getattr(args, flag):
             cmd.append("--" + flag.replace("_", "-"))
     if args.baseline:
