@@ -34,7 +34,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-#: subcommand -> its exit codes (shown by ``ndval COMMAND --help`` and in docs/cli.md; a test checks both)
+#: subcommand -> its exit codes (shown by ``ndval COMMAND --help`` and in docs/harness.md "Exit codes of every
+#: command"; a test checks both)
 EXIT_CODES: dict[str, str] = {
     "validate": "0 gate passed; 1 gate failed on valid input; 2 broken input (invalid case, missing data, nothing collected, "
                 "a report not writable); 130/143 interrupted by SIGINT/SIGTERM (previous reports kept)",

@@ -146,3 +146,27 @@ def test_validate_runs_them_as_pytest_does(pytester: pytest.Pytester, tree, monk
     assert cli.main(["validate", "-n", "0", "--no-allure-report", "--cases", "nomatch*"]) == 2
     err = capsys.readouterr().err
     assert "no case matched the selection (--cases nomatch*" in err and "pytest exit" not in err
+
+
+def test_a_band_set_in_defaults_points_at_the_defaults_line(pytester: pytest.Pytester, cases) -> None:
+    cases("recorded/many.case.yaml", textwrap.dedent("""\
+        schema_version: 1
+        defaults:
+          kind: recorded.results
+          owner: harness-tests
+          severity: major
+          source: synthetic numbers
+          expect:
+            - {type: ratio_within, id: band, estimate: estimate_mb, measured: measured_mb, lo: 0.99, hi: 1.01}
+        cases:
+          - id: first
+            title: synthetic first
+            data: {inline: [{config: a, estimate_mb: 90, measured_mb: 100}]}
+          - id: second
+            title: synthetic second
+            data: {inline: [{config: b, estimate_mb: 80, measured_mb: 100}]}
+        """))
+    result = pytester.runpytest("validation_cases")
+    result.assert_outcomes(failed=2)
+    table_rows = [ln for ln in result.stdout.lines if ln.startswith("FAILED    band")]
+    assert len(table_rows) == 2 and all(ln.rstrip().endswith("line 8") for ln in table_rows), table_rows
