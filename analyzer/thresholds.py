@@ -20,13 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ndval.core import cache
 from ndval.core.yamlsrc import FAST_SAFE_LOADER, CaseError, read_plain
 
 RELATIONS = (">=", ">", "<=", "<")
@@ -232,7 +232,7 @@ def _parse_parameter(key: str, raw: Any, origin: str) -> Parameter:
                      group=str(raw.get("group", "")))
 
 
-@cache
+@cache.memoize("analyzer.default_thresholds", bound=1, key="()", holds="the bundled thresholds (immutable)")
 def default_thresholds() -> Thresholds:
     """The seed's defaults (``thresholds_default.yaml``): thresholds and parameters (read once; immutable)."""
     text = resources.files("analyzer").joinpath("thresholds_default.yaml").read_text(encoding="utf-8")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Literal
 
 from analyzer.compare.sections import MetricRow
 from analyzer.thresholds import Thresholds, default_thresholds
+from ndval.core import cache
 
 Direction = Literal["lower_better", "higher_better", "background"]
 
@@ -49,7 +49,7 @@ class CompareRules:
         )
 
 
-@cache
+@cache.memoize("analyzer.default_compare_rules", bound=1, key="()", holds="the bundled comparison rules")
 def default_rules() -> CompareRules:
     """The rules of ``thresholds_default.yaml``."""
     return CompareRules.from_thresholds(default_thresholds())

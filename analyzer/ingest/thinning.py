@@ -8,18 +8,27 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from analyzer.ingest import events as ev
 
-if TYPE_CHECKING:
-    from analyzer.ingest.stream import RawTrace
+
+class EventColumns(Protocol):
+    """What a thinning reads and compacts of a streaming buffer (``stream.RawTrace`` is one): the
+    per-event columns and the distinct signatures."""
+
+    sig: array[int]
+    ts_us: array[float]
+    dur_us: array[float]
+    corr: array[int]
+    bytes: array[float]
+    sigs: list[Any]
 
 
 #: tier of a signature under an event budget: lower = kept first (0 is never dropped).
-TierFn = Callable[["RawTrace"], np.ndarray]
+TierFn = Callable[[Any], np.ndarray]  # called with the reader's own buffer (a stream.RawTrace)
 
 
 @dataclass
@@ -76,7 +85,7 @@ class Thinning:
         """Events dropped so far."""
         return int(self.dropped_by_sig.sum())
 
-    def compact(self, raw: RawTrace, final: bool = False) -> None:
+    def compact(self, raw: EventColumns, final: bool = False) -> None:
         """Thin the buffered events of ``raw`` to at most ``max_events`` (in place, see class doc).
 
         ``final``: the last call (complete metadata): instead of a last stride doubling, the tier

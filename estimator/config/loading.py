@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from estimator.config.errors import ConfigError
+from estimator.importers.hf import import_hf_config
 from ndval.core.yamlsrc import CaseError, parse_text, read_located
 
 #: where ``model: {ref: models/x.yaml}`` is looked up when not found beside the YAML file
@@ -62,6 +63,8 @@ def resolve_model_ref(data: dict[str, Any], base_dir: Path | None,
     (looked up in ``base_dir`` — the working directory when None —, then in each of ``ref_dirs``, then in the
     bundled cases)."""
     model = data.get("model")
+    if isinstance(model, dict) and "hf_config" in model:
+        return resolve_hf_config(data, model, Path.cwd() if base_dir is None else base_dir), None
     if not isinstance(model, dict) or "ref" not in model:
         return data, None
     base_dir = Path.cwd() if base_dir is None else base_dir
@@ -78,6 +81,21 @@ def resolve_model_ref(data: dict[str, Any], base_dir: Path | None,
     local = {k: v for k, v in model.items() if k != "ref"}
     source = RefSource(str(path), ref_lines, frozenset(k for k in loaded if k not in local))
     return {**data, "model": {**loaded, **local}}, source
+
+
+def resolve_hf_config(data: dict[str, Any], model: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """``model: {hf_config: path, ...}``: the model section imported from a Hugging Face ``config.json``
+    (:func:`estimator.importers.hf.import_hf_config`, path relative to ``base_dir``), merged with the
+    keys beside ``hf_config``. The importer's warnings are not raised here (``ndval import`` shows them)."""
+    if "ref" in model:
+        raise ConfigError("model.hf_config", "give either model.ref or model.hf_config, not both")
+    path = Path(str(model["hf_config"]))
+    path = path if path.is_absolute() else base_dir / path
+    if not path.is_file():
+        raise ConfigError("model.hf_config", f"Hugging Face config {str(model['hf_config'])!r} not found in {base_dir}")
+    imported = import_hf_config(path).data["model"]
+    local = {k: v for k, v in model.items() if k != "hf_config"}
+    return {**data, "model": {**imported, **local}}
 
 
 def parse_override(text: str) -> tuple[str, Any]:

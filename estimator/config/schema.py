@@ -41,6 +41,7 @@ from estimator.config.sections import (
     config_rule,
 )
 from estimator.inputs.hardware import HardwareSpec, expand_hardware, preset_names
+from ndval.core import cache
 
 __all__ = [
     "BUNDLED_CASES_DIR",
@@ -173,7 +174,7 @@ def load_config(
     except ValidationError as exc:
         err = _to_config_error(exc, file, lines)
     else:
-        if len(_OVERRIDDEN) + len(reused) > _OVERRIDDEN_MAX:
+        if len(_OVERRIDDEN) + len(reused) > cache.bound_of(_OVERRIDDEN):
             _OVERRIDDEN.clear()
         _OVERRIDDEN.update({key: (section, getattr(cfg, name)) for name, (key, section) in reused.items()})
         return cfg
@@ -188,8 +189,8 @@ def load_config(
 #: a validated section with overrides applied, from an earlier load: (id of the section instance, its
 #: overrides with their types) -> (that instance, the validated result); the entry holds the instance,
 #: so its id cannot be reused while cached (sections are frozen)
-_OVERRIDDEN: dict[tuple[object, ...], tuple[object, object]] = {}
-_OVERRIDDEN_MAX = 256
+_OVERRIDDEN = cache.store("estimator.overridden_sections", bound=256, key="(id(section instance), its overrides "
+                          "with their types)", holds="(the instance, the validated section)")
 #: override values a cache key may hold (hashable, and compared with their type: 1, 1.0 and True differ)
 _SCALARS = (int, float, str, bool, type(None))
 

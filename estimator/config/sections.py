@@ -94,9 +94,22 @@ class ModelConfig(StrictSection):
     vocab_size: int = Field(ge=1)
     padded_vocab_size: int | None = Field(default=None, ge=1)
     tied_embeddings: bool = False
-    activation: Literal["swiglu", "gelu", "squared_relu"] = "swiglu"
+    #: MLP activation: ``swiglu`` (gate, up, down), ``quick_geglu`` (GPT-OSS: the same three matrices,
+    #: gate through x·σ(1.702·x) clamped at 7, Megatron ``--quick-geglu``), ``gelu`` / ``squared_relu``
+    #: (up, down)
+    activation: Literal["swiglu", "quick_geglu", "gelu", "squared_relu"] = "swiglu"
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     position_embedding: Literal["rope", "learned"] = "rope"
+    #: per-head RMSNorm of q and k before RoPE (Qwen3 ``q_norm``/``k_norm``, Megatron ``--qk-layernorm``):
+    #: 2·d weights per layer, its inputs kept for backward; MHA/GQA only (MLA normalises its latents)
+    qk_norm: bool = False
+    #: learned per-head attention sink logit (GPT-OSS ``sinks``): a extra weights per layer
+    attention_sinks: bool = False
+    #: sliding-window attention: each query sees the last ``sliding_window`` keys (GPT-OSS 128)
+    sliding_window: int | None = Field(default=None, ge=1)
+    #: with ``sliding_window``: every n-th layer (layer i with (i+1) % n == 0) attends to the whole
+    #: sequence, the others through the window (GPT-OSS alternates: 2); 0 = every layer windowed
+    global_attention_every: int = Field(default=0, ge=0)
     assumed: dict[str, str] = Field(default_factory=dict, description="field -> why the value is assumed")
     source_facts: dict[str, str] = Field(
         default_factory=dict,
@@ -155,6 +168,12 @@ class ModelConfig(StrictSection):
             raise config_rule("model.padded_vocab_size", "must be ≥ model.vocab_size")
         if self.is_moe and self.moe_topk > self.num_experts:
             raise config_rule("model.moe_topk", "must not exceed model.num_experts")
+        if self.qk_norm and self.attention == "mla":
+            raise config_rule("model.qk_norm", "is for mha/gqa: MLA's q/kv latent norms are already part of "
+                              "attention: mla (drop qk_norm)")
+        if self.global_attention_every and self.sliding_window is None:
+            raise config_rule("model.global_attention_every", "needs model.sliding_window (the window of the "
+                              "other layers); a valid example: {sliding_window: 128, global_attention_every: 2}")
         return self
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from estimator.config.errors import ConfigError
 from estimator.experiments import recipe_notes
+from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
 from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
 
@@ -286,8 +287,8 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
     if attention not in ("mha", "gqa", "mla"):
         raise ConfigError("attention", f"unknown attention {attention!r}")
     activation = _text(row, "activation") or _default("activation", assumed)
-    if activation not in ("swiglu", "gelu", "squared_relu"):
-        raise ConfigError("activation", f"activation {activation!r} is not modelled (swiglu, gelu, squared_relu)")
+    if activation not in MODELLED_ACTIVATIONS:
+        raise ConfigError("activation", f"activation {activation!r} is not modelled ({', '.join(MODELLED_ACTIVATIONS)})")
     norm = _text(row, "norm") or _default("norm", assumed)
     vocab = _int(row, "vocab_size") or _int(row, "padded_vocab_size") or _default("vocab_size", assumed)
     tied = _bool(row, "tied_embeddings")
@@ -314,6 +315,7 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
         "activation": activation,
         "norm": norm,
         "position_embedding": "learned" if "learned absolute position" in notes else "rope",
+        **architecture_from_notes(notes, attention),
     }
     if attention == "mla":
         for column in ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"):

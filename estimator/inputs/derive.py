@@ -10,7 +10,7 @@ Symbols (reference §2): d = dp, t = tp, cp, ep, etp, p = pp, vp = vpp, E = rout
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from estimator.inputs import pipeline_split
 from estimator.inputs.profiles import profile_of
 from estimator.shared.arrays import gcd, where
-from estimator.shared.memo import derived, shared_value
+from estimator.shared.memo import derived
+from ndval.core import cache
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig, ModelConfig
@@ -185,6 +186,27 @@ def layer_kind_runs(model: ModelConfig, layers: Sequence[int]) -> list[tuple[Lay
     return [(k, first[k], count[k]) for k in first]
 
 
+def attended_keys(model: ModelConfig, seq: int) -> int:
+    """Keys per query a flash-attention kernel visits, averaged over the main layers, in the
+    convention of :func:`estimator.perf.compute.attention_core_flops` (no causal halving: a full
+    layer counts s keys, twice the s/2 a causal query really sees).
+
+    A sliding-window layer (``model.sliding_window`` w; FlashAttention ``window_size``, GPT-OSS
+    ``sliding_attention``) really sees min(q, w) keys, about w for s ≫ w, so it counts min(s, 2·w)
+    in the same convention. With ``global_attention_every`` n every n-th layer is full:
+    keys = (L_full·s + (L − L_full)·min(s, 2·w)) / L, L_full = ⌊L/n⌋ (0 for n = 0). Layers of one
+    kind are priced once, so the mean stands for each layer (the stage split of an alternating
+    pattern moves at most one layer's attention between stages).
+    """
+    window = model.sliding_window
+    if window is None:
+        return seq
+    n_layers, every = model.num_layers, model.global_attention_every
+    n_full = n_layers // every if every else 0
+    windowed = min(seq, 2 * window)
+    return round((n_full * seq + (n_layers - n_full) * windowed) / n_layers)
+
+
 def mtp_is_moe(model: ModelConfig) -> bool:
     """MTP layers are MoE when any main layer is (reference §2.1, deepseek hook)."""
     return model.is_moe and model.num_dense_layers < model.num_layers
@@ -315,8 +337,8 @@ def kind_key(model: ModelConfig) -> tuple[int, int, bool]:
 #: most :func:`kind_key` values a layout keeps kind runs for (cleared when full)
 _KINDS_MAX = 64
 #: stage layouts by :func:`split_key` (a sweep's configs repeat the same few splits); cleared when full
-_LAYOUTS: dict[Hashable, tuple[tuple[object, ...], tuple[StageLayout, ...]]] = {}
-_LAYOUTS_MAX = 1024
+_LAYOUTS = cache.store("estimator.stage_layouts", bound=1024, key="split_key(cfg): pp, vpp, schedule, uneven-split "
+                       "fields, main and MTP layer counts", holds="((), the stage layouts)")
 
 
 def split_key(cfg: EstimatorConfig) -> tuple[object, ...]:
@@ -339,7 +361,7 @@ def stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
 
 def _shared_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
     """:func:`_stage_layouts` kept in :data:`_LAYOUTS` by :func:`split_key`."""
-    return shared_value(_LAYOUTS, _LAYOUTS_MAX, split_key(cfg), (), lambda: _stage_layouts(cfg))
+    return cache.shared_value(_LAYOUTS, split_key(cfg), (), lambda: _stage_layouts(cfg))
 
 
 def _stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:

@@ -24,6 +24,7 @@ from estimator.inputs.device_presets import NVIDIA_LEVELS
 from estimator.inputs.device_presets import PRESETS as _BASE_PRESETS
 from estimator.perf.comm import CollectiveKind
 from estimator.shared.arrays import ARRAY
+from ndval.core import cache
 from ndval.core.units import MIB_PER_GIB
 
 #: peak keys: compute dtypes, ``fp8`` (FP8 / MXFP8 tensor cores) and ``fp4`` (NVFP4 / MXFP4, Blackwell)
@@ -97,18 +98,17 @@ def descending_table_value(ordered: SizeTable, size: float) -> float:
 
 #: ascending (thresholds, efficiencies) arrays of a descending table, by the table's identity (the entry
 #: holds the table, so its id cannot be reused while cached)
-_ASCENDING: dict[int, tuple[SizeTable, np.ndarray, np.ndarray]] = {}
+_ASCENDING = cache.store("estimator.ascending_tables", bound=256, key="id(descending size table)",
+                         holds="(the table, ascending thresholds and efficiencies as arrays)")
 
 
 def _ascending(ordered: SizeTable) -> tuple[np.ndarray, np.ndarray]:
-    hit = _ASCENDING.get(id(ordered))
-    if hit is None or hit[0] is not ordered:
-        if len(_ASCENDING) >= 256:
-            _ASCENDING.clear()
-        rows = list(reversed(ordered))
-        hit = (ordered, np.array([r[0] for r in rows], dtype=np.float64), np.array([r[1] for r in rows], dtype=np.float64))
-        _ASCENDING[id(ordered)] = hit
-    return hit[1], hit[2]
+    return cache.held_value(_ASCENDING, id(ordered), ordered, _ascending_arrays, ordered)
+
+
+def _ascending_arrays(ordered: SizeTable) -> tuple[np.ndarray, np.ndarray]:
+    rows = list(reversed(ordered))
+    return np.array([r[0] for r in rows], dtype=np.float64), np.array([r[1] for r in rows], dtype=np.float64)
 
 
 class DeviceEfficiency(BaseModel):

@@ -17,31 +17,39 @@ from estimator.shared.memo import derived
 if TYPE_CHECKING:
     from estimator.config.schema import ModelConfig
 
-#: weight matrices of an MLP: SwiGLU has gate, up and down; GeLU / squared-ReLU have up and down
-MLP_MATRICES = {"swiglu": 3, "gelu": 2, "squared_relu": 2}
+#: weight matrices of an MLP: SwiGLU and GPT-OSS's quick-GeGLU have gate, up and down; GeLU /
+#: squared-ReLU have up and down
+MLP_MATRICES = {"swiglu": 3, "quick_geglu": 3, "gelu": 2, "squared_relu": 2}
 #: parameters per norm per hidden unit: RMSNorm has a scale, LayerNorm a scale and a bias
 NORM_PARAMS_PER_UNIT = {"rmsnorm": 1, "layernorm": 2}
 #: norms in a transformer layer: before attention and before the MLP
 NORMS_PER_LAYER = 2
 
 
+def gated_mlp(activation: str) -> bool:
+    """A GLU MLP (gate and up projections, 2F wide fc1 output): SwiGLU and quick-GeGLU."""
+    return MLP_MATRICES[activation] == 3
+
+
 def attention_params(model: ModelConfig) -> int:
     """Attention weights of one layer.
 
-    MHA/GQA: Q h·a·d + K,V 2·h·g·d + O a·d·h. MLA (DeepSeek-V2/V3): q path h·q_lora + q_lora (norm)
+    MHA/GQA: Q h·a·d + K,V 2·h·g·d + O a·d·h (+ a sink logits with ``attention_sinks``, GPT-OSS
+    ``self_attn.sinks`` of shape [a]). MLA (DeepSeek-V2/V3): q path h·q_lora + q_lora (norm)
     + q_lora·a·(d_qk + d_rope) (or h·a·(d_qk + d_rope) without q compression); kv path
     h·(kv_lora + d_rope) + kv_lora (norm) + kv_lora·a·(d_qk + d_v); O a·d_v·h.
     """
     h, a = model.hidden_size, model.num_attention_heads
+    sinks = a if model.attention_sinks else 0
     if model.attention != "mla":
         d, g = model.head_size, model.kv_heads
-        return h * a * d + 2 * h * g * d + a * d * h
+        return h * a * d + 2 * h * g * d + a * d * h + sinks
     assert model.kv_lora_rank and model.qk_head_dim and model.v_head_dim is not None
     d_qk, d_rope, d_v = model.qk_head_dim, model.qk_rope_head_dim or 0, model.v_head_dim
     q_lora, kv_lora = model.q_lora_rank, model.kv_lora_rank
     q = h * q_lora + q_lora + q_lora * a * (d_qk + d_rope) if q_lora else h * a * (d_qk + d_rope)
     kv = h * (kv_lora + d_rope) + kv_lora + kv_lora * a * (d_qk + d_v)
-    return q + kv + a * d_v * h
+    return q + kv + a * d_v * h + sinks
 
 
 def mla_replicated_params(model: ModelConfig) -> int:
@@ -66,8 +74,10 @@ def mlp_params(hidden: int, ffn: int, activation: str) -> int:
 
 
 def norm_params(model: ModelConfig) -> int:
-    """The layer's two norms: 2·h (RMSNorm) or 2·2h (LayerNorm)."""
-    return NORMS_PER_LAYER * NORM_PARAMS_PER_UNIT[model.norm] * model.hidden_size
+    """The layer's two norms: 2·h (RMSNorm) or 2·2h (LayerNorm), plus the q and k norms of
+    ``qk_norm`` (one d-wide RMSNorm each, shared by the heads: Qwen3 ``q_norm``/``k_norm``)."""
+    qk = 2 * NORM_PARAMS_PER_UNIT["rmsnorm"] * model.head_size if model.qk_norm else 0
+    return NORMS_PER_LAYER * NORM_PARAMS_PER_UNIT[model.norm] * model.hidden_size + qk
 
 
 def router_params(model: ModelConfig) -> int:
@@ -176,3 +186,32 @@ def activated_params(model: ModelConfig) -> int:
         routed = lp.routed * model.moe_topk // model.num_experts if lp.routed else 0
         total += lp.non_expert + lp.shared + routed
     return total
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """The model's size as ``ndval estimate`` and the importers state it (weights, no biases).
+
+    ``total``: every parameter the model defines: layers, MTP modules, the word embedding and the
+    output layer (counted once when tied) and the final norm (:func:`total_params`, no learned
+    positions). ``active``: the parameters one token of the main model touches: the layers with
+    top-k of the routed experts (:func:`activated_params`), the embedding and the output layer
+    as the model defines them (tied: once), the final norm; MTP modules excluded (DeepSeek-V3
+    publishes 671B total / 37B activated for the main model, MTP apart). ``main``: ``total``
+    without the MTP modules.
+    """
+
+    total: int
+    active: int
+    main: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"params_total": self.total, "params_active": self.active, "params_main": self.main}
+
+
+def param_counts(model: ModelConfig) -> ParamCounts:
+    """:class:`ParamCounts` of ``model``."""
+    outer = embedding_params(model) + head_params(model)
+    total = total_params(model)
+    mtp = sum(layer_params(model, i).total for i in range(model.num_layers, model.num_layers + model.mtp_layers))
+    return ParamCounts(total=total, active=activated_params(model) + outer, main=total - mtp)

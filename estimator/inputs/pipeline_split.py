@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, cast
 
 from estimator.config.errors import ConfigError
 
-if TYPE_CHECKING:
-    from estimator.config.sections import ParallelConfig
+#: the parallel section of a configuration: estimator.config.sections.ParallelConfig, which imports this module (not imported here, even
+#: for type checking: no import cycle)
+ParallelConfig = Any
+
 
 LAYOUT_FIELD = "parallel.pipeline_layout"
 LAYOUT_SYMBOLS = "EtmL"
@@ -212,4 +214,4 @@ def mtp_virtual_stage(p: ParallelConfig) -> int:
     if p.pipeline_layout is not None:
         stages = parse_layout(p.pipeline_layout)
         return next((v for v, s in enumerate(stages) if s.mtp_layers), len(stages) - 1)
-    return p.pp * p.vpp - 1
+    return cast(int, p.pp * p.vpp - 1)

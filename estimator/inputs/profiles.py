@@ -20,14 +20,16 @@ Users override byte widths with ``precision``; everything else follows the profi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal, cast
 
 from estimator.inputs.runtime_buffer import SEED_TP_SHARDABLE_OVERHEAD_MB
 from estimator.shared.memo import derived
 from ndval.core.units import S_PER_US
 
-if TYPE_CHECKING:
-    from estimator.config.schema import EstimatorConfig
+#: a validated configuration: estimator.config.schema.EstimatorConfig, which imports this module (not imported here, even
+#: for type checking: no import cycle)
+EstimatorConfig = Any
+
 
 #: bytes per element of each dtype name
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -221,7 +223,7 @@ def host_launch_cost_s(cfg: EstimatorConfig) -> float:
     the user's own stack, e.g. the analyzer's ``host_us_per_launch`` of a profile), else the profile's
     sourced value (0.0 without one)."""
     if cfg.options.host_launch_cost_us is not None:
-        return cfg.options.host_launch_cost_us * S_PER_US
+        return cast(float, cfg.options.host_launch_cost_us * S_PER_US)
     cost = HOST_LAUNCH_COST.get(cfg.profile)
     return 0.0 if cost is None else cost.per_launch_us * S_PER_US
 

@@ -20,10 +20,12 @@ scale inside the cast kernel. Sources per recipe in :data:`RECIPES`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from estimator.config.schema import EstimatorConfig
+#: a validated configuration: estimator.config.schema.EstimatorConfig, which imports this module (not imported here, even
+#: for type checking: no import cycle)
+EstimatorConfig = Any
+
 
 RecipeName = Literal["delayed", "tensorwise", "blockwise", "mxfp8", "nvfp4", "torchao_tensorwise",
                      "torchao_rowwise"]

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from estimator.inputs.derive import stage_layouts
 from estimator.memory.stage import COMPONENTS, MemoryReport, StageMemory, stage_memory
-from estimator.shared.memo import pricing_memo
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -16,9 +15,7 @@ __all__ = ["COMPONENTS", "MemoryReport", "StageMemory", "estimate_memory"]
 
 def estimate_memory(cfg: EstimatorConfig) -> MemoryReport:
     """Per-stage memory of ``cfg`` and its peak (MiB)."""
-    memo = pricing_memo(cfg, "memory")  # layer prices shared by the stages (memory.stage.layer_class), and by
-    # every config equal in what they read (all but the pipeline split: estimator.shared.memo.pricing_key)
-    stages = tuple(stage_memory(cfg, layout, memo) for layout in stage_layouts(cfg))
+    stages = tuple(stage_memory(cfg, layout) for layout in stage_layouts(cfg))
     hbm_mb = cfg.hardware.hbm_mb
     warnings: list[str] = []
     peak = max(s.total_mb for s in stages)

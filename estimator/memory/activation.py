@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator.inputs.derive import layer_kind, mtp_is_moe, sequence_shard
+from estimator.inputs.params import gated_mlp
 from estimator.inputs.profiles import profile_of, resolved_bytes
 from estimator.inputs.recipes import stored_recipe
 from estimator.memory import sac
@@ -134,7 +135,8 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
 
     MHA/GQA: Q T·a·d, K and V T·g·d, out-proj input T·a·d (all ·B/t). MLA: compressed q and kv
     (and their norm outputs) ·B/r, up-projected q, k (a·(d_qk + d_rope)), v and attention output
-    (a·d_v) ·B/t. Flash: softmax stats T·a·4/t; otherwise scores
+    (a·d_v) ·B/t. ``qk_norm`` (Qwen3, Megatron ``--qk-layernorm``): the pre-norm q and k
+    T·(a + g)·d ·B/t as well. Flash: softmax stats T·a·4/t; otherwise scores
     ``score_bytes_per_element``·a·T·s/t (Korthikanti: 5). The output dropout mask follows
     ``hidden_dropout_mask_bytes``.
 
@@ -165,6 +167,8 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     else:
         d, g = m.head_size, m.kv_heads
         total += T * (a + 2 * g) * d * B / t  # q, k, v
+        if m.qk_norm:  # the q and k norms keep their inputs (the norm outputs are the q, k above)
+            total += T * (a + g) * d * B / t
         total += T * a * d * proj_input / t  # attention output = out-proj input
     if cfg.train.flash_attention:
         total += T * a * SOFTMAX_STATS_BYTES / t
@@ -176,7 +180,7 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
 def _mlp_intermediate(T: float, ffn: int, activation: str, b_c: int, drop_act: bool, fc2_input: float) -> float:
     """fc1 output (2F for SwiGLU's gate and up, F otherwise) per token ·B (the activation saves it)
     and activation output F ·``fc2_input`` (saved only by fc2: :func:`saved_input_bytes`)."""
-    fc1 = (2 if activation == "swiglu" else 1) * ffn
+    fc1 = (2 if gated_mlp(activation) else 1) * ffn
     return T * fc1 * b_c + (0 if drop_act else T * ffn * fc2_input)
 
 

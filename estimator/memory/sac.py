@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from estimator.inputs.derive import layer_kind, sequence_shard
+from estimator.inputs.params import gated_mlp
 from estimator.inputs.profiles import resolved_bytes
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def mm_outputs_per_token(cfg: EstimatorConfig) -> list[float]:
     a, g, d, h = m.num_attention_heads, m.kv_heads, m.head_size, m.hidden_size
     # row-parallel wo / w2: the local mm output is a full-size partial sum (reduced afterwards)
     attention = [a * d / t, g * d / t, g * d / t, h]
-    fc1 = [m.dense_ffn / t] * (2 if m.activation == "swiglu" else 1)  # SwiGLU: w1, w3
+    fc1 = [m.dense_ffn / t] * (2 if gated_mlp(m.activation) else 1)  # SwiGLU / quick-GeGLU: w1, w3
     return attention + fc1 + [h]
 
 

@@ -7,10 +7,10 @@ stages, vp chunks per stage, m micro-batches and ``base = min(p, m)``.
 
 from __future__ import annotations
 
-import functools
 from typing import Literal
 
 from estimator.shared.arrays import maximum, minimum
+from ndval.core import cache
 
 Schedule = Literal["1f1b", "interleaved", "zero_bubble_v", "gpipe"]
 #: how interleaved 1F1B spreads μ over a stage's chunks: the reference's rule or Megatron's order
@@ -87,7 +87,8 @@ def in_flight_megatron_interleaved(pp: int, vpp: int, m: int, stage: int, chunk:
     return max(1, _forward_chunks(pp, vpp, m)[:n].count(chunk))
 
 
-@functools.lru_cache(maxsize=1024)
+@cache.memoize("estimator.forward_chunks", bound=1024, key="(pp, vpp, micro-batches)",
+               holds="Megatron's forward chunk order")
 def _forward_chunks(pp: int, vpp: int, m: int) -> tuple[int, ...]:
     """:func:`megatron_forward_chunks`, built once per (p, vp, m) (every stage and chunk reads it)."""
     return tuple(megatron_forward_chunks(pp, vpp, m))

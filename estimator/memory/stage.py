@@ -28,6 +28,7 @@ from estimator.memory.static import (
     layer_static,
 )
 from estimator.shared.arrays import is_array
+from estimator.shared.memo import pricing_memo
 from ndval.core.units import BYTES_PER_MIB
 
 if TYPE_CHECKING:
@@ -147,10 +148,16 @@ def layer_dynamic_bytes(cfg: EstimatorConfig, index: int, mu: int, mode: Recompu
     return act.layer_activation_bytes(cfg, index, mode) * mu, buffers.layer_comm_bytes(cfg, index, mu, mode)
 
 
+def _prices(cfg: EstimatorConfig) -> dict[Any, Any]:
+    """The memory model's per-layer and per-stage prices of ``cfg``: one dictionary shared by every config
+    equal in :func:`estimator.shared.memo.pricing_key` (kept in the cache registry, ``ndval.core.cache``)."""
+    return pricing_memo(cfg, "memory")
+
+
 def _layer_dynamic(cfg: EstimatorConfig, memo: dict[Any, Any], index: int, key: object, mu: int,
                    mode: RecomputeMode) -> tuple[float, float]:
     """:func:`layer_dynamic_bytes` of layer ``index`` (of :func:`layer_class` ``key``), its
-    μ-independent activation and its comm buffer each priced once per config in ``memo``."""
+    μ-independent activation and its comm buffer each priced once in ``memo`` (:func:`_prices`)."""
     act_key = ("act", key, mode)
     activation = memo.get(act_key)
     if activation is None:
@@ -174,18 +181,21 @@ def head_dynamic_bytes(cfg: EstimatorConfig, mu: int) -> tuple[float, float]:
     return act.head_input_bytes(cfg) * mu + act.logits_bytes(cfg) * logits_mu, buffers.head_comm_bytes(cfg)
 
 
-def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
-                            memo: dict[Any, Any] | None = None) -> float:
+def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode) -> float:
+    """:func:`_backward_overhead_bytes` with the config's prices (:func:`_prices`)."""
+    return _backward_overhead_bytes(cfg, layout, mode, _prices(cfg))
+
+
+def _backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
+                             memo: dict[Any, Any]) -> float:
     """One extra micro-batch of the stage's last node at the end of warm-up (reference §2.8).
 
     The last node of the last chunk is evaluated at μ = 1 without recompute (a fully recomputed
     layer re-materialises its activations); on the stage holding the head the last node is the
     output layer (with ``activation.loss_backward_logits_copies`` logit gradients), plus the last
     MTP layer when there is one. ``zero_bubble_v`` uses the same rule;
-    the reference's two-chunk maximum for it is not modelled. ``memo``: layer prices of
-    :func:`stage_memory`.
+    the reference's two-chunk maximum for it is not modelled. ``memo``: :func:`_prices`.
     """
-    memo = {} if memo is None else memo
 
     def layer_once(i: int) -> float:
         return sum(_layer_dynamic(cfg, memo, i, layer_class(cfg, i), 1, "none"))
@@ -287,8 +297,13 @@ def stage_signature(cfg: EstimatorConfig, layout: StageLayout,
 
 
 def stage_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
-                groups: Sequence[Sequence[tuple[int, int]]], memo: dict[Any, Any]) -> StageFixed:
+                groups: Sequence[Sequence[tuple[int, int]]]) -> StageFixed:
     """The μ-independent part of :func:`stage_memory` (``groups``: :func:`layer_classes` per chunk)."""
+    return _stage_fixed(cfg, layout, mode, groups, _prices(cfg))
+
+
+def _stage_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
+                 groups: Sequence[Sequence[tuple[int, int]]], memo: dict[Any, Any]) -> StageFixed:
     classes = []
     terms = []
     for chunk_groups in groups:
@@ -308,7 +323,7 @@ def stage_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
     persistent = {k: v / BYTES_PER_MIB for k, v in framework.persistent_bytes(cfg, layout).items()}
     return StageFixed(
         groups=tuple(classes), static=static, totals=totals, mtp_embedding=mtp_embedding,
-        backward=backward_overhead_bytes(cfg, layout, mode, memo),
+        backward=_backward_overhead_bytes(cfg, layout, mode, memo),
         grads_mb=(totals.grads if fsdp2.grads_live(cfg) else 0.0) / BYTES_PER_MIB,
         other_mb=fsdp2.unsharded_live_bytes(cfg, layout) / BYTES_PER_MIB + sum(persistent.values()),
         persistent=persistent,
@@ -318,7 +333,7 @@ def stage_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
 
 def _stage_fixed_of(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
                     memo: dict[Any, Any]) -> StageFixed:
-    """The :class:`StageFixed` of ``layout``, kept in ``memo`` by :func:`stage_signature` (without
+    """The :class:`StageFixed` of ``layout``, kept in ``memo`` (:func:`_prices`) by :func:`stage_signature` (without
     layer-level SAC the signature is built from the chunks' kind runs kept on the layout)."""
     groups: Sequence[Sequence[tuple[int, int]]]
     signature: tuple[object, ...]
@@ -331,19 +346,19 @@ def _stage_fixed_of(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMo
         signature = ("fixed", stage_signature(cfg, layout, groups, mode))
     fixed: StageFixed | None = memo.get(signature)
     if fixed is None:
-        fixed = memo[signature] = stage_fixed(cfg, layout, mode, groups, memo)
+        fixed = memo[signature] = _stage_fixed(cfg, layout, mode, groups, memo)
     return fixed
 
 
-def stage_memory(cfg: EstimatorConfig, layout: StageLayout, memo: dict[Any, Any] | None = None) -> StageMemory:
+def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
     """Assemble one stage (sizes in MiB). Layers of one :func:`layer_class` are priced once and
-    multiplied by their count; ``memo`` (shared by the stages of one config, ``estimate_memory``: and
-    by the configs equal in :func:`estimator.shared.memo.pricing_key`) keeps those prices and
-    each :func:`stage_signature`'s :class:`StageFixed`, so stages alike but for μ share it."""
+    multiplied by their count; :func:`_prices` (shared by the stages of one config and by the configs
+    equal in :func:`estimator.shared.memo.pricing_key`) keeps those prices and each
+    :func:`stage_signature`'s :class:`StageFixed`, so stages alike but for μ share it."""
     p = cfg.parallel
     mode = cfg.stage_recompute(layout.stage)
     m_micro = cfg.num_micro_batches
-    memo = {} if memo is None else memo
+    memo = _prices(cfg)
     fixed = _stage_fixed_of(cfg, layout, mode, memo)
     activations = comm = 0.0
     mus: list[int] = []

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 from estimator.perf import comm, network, overlap, pipeline
 from estimator.perf.context import Ctx, config_context, context
 from estimator.perf.report import MB_PARTS, PERF_PARTS, PerfReport
-from estimator.perf.stage import StageCost, stage_costs
+from estimator.perf.stage import StageCost, origin, stage_costs
 from estimator.shared.arrays import ARRAY, any_true, divide_or_nan, pick, where
+from ndval.core import cache
 from ndval.core.units import FLOPS_PER_TFLOPS
 
 if TYPE_CHECKING:
@@ -69,15 +70,17 @@ def _hidden_ep(s: StageCost, ratio: float) -> float:
     """EP time stage ``s`` hides in the bubble (seed P3): ``ratio·ep_comm`` on stages with ep > 1
     (:func:`pipeline.ep_overlapped_stage_time`); with a host launch bound only the part the pass
     time really loses, ``s_i − Σ_pass max(device_p − ratio·ep_p, host_p)`` (a host-bound pass keeps
-    its length, so ``s_i − hidden`` never falls as EP comm grows). Kept in the record's
-    :attr:`StageCost.derived` (shared with its relabelled copies)."""
+    its length, so ``s_i − hidden`` never falls as EP comm grows). A pure function of the record and
+    ``ratio``, kept per (record, ratio) in the cache registry (a sweep's stages share their records)."""
     if not ratio:
         return 0.0
-    key = ("hidden_ep", ratio)
-    hit = s.derived.get(key)
-    if hit is None:
-        hit = s.derived[key] = _hidden_ep_of(s, ratio)
-    return hit
+    priced = origin(s)  # relabelled copies have the priced record's numbers
+    return cache.held_value(_HIDDEN_EP, (id(priced), ratio), priced, _hidden_ep_of, priced, ratio)
+
+
+#: :func:`_hidden_ep` of a stage cost at a ratio
+_HIDDEN_EP = cache.store("estimator.hidden_ep", bound=8192, key="(id(stage cost), ratio)",
+                         holds="(the cost, EP seconds it hides in the bubble)")
 
 
 def _hidden_ep_of(s: StageCost, ratio: float) -> float:

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from estimator.config.errors import ConfigError
 from estimator.inputs import derive
 from estimator.inputs.profiles import DTYPE_BYTES, host_launch_cost_s, profile_of
 from estimator.perf import comm, compute, network
 from estimator.shared.arrays import as_float
-from estimator.shared.memo import derived, pricing_key, shared_value
+from estimator.shared.memo import config_memo, derived, pricing_key, pricing_memo
+from ndval.core import cache
 from ndval.core.units import FLOPS_PER_TFLOPS
 
 if TYPE_CHECKING:
@@ -97,8 +98,8 @@ def config_context(cfg: EstimatorConfig) -> Ctx:
 
 
 #: contexts shared across configs: pricing key -> (the instances it names, context); cleared when full
-_CONTEXTS: dict[Hashable, tuple[tuple[object, ...], Ctx]] = {}
-_CONTEXTS_MAX = 1024
+_CONTEXTS = cache.store("estimator.perf_contexts", bound=1024, key="pricing_key(cfg)",
+                        holds="(the instances the pricing key names, the step-time context Ctx)")
 
 
 def _shared_context(cfg: EstimatorConfig) -> Ctx:
@@ -106,11 +107,20 @@ def _shared_context(cfg: EstimatorConfig) -> Ctx:
     shared = pricing_key(cfg)
     if shared is None:  # the batched stand-ins
         return context(cfg)
-    return shared_value(_CONTEXTS, _CONTEXTS_MAX, shared[0], shared[1], lambda: context(cfg))
+    return cache.shared_value(_CONTEXTS, shared[0], shared[1], lambda: context(cfg))
 
 
 #: the :func:`estimator.shared.memo.config_memo` key of :func:`config_context`
 CONTEXT_KEY = "perf_context"
+
+
+def prices(cfg: EstimatorConfig, ctx: Ctx, user: str) -> dict[Hashable, Any]:
+    """The dictionary of ``user``'s per-kind prices of ``cfg`` under ``ctx``: shared by every config equal
+    in :func:`estimator.shared.memo.pricing_key` (:func:`estimator.shared.memo.pricing_memo`) when ``ctx``
+    is the config's own context (:func:`config_context`); a fresh one for a context of the caller's."""
+    if config_memo(cfg).get(CONTEXT_KEY) is ctx:
+        return pricing_memo(cfg, user)
+    return {}
 
 
 def host_launch_s(cfg: EstimatorConfig) -> float:

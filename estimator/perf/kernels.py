@@ -24,7 +24,8 @@ parallelism — only ``E/ep`` local experts do). Each op has a forward and a bac
 
 Per layer (forward ops):
 
-* attention block: input norm; QKV GEMM (MHA/GQA: one fused GEMM; MLA: q down + q norm + q up, or
+* attention block: input norm; QKV GEMM (MHA/GQA: one fused GEMM, + q and k norms with ``qk_norm``;
+  MLA: q down + q norm + q up, or
   one q GEMM without q compression, and kv down + kv norm + kv up); RoPE on q and k (2 pointwise,
   when ``position_embedding: rope`` or MLA); core attention (flash: 1 FLASH; unfused: ``baddbmm``
   QKᵀ + fused scale-mask-softmax + dropout + ``bmm`` PV + the permute copy = 2 GEMM + 3 pointwise);
@@ -48,12 +49,12 @@ work (optimizer, DP collectives) and Python work between kernels are not counted
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator.shared.arrays import ARRAY, per_unique
+from ndval.core import cache
 
 if TYPE_CHECKING:
     from estimator.config.schema import ModelConfig
@@ -102,6 +103,7 @@ class LayerShape:
     tp_blocks: int  # TP-sharded blocks (2; 1 for a MoE layer whose experts are not TP-sharded)
     cp: int
     cp_a2a: bool = False  # CP by Ulysses all-to-all instead of the ring
+    qk_norm: bool = False  # per-head q and k RMSNorm (Qwen3, --qk-layernorm): two norm kernels
 
 
 def forward_kernels(ops: Counter[str]) -> float:
@@ -135,6 +137,7 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
         m["mla_up_proj"] = Counter({"GEMM": 2 if shape.q_compressed else 1})
     else:
         proj["GEMM"] += 1  # fused QKV
+        proj["NORM"] += 2 if shape.qk_norm else 0  # q_norm, k_norm (Qwen3 / Megatron --qk-layernorm)
     if shape.rope or shape.attention == "mla":
         proj["POINTWISE"] += 2  # RoPE on q and k
     proj["GEMM"] += 1  # output projection
@@ -170,7 +173,8 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
 _VIEW_MODULES = ("mla_up_proj", "shared_experts", "moe_act")
 
 
-@functools.lru_cache(maxsize=4096)  # pure in hashable arguments; one layer shape recurs across a sweep's layouts
+@cache.memoize("estimator.layer_pass_kernels", bound=4096, key="(layer shape, recompute mode, modules)",
+               holds="kernels per pass")  # one layer shape recurs across a sweep's layouts
 def layer_pass_kernels(shape: LayerShape, recompute: str, modules: frozenset[str] = frozenset()) -> PassKernels:
     """Kernels of one layer for one micro-batch: forward, backward and recompute passes.
 
@@ -198,7 +202,7 @@ def layer_pass_kernels(shape: LayerShape, recompute: str, modules: frozenset[str
     return PassKernels(fw, backward_kernels(ops), float(rec))
 
 
-@functools.lru_cache(maxsize=4)
+@cache.memoize("estimator.embedding_pass_kernels", bound=4, key="learned position", holds="kernels per pass")
 def embedding_pass_kernels(learned_position: bool) -> PassKernels:
     """First stage, per micro-batch: word lookup (+ position lookup and add) + dropout (pointwise)."""
     ops = Counter({"POINTWISE": 2 + (2 if learned_position else 0)})
@@ -213,7 +217,7 @@ def head_pass_kernels(tp: int) -> PassKernels:
     return _head_pass_kernels(bool(tp > 1))
 
 
-@functools.lru_cache(maxsize=2)
+@cache.memoize("estimator.head_pass_kernels", bound=2, key="tp collectives", holds="kernels per pass")
 def _head_pass_kernels(tp_collectives: bool) -> PassKernels:
     ops = Counter({"NORM": 1, "GEMM": 1, "CROSS_ENTROPY": 1})
     if tp_collectives:
@@ -249,4 +253,5 @@ def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequen
         tp_blocks=tp_blocks,
         cp=cp,
         cp_a2a=cp_a2a,
+        qk_norm=model.qk_norm,
     )

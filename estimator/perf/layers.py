@@ -7,7 +7,7 @@ priced once (:func:`layer_groups`).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ from estimator.config.errors import ConfigError
 from estimator.inputs import derive
 from estimator.perf import comm, compute, kernels
 from estimator.shared.arrays import any_true, is_array, per_unique
-from estimator.shared.memo import shared_value
+from ndval.core import cache
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig, ModelConfig
@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
 
 def attention_flops(model: ModelConfig, tokens: float, seq: int) -> tuple[float, float]:
-    """(projections, core) forward FLOPs of one attention block for ``tokens`` tokens."""
+    """(projections, core) forward FLOPs of one attention block for ``tokens`` tokens; the core over
+    :func:`estimator.inputs.derive.attended_keys` keys (``seq`` without a sliding window)."""
     a = model.num_attention_heads
+    seq = derive.attended_keys(model, seq)
     if model.attention == "mla":
         assert model.kv_lora_rank and model.qk_head_dim and model.v_head_dim
         rope = model.qk_rope_head_dim or 0
@@ -124,12 +126,12 @@ def shared_layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) ->
     modules = tuple(cfg.recompute.modules) if mode == "selective" else ()
     key = (id(model), derive.layer_kind(model, index), ctx.tokens, ctx.seq, ctx.tp, ctx.cp, ctx.expert_imbalance,
            mode, modules)
-    return shared_value(_LAYER_FLOPS, _LAYER_FLOPS_MAX, key, (model,), lambda: layer_cost(cfg, ctx, index, stage))
+    return cache.held_value(_LAYER_FLOPS, key, model, lambda: layer_cost(cfg, ctx, index, stage))
 
 
 #: :func:`layer_cost` shared across configs (a sweep repeats the same shapes): key -> (model, flops)
-_LAYER_FLOPS: dict[Hashable, tuple[tuple[object, ...], LayerFlops]] = {}
-_LAYER_FLOPS_MAX = 4096
+_LAYER_FLOPS = cache.store("estimator.layer_flops", bound=4096, key="(id(model), layer kind, tokens, seq, tp, cp, "
+                           "expert imbalance, recompute mode, selective modules)", holds="(the model, LayerFlops)")
 
 
 def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_blocks: int,
@@ -142,26 +144,23 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
              cfg.train.flash_attention, cfg.parallel.cp_comm_type == "a2a")
 
     def count(layer_ep: int, tp: int, sp: bool, blocks: int, cp: int) -> tuple[float, float, float]:
-        key = (*fixed, layer_ep, tp, sp, blocks, cp)
-        hit = _KERNELS.get(key)
-        if hit is None or hit[0] is not model:
+        def counted() -> tuple[float, float, float]:
             shape = kernels.layer_shape(model, moe=moe, layer_ep=layer_ep, tp=tp, sequence_parallel=sp,
                                         tp_blocks=blocks, cp=cp, flash_attention=fixed[5], cp_a2a=fixed[6])
             out = kernels.layer_pass_kernels(shape, mode, fixed[4])
             if fixed[2]:
                 out += kernels.mtp_extra_pass_kernels(tp)
-            if len(_KERNELS) >= _KERNELS_MAX:
-                _KERNELS.clear()
-            hit = _KERNELS[key] = (model, (out.forward, out.backward, out.recompute))
-        return hit[1]
+            return out.forward, out.backward, out.recompute
+
+        return cache.held_value(_KERNELS, (*fixed, layer_ep, tp, sp, blocks, cp), model, counted)
 
     return kernels.PassKernels(*per_unique(count, derive.layer_ep(cfg, index), ctx.tp, ctx.sp, tp_blocks, ctx.cp))
 
 
 #: kernel counts of a layer shared across configs (a sweep repeats the same degrees): key -> (model, counts);
 #: the entry holds the model, so the ``id`` in the key cannot be reused while cached
-_KERNELS: dict[tuple[object, ...], tuple[object, tuple[float, float, float]]] = {}
-_KERNELS_MAX = 4096
+_KERNELS = cache.store("estimator.layer_kernels", bound=4096, key="(id(model), moe, mtp, recompute mode, modules, "
+                       "flash attention, cp a2a, layer ep, tp, sp, tp blocks, cp)", holds="(the model, kernel counts per pass)")
 
 
 def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:

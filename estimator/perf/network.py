@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from estimator.perf.comm import Collective
 from estimator.shared.arrays import ARRAY, any_true, maximum, minimum, where
+from ndval.core import cache
 from ndval.core.units import BYTES_PER_GB, S_PER_US
 
 
@@ -197,20 +198,19 @@ def collective_time_s(c: Collective, stride: int, levels: Sequence[LevelLike]) -
     if type(c.size_bytes) is ARRAY or type(c.group_size) is ARRAY or type(stride) is ARRAY:
         return c.count * call_time_s(c.kind, c.size_bytes, c.group_size, stride, levels)
     key = (c.kind, c.size_bytes, c.group_size, stride, *map(id, levels))
-    hit = _CALL_S.get(key)
-    if hit is None or (hit[0] is not levels and not all(map(is_, hit[0], levels))):  # (equal lengths: the key has the ids)
-        if len(_CALL_S) >= _CALL_S_MAX:
-            _CALL_S.clear()
-        hit = _CALL_S[key] = (levels if type(levels) is tuple else tuple(levels),
-                              call_time_s(c.kind, c.size_bytes, c.group_size, stride, levels))
-    return c.count * hit[1]
+    hit = _CALL_S.get(key)  # the registry store read inline: this runs for every collective of every stage
+    if hit is not None and (hit[0] is levels or all(map(is_, hit[0], levels))):  # (equal lengths: the key has the ids)
+        return c.count * hit[1]  # type: ignore[no-any-return]
+    held = levels if type(levels) is tuple else tuple(levels)
+    return c.count * cache.shared_value(_CALL_S, key, held, call_time_s, c.kind, c.size_bytes, c.group_size, stride,
+                                        levels)
 
 
 #: seconds of one collective call shared across configs (a sweep repeats the same buffers and groups):
 #: key (kind, bytes, group size, stride, the levels' ids) -> (the levels, seconds); the entry holds the
 #: levels, so their ids cannot be reused while cached
-_CALL_S: dict[tuple[object, ...], tuple[tuple[LevelLike, ...], float]] = {}
-_CALL_S_MAX = 8192
+_CALL_S = cache.store("estimator.collective_call_s", bound=8192, key="(kind, bytes, group size, stride, the levels' ids)",
+                      holds="(the levels, seconds of one call)")
 
 
 def call_time_s(kind: str, size_bytes: float, group_size: int, stride: int, levels: Sequence[LevelLike]) -> float:

@@ -33,15 +33,19 @@ re-runs the operators of the listed modules.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from estimator.inputs.derive import attended_keys
 from estimator.perf import compute
 from estimator.shared.arrays import as_float, maximum
+
+#: the low-precision GEMM plan: estimator.perf.lowp.LowpGemms, which imports this module (not imported here, even
+#: for type checking: no import cycle)
+LowpGemms = Any
 
 if TYPE_CHECKING:
     from estimator.config.schema import ModelConfig
     from estimator.inputs.adapters import Adapter
-    from estimator.perf.lowp import LowpGemms
 
 #: device operator classes the roofline prices (the analyzer's kernel-class names for the same work)
 OP_CLASSES = ("gemm", "attention", "elementwise", "optimizer")
@@ -126,23 +130,28 @@ def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
         d_qk = d_v = model.head_size
         n_kv = model.kv_heads
         ops.append(gemm("qkv", ("attn_proj",), t, h, (a + 2 * n_kv) * d_qk / d.tp, b))
+        if model.qk_norm:  # q_norm and k_norm: read and write q and k (Qwen3, Megatron --qk-layernorm)
+            ops += [elementwise("q_norm", ("attn_proj",), 2 * t * a * d_qk / d.tp * b, bw_kernels=2),
+                    elementwise("k_norm", ("attn_proj",), 2 * t * n_kv * d_qk / d.tp * b, bw_kernels=2)]
     if model.position_embedding == "rope" or model.attention == "mla":
         ops += [elementwise("rope_q", ("attn_proj",), 2 * t * a * d_qk / d.tp * b),
                 elementwise("rope_k", ("attn_proj",), 2 * t * n_kv * d_qk / d.tp * b)]
-    ops += core_attention_ops(d, a, n_kv, d_qk, d_v)
+    ops += core_attention_ops(d, a, n_kv, d_qk, d_v, attended_keys(model, d.seq))
     ops += [gemm("out_proj", ("attn_proj",), t, a * d_v / d.tp, h, b),
             elementwise("residual_attn", ("residual",), (3 * b + 1) * tn * h)]
     return ops
 
 
-def core_attention_ops(d: LayerDims, a: int, n_kv: int, d_qk: int, d_v: int) -> list[Op]:
-    """Flash attention (one ``attention`` operator), or unfused: QKᵀ ``baddbmm``, scale-mask-softmax,
-    dropout, ``bmm`` PV and the permute copy (Megatron ``CoreAttention``)."""
+def core_attention_ops(d: LayerDims, a: int, n_kv: int, d_qk: int, d_v: int, keys: int | None = None) -> list[Op]:
+    """Flash attention (one ``attention`` operator) over ``keys`` keys per query (a sliding window
+    skips the blocks outside it: :func:`estimator.inputs.derive.attended_keys`; default ``d.seq``),
+    or unfused: QKᵀ ``baddbmm``, scale-mask-softmax, dropout, ``bmm`` PV and the permute copy
+    (Megatron ``CoreAttention``; the whole s×s score matrix, a window only masks it)."""
     t, b, heads = d.tokens, d.b, a / d.tp
     q, o = t * heads * d_qk * b, t * heads * d_v * b
     kv = d.batch * d.seq * n_kv / d.tp * (d_qk + d_v) * b
     if d.flash:
-        flops = compute.attention_core_flops(t, d.seq, a, d_qk, d_v) / d.tp
+        flops = compute.attention_core_flops(t, d.seq if keys is None else keys, a, d_qk, d_v) / d.tp
         k = as_float(d.ring_blocks)
         return [Op("flash_attention", "attention", ("core_attn",), flops, q + kv + o, k,
                    FLASH_BACKWARD_FLOPS * flops, 2.0 * (q + kv + o), 2.0 * k)]

@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import ceil
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -53,10 +53,13 @@ from estimator.perf import operators as ops_
 from estimator.perf.context import Ctx, comm_value
 from estimator.shared.arrays import any_true, is_array, maximum, pick
 
+#: one stage's cost record: estimator.perf.stage.StageCost, which imports this module (not imported here, even
+#: for type checking: no import cycle)
+StageCost = Any
+
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
     from estimator.inputs.derive import StageLayout
-    from estimator.perf.stage import StageCost
 
 #: Megatron-Core DistributedDataParallel's default gradient bucket: max(40M, 1M·dp·cp) parameters
 #: (megatron/core/distributed/distributed_data_parallel.py, ``bucket_size`` None -> this)

@@ -29,8 +29,10 @@ from estimator.inputs import derive
 from estimator.inputs.adapters import adapter_of
 from estimator.perf import lowp
 from estimator.perf import operators as ops_
+from estimator.perf.context import prices
 from estimator.perf.layers import is_moe_layer, stage_groups
 from estimator.shared.arrays import ARRAY, is_array, maximum, unique_rows, where
+from ndval.core import cache
 from ndval.core.units import BYTES_PER_GB, BYTES_PER_MEGABYTE, FLOPS_PER_GFLOP, S_PER_US
 
 if TYPE_CHECKING:
@@ -203,8 +205,9 @@ def _numbers(col: dict[str, np.ndarray], flops: str, moved: str, kernels: str) -
 
 
 #: layer seconds shared across configs (a sweep's layouts repeat the same layer shapes): key -> (model, seconds)
-_LAYER_SECONDS: dict[tuple[object, ...], tuple[object, GroupSeconds]] = {}
-_LAYER_SECONDS_MAX = 4096
+_LAYER_SECONDS = cache.store("estimator.roofline_seconds", bound=4096, key="(id(model), per-rank dims, layer kind "
+                             "or embedding/head, ep, recompute mode, modules, efficiency_key, peak, derate)",
+                             holds="(the model, seconds per pass and per operator class)")
 
 
 def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode: str, modules: frozenset[str],
@@ -246,14 +249,7 @@ def _on_distinct_rows(dims: ops_.LayerDims, ep: int,
 def _memo_seconds(model: object, key: tuple[object, ...], price: Callable[[], GroupSeconds]) -> GroupSeconds:
     """``price()`` memoised in :data:`_LAYER_SECONDS` under ``key`` (which starts with ``id(model)``; the
     entry holds ``model``, so that identity cannot be reused while cached)."""
-    hit = _LAYER_SECONDS.get(key)
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    value = price()
-    if len(_LAYER_SECONDS) >= _LAYER_SECONDS_MAX:
-        _LAYER_SECONDS.clear()
-    _LAYER_SECONDS[key] = (model, value)
-    return value
+    return cache.held_value(_LAYER_SECONDS, key, model, price)
 
 
 def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_grad: int, eff: DeviceEfficiency,
@@ -275,16 +271,12 @@ def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_gra
 def efficiency_key(eff: DeviceEfficiency) -> tuple[object, ...]:
     """The values :func:`kernel_group_s` reads from ``eff`` (sources excluded), hashable; built once per
     (frozen) instance."""
-    hit = _EFFICIENCY_KEYS.get(id(eff))
-    if hit is None or hit[0] is not eff:
-        if len(_EFFICIENCY_KEYS) >= 256:
-            _EFFICIENCY_KEYS.clear()
-        hit = _EFFICIENCY_KEYS[id(eff)] = (eff, _efficiency_values(eff))
-    return hit[1]
+    return cache.held_value(_EFFICIENCY_KEYS, id(eff), eff, _efficiency_values, eff)
 
 
 #: :func:`efficiency_key` by instance identity (the entry holds the instance)
-_EFFICIENCY_KEYS: dict[int, tuple[DeviceEfficiency, tuple[object, ...]]] = {}
+_EFFICIENCY_KEYS = cache.store("estimator.efficiency_keys", bound=256, key="id(DeviceEfficiency)",
+                               holds="(the instance, its values as a hashable tuple)")
 
 
 def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
@@ -293,15 +285,16 @@ def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
             eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul)
 
 
-def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, optimizer_ops: list[ops_.Op],
-                   memo: dict[object, Any] | None = None) -> StageRoofline:
+def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
+                   optimizer_ops: list[ops_.Op]) -> StageRoofline:
     """Forward, backward and recompute seconds of one stage per micro-batch (layers, embedding, head)
     and its optimizer step, each operator priced by :func:`op_pass_s`; the passes (not the per-step
     optimizer) are derated by ``options.compute_efficiency``. Layers of one kind are priced once and
-    multiplied by their count; ``memo`` (shared by the stages of one config) keeps those prices."""
+    multiplied by their count; their prices are kept for the other stages
+    (:func:`estimator.perf.context.prices`)."""
     eff = cfg.hardware.efficiency
     assert eff is not None
-    memo = {} if memo is None else memo
+    memo = prices(cfg, ctx, "roofline")
     peak = ctx.peak_flops / cfg.options.compute_efficiency
     derate = 1.0 / cfg.options.compute_efficiency
     if "dims" not in memo:

@@ -8,18 +8,18 @@ DP/ZeRO traffic. Stages with the same layers, extras and recompute mode are pric
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from estimator.inputs import derive, params
 from estimator.inputs.adapters import adapter_of, layer_adapter_params
 from estimator.inputs.profiles import resolved_bytes
 from estimator.inputs.recipes import stored_recipe
 from estimator.perf import comm, compute, graphs, kernels, layers, operators, overlap, roofline
-from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context
+from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context, prices
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
-from estimator.shared.memo import config_memo, kept_property, pricing_key, pricing_memo, shared_value
+from estimator.shared.memo import config_memo, kept_property, pricing_key, with_kept_values
+from ndval.core import cache
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -46,8 +46,9 @@ class StageCost:
     ``legacy()`` and for profiles without a sourced per-launch cost; then every value equals the
     model without the term exactly.
 
-    Derived values (``per_micro_batch``, the exposed host time, ``fw_time`` ...) are computed once
-    per record (:class:`estimator.shared.memo.kept_property`); :func:`dataclasses.replace` makes a fresh record.
+    Derived values (``per_micro_batch``, the exposed host time, ``fw_time`` ...) are pure functions of
+    the record, computed once per record (:class:`estimator.shared.memo.kept_property`); the record never
+    changes (:func:`relabelled` and :func:`dataclasses.replace` make new ones).
     """
 
     stage: int
@@ -157,21 +158,14 @@ class StageCost:
             "MP_COMM": self.mp_comm, "EP_COMM": self.ep_comm, "CP_COMM": self.cp_comm, "DP_COMM": self.dp_comm,
         }
 
-    @kept_property
-    def derived(self) -> dict[object, Any]:
-        """Values derived from the record's numbers by their users (e.g. the EP time it hides in the
-        bubble at a ratio, :mod:`estimator.perf.assembly`), computed once: :func:`relabelled` copies
-        share it (their numbers are the same), :func:`dataclasses.replace` starts a new one."""
-        return {}
 
 
-def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
-               memo: dict[object, Any] | None = None) -> StageCost:
+def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> StageCost:
     """Cost of one pipeline stage (all its chunks) per micro-batch, and its per-step DP traffic.
 
-    Layers of one kind are priced once (:func:`layers.layer_groups`); ``memo`` (shared by the
-    stages of one config, :func:`stage_costs`) keeps each kind's price for the other stages."""
-    memo = {} if memo is None else memo
+    Layers of one kind are priced once (:func:`layers.layer_groups`): their prices are kept for the
+    other stages (:func:`estimator.perf.context.prices`)."""
+    memo = prices(cfg, ctx, "stage_costs")
     m = cfg.model
     fw = bw = rec = 0.0
     tp_cs: list[comm.Collective] = []
@@ -221,8 +215,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     timed = [compute_value(ctx, fw), compute_value(ctx, bw), compute_value(ctx, rec)]
     optimizer, by_class = 0.0, {}
     if roofline.roofline_active(cfg):
-        roof = roofline.stage_roofline(cfg, ctx, layout, optimizer_ops(cfg, ctx, layout, held),
-                                       memo.setdefault("roofline", {}))
+        roof = roofline.stage_roofline(cfg, ctx, layout, optimizer_ops(cfg, ctx, layout, held))
         timed, optimizer, by_class = [roof.forward, roof.backward, roof.recompute], roof.optimizer, roof.by_class
     values = {
         "tp": comm_value(cfg, ctx, tp_cs, 1, "tp"),
@@ -388,45 +381,60 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
     out: list[StageCost] = []
     seen: dict[tuple[object, ...], StageCost] = {}
     shared = pricing_key(cfg) if config_memo(cfg).get(CONTEXT_KEY) is ctx else None
-    # per-kind layer prices shared by the stages, and by every config with the same pricing key
-    memo: dict[Any, Any] = pricing_memo(cfg, "stage_costs") if shared is not None else {}
     for layout in derive.stage_layouts(cfg):
         kinds = tuple(sorted(layout.kind_runs(cfg.model)))
         key = (kinds, layout.has_embedding, layout.has_head, cfg.stage_recompute(layout.stage))
         if key not in seen:
-            seen[key] = _priced(cfg, ctx, layout, memo, shared, key[1:])
+            seen[key] = _priced(cfg, ctx, layout, shared, key[1:])
         out.append(seen[key] if seen[key].stage == layout.stage else relabelled(seen[key], layout.stage))
     return out
 
 
 #: stage costs shared across configs: (pricing key, kind runs in order, embedding, head, recompute mode)
 #: -> (the instances the pricing key names, cost); cleared when full
-_STAGE_COSTS: dict[Hashable, tuple[tuple[object, ...], StageCost]] = {}
-_STAGE_COSTS_MAX = 4096
+_STAGE_COSTS = cache.store("estimator.stage_costs", bound=4096, key="(pricing key, kind runs in order, embedding, "
+                           "head, recompute mode)", holds="(the instances the pricing key names, StageCost)")
+#: a stage cost for another stage with the same layers (:func:`relabelled`): (id(cost), stage) -> (cost, copy)
+_RELABELLED = cache.store("estimator.relabelled_stage_costs", bound=4096, key="(id(stage cost), stage)",
+                          holds="(the cost, its record for that stage)")
 
 
-def _priced(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, memo: dict[object, Any],
+def _priced(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
             shared: tuple[tuple[object, ...], tuple[object, ...]] | None, extras: tuple[object, ...]) -> StageCost:
     """:func:`stage_cost` of ``layout`` with its ``per_micro_batch`` derived (the relabelled copies carry
     it), kept in :data:`_STAGE_COSTS` under ``shared`` (:func:`estimator.shared.memo.pricing_key`), the layout's kind runs
     in their order (the order of the sums) and ``extras`` (embedding, head, recompute mode)."""
     def priced() -> StageCost:
-        cost = stage_cost(cfg, ctx, layout, memo)
+        cost = stage_cost(cfg, ctx, layout)
         cost.per_micro_batch  # noqa: B018
         return cost
 
     if shared is None:
         return priced()
     key = (shared[0], layout.kind_runs(cfg.model), *extras)
-    return shared_value(_STAGE_COSTS, _STAGE_COSTS_MAX, key, shared[1], priced)
+    return cache.shared_value(_STAGE_COSTS, key, shared[1], priced)
 
 
 def relabelled(cost: StageCost, stage: int) -> StageCost:
-    """``cost`` for another stage with the same layers: every value, and the derived values already
-    computed (none depends on ``stage``), kept; only ``stage`` differs. (``dataclasses.replace``
-    would rebuild the record and derive everything again.)"""
-    cost.derived  # created before the copy, so the copy shares it  # noqa: B018
-    out = object.__new__(StageCost)  # copy.copy, without its __reduce_ex__ round trip
-    out.__dict__.update(cost.__dict__)
-    out.__dict__["stage"] = stage
+    """``cost`` for another stage with the same layers: every value kept, only ``stage`` differs (a new
+    record, :func:`dataclasses.replace`, with the values ``cost`` already derived — none reads
+    ``stage``; kept per (cost, stage) in the cache registry, so a sweep's stages reuse one record)."""
+    return cache.held_value(_RELABELLED, (id(cost), stage), cost, _with_stage, cost, stage)
+
+
+def _with_stage(cost: StageCost, stage: int) -> StageCost:
+    out = with_kept_values(cost, replace(cost, stage=stage))
+    _ORIGINS[id(out)] = (out, origin(cost))
     return out
+
+
+def origin(cost: StageCost) -> StageCost:
+    """The priced record ``cost`` is a :func:`relabelled` copy of (``cost`` itself when it is none): what a
+    value read from the numbers only may be kept under."""
+    hit = _ORIGINS.get(id(cost))
+    return hit[1] if hit is not None and hit[0] is cost else cost
+
+
+#: the priced record of each :func:`relabelled` copy: id(copy) -> (copy, priced record)
+_ORIGINS = cache.store("estimator.stage_cost_origins", bound=4096, key="id(relabelled stage cost)",
+                       holds="(the copy, the priced record it copies)")

@@ -26,6 +26,7 @@ import numpy as np
 from estimator.inputs.derive import stage_layouts
 from estimator.memory.stage import StageMemory, stage_memory
 from estimator.search.grid import ARRAY_FIELDS
+from ndval.core import cache
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -37,15 +38,20 @@ __all__ = ["ARRAY_FIELDS", "ArrayConfig", "array_config", "batch_stage_memory", 
 BRANCH_ERRORS = (ValueError, TypeError)
 
 
-_CLASS_ATTRIBUTES: dict[tuple[type, str], Any] = {}
+_CLASS_ATTRIBUTES = cache.store("estimator.class_attributes", bound=4096, key="(class, attribute name)",
+                                holds="the attribute as the class or a base defines it")
+_MISSING = object()
 
 
 def _class_attribute(cls: type, name: str) -> Any:
     """``name`` as defined on ``cls`` or a base (descriptor not invoked), cached per class."""
     key = (cls, name)
-    if key not in _CLASS_ATTRIBUTES:
-        _CLASS_ATTRIBUTES[key] = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
-    return _CLASS_ATTRIBUTES[key]
+    hit = _CLASS_ATTRIBUTES.get(key, _MISSING)
+    if hit is _MISSING:
+        if len(_CLASS_ATTRIBUTES) >= cache.bound_of(_CLASS_ATTRIBUTES):
+            _CLASS_ATTRIBUTES.clear()
+        hit = _CLASS_ATTRIBUTES[key] = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
+    return hit
 
 
 class ArrayConfig:
@@ -111,9 +117,8 @@ def group_stage_memory(rep: EstimatorConfig, columns: Mapping[str, np.ndarray]) 
     layouts (or a number shared by all), from the scalar path's
     :func:`estimator.memory.stage.stage_memory`; None when a formula branches on an array field."""
     proxy = array_config(rep, dict(columns))
-    memo: dict[Any, Any] = {}
     try:
-        return [stage_memory(proxy, layout, memo) for layout in stage_layouts(rep)]
+        return [stage_memory(proxy, layout) for layout in stage_layouts(rep)]
     except BRANCH_ERRORS:
         return None
 

@@ -16,10 +16,11 @@ oldest entry goes first).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from operator import is_
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel
+
+from ndval.core import cache
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -27,7 +28,8 @@ R = TypeVar("R")
 #: most configuration instances whose derived values are kept (a sweep prices one at a time)
 MAX_CONFIGS = 32
 
-_ENTRIES: dict[int, tuple[object, dict[Hashable, Any]]] = {}
+_ENTRIES = cache.store("estimator.config_values", bound=MAX_CONFIGS, key="id(config instance)",
+                       holds="(the instance, its dictionary of derived values: stage partition, byte widths ...)")
 _MISSING = object()
 
 
@@ -35,7 +37,7 @@ def config_memo(cfg: object) -> dict[Hashable, Any]:
     """The dictionary of values derived from the instance ``cfg`` (created empty on first use)."""
     entry = _ENTRIES.get(id(cfg))
     if entry is not None and entry[0] is cfg:
-        return entry[1]
+        return entry[1]  # type: ignore[no-any-return]
     while len(_ENTRIES) >= MAX_CONFIGS:
         try:
             _ENTRIES.pop(next(iter(_ENTRIES)), None)
@@ -54,12 +56,6 @@ def derived(cfg: object, key: Hashable, compute: Callable[[], T]) -> T:
     if value is _MISSING:
         value = memo[key] = compute()
     return value  # type: ignore[no-any-return]
-
-
-def clear() -> None:
-    """Forget every instance and every shared price dictionary (tests)."""
-    _ENTRIES.clear()
-    _SHARED.clear()
 
 
 #: parallel fields no per-stage price reads: the pipeline split and schedule decide which layers a stage
@@ -104,37 +100,31 @@ def _pricing_key(cfg: BaseModel) -> tuple[tuple[object, ...], tuple[object, ...]
     return tuple(key), tuple(held)
 
 
-def shared_value(store: dict[Hashable, tuple[tuple[object, ...], T]], limit: int, key: Hashable,
-                 held: tuple[object, ...], compute: Callable[[], T]) -> T:
-    """``compute()`` kept in ``store`` under ``key`` for every config whose key it is (the stores shared
-    across configs: stage layouts, layer FLOPs, contexts, stage costs, price dictionaries). ``held``:
-    the instances ``key`` names by id; an entry answers only while they are the same objects (it
-    holds them, so their ids cannot be reused meanwhile). At most ``limit`` entries (all forgotten
-    when full)."""
-    hit = store.get(key)
-    if hit is not None and all(map(is_, hit[0], held)):
-        return hit[1]
-    value = compute()
-    if len(store) >= limit:
-        store.clear()
-    store[key] = (held, value)
-    return value
-
-
 def pricing_memo(cfg: object, user: str) -> dict[Hashable, Any]:
     """A dictionary for ``user``'s per-layer and per-stage prices of ``cfg`` (values that read ``cfg``
     only through :func:`pricing_key`, under keys that state everything else they read), shared by
-    every config with the same pricing key; a fresh one for the batched stand-ins. At most
-    :data:`MAX_SHARED` are kept (all forgotten when full)."""
+    every config with the same pricing key; one per instance for the batched stand-ins. At most
+    :data:`MAX_SHARED` are kept (all forgotten when full). Found once per instance and user (every stage
+    asks), then kept with the instance (:func:`config_memo`)."""
+    entry = _ENTRIES.get(id(cfg))  # config_memo's fast path, inlined (every stage asks)
+    memo = entry[1] if entry is not None and entry[0] is cfg else config_memo(cfg)
+    hit = memo.get(("prices", user))
+    if hit is None:
+        hit = memo["prices", user] = _shared_prices(cfg, user)
+    return hit
+
+
+def _shared_prices(cfg: object, user: str) -> dict[Hashable, Any]:
     shared = pricing_key(cfg)
-    if shared is None:
+    if shared is None:  # a batched stand-in: its own dictionary, kept with the instance
         return {}
-    return shared_value(_SHARED, MAX_SHARED, (user, shared[0]), shared[1], dict)
+    return cache.shared_value(_SHARED, (user, shared[0]), shared[1], dict)
 
 
 #: most shared price dictionaries (:func:`pricing_memo`) kept
 MAX_SHARED = 256
-_SHARED: dict[Hashable, tuple[tuple[object, ...], dict[Hashable, Any]]] = {}
+_SHARED = cache.store("estimator.price_dictionaries", bound=MAX_SHARED, key="(user, pricing key)",
+                      holds="(the instances the pricing key names, a dictionary of per-layer/per-stage prices)")
 
 
 def _frozen(value: object) -> object:
@@ -144,6 +134,19 @@ def _frozen(value: object) -> object:
     if isinstance(value, dict):
         return tuple((k, _frozen(v)) for k, v in value.items())
     return value
+
+
+def with_kept_values(source: Any, record: R) -> R:
+    """``record`` (a copy of ``source`` equal in every field the :class:`kept_property` values read)
+    with the values ``source`` already derived: they are pure functions of those fields."""
+    kept = _kept_names(type(source))
+    record.__dict__.update({k: v for k, v in source.__dict__.items() if k in kept})
+    return record
+
+
+@cache.memoize("estimator.kept_property_names", bound=64, key="record class", holds="its kept_property names")
+def _kept_names(cls: type) -> frozenset[str]:
+    return frozenset(k for c in cls.__mro__ for k, v in vars(c).items() if isinstance(v, kept_property))
 
 
 class kept_property(Generic[R, T]):

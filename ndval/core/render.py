@@ -10,7 +10,6 @@ page (images embedded as base64 PNG).
 from __future__ import annotations
 
 import base64
-import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,8 @@ from typing import Any
 
 import jinja2
 from markupsafe import Markup, escape
+
+from ndval.core import cache
 
 Formatter = Callable[[Any], str]
 
@@ -27,7 +28,7 @@ def plain(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
-@functools.cache
+@cache.memoize("core.jinja_environment", bound=1, key="()", holds="the templates' jinja2 environment")
 def _env() -> jinja2.Environment:
     loader = jinja2.PackageLoader("ndval.core", "templates")
     return jinja2.Environment(loader=loader, autoescape=True, keep_trailing_newline=False)

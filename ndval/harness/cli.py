@@ -23,6 +23,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "signoff": ("ndval.harness.commands.signoff", "render the release sign-off report from a summary"),
     "report": ("ndval.harness.commands.report", "render the Allure HTML report (needs Node.js)"),
     "estimate": ("ndval.harness.commands.estimate", "estimate per-stage memory and step-time parts"),
+    "import": ("ndval.harness.commands.importing", "write a model or run YAML from a Hugging Face config.json, "
+               "Megatron-LM arguments or a torchtitan TOML"),
+    "models": ("ndval.harness.commands.models", "list the shipped models with their source and size"),
     "ablate": ("ndval.harness.commands.ablate", "run the seed's ablations EXP-1..EXP-4"),
     "calibrate": ("ndval.harness.commands.calibrate", "derive device efficiencies from a profile into a hardware overlay"),
     "explain": ("ndval.harness.commands.explain", "lay an estimate and a profile of the run side by side per operator class"),
@@ -41,17 +44,20 @@ EXIT_CODES: dict[str, str] = {
                 "a report not writable); 130/143 interrupted by SIGINT/SIGTERM (previous reports kept)",
     "lint": "0 every case valid; 2 a case file is invalid",
     "schema": "0 schema printed",
-    "add-case": "0 case written and valid; 2 unreadable spreadsheet, missing column, model not found, file exists, "
+    "add-case": "0 case written and valid; 2 unreadable spreadsheet, missing column, model or hardware not found, file exists, "
                 "invalid case",
     "signoff": "0 sign-off written; 2 no summary.json",
     "report": "0 Allure report written (one file; --multi-file for the folder form); 2 no results, Node.js missing or allure failed",
     "estimate": "0 estimate printed; 2 invalid configuration or file",
+    "import": "0 YAML written; 2 unreadable or malformed file, unknown architecture, impossible value",
+    "models": "0 catalog printed; 2 unreadable model file",
     "ablate": "0 ablations printed; 2 invalid configuration or file",
     "search": "0 feasible layouts found; 1 no layout fits; 2 invalid input",
     "calibrate": "0 overlay written; 2 unreadable profile, invalid hardware or output path",
     "reconstruct-seed": "0 reconstruction table printed",
     "explain": "0 side-by-side table printed; 2 invalid configuration or unreadable profile",
-    "analyze": "0 analysis written; 2 unreadable or invalid profile, thresholds or output path",
+    "analyze": "0 analysis written; 1 analysis written for the readable ranks only (the others named with their "
+               "reason); 2 unreadable or invalid profile, thresholds or output path",
     "compare": "0 comparison written; 2 unreadable or invalid profile, thresholds or output path",
     "serve": "0 server stopped cleanly; 2 invalid profile, address or port",
 }

@@ -16,10 +16,8 @@ from estimator.inputs.derive import stage_layouts
 from estimator.inputs.params import layer_params
 from estimator.inputs.profiles import resolved_bytes
 from estimator.memory.stage import stage_memory
-from estimator.perf import context as perf_context
-from estimator.perf import layers
-from estimator.perf import stage as perf_stage
 from estimator.shared import memo
+from ndval.core import cache
 
 EXAMPLES = Path(estimator.__file__).resolve().parent / "examples"
 
@@ -31,24 +29,15 @@ def _numbers(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
 
 
 def _clear() -> None:
-    """Forget every instance's values and the value-keyed caches (stage layouts, layer FLOPs)."""
-    memo.clear()
-    derive._LAYOUTS.clear()
-    layers._LAYER_FLOPS.clear()
-    perf_stage._STAGE_COSTS.clear()
-    perf_context._CONTEXTS.clear()
+    """Forget every instance's values and every cross-config store (the cache registry)."""
+    cache.clear_all()
 
 
 def _uncached(cfg: estimator.EstimatorConfig) -> tuple[Any, ...]:
-    """The numbers of ``cfg`` with every cache empty and the cross-config prices off (stage costs and
-    layer FLOPs computed for every stage: a key missing a field would also mislead within one run)."""
+    """The numbers of ``cfg`` priced with every store empty (nothing priced before it can answer; the
+    fingerprint test compares whole sweeps with the stores bypassed, ``NDVAL_NO_CACHE=1``)."""
     _clear()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(perf_stage, "pricing_key", lambda _cfg: None)
-        patch.setattr(estimator.memory, "pricing_memo", lambda _cfg, _user: {})
-        patch.setattr(perf_context, "pricing_key", lambda _cfg: None)
-        patch.setattr(layers, "shared_layer_cost", layers.layer_cost)
-        out = _numbers(cfg)
+    out = _numbers(cfg)
     _clear()
     return out
 
@@ -63,7 +52,7 @@ def test_one_field_apart_gives_the_uncached_numbers(field: str, value: object) -
     base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
     other = estimator.load_config(base, {field: value})
     expected = _uncached(other)
-    memo.clear()
+    cache.clear_all()
     first = _numbers(base)  # warm every cache on the base config, then price the other one
     assert _numbers(other) == expected
     assert expected != first
@@ -74,7 +63,7 @@ def test_model_copy_is_a_new_instance_for_the_caches() -> None:
     base = estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml")
     copied = base.model_copy(update={"train": base.train.model_copy(update={"micro_batch_size": 2})})
     expected = _uncached(estimator.load_config(base, {"train.micro_batch_size": 2}))
-    memo.clear()
+    cache.clear_all()
     _numbers(base)
     assert _numbers(copied) == expected
 
@@ -84,7 +73,7 @@ def test_two_models_one_field_apart_have_their_own_layer_params() -> None:
     wider = estimator.load_config(base, {"model.ffn_hidden_size": base.model.dense_ffn * 2})
     narrow, wide = layer_params(base.model, 0), layer_params(wider.model, 0)
     assert wide.non_expert > narrow.non_expert
-    memo.clear()
+    cache.clear_all()
     assert layer_params(wider.model, 0) == wide and layer_params(base.model, 0) == narrow
 
 
@@ -98,7 +87,7 @@ def test_derived_values_follow_the_instance() -> None:
 
 
 def test_store_is_bounded_and_holds_its_instances() -> None:
-    memo.clear()
+    cache.clear_all()
     base = estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml")
     cfgs = [estimator.load_config(base, {"train.seq_length": 1024 * (1 + k % 4)}) for k in range(memo.MAX_CONFIGS + 9)]
     for cfg in cfgs:
@@ -118,13 +107,16 @@ def test_store_is_bounded_and_holds_its_instances() -> None:
                              "recompute.modules": [], "recompute.selective_ac_option": "3"}),
 ])
 def test_stages_sharing_a_signature_equal_their_own_pricing(name: str, overrides: dict[str, Any]) -> None:
-    """Stages priced with one shared memo (their μ-independent part reused by signature) equal each
-    stage priced alone with an empty memo."""
+    """Stages priced one after another (their μ-independent part reused by signature) equal each
+    stage priced alone with every store empty."""
     cfg = estimator.load_config(EXAMPLES / name, overrides)
     layouts = stage_layouts(cfg)
-    shared: dict[Any, Any] = {}
-    together = [stage_memory(cfg, layout, shared).to_dict() for layout in layouts]
-    alone = [stage_memory(cfg, layout, {}).to_dict() for layout in layouts]
+    cache.clear_all()
+    together = [stage_memory(cfg, layout).to_dict() for layout in layouts]
+    alone = []
+    for layout in layouts:
+        cache.clear_all()
+        alone.append(stage_memory(cfg, layout).to_dict())
     assert together == alone
     assert len({repr(s["components"]) for s in together}) > 1  # the stages differ (μ, extras)
 
@@ -249,7 +241,7 @@ def test_stage_costs_shared_across_the_split_only() -> None:
     before = estimator.estimate_perf(base)
     after = estimator.estimate_perf(split)
     assert after.stages[1].per_micro_batch == before.stages[1].per_micro_batch
-    assert after.stages[1].__dict__["derived"] is before.stages[1].__dict__["derived"]  # one record's values
+    assert after.stages[1] is before.stages[1]  # one record (a relabelled copy kept per (cost, stage))
     assert _numbers(split) == expected
     key, held = memo.pricing_key(base) or ((), ())
     parallel_fields = type(base.parallel).model_fields

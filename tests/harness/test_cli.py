@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 
 from ndval.core.yamlsrc import load_located
 from ndval.harness import cli, paths
@@ -16,6 +17,25 @@ from ndval.harness.gate import EXIT_BROKEN_INPUT, EXIT_PASS
 
 #: a synthetic spreadsheet: made-up configs of the bundled scaled-down DeepSeek-V3 model
 SYNTHETIC_ROWS = [("syn-a", 2, 1, 16, 2, 10000.0), ("syn-b", 4, 2, 8, 2, 6000.0)]
+
+
+#: what a scaffold must be told (no default fits every team)
+MODEL_ARGS = ["--model", "models/deepseek-v3-mini.yaml", "--profile", "sapp-nd", "--hardware", "ascend-910b"]
+
+
+def test_add_case_has_no_team_default_and_lists_valid_values(tmp_path: Path, capsys) -> None:
+    src = _csv(tmp_path / "peaks.csv", "config,ep,tp,dp,pp,measured_peak_mb")
+    with pytest.raises(SystemExit) as info:
+        cli.main(["add-case", "--from", str(src)])
+    assert info.value.code == 2 and "--model" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["add-case", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "models/llama3-8b.yaml" in text and "fsdp2" in text and "h100-80g" in text
+    root = _tree(tmp_path)
+    assert cli.main(["add-case", "--from", str(src), "--cases-dir", str(root), "--model", "models/deepseek-v3-mini.yaml",
+                     "--profile", "megatron", "--hardware", "tpu-v9"]) == EXIT_BROKEN_INPUT
+    assert "valid: " in capsys.readouterr().err
 
 
 def _tree(tmp_path: Path) -> Path:
@@ -49,27 +69,29 @@ def test_add_case_scaffolds_a_case_that_lints_and_runs(kind: str, tmp_path: Path
     root = _tree(pytester.path)
     header = ["Config ID", "EP", "TP", "DP", "PP", "Measured Peak (MB)"]
     src = _csv(tmp_path / "synthetic_peaks.csv", ",".join(header)) if kind == "csv" else _xlsx(tmp_path / "synthetic_peaks.xlsx", header)
-    rc = cli.main(["add-case", "--from", str(src), "--cases-dir", str(root), "--owner", "qa"])
+    rc = cli.main(["add-case", "--from", str(src), "--cases-dir", str(root), "--owner", "qa", *MODEL_ARGS])
     out = capsys.readouterr().out
     assert rc == EXIT_PASS, out
     case = root / "estimator" / "synthetic_peaks.case.yaml"
     assert case.is_file() and (root / "estimator" / src.name).is_file()
-    assert "lint: 1 item(s) valid, 0 error(s)" in out and "sha256:" in out
-    assert "add `per_row: config` under `data:`" in out and "waiver.points" in out
+    assert f"lint: {len(SYNTHETIC_ROWS)} item(s) valid, 0 error(s)" in out and "sha256:" in out  # one per row
+    assert "per_row: config" in out and "waiver.points" in out
+    assert yaml.safe_load(case.read_text(encoding="utf-8"))["data"]["per_row"] == "config"
     assert cli.main(["lint", str(root)]) == EXIT_PASS
     result = pytester.runpytest("validation_cases")
     outcomes = result.parseoutcomes()
-    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1 and "errors" not in outcomes, result.stdout.str()
+    n_items = outcomes.get("passed", 0) + outcomes.get("failed", 0)
+    assert n_items == len(SYNTHETIC_ROWS) and "errors" not in outcomes, result.stdout.str()
 
 
 def test_add_case_names_a_missing_or_misspelt_column(tmp_path: Path, capsys) -> None:
     root = _tree(tmp_path)
     src = _csv(tmp_path / "bad.csv", "config,ep,tpp,dp,pp,measured_peak_mb")
-    assert cli.main(["add-case", "--from", str(src), "--cases-dir", str(root)]) == EXIT_BROKEN_INPUT
+    assert cli.main(["add-case", "--from", str(src), "--cases-dir", str(root), *MODEL_ARGS]) == EXIT_BROKEN_INPUT
     err = capsys.readouterr().err
     assert "missing column 'tp'" in err and "did you mean 'tpp'?" in err
     src = _csv(tmp_path / "bad2.csv", "config,ep,tp,dp,pp,peak")
-    assert cli.main(["add-case", "--from", str(src), "--cases-dir", str(root)]) == EXIT_BROKEN_INPUT
+    assert cli.main(["add-case", "--from", str(src), "--cases-dir", str(root), *MODEL_ARGS]) == EXIT_BROKEN_INPUT
     assert "missing column 'measured_mb'" in capsys.readouterr().err
 
 

@@ -160,3 +160,23 @@ def test_validate_in_a_team_project_writes_there_and_not_into_the_package(instal
     assert _snapshot(package.parents[1]) == before, "ndval wrote into the installed package"
     for name in ("validation_cases", "golden", "reports"):
         assert not (package.parents[1] / name).exists()
+
+
+def test_the_wheel_claims_only_its_own_top_level_names(installed: Path, tmp_path: Path) -> None:
+    """The distribution installs ``ndval``, ``estimator`` and ``analyzer`` only: a team's own ``harness``,
+    ``service`` or ``ndcore`` package is never shadowed (they are ``ndval.harness``, ``ndval.service``,
+    ``ndval.core``); ``pytest -p no:ndval`` still runs a plain test suite."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NDVAL_", "PYTEST_", "PYTHONPATH"))}
+    py = str(installed / "python")
+    site = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path, env).stdout.strip())
+    (record,) = site.glob("ndval-*.dist-info/RECORD")
+    tops = {line.split(",")[0].split("/")[0] for line in record.read_text(encoding="utf-8").splitlines() if line}
+    assert {t for t in tops if not t.endswith(".dist-info") and t != ".."} == {"ndval", "estimator", "analyzer"}
+    for name in ("harness", "service", "ndcore"):
+        probe = _run([py, "-c", f"import {name}"], tmp_path, env)
+        assert probe.returncode != 0 and f"ModuleNotFoundError: No module named '{name}'" in probe.stderr, probe.stderr
+    ok = _run([py, "-c", "import ndval.harness, ndval.service, ndval.core, estimator, analyzer"], tmp_path, env)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    (tmp_path / "test_plain.py").write_text("def test_plain() -> None:\n    assert True\n", encoding="utf-8")
+    plain = _run([py, "-m", "pytest", "-p", "no:ndval", "-p", "no:cacheprovider", "-q", "test_plain.py"], tmp_path, env)
+    assert plain.returncode == 0 and "1 passed" in plain.stdout, plain.stdout[-2000:] + plain.stderr[-2000:]

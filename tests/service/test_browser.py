@@ -176,8 +176,8 @@ def test_scores_legend_phase_notice_and_tooltip_reset(page, server) -> None:
     box = page.locator("[data-testid=sl-canvas]").bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 26 + 11)
     page.wait_for_function("() => document.querySelector('[data-testid=sl-tip]').textContent.length > 0")
-    other = [d["id"] for d in page.request.get(server.url + "/api/datasets").json()["datasets"]
-             if d["id"] != "msinsight-level1" and d["status"] == "ready"][0]
+    other = next(d["id"] for d in page.request.get(server.url + "/api/datasets").json()["datasets"]
+                 if d["id"] != "msinsight-level1" and d["status"] == "ready")
     page.select_option("[data-testid=dataset]", other)
     assert page.locator("[data-testid=sl-tip]").text_content() == ""
     save_screenshot(page, "serve-swimlane-legend")

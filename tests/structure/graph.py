@@ -85,13 +85,14 @@ def package_of(target: str) -> str:
     return ".".join(parts[:2]) if parts[0] == "ndval" and len(parts) > 1 else parts[0]
 
 
-def internal_graph(top_level_only: bool) -> dict[str, set[str]]:
-    """Module -> our modules it imports (importing ``a.b.c`` also runs ``a.b`` and ``a``)."""
+def internal_graph(top_level_only: bool, *, typing: bool = False) -> dict[str, set[str]]:
+    """Module -> our modules it imports (importing ``a.b.c`` also runs ``a.b`` and ``a``); ``typing``:
+    count the imports under ``if TYPE_CHECKING:`` too."""
     known = modules()
     graph: dict[str, set[str]] = {m: set() for m in known}
     for m in known:
         for imp in imports(m):
-            if imp.typing_only or (top_level_only and not imp.top_level):
+            if (imp.typing_only and not typing) or (top_level_only and not imp.top_level):
                 continue
             t = imp.target
             while t and t not in known:

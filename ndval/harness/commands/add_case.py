@@ -14,10 +14,12 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 
+from estimator.config.schema import EstimatorConfig
+from estimator.inputs.hardware import preset_names
 from ndval.core.hashing import sha256_file
 from ndval.core.yamlsrc import closest
 from ndval.harness import gate, paths
@@ -43,9 +45,9 @@ OVERRIDES = {"ep": "parallel.ep", "tp": "parallel.tp", "dp": "parallel.dp", "pp"
              "cp": "parallel.cp", "etp": "parallel.etp", "vpp": "parallel.vpp"}
 
 
-#: printed after every scaffold: waiving one row needs one item per row
-PER_ROW_HINT = ("next: to waive one row rather than the whole case, add `per_row: config` under `data:` (one item "
-                "per row, ids = the config column) and list those ids in `waiver.points` (docs/harness.md, Waivers)")
+#: printed after every scaffold: the case is judged row by row, and one row can be waived alone
+PER_ROW_HINT = ("each row is its own item (`per_row: config` under `data:`, ids = the config column): to waive one "
+                "row rather than the whole case, list its id in `waiver.points` (docs/harness.md, Waivers)")
 
 
 class SpreadsheetError(Exception):
@@ -79,7 +81,7 @@ def build_case(case_id: str, title: str, data_name: str, digest: str, mapping: d
                profile: str, hardware: str, owner: str, source: str, sheet: str | None) -> dict[str, Any]:
     """The case dict (estimator.memory over each row, band 0.90-1.10 against the measured peak)."""
     rename = {mapping[c]: c for c in mapping if mapping[c] != c}
-    data: dict[str, Any] = {"file": data_name, "sha256": digest}
+    data: dict[str, Any] = {"file": data_name, "sha256": digest, "per_row": "config"}
     if sheet:
         data["sheet"] = sheet
     if rename:
@@ -103,14 +105,26 @@ def build_case(case_id: str, title: str, data_name: str, digest: str, mapping: d
     }
 
 
+def valid_values(cases_root: Path) -> tuple[list[str], list[str], list[str]]:
+    """(model refs under ``cases_root/models``, framework profiles, hardware presets) a case may name."""
+    models = sorted(f"models/{p.name}" for p in (cases_root / "models").glob("*.yaml"))
+    profiles = list(get_args(EstimatorConfig.model_fields["profile"].annotation))
+    return models, profiles, preset_names()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    models, profiles, hardware = valid_values(paths.cases_dir())
     parser.add_argument("--from", dest="source_file", required=True, help="measured.xlsx or measured.csv")
     parser.add_argument("--id", default=None, help="case id (default: the file name)")
     parser.add_argument("--title", default=None)
     parser.add_argument("--sheet", default=None, help="XLSX sheet (default: first)")
-    parser.add_argument("--model", default="models/deepseek-v3-mini.yaml", help="model ref under validation_cases/")
-    parser.add_argument("--profile", default="sapp-nd", help="estimator framework profile")
-    parser.add_argument("--hardware", default="ascend-910b", help="estimator hardware preset")
+    parser.add_argument("--model", required=True, metavar="MODEL",
+                        help="model ref under validation_cases/ (`ndval models`; write one with `ndval import`): "
+                             + ", ".join(models))
+    parser.add_argument("--profile", required=True, choices=profiles, help="estimator framework profile: "
+                        + ", ".join(profiles))
+    parser.add_argument("--hardware", required=True, metavar="PRESET", help="estimator hardware preset: "
+                        + ", ".join(hardware))
     parser.add_argument("--owner", default="unassigned")
     parser.add_argument("--source", default=None, help="where the measurements come from (default: the file name)")
     parser.add_argument("--dir", default="estimator", help="folder under validation_cases/ (default estimator)")
@@ -135,8 +149,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"ndval add-case: {src}: {exc}", file=sys.stderr)
         return gate.EXIT_BROKEN_INPUT
     cases_root = Path(args.cases_dir).resolve() if args.cases_dir else paths.cases_dir()
+    models, _, hardware = valid_values(cases_root)
     if not (cases_root / args.model).is_file():
-        print(f"ndval add-case: model {args.model!r} not found under {cases_root} (pass --model models/<name>.yaml)", file=sys.stderr)
+        print(f"ndval add-case: model {args.model!r} not found under {cases_root}; valid: {', '.join(models)}",
+              file=sys.stderr)
+        return gate.EXIT_BROKEN_INPUT
+    if args.hardware not in hardware:
+        print(f"ndval add-case: unknown hardware preset {args.hardware!r}; valid: {', '.join(hardware)}", file=sys.stderr)
         return gate.EXIT_BROKEN_INPUT
     case_id = args.id or normalise(src.stem).replace("_", "-")
     folder = cases_root / args.dir

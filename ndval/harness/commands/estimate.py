@@ -1,6 +1,9 @@
 """``ndval estimate RUN.yaml [--json] [--set key=value ...] [--preset legacy|fixed] [--hardware-overlay FILE]``.
 
-Prints the per-stage memory table (MiB) and the step-time parts (``estimator.perf``).
+Prints the model's size (``model.params_total``, ``model.params_active``), the per-stage memory
+table (MiB) and the step-time parts (``estimator.perf``). ``--model config.json`` replaces the run's
+model by a Hugging Face config; ``--from-megatron ARGS`` / ``--from-torchtitan TOML`` (with
+``--hardware``, ``--world-size``) take the whole run from a launch file instead of RUN.yaml.
 A bad configuration prints one ``ConfigError`` line on stderr and exits with code 2.
 """
 
@@ -10,18 +13,23 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
 
 from estimator.config import presets
 from estimator.config.errors import ConfigError
+from estimator.config.loading import read_yaml
 from estimator.config.schema import EstimatorConfig, load_config
+from estimator.importers import import_hf_config
 from estimator.inputs.overlay import apply_overlay
+from estimator.inputs.params import param_counts
 from estimator.memory import COMPONENTS, MemoryReport, estimate_memory
 from estimator.perf.parts import estimate_perf, format_perf_table
 from ndval.core.version import ndval_version
 from ndval.harness import paths
+from ndval.harness.commands.importing import add_source_arguments, imported_run
 
 #: exit code for an invalid configuration
 EXIT_CONFIG_ERROR = 2
@@ -29,7 +37,11 @@ EXIT_CONFIG_ERROR = 2
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the ``estimate`` options."""
-    parser.add_argument("config", help="run configuration (YAML, spec §3)")
+    parser.add_argument("config", nargs="?", default=None,
+                        help="run configuration (YAML, spec §3); or give --from-megatron / --from-torchtitan")
+    parser.add_argument("--model", dest="hf_model", default=None, metavar="CONFIG.json",
+                        help="use the model of a Hugging Face config.json instead of the run's model")
+    add_source_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON document instead of tables")
     parser.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -50,10 +62,28 @@ def _load(args: argparse.Namespace) -> EstimatorConfig:
     if args.preset:
         overrides += [f"options.{k}={_yaml_scalar(v)}" for k, v in presets.PRESETS[args.preset]().items()]
     overrides += list(args.overrides)
-    cfg = load_config(args.config, overrides or None, ref_dirs=(paths.cases_dir(),))
+    source: Any = args.config
+    run = imported_run(args)
+    if run is not None:
+        source = run.data
+    elif args.config is None:
+        raise ConfigError("<arguments>", "give a run configuration (RUN.yaml) or --from-megatron / --from-torchtitan"
+                          " / --from-mindformers")
+    if args.hf_model:
+        data = load_config_mapping(source)
+        source = {**data, "model": import_hf_config(args.hf_model).data["model"]}
+    cfg = load_config(source, overrides or None, base_dir=Path(args.config).parent if args.config else None,
+                      ref_dirs=(paths.cases_dir(),))
     if getattr(args, "hardware_overlay", None):
         cfg = apply_overlay(cfg, args.hardware_overlay)
     return cfg
+
+
+def load_config_mapping(source: Any) -> dict[str, Any]:
+    """The run mapping of ``source`` (a YAML path or a mapping), its ``model: {ref:}`` left as written."""
+    if isinstance(source, dict):
+        return source
+    return read_yaml(Path(source))[0]
 
 
 def _yaml_scalar(value: Any) -> str:
@@ -102,8 +132,15 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"ndval estimate: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    from estimator.config.rules import stated_rules
+
+    for note in stated_rules(cfg):
+        print(f"ndval estimate: note: {note}", file=sys.stderr)
+    size = param_counts(cfg.model)
     if args.json:
-        doc: dict[str, Any] = {"ndval_version": ndval_version(), "config": str(args.config),
+        doc: dict[str, Any] = {"ndval_version": ndval_version(), "config": str(args.config or args.from_megatron or args.from_torchtitan
+                                             or args.from_mindformers),
+                               "model": {"name": cfg.model.name, **size.to_dict()},
                                "memory": memory.to_dict(), "perf": perf.to_dict()}
         bad = non_finite_fields(doc)
         if bad:  # strict JSON has no NaN/Infinity: say which numbers overflowed instead of printing them
@@ -114,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{cfg.model.name}: profile {cfg.profile}, tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
           f"dp={cfg.parallel.dp} cp={cfg.parallel.cp} ep={cfg.parallel.ep}, hardware {cfg.hardware.name}")
+    print(f"model.params_total {size.total:,}; model.params_active {size.active:,} per token "
+          f"(embedding and output layer as the model defines them{', tied' if cfg.model.tied_embeddings else ''})")
     print(format_memory_table(memory))
     print()
     print(format_perf_table(perf))

@@ -14,9 +14,10 @@ from typing import Any
 
 from estimator.config.errors import ConfigError
 from estimator.config.schema import EstimatorConfig, load_config
+from estimator.config.sections import MAX_INT
 from estimator.search import OBJECTIVES, SearchResult, SpaceError, parse_space, search
 from estimator.search.report import figure_bytes, format_result, pareto_figure, pareto_html
-from estimator.search.space import DEFAULT_SPACE
+from estimator.search.space import DEFAULT_SPACE, check_size
 from ndval.core.atomic import is_stdout, write_output
 from ndval.core.version import ndval_version
 from ndval.harness import paths
@@ -61,8 +62,8 @@ def _fail(message: str) -> int:
 
 def _check_options(args: argparse.Namespace) -> str | None:
     """The first malformed option, in words, or None."""
-    if args.devices < 1:
-        return f"--devices must be a positive integer, got {args.devices}"
+    if not 1 <= args.devices <= MAX_INT:
+        return f"--devices must be a positive integer ≤ 2^53, got {args.devices}"
     if args.top < 1:
         return f"--top must be ≥ 1, got {args.top}"
     if not math.isfinite(args.memory_margin_mb) or args.memory_margin_mb < 0:
@@ -110,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(problem)
     try:
         space = parse_space(args.space) if args.space else dict(DEFAULT_SPACE)
+        check_size(space)
         base = load_config(args.config, args.overrides or None, ref_dirs=(paths.cases_dir(),))
     except (SpaceError, ConfigError) as exc:
         return _fail(str(exc))

@@ -28,13 +28,13 @@ Assertions are the registry's generic ones (one implementation each, ``ndval.har
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
+from ndval.core import cache
 from ndval.harness import paths
 from ndval.harness.kinds import KindError, KindParams, RunContext, register_kind
 from ndval.harness.results import RunResult
@@ -92,7 +92,8 @@ def resolve_profile(relative: str) -> Path:
     return path
 
 
-@functools.lru_cache(maxsize=16)
+@cache.memoize("harness.analysed_profiles", bound=16, key="(profile path, phase, thresholds as JSON)",
+               holds="(Dataset, Analysis)")
 def _analysed(path: str, phase: str | None, thresholds_json: str) -> tuple[Any, Any]:
     """(Dataset, Analysis) of a profile, cached per process (comparisons reuse analyses)."""
     from analyzer.analysis import analyze

@@ -6,9 +6,9 @@ the analyzer measures becomes an estimator option.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
+from ndval.core import cache
 from ndval.harness.kinds import KindError
 
 
@@ -25,7 +25,7 @@ def measured_host_launch_cost(relative: str) -> dict[str, Any]:
     return dict(_host_launch_record(str(resolve_profile(relative)), relative))
 
 
-@functools.lru_cache(maxsize=8)
+@cache.memoize("harness.host_launch_records", bound=8, key="(file path, relative name)", holds="the measured record")
 def _host_launch_record(path: str, relative: str) -> dict[str, Any]:
     import pandas as pd
 

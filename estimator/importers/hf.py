@@ -1,0 +1,275 @@
+"""Hugging Face ``config.json`` -> the estimator's ``model`` section (a local file; no network).
+
+Families and the keys read (transformers' ``configuration_<family>.py`` names): Llama 2 / 3.x,
+Mistral, Mixtral, Qwen2 / 2.5, Qwen3, Qwen3-MoE, DeepSeek-V2 / V3 (MLA, routed + shared experts,
+``first_k_dense_replace`` dense layers, ``num_nextn_predict_layers`` MTP) and GPT-OSS (quick-GeGLU
+experts, attention sinks, alternating sliding-window attention). Gemma 2 / 3 are known and refused
+(their four norms per layer and logit soft-capping are not modelled); hybrid Mamba families
+(Nemotron-H, Jamba, Mamba) are refused: the Mamba-2 mixer is not modelled. Every key of the file
+is mapped, ignored with a reason (:data:`IGNORED`), or reported as a warning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from estimator.importers.common import Imported, as_bool, as_int, bad
+
+#: keys that do not change memory or time, with the reason (read, never mapped)
+IGNORED: dict[str, str] = {
+    **dict.fromkeys(("bos_token_id", "eos_token_id", "pad_token_id", "architectures", "auto_map",
+                     "transformers_version", "torch_dtype", "dtype", "use_cache", "initializer_range",
+                     "_name_or_path", "model_type"), "metadata, token ids or initialisation"),
+    **dict.fromkeys(("rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters", "max_position_embeddings",
+                     "pretraining_tp", "initial_context_length", "rope_interleave", "partial_rotary_factor"),
+                    "numerics of RoPE / norms: no effect on memory or FLOPs"),
+    **dict.fromkeys(("attention_dropout", "hidden_dropout"), "dropout of the released model (the run's own "
+                     "rate is a train field)"),
+    **dict.fromkeys(("attention_bias", "mlp_bias"), "biases are not counted (each under 0.1 % of its layer)"),
+    **dict.fromkeys(("router_aux_loss_coef", "output_router_logits", "norm_topk_prob", "routed_scaling_factor",
+                     "scoring_func", "topk_method", "n_group", "topk_group", "aux_loss_alpha", "seq_aux",
+                     "ep_size", "swiglu_limit", "experts_per_token"),
+                    "routing policy or a duplicate of a mapped key: no effect on sizes"),
+    "quantization_config": "how the released weights are stored (e.g. MXFP4, FP8 blocks), not the training precision",
+}
+
+#: hybrid Mamba families: refused (issue: the Mamba-2 mixer is not modelled)
+HYBRID_TYPES = ("nemotron_h", "jamba", "mamba", "mamba2", "falcon_h1", "zamba", "zamba2", "bamba")
+#: known but refused, with the reason
+REFUSED_TYPES: dict[str, str] = {
+    "gemma2": "Gemma 2's four norms per layer (pre/post attention and feed-forward) and its logit soft-capping "
+              "are not modelled",
+    "gemma3": "Gemma 3's four norms per layer (pre/post attention and feed-forward) are not modelled",
+    "gemma3_text": "Gemma 3's four norms per layer (pre/post attention and feed-forward) are not modelled",
+    **dict.fromkeys(HYBRID_TYPES, "hybrid Mamba-2 / attention stacks: the Mamba-2 mixer (parameters, state, "
+                                  "activations, FLOPs, kernels) is not modelled"),
+}
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """The file's top-level mapping; malformed JSON names the file, line and rule."""
+    file = str(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise bad(file, "<file>", f"cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise bad(file, "<json>", f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise bad(file, "<json>", "not UTF-8 text") from None
+    if not isinstance(data, dict):
+        raise bad(file, "<json>", "top level must be a JSON object (a Hugging Face config.json)")
+    return data
+
+
+class _Reader:
+    """Reads keys of one config, remembering which it used."""
+
+    def __init__(self, file: str, cfg: dict[str, Any], out: Imported) -> None:
+        self.file, self.cfg, self.out = file, cfg, out
+        self.used: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.used.add(key)
+        return self.cfg.get(key, default)
+
+    def integer(self, key: str, *, default: int | None = None, minimum: int = 1) -> int:
+        value = self.get(key)
+        if value is None:
+            if default is None:
+                raise bad(self.file, key, "required by this architecture and missing")
+            return default
+        return as_int(self.file, key, value, minimum=minimum)
+
+    def put(self, field: str, key: str, *, default: int | None = None, minimum: int = 1) -> int:
+        value = self.integer(key, default=default, minimum=minimum)
+        self.out.put(f"model.{field}", value, key if key in self.cfg else f"{key} absent: default {default}")
+        return value
+
+
+def _common(r: _Reader, *, tied_default: bool) -> None:
+    """The decoder fields every family shares (Llama's names)."""
+    r.put("num_layers", "num_hidden_layers")
+    h = r.put("hidden_size", "hidden_size")
+    a = r.put("num_attention_heads", "num_attention_heads")
+    g = r.put("num_kv_heads", "num_key_value_heads", default=a)
+    if a % g:
+        raise bad(r.file, "num_key_value_heads", f"must divide num_attention_heads ({a}); got {g}")
+    r.out.put("model.attention", "gqa" if g < a else "mha", "num_key_value_heads < num_attention_heads: gqa")
+    head_dim = r.get("head_dim")
+    if head_dim is not None and as_int(r.file, "head_dim", head_dim) != h // a:
+        r.out.put("model.head_dim", as_int(r.file, "head_dim", head_dim), "head_dim")
+    r.put("vocab_size", "vocab_size")
+    tied = r.get("tie_word_embeddings")
+    r.out.put("model.tied_embeddings", tied_default if tied is None else as_bool(r.file, "tie_word_embeddings", tied),
+              "tie_word_embeddings" if tied is not None else f"tie_word_embeddings absent: the family's default {tied_default}")
+    _gated_silu(r)
+    r.out.put("model.norm", "rmsnorm", "the family's RMSNorm (rms_norm_eps)")
+    r.out.put("model.position_embedding", "rope", "the family's rotary embeddings (rope_theta)")
+
+
+def _gated_silu(r: _Reader) -> None:
+    act = r.get("hidden_act", "silu")
+    if act != "silu":
+        raise bad(r.file, "hidden_act", f"{act!r} is not modelled for this family (its MLP is SiLU-gated: 'silu')")
+    r.out.put("model.activation", "swiglu", "hidden_act 'silu' with the family's gate/up/down MLP: SwiGLU")
+
+
+def _dense_ffn(r: _Reader) -> None:
+    r.put("ffn_hidden_size", "intermediate_size")
+
+
+def _sliding(r: _Reader) -> None:
+    """Mistral's ``sliding_window`` (every layer windowed when set); Qwen's ``use_sliding_window``."""
+    window = r.get("sliding_window")
+    use = r.get("use_sliding_window")
+    if window is None or use is False:
+        return
+    if use is True and r.get("max_window_layers") not in (None, r.cfg.get("num_hidden_layers")):
+        raise bad(r.file, "max_window_layers", "sliding window on only some of the layers (Qwen max_window_layers) "
+                  "is not modelled")
+    r.out.put("model.sliding_window", as_int(r.file, "sliding_window", window), "sliding_window")
+
+
+def _llama(r: _Reader) -> None:
+    _common(r, tied_default=False)
+    _dense_ffn(r)
+    r.get("sliding_window")  # Llama configs carry none; a value would be a Mistral-style window
+    _sliding(r)
+
+
+def _mixtral(r: _Reader) -> None:
+    _llama(r)
+    r.put("num_experts", "num_local_experts")
+    r.put("moe_topk", "num_experts_per_tok")
+    r.put("moe_ffn_hidden_size", "intermediate_size")
+
+
+def _qwen3(r: _Reader) -> None:
+    _llama(r)
+    r.out.put("model.qk_norm", True, "model_type qwen3*: Qwen3Attention's q_norm / k_norm (RMSNorm of head_dim)")
+    r.get("max_window_layers")
+
+
+def _qwen3_moe(r: _Reader) -> None:
+    _qwen3(r)
+    r.put("num_experts", "num_experts")
+    r.put("moe_topk", "num_experts_per_tok")
+    r.put("moe_ffn_hidden_size", "moe_intermediate_size")
+    _leading_dense(r, r.get("mlp_only_layers") or [], r.get("decoder_sparse_step", 1))
+
+
+def _leading_dense(r: _Reader, dense_layers: list[Any], step: Any) -> None:
+    """Qwen-MoE ``mlp_only_layers`` must be the first k layers and ``decoder_sparse_step`` 1."""
+    if as_int(r.file, "decoder_sparse_step", step) != 1:
+        raise bad(r.file, "decoder_sparse_step", "MoE on every n-th layer only is not modelled (must be 1)")
+    if sorted(dense_layers) != list(range(len(dense_layers))):
+        raise bad(r.file, "mlp_only_layers", "dense layers other than the first k are not modelled")
+    r.out.put("model.num_dense_layers", len(dense_layers), "mlp_only_layers (count of leading dense layers)")
+
+
+def _deepseek(r: _Reader) -> None:
+    _common(r, tied_default=False)
+    _dense_ffn(r)
+    r.out.put("model.attention", "mla", "model_type deepseek_v2/v3: multi-head latent attention")
+    q_lora = r.get("q_lora_rank")
+    if q_lora is not None:
+        r.put("q_lora_rank", "q_lora_rank")
+    r.put("kv_lora_rank", "kv_lora_rank")
+    r.put("qk_head_dim", "qk_nope_head_dim")
+    r.put("qk_rope_head_dim", "qk_rope_head_dim", minimum=0)
+    r.put("v_head_dim", "v_head_dim")
+    _deepseek_moe(r)
+    r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
+    r.out.data["model"].pop("head_dim", None)
+
+
+def _deepseek_moe(r: _Reader) -> None:
+    r.put("num_experts", "n_routed_experts")
+    r.put("moe_topk", "num_experts_per_tok")
+    inter = r.put("moe_ffn_hidden_size", "moe_intermediate_size")
+    shared = r.put("num_shared_experts", "n_shared_experts", default=0, minimum=0)
+    if shared:
+        r.out.put("model.shared_expert_ffn_hidden_size", shared * inter, "n_shared_experts × moe_intermediate_size "
+                  "(DeepseekV2MoE: one shared MLP of that width)")
+    r.put("num_dense_layers", "first_k_dense_replace", default=0, minimum=0)
+    if as_int(r.file, "moe_layer_freq", r.get("moe_layer_freq", 1)) != 1:
+        raise bad(r.file, "moe_layer_freq", "MoE on every n-th layer only is not modelled (must be 1)")
+
+
+def _gpt_oss(r: _Reader) -> None:
+    _common(r, tied_default=False)
+    _dense_ffn(r)
+    r.out.put("model.activation", "quick_geglu", "model_type gpt_oss: GptOssExperts' clamped GLU "
+              "gate·σ(1.702·gate)·(up + 1), swiglu_limit; hidden_act 'silu' is not used by the experts")
+    r.out.put("model.attention_sinks", True, "model_type gpt_oss: GptOssAttention.sinks (one logit per head)")
+    r.put("num_experts", "num_local_experts")
+    r.put("moe_topk", "num_experts_per_tok")
+    r.put("moe_ffn_hidden_size", "intermediate_size")
+    _layer_types(r)
+
+
+def _layer_types(r: _Reader) -> None:
+    """``layer_types`` (sliding_attention / full_attention per layer) as window + "every n-th full"."""
+    kinds = r.get("layer_types")
+    window = r.get("sliding_window")
+    if not kinds or window is None or "sliding_attention" not in kinds:
+        return
+    r.out.put("model.sliding_window", as_int(r.file, "sliding_window", window), "sliding_window")
+    full = [i for i, k in enumerate(kinds) if k == "full_attention"]
+    every = full[0] + 1 if full else 0
+    expected = [i for i in range(len(kinds)) if every and (i + 1) % every == 0]
+    if full != expected or any(k not in ("full_attention", "sliding_attention") for k in kinds):
+        raise bad(r.file, "layer_types", "this pattern of full and sliding layers is not modelled (every n-th layer "
+                  "full, the others sliding)")
+    if every:
+        r.out.put("model.global_attention_every", every, f"layer_types: full_attention on every layer i with (i + 1) % {every} == 0, sliding_attention elsewhere")
+
+
+#: model_type -> (family label, mapper)
+FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
+    "llama": ("Llama 2 / 3.x", _llama),
+    "mistral": ("Mistral", _llama),
+    "mixtral": ("Mixtral", _mixtral),
+    "qwen2": ("Qwen2 / 2.5", _llama),
+    "qwen3": ("Qwen3", _qwen3),
+    "qwen3_moe": ("Qwen3-MoE", _qwen3_moe),
+    "deepseek_v2": ("DeepSeek-V2", _deepseek),
+    "deepseek_v3": ("DeepSeek-V3", _deepseek),
+    "gpt_oss": ("GPT-OSS", _gpt_oss),
+}
+
+
+def known_architectures() -> list[str]:
+    """The model types the importer maps, then those it knows and refuses."""
+    return [*FAMILIES, *(f"{t} (refused)" for t in REFUSED_TYPES)]
+
+
+def import_hf_config(path: str | Path, name: str | None = None) -> Imported:
+    """The ``model`` section of a Hugging Face ``config.json`` (see the module docstring)."""
+    path = Path(path)
+    file = str(path)
+    cfg = read_json(path)
+    if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers keep the decoder here
+        cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
+    model_type = cfg.get("model_type")
+    if model_type in REFUSED_TYPES:
+        raise bad(file, "model_type", f"{model_type!r}: {REFUSED_TYPES[model_type]}")
+    if model_type not in FAMILIES:
+        raise bad(file, "model_type", f"unknown architecture {model_type!r}; known: {', '.join(FAMILIES)} "
+                  f"(refused: {', '.join(REFUSED_TYPES)})")
+    out = Imported(file=file)
+    out.put("model.name", name or path.stem, "the file name" if name is None else "given name")
+    reader = _Reader(file, cfg, out)
+    FAMILIES[model_type][1](reader)
+    named = " ".join(out.sources.values())
+    for key in cfg:
+        if key in IGNORED and key not in reader.used:
+            out.ignored[key] = IGNORED[key]
+        elif key in reader.used and key not in named:
+            out.ignored[key] = f"checked: {cfg[key]!r} is what the estimator models (no field needed)"
+    out.unknown(sorted(k for k in cfg if k not in reader.used and k not in IGNORED and k != "text_config"), "key")
+    return out

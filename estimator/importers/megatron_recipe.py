@@ -1,0 +1,69 @@
+"""The Megatron-LM flags of a recipe that the estimator prices: overlap switches, the low-precision
+recipe of the linear layers and CUDA graphs (``estimator.perf.overlap``, ``estimator.inputs.recipes``,
+``estimator.perf.graphs``). A switch the chosen profile's framework does not have is listed as not
+modelled (the rules refuse it in a config), never set silently.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, get_args
+
+from estimator.inputs.profiles import OVERLAP_FLAGS
+from estimator.inputs.recipes import RecipeName
+
+#: the parsed Megatron arguments: estimator.importers.megatron._Args, which imports this module (not imported here, even
+#: for type checking: no import cycle)
+_Args = Any
+
+
+#: Megatron flag -> the ``parallel`` overlap switch of the same name
+OVERLAP_SWITCHES = {"--overlap-grad-reduce": "overlap_grad_reduce", "--overlap-param-gather": "overlap_param_gather",
+                    "--tp-comm-overlap": "tp_comm_overlap", "--moe-shared-expert-overlap": "moe_shared_expert_overlap",
+                    "--overlap-moe-expert-parallel-comm": "overlap_moe_expert_parallel_comm"}
+
+
+def overlap(a: _Args, profile: str, tp: int) -> None:
+    """Each overlap flag given -> ``parallel.<switch>: true`` when the profile has the switch."""
+    own = OVERLAP_FLAGS.get(profile, {})
+    for flag, name in OVERLAP_SWITCHES.items():
+        if not a.flag(flag):
+            continue
+        if name not in own:
+            a.out.not_modelled[flag] = f"profile {profile!r} has no such overlap switch (estimator.inputs.profiles)"
+        elif name == "tp_comm_overlap" and (tp < 2 or not a.out.data["parallel"]["sequence_parallel"]):
+            a.out.not_modelled[flag] = "inactive: TP overlap needs tp > 1 with sequence parallelism"
+        else:
+            a.out.put(f"parallel.{name}", True, flag)
+
+
+def linear_recipe(a: _Args) -> None:
+    """``--fp8-format`` with ``--fp8-recipe`` (default delayed), or ``--fp4-format`` with ``--fp4-recipe``."""
+    known = get_args(RecipeName)
+    if a.has("--fp4-format"):
+        recipe = a.text("--fp4-recipe", "nvfp4") or "nvfp4"
+        source = "--fp4-format / --fp4-recipe (default nvfp4)"
+    elif a.has("--fp8-format"):
+        recipe = a.text("--fp8-recipe", "delayed") or "delayed"
+        source = "--fp8-format / --fp8-recipe (Megatron default delayed)"
+    else:
+        return
+    a.out.put("precision.fp8_linear", True, source)
+    if recipe in known:
+        a.out.put("precision.linear_recipe", recipe, source)
+    else:
+        a.out.not_modelled["--fp8-recipe"] = f"recipe {recipe!r}: priced as the profile's default recipe"
+    if a.flag("--fp8-param-gather"):
+        a.out.put("precision.fp8_param_gather", True, "--fp8-param-gather")
+
+
+def cuda_graph(a: _Args) -> None:
+    """``--cuda-graph-impl local|transformer_engine`` (+ ``--cuda-graph-scope``), ``--enable-cuda-graph``,
+    ``--external-cuda-graph`` -> ``train.cuda_graph``."""
+    impl = a.text("--cuda-graph-impl", "none") or "none"
+    legacy = a.flag("--enable-cuda-graph") or a.flag("--external-cuda-graph")
+    if impl == "none" and not legacy:
+        return
+    scope = a.text("--cuda-graph-scope", "") or ""
+    mode = "full_iteration" if "full_iteration" in re.findall(r"[a-z_]+", scope) else "layers"
+    a.out.put("train.cuda_graph", mode, "--cuda-graph-impl / --cuda-graph-scope / --enable-cuda-graph")

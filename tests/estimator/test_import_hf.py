@@ -1,0 +1,167 @@
+"""Hugging Face config.json importer on the public configs of six models (tests/data/hf_configs, provenance
+in its SOURCES.yaml): parameter counts against the published ones, the shipped catalog entries field by
+field, and the errors for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from estimator.config.errors import ConfigError
+from estimator.config.loading import read_yaml
+from estimator.config.sections import ModelConfig
+from estimator.importers import import_hf_config
+from estimator.inputs.params import embedding_params, param_counts
+from ndval.harness.cli import main
+from ndval.harness.commands.models import source_of
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+MODELS = Path(__file__).resolve().parents[2] / "validation_cases" / "models"
+SOURCES = yaml.safe_load((DATA / "SOURCES.yaml").read_text(encoding="utf-8"))
+#: config file -> shipped catalog entry imported from it
+CATALOG = {"llama3-8b.json": "llama3-8b", "llama3.1-405b.json": "llama3.1-405b", "deepseek-v3.json": "deepseek-v3-671b",
+           "mixtral-8x7b.json": "mixtral-8x7b", "qwen3-30b-a3b.json": "qwen3-30b-a3b",
+           "gpt-oss-120b.json": "gpt-oss-120b"}
+TOLERANCE = 0.005
+
+
+def _model(name: str) -> ModelConfig:
+    return ModelConfig.model_validate(import_hf_config(DATA / name).data["model"])
+
+
+def _estimate_json(tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, int]:
+    run = {"profile": "megatron", "model": {"hf_config": str(config)}, "train": {"seq_length": 4096,
+           "micro_batch_size": 1, "num_micro_batches": 8}, "parallel": {"tp": 8, "pp": 1, "dp": 1},
+           "hardware": "h100-80g"}
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(run), encoding="utf-8")
+    assert main(["estimate", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["model"]
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_params_total_of_estimate_json_is_the_published_count(name: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    published = SOURCES[name]["published"]
+    doc = _estimate_json(tmp_path, DATA / name, capsys)
+    assert doc["params_total"] == param_counts(_model(name)).total
+    assert abs(doc["params_total"] / float(published["total"]) - 1) <= TOLERANCE, (doc, published)
+
+
+def test_deepseek_v3_main_model_is_671b_and_the_mtp_module_shares_embedding_and_head() -> None:
+    counts = param_counts(_model("deepseek-v3.json"))
+    assert abs(counts.main / 671.0e9 - 1) <= TOLERANCE
+    assert counts.total > counts.main  # the MTP module: one MoE layer, the 2h·h projection and two norms
+    assert abs(counts.total - counts.main - 11.6e9) < 0.1e9
+
+
+def test_active_counts_follow_each_publisher_convention() -> None:
+    mixtral = param_counts(_model("mixtral-8x7b.json"))
+    assert abs(mixtral.active / 12.9e9 - 1) <= TOLERANCE  # Mistral counts embedding and output layer
+    oss = _model("gpt-oss-120b.json")
+    # OpenAI's 5.13B counts the output layer but not the embedding (a lookup)
+    assert abs((param_counts(oss).active - embedding_params(oss)) / 5.13e9 - 1) <= TOLERANCE
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_the_catalog_entry_is_the_import_field_by_field(name: str) -> None:
+    data, _ = read_yaml(MODELS / f"{CATALOG[name]}.yaml")
+    shipped = ModelConfig.model_validate(data["model"])
+    imported = ModelConfig.model_validate({**import_hf_config(DATA / name).data["model"], "name": CATALOG[name]})
+    assert shipped.model_dump() == imported.model_dump()
+    assert list(data) == ["model"]  # one key: `model: {ref:}` includes unwrap it
+    assert source_of(MODELS / f"{CATALOG[name]}.yaml")["file"] == f"tests/data/hf_configs/{name}"
+
+
+def test_the_hand_written_entries_of_b8e2656_equal_the_imports() -> None:
+    """The three entries written by hand before the importer (transcribed here from b8e2656) are what
+    the importer produces: the regenerated files changed no number."""
+    hand = {
+        "llama3-8b.json": dict(num_layers=32, hidden_size=4096, ffn_hidden_size=14336, num_attention_heads=32,
+                               num_kv_heads=8, attention="gqa", vocab_size=128256),
+        "deepseek-v3.json": dict(num_layers=61, num_dense_layers=3, hidden_size=7168, ffn_hidden_size=18432,
+                                 num_attention_heads=128, num_kv_heads=128, attention="mla", q_lora_rank=1536,
+                                 kv_lora_rank=512, qk_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+                                 num_experts=256, moe_topk=8, num_shared_experts=1, moe_ffn_hidden_size=2048,
+                                 shared_expert_ffn_hidden_size=2048, mtp_layers=1, vocab_size=129280),
+    }
+    for name, fields in hand.items():
+        model = _model(name).model_dump()
+        assert {k: model[k] for k in fields} == fields
+        assert (model["tied_embeddings"], model["activation"], model["norm"]) == (False, "swiglu", "rmsnorm")
+
+
+def test_architecture_features_are_mapped() -> None:
+    oss, qwen = _model("gpt-oss-120b.json"), _model("qwen3-30b-a3b.json")
+    assert (oss.activation, oss.attention_sinks, oss.sliding_window, oss.global_attention_every) == (
+        "quick_geglu", True, 128, 2)
+    assert qwen.qk_norm and qwen.head_dim == 128 and qwen.num_dense_layers == 0
+
+
+def _write(tmp_path: Path, doc: object, text: str | None = None) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(text if text is not None else json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def _llama(**extra: object) -> dict[str, object]:
+    return {**json.loads((DATA / "llama3-8b.json").read_text(encoding="utf-8")), **extra}
+
+
+@pytest.mark.parametrize(("doc", "text", "key", "words"), [
+    (None, '{"model_type": "llama",\n "hidden_size": 4096,,}', "<json>", "malformed JSON at line 2"),
+    ({"model_type": "bert"}, None, "model_type", "known: llama, mistral"),
+    ({"model_type": "gemma2"}, None, "model_type", "four norms per layer"),
+    ({"model_type": "nemotron_h"}, None, "model_type", "Mamba-2 mixer"),
+    (_llama(num_hidden_layers=0), None, "num_hidden_layers", "integer ≥ 1"),
+    (_llama(num_key_value_heads=5), None, "num_key_value_heads", "must divide"),
+    (_llama(hidden_act="relu"), None, "hidden_act", "not modelled"),
+    ([1, 2], None, "<json>", "JSON object"),
+])
+def test_bad_input_names_file_key_and_rule(tmp_path: Path, doc: object, text: str | None, key: str,
+                                          words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, doc, text)
+    with pytest.raises(ConfigError) as info:
+        import_hf_config(path)
+    assert (info.value.field, info.value.file) == (key, str(path)) and words in info.value.rule
+    assert main(["import", "--hf-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and key in err and err.count("\n") == 1
+
+
+def test_an_unmapped_key_is_a_warning_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, _llama(my_new_knob=3))
+    assert any("my_new_knob" in w for w in import_hf_config(path).warnings)
+    assert main(["import", "--hf-config", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "warning: key 'my_new_knob'" in captured.err
+    assert "num_layers: 32  # num_hidden_layers" in captured.out
+
+
+def test_every_key_is_mapped_ignored_or_reported() -> None:
+    for name in CATALOG:
+        imported = import_hf_config(DATA / name)
+        doc = json.loads((DATA / name).read_text(encoding="utf-8"))
+        named = " ".join(imported.sources.values())
+        for key in doc:
+            assert key in imported.ignored or key in named or any(key in w for w in imported.warnings), (name, key)
+
+
+def test_hf_config_in_a_run_file_beside_other_model_keys(tmp_path: Path) -> None:
+    from estimator.config.schema import load_config
+
+    (tmp_path / "config.json").write_text((DATA / "qwen3-30b-a3b.json").read_text(encoding="utf-8"), encoding="utf-8")
+    run = tmp_path / "run.yaml"
+    run.write_text(yaml.safe_dump({"profile": "megatron", "model": {"hf_config": "config.json", "name": "q3"},
+                                   "train": {"seq_length": 4096, "micro_batch_size": 1, "num_micro_batches": 4},
+                                   "parallel": {"ep": 4, "dp": 4}, "hardware": "h100-80g"}), encoding="utf-8")
+    cfg = load_config(run)
+    assert (cfg.model.name, cfg.model.num_experts, cfg.model.qk_norm) == ("q3", 128, True)
+    with pytest.raises(ConfigError) as info:
+        load_config({"model": {"hf_config": "config.json", "ref": "models/llama3-8b.yaml"}}, base_dir=tmp_path)
+    assert info.value.field == "model.hf_config"
+    with pytest.raises(ConfigError, match="not found"):
+        load_config({"model": {"hf_config": "missing.json"}}, base_dir=tmp_path)

@@ -1,0 +1,107 @@
+"""The architecture features of GPT-OSS and Qwen3 (quick-GeGLU, attention sinks, alternating sliding-window
+attention, qk-norm), with hand-computed values; hybrid Mamba stacks refused by name; nothing accepted silently."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from estimator.config.errors import ConfigError
+from estimator.config.schema import EstimatorConfig, load_config
+from estimator.config.sections import ModelConfig
+from estimator.experiments.measured import config_from_measured_row
+from estimator.inputs.derive import attended_keys
+from estimator.inputs.params import layer_params, total_params
+from estimator.memory.activation import attention_block_bytes, mlp_block_bytes
+from estimator.perf import compute
+from estimator.perf.layers import attention_flops
+
+#: synthetic small model (not a published one): GQA, h 1024, a 16, g 4, d 64
+BASE: dict[str, Any] = {"name": "synthetic", "num_layers": 6, "hidden_size": 1024, "ffn_hidden_size": 2048,
+                        "num_attention_heads": 16, "num_kv_heads": 4, "attention": "gqa", "vocab_size": 1000}
+
+
+def _run(**model: Any) -> EstimatorConfig:
+    return load_config({"profile": "megatron", "model": {**BASE, **model},
+                        "train": {"seq_length": 4096, "micro_batch_size": 2, "num_micro_batches": 2,
+                                  "flash_attention": True}, "parallel": {"tp": 2}, "hardware": "h100-80g"})
+
+
+def test_attended_keys_by_hand() -> None:
+    oss = ModelConfig(**{**BASE, "num_layers": 36, "sliding_window": 128, "global_attention_every": 2})
+    assert attended_keys(oss, 4096) == (18 * 4096 + 18 * 256) // 36 == 2176
+    every = ModelConfig(**{**BASE, "sliding_window": 128})  # Mistral-style: every layer windowed
+    assert attended_keys(every, 4096) == 256 and attended_keys(every, 200) == 200
+    assert attended_keys(ModelConfig(**BASE), 4096) == 4096  # off: bit-identical to before
+
+
+def test_flash_core_flops_over_the_window() -> None:
+    m = ModelConfig(**{**BASE, "sliding_window": 128, "global_attention_every": 3})
+    keys = (2 * 4096 + 4 * 256) / 6
+    _, core = attention_flops(m, 8192.0, 4096)
+    assert core == compute.attention_core_flops(8192.0, round(keys), 16, 64, 64) == 2.0 * 8192 * 1536 * 16 * 128
+
+
+def test_qk_norm_keeps_the_pre_norm_q_and_k() -> None:
+    plain, qk = _run(), _run(qk_norm=True)
+    tokens, b_c, tp = 4096 * 2, 2, 2
+    assert attention_block_bytes(qk, frozenset()) - attention_block_bytes(plain, frozenset()) == (
+        tokens * (16 + 4) * 64 * b_c / tp)
+    assert total_params(qk.model) - total_params(plain.model) == 6 * 2 * 64  # q_norm, k_norm of d per layer
+
+
+def test_sinks_and_quick_geglu_parameters() -> None:
+    plain = ModelConfig(**BASE)
+    sinks = ModelConfig(**{**BASE, "attention_sinks": True})
+    assert layer_params(sinks, 0).total - layer_params(plain, 0).total == 16  # one logit per head
+    glu = ModelConfig(**{**BASE, "activation": "quick_geglu"})
+    assert layer_params(glu, 0).total - layer_params(plain, 0).total == 0  # gate, up, down as SwiGLU
+    assert mlp_block_bytes(_run(activation="quick_geglu"), False, frozenset()) == mlp_block_bytes(
+        _run(), False, frozenset())
+
+
+@pytest.mark.parametrize(("fields", "field"), [
+    ({"qk_norm": True, "attention": "mla", "kv_lora_rank": 8, "qk_head_dim": 8, "qk_rope_head_dim": 8,
+      "v_head_dim": 8, "num_kv_heads": 16}, "model.qk_norm"),
+    ({"global_attention_every": 2}, "model.global_attention_every"),
+    ({"activation": "geglu"}, "model.activation"),
+])
+def test_impossible_feature_combinations_are_refused(fields: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        _run(**fields)
+    assert info.value.field == field
+
+
+def _row(measured_dir: Path, case_id: str) -> dict[str, str]:
+    """The published row, its hardware cell read as B200 (the GB300 preset is not what is tested here)."""
+    with (measured_dir / "step_time_cases.csv").open(newline="", encoding="utf-8") as fh:
+        return {**next(r for r in csv.DictReader(fh) if r["case_id"] == case_id), "hardware": "B200"}
+
+
+def test_measured_rows_carry_the_features_their_notes_state(measured_dir: Path) -> None:
+    oss = config_from_measured_row(_row(measured_dir, "mbridge_perf_summary_blackwell__26.08_GPT_OSS_120B_DGX-GB300_MXFP8"))
+    assert {k: oss["model"][k] for k in ("activation", "sliding_window", "global_attention_every", "attention_sinks")} == {
+        "activation": "quick_geglu", "sliding_window": 128, "global_attention_every": 2, "attention_sinks": True}
+    qwen = config_from_measured_row(_row(measured_dir, "mbridge_perf_summary_blackwell__26.08_Qwen3_30B_a3B_DGX-GB300_MXFP8"))
+    assert qwen["model"]["qk_norm"] is True
+
+
+def test_a_hybrid_mamba_row_is_refused_by_name(measured_dir: Path) -> None:
+    row = _row(measured_dir, "mbridge_perf_summary_blackwell__26.08_Nemotron_3_Nano_DGX-GB300_MXFP8")
+    with pytest.raises(ConfigError) as info:
+        config_from_measured_row(row)
+    assert info.value.field == "notes" and "Mamba-2 mixer is not modelled" in info.value.rule
+
+
+def test_qk_norm_kernels_and_operators() -> None:
+    from estimator.perf.kernels import layer_modules, layer_shape
+
+    def shape(cfg: EstimatorConfig) -> Any:
+        return layer_shape(cfg.model, moe=False, layer_ep=1, tp=2, sequence_parallel=False, tp_blocks=2, cp=1,
+                           flash_attention=True)
+
+    plain, qk = layer_modules(shape(_run()))["attn_proj"], layer_modules(shape(_run(qk_norm=True)))["attn_proj"]
+    assert qk["NORM"] - plain["NORM"] == 2
