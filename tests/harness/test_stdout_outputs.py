@@ -47,6 +47,8 @@ CALLS: dict[tuple[str, str], tuple[list[str], Callable[[bytes], bool]]] = {
     ("signoff", "--html"): (["signoff", "--summary", "{summary}", "--out", "-", "--html", "-"],
                             lambda b: b"<!doctype html>" in b),
     ("report", "--out"): (["report", "--results", "{results}", "--out", "-"], lambda b: b"fake allure report" in b),
+    ("import", "--output"): (["import", "--hf-config", str(REPO / "tests" / "data" / "hf_configs" / "qwen3-30b-a3b.json"),
+                              "-o", "-"], lambda b: b"model:" in b),
 }
 
 #: output options that name a folder or are flags printing to stdout already (not files)
@@ -64,7 +66,7 @@ def test_every_output_option_takes_dash_and_is_tested() -> None:
     for command in cli.SUBCOMMANDS:
         for option, help_text in _options(command).items():
             writes = help_text.startswith(("write", "output", "overlay file", "Markdown output", "HTML output"))
-            if "'-'" in help_text:
+            if "'-'" in help_text or "stdout" in help_text:
                 offering.add((command, option))
             elif writes and (command, option) not in NOT_FILES:
                 pytest.fail(f"ndval {command} {option} writes a file but does not take '-' for stdout")
