@@ -72,10 +72,11 @@ def breakable(text: str) -> Markup:
 
 
 def html_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], fmt: Formatter = plain,
-               classed: bool = False) -> str:
+               classed: bool = False, break_long: bool = False) -> str:
     """An HTML table (template ``table.html.j2``); ``classed`` also puts each cell's text in its class
-    attribute (so a stylesheet can colour PASS / FAIL cells). Long tokens get break opportunities (:func:`breakable`)."""
-    body = [[(fmt(c), breakable(fmt(c))) for c in row] for row in rows]
+    attribute (so a stylesheet can colour PASS / FAIL cells); ``break_long`` gives long tokens break
+    opportunities (:func:`breakable`)."""
+    body = [[(fmt(c), breakable(fmt(c)) if break_long else fmt(c)) for c in row] for row in rows]
     return _env().get_template("table.html.j2").render(headers=list(headers), rows=body, classed=classed).strip()
 
 
@@ -153,24 +154,24 @@ def document_markdown(title: str, sections: Sequence[Section], image_dir: str | 
     return "\n".join(out)
 
 
-def _html_block(b: Block, fmt: Formatter, classed: bool) -> Markup:
+def _html_block(b: Block, fmt: Formatter, classed: bool, break_long: bool = False) -> Markup:
     if isinstance(b, Table):
-        return Markup(html_table(b.headers, b.rows, fmt, classed) if b.rows else "<p>(none)</p>")
+        return Markup(html_table(b.headers, b.rows, fmt, classed, break_long) if b.rows else "<p>(none)</p>")
     if isinstance(b, Image):
         data = base64.b64encode(b.png).decode("ascii")
         return Markup('<figure><img alt="{0}" src="data:image/png;base64,{1}"><figcaption>{0}</figcaption>'
                       "</figure>").format(b.title, data)
     if isinstance(b, Details):
-        inner = Markup("").join(_html_block(x, fmt, classed) for x in b.blocks)
+        inner = Markup("").join(_html_block(x, fmt, classed, break_long) for x in b.blocks)
         return Markup("<details><summary>{}</summary>{}</details>").format(b.summary, inner)
     return Markup("<p>{}</p>").format(b)
 
 
 def document_html(title: str, sections: Sequence[Section], css: str, fmt: Formatter = plain,
-                  classed: bool = False, toc: bool = False, lead: Sequence[str] = ()) -> str:
+                  classed: bool = False, toc: bool = False, lead: Sequence[str] = (), break_long: bool = False) -> str:
     """The document as one self-contained HTML page (template ``document.html.j2``); ``lead`` and ``toc`` as in
     :func:`document_markdown` (every section heading carries its anchor id either way)."""
-    rendered = [{"title": s.title, "id": anchor(s.title), "blocks": [_html_block(b, fmt, classed) for b in s.blocks]}
-                for s in sections]
+    rendered = [{"title": s.title, "id": anchor(s.title),
+                 "blocks": [_html_block(b, fmt, classed, break_long) for b in s.blocks]} for s in sections]
     return _env().get_template("document.html.j2").render(title=title, css=Markup(css), sections=rendered, toc=toc,
                                                            lead=list(lead))

@@ -390,7 +390,7 @@ def render_markdown(title: str, sections: list[Section], image_dir: str | None, 
 
 def render_html(title: str, sections: list[Section], lead: tuple[str, ...] = ()) -> str:
     """Status cells carry their text as class (PASS green, FAIL red...); a table of contents links the sections."""
-    return document_html(title, sections, _CSS, _fmt, classed=True, toc=True, lead=lead)
+    return document_html(title, sections, _CSS, _fmt, classed=True, toc=True, lead=lead, break_long=True)
 
 
 def write(summary: dict[str, Any], md_path: Path | str, reports: Path,
