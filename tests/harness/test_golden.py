@@ -69,7 +69,7 @@ def test_golden_lifecycle(pytester: pytest.Pytester, cases, summary) -> None:
     partial = json.loads((root / "reports" / "partial" / "summary.json").read_text())
     assert partial["run"]["partial"].startswith("1 item(s) deselected")
     assert partial["golden"]["unused"] == [str(orphan)]
-    r.stdout.fnmatch_lines(["*unused golden (not deleted)*retired-case.yaml*"])
+    r.stdout.fnmatch_lines(["*unused golden (not deleted; --prune-golden deletes it)*retired-case.yaml*"])
     assert orphan.exists()
 
 
