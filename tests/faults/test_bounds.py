@@ -87,6 +87,8 @@ def test_xlsx_zip_bomb_refused_before_reading(tmp_path: Path) -> None:
 def test_add_case_csv_named_xlsx_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "peaks.xlsx"
     src.write_text("config,measured_mb\na,1\n")
-    assert main(["add-case", "--from", str(src), "--cases-dir", str(tmp_path / "cases")]) == 2
+    # --model / --profile / --hardware have no default (none fits every team): given, so the file is what fails
+    assert main(["add-case", "--from", str(src), "--cases-dir", str(tmp_path / "cases"), "--model",
+                 "models/llama3-8b.yaml", "--profile", "megatron", "--hardware", "h100-80g"]) == 2
     err = capsys.readouterr().err
     assert "not a zip file" in err and "Traceback" not in err, err
