@@ -62,5 +62,8 @@ browser: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
+# generated reports only: reports/README.md is tracked and stays; partial/ (subset runs) and the review files go
 clean:
-	rm -rf $(VENV) reports/allure-results reports/*.json reports/*.xml reports/*.md reports/*.html
+	rm -rf $(VENV) reports/allure-results reports/allure-report reports/partial reports/golden reports/signoff_plots \
+	  reports/*.json reports/*.xml reports/*.html
+	find reports -maxdepth 1 -name '*.md' ! -name README.md -delete

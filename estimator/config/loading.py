@@ -57,9 +57,11 @@ class RefSource:
     keys: frozenset[str]  # model keys taken from the file (not overridden beside ``ref``)
 
 
-def resolve_model_ref(data: dict[str, Any], base_dir: Path | None) -> tuple[dict[str, Any], RefSource | None]:
+def resolve_model_ref(data: dict[str, Any], base_dir: Path | None,
+                      ref_dirs: tuple[Path, ...] = ()) -> tuple[dict[str, Any], RefSource | None]:
     """Replace ``model: {ref: path, ...}`` by the referenced model merged with the keys beside ``ref``
-    (looked up in ``base_dir``, or the working directory when None)."""
+    (looked up in ``base_dir`` — the working directory when None —, then in each of ``ref_dirs``, then in the
+    bundled cases)."""
     model = data.get("model")
     if isinstance(model, dict) and "hf_config" in model:
         return resolve_hf_config(data, model, Path.cwd() if base_dir is None else base_dir), None
@@ -67,10 +69,10 @@ def resolve_model_ref(data: dict[str, Any], base_dir: Path | None) -> tuple[dict
         return data, None
     base_dir = Path.cwd() if base_dir is None else base_dir
     ref = str(model["ref"])
-    candidates = [base_dir / ref, BUNDLED_CASES_DIR / ref]
-    path = next((c for c in candidates if c.is_file()), None)
+    folders = list(dict.fromkeys([base_dir, *ref_dirs, BUNDLED_CASES_DIR]))
+    path = next((f / ref for f in folders if (f / ref).is_file()), None)
     if path is None:
-        raise ConfigError("model.ref", f"model file {ref!r} not found (looked in {base_dir} and {BUNDLED_CASES_DIR})")
+        raise ConfigError("model.ref", f"model file {ref!r} not found (looked in {', '.join(map(str, folders))})")
     loaded, ref_lines = read_yaml(path)
     nested = "model" in loaded
     loaded = loaded["model"] if nested else loaded

@@ -128,13 +128,15 @@ def load_config(
     *,
     base_dir: str | Path | None = None,
     cross_fields: bool = True,
+    ref_dirs: tuple[Path, ...] = (),
 ) -> EstimatorConfig:
     """Load and validate a configuration.
 
     ``source``: a YAML path, a mapping, or an ``EstimatorConfig`` (returned re-validated with the
     overrides). ``overrides``: ``{"parallel.tp": 2}`` or ``["parallel.tp=2", ...]`` (values parsed
     as YAML scalars). ``model: {ref: path}`` loads the model from a YAML file relative to the
-    config's folder (or ``base_dir``), falling back to the bundled ``validation_cases/``; other
+    config's folder (or ``base_dir``), then in ``ref_dirs`` (the project's cases tree, passed by the
+    harness), falling back to the bundled ``validation_cases/``; other
     keys beside ``ref`` override the referenced model. Raises ``ConfigError``.
     ``cross_fields=False`` checks every section but leaves the cross-field rules
     (``estimator.config.rules``) to the caller: the batched search checks them as array masks.
@@ -155,7 +157,7 @@ def load_config(
         base_dir = base_dir or path.parent
     reused: dict[str, tuple[tuple[object, ...], object]] = {}
     try:
-        data, ref = resolve_model_ref(data, Path(base_dir) if base_dir else None)
+        data, ref = resolve_model_ref(data, Path(base_dir) if base_dir else None, ref_dirs)
         if overrides:
             pairs = [parse_override(o) for o in overrides] if isinstance(overrides, list) else list(overrides.items())
             reused = _overridden_sections(data, pairs)

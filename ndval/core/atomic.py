@@ -136,3 +136,21 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
 def write_text(path: str | Path, text: str) -> Path:
     """Write UTF-8 ``text`` to ``path`` (``-`` = stdout) by the rules of this module; returns ``path``."""
     return write_bytes(path, text.encode("utf-8"))
+
+
+#: the output target that means standard output (every command's every output option accepts it)
+STDOUT = "-"
+
+
+def is_stdout(target: str | os.PathLike[str] | None) -> bool:
+    """Whether an output option's value names standard output (``-``, ``/dev/stdout``...): the command's console
+    lines then belong on stderr, so that stdout carries the document alone."""
+    return target is not None and _stream_fd(os.fspath(target)) == 1
+
+
+def write_output(target: str | os.PathLike[str], data: str | bytes) -> str:
+    """Write one output option of a command by the rules of this module (text as UTF-8); returns where it went,
+    ``stdout`` or the path, for the command's "wrote ..." line."""
+    path = os.fspath(target)
+    write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data)
+    return "stdout" if is_stdout(path) else path

@@ -3,8 +3,9 @@
 - :class:`AllureItems` (every process that runs items: the controller, or each xdist worker) implements
   ``pytest_ndval_item_evaluated`` (``ndval.harness.hookspecs``): epic = case folder (estimator/recorded/analyzer),
   feature = kind, story = case ``story`` or file name, suites from the folder tree, severity, owner, tags,
-  id, issue link of the waiver, and the label ``ndval_outcome`` (passed, failed, waived, error,
-  not_evaluable) the categories match on; parameters = matrix point (history-relevant) and the data
+  id, issue link of the waiver, and the labels the categories match on: ``ndval_outcome`` (passed, failed,
+  waived, error, not_evaluable) and, on a failed item, ``ndval_failure`` (band, correlation, verdict, golden,
+  criterion: the kind of its failed assertions' types); parameters = matrix point (history-relevant) and the data
   checksum (excluded from history); attachments = case YAML, result table (CSV), assertion results (JSON),
   estimate-vs-measured plot (PNG), golden diff (HTML).
 - :class:`AllureRunFiles` (controller only, never on xdist workers) implements ``pytest_ndval_summary``:
@@ -35,40 +36,53 @@ SEVERITY = {"blocker": "blocker", "major": "critical", "minor": "minor"}
 OUTCOME_LABEL = "ndval_outcome"
 WAIVED = "Waived (known issue with an unexpired waiver)"
 
-_BAND_TYPES = "ratio_within|rel_error_le|abs_error_le|magnitude_within|mape_le"
-_CORR_TYPES = "pearson_r_gt|spearman_rho_gt"
-_VERDICT_TYPES = "verdict_equals|bottleneck_is|score_between"
+#: the label naming what failed in a failed item (one of ``FAILURE_KINDS``), from its failed assertions' types
+FAILURE_LABEL = "ndval_failure"
+#: failure kind -> the assertion types of that kind, in priority order: an item whose band and golden both
+#: fail is filed under the band (the criterion), its golden drift still counted by the gate's own rule
+FAILURE_KINDS: dict[str, tuple[str, ...]] = {
+    "band": ("ratio_within", "rel_error_le", "abs_error_le", "magnitude_within", "mape_le"),
+    "correlation": ("pearson_r_gt", "spearman_rho_gt"),
+    "verdict": ("verdict_equals", "bottleneck_is", "score_between"),
+    "golden": ("golden_match",),
+}
 
-#: Allure 2 ``categories.json`` (results folder; Java-style regexes over the whole message)
+#: Allure 2 ``categories.json`` (results folder). Allure 2 matches categories by message and trace regexes
+#: only, and a message is free text (a case title can say "golden"): so these rules use statuses alone; the
+#: split by failure kind is in the Allure 3 configuration (:func:`allure3_categories`), on labels.
 CATEGORIES = [
-    {"name": WAIVED, "matchedStatuses": ["skipped"], "messageRegex": ".*(XFAIL|waived).*"},
-    {"name": "Skipped: data not available", "matchedStatuses": ["skipped"]},
-    {"name": "Golden drift", "matchedStatuses": ["failed"], "messageRegex": "(?s).*golden.*"},
-    {"name": "Estimate out of band", "matchedStatuses": ["failed"], "messageRegex": f"(?s).*({_BAND_TYPES}).*"},
-    {"name": "Weak or inverted correlation", "matchedStatuses": ["failed"], "messageRegex": f"(?s).*({_CORR_TYPES}).*"},
-    {"name": "Verdict / bottleneck mismatch", "matchedStatuses": ["failed"], "messageRegex": f"(?s).*({_VERDICT_TYPES}).*"},
-    {"name": "Criterion failed", "matchedStatuses": ["failed"]},
+    {"name": "Skipped, waived or not evaluable (see the ndval_outcome label)", "matchedStatuses": ["skipped"]},
+    {"name": "Criterion failed (see the ndval_failure label)", "matchedStatuses": ["failed"]},
     {"name": "Broken input (case, data or kind cannot run)", "matchedStatuses": ["broken"]},
 ]
 
 
+def failure_kind(results: list[AssertionResult]) -> str | None:
+    """What failed, from the types of the failed assertions (``FAILURE_KINDS`` order; ``criterion`` for a type of
+    no kind); None when nothing failed."""
+    failed = {r.type for r in results if r.status == "failed"}
+    if not failed:
+        return None
+    return next((kind for kind, types in FAILURE_KINDS.items() if failed & set(types)), "criterion")
+
+
 def allure3_categories() -> list[dict[str, Any]]:
-    """Allure 3 category rules (``categories.rules`` of ``allurerc``; first match wins; JavaScript regexes,
-    unanchored). Waived and not-evaluable items match on the ``ndval_outcome`` label, so a waived item shows
-    under "Waived", not among the plain skips."""
+    """Allure 3 category rules (``categories.rules`` of ``allurerc``; first match wins). Every rule matches the
+    status and ndval's structured labels, anchored (``ndval_outcome``: waived / not_evaluable; ``ndval_failure``:
+    the failed assertions' kind), never the message text."""
+    def failed(kind: str) -> dict[str, Any]:
+        return {"statuses": ["failed"], "labels": {FAILURE_LABEL: f"^{kind}$"}}
+
     return [
-        {"id": "ndval-waived", "name": WAIVED, "matchers": [
-            {"statuses": ["skipped"], "labels": {OUTCOME_LABEL: "^waived$"}},
-            {"statuses": ["skipped"], "message": "^XFAIL"}], "expand": True},
+        {"id": "ndval-waived", "name": WAIVED, "matchers": {"statuses": ["skipped"], "labels": {OUTCOME_LABEL: "^waived$"}},
+         "expand": True},
         {"id": "ndval-not-evaluable", "name": "Not evaluable (a criterion cannot be computed on this data)",
          "matchers": {"statuses": ["skipped"], "labels": {OUTCOME_LABEL: "^not_evaluable$"}}},
         {"id": "ndval-skipped", "name": "Skipped: data not available", "matchers": {"statuses": ["skipped"]}},
-        {"id": "ndval-golden", "name": "Golden drift", "matchers": {"statuses": ["failed"], "message": "golden"}},
-        {"id": "ndval-band", "name": "Estimate out of band", "matchers": {"statuses": ["failed"], "message": _BAND_TYPES}},
-        {"id": "ndval-corr", "name": "Weak or inverted correlation",
-         "matchers": {"statuses": ["failed"], "message": _CORR_TYPES}},
-        {"id": "ndval-verdict", "name": "Verdict / bottleneck mismatch",
-         "matchers": {"statuses": ["failed"], "message": _VERDICT_TYPES}},
+        {"id": "ndval-band", "name": "Estimate out of band", "matchers": failed("band")},
+        {"id": "ndval-corr", "name": "Weak or inverted correlation", "matchers": failed("correlation")},
+        {"id": "ndval-verdict", "name": "Verdict / bottleneck mismatch", "matchers": failed("verdict")},
+        {"id": "ndval-golden", "name": "Golden drift", "matchers": failed("golden")},
         {"id": "ndval-failed", "name": "Criterion failed", "matchers": {"statuses": ["failed"]}},
         {"id": "ndval-broken", "name": "Broken input (case, data or kind cannot run)", "matchers": {"statuses": ["broken"]}},
     ]
@@ -118,7 +132,7 @@ def labels_for(item: Any) -> dict[str, Any]:
             "sub_suite": case.id, "severity": SEVERITY[case.severity], "owner": case.owner, "tags": tags, "id": item.nodeid}
 
 
-def _apply_labels(dyn: Any, allure: Any, item: Any, status: str) -> None:
+def _apply_labels(dyn: Any, allure: Any, item: Any, status: str, kind: str | None = None) -> None:
     """Labels, description, links and parameters of ``item`` (``dyn``: ``allure.dynamic``, untyped)."""
     case = item.loaded.case
     lab = labels_for(item)
@@ -128,6 +142,8 @@ def _apply_labels(dyn: Any, allure: Any, item: Any, status: str) -> None:
     dyn.severity(allure.severity_level(lab["severity"]))
     dyn.label("owner", lab["owner"])
     dyn.label(OUTCOME_LABEL, status)
+    if kind is not None:
+        dyn.label(FAILURE_LABEL, kind)
     dyn.id(lab["id"])
     for tag in lab["tags"]:
         dyn.tag(tag)
@@ -173,7 +189,7 @@ def decorate_item(item: Any, results: list[AssertionResult], status: str) -> Non
     """Apply labels/parameters/attachments to the running Allure test result of ``item``."""
     import allure
 
-    _apply_labels(allure.dynamic, allure, item, status)
+    _apply_labels(allure.dynamic, allure, item, status, failure_kind(results) if status == "failed" else None)
     _attach(allure, item, results)
 
 

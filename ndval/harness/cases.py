@@ -391,7 +391,10 @@ def _build_case(raw: dict[str, Any], located: Located, loc: Loc, path: Path, cas
                 err = CaseError(err.file, err.line, err.field, f"{err.rule} (matrix point {pid!r})")
             raise err from None
         points.append(Point(pid, model, prow, over, unavailable))
-    lines = [located.where((*loc, "expect", i))[1] for i in range(len(expect))]
+    # an expectation a file's ``defaults:`` set points at the defaults' line, not at the case that inherited it
+    inherited = loc[:1] == ("cases",) and (*loc, "expect") not in located.key_lines
+    expect_loc = ("defaults", "expect") if inherited and ("defaults", "expect") in located.key_lines else (*loc, "expect")
+    lines = [located.where((*expect_loc, i))[1] for i in range(len(expect))]
     if case.waiver and case.waiver.points:
         unknown = sorted(set(case.waiver.points) - {p.id for p in points})
         if unknown and not any(p.unavailable for p in points):

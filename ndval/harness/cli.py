@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import sys
 
+from ndval.core.version import ndval_version
 from ndval.harness.project import ProjectConfigError
 
 #: subcommand -> (module implementing add_arguments/run, one-line help)
@@ -37,7 +37,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-#: subcommand -> its exit codes (shown by ``ndval COMMAND --help`` and in docs/cli.md; a test checks both)
+#: subcommand -> its exit codes (shown by ``ndval COMMAND --help`` and in docs/harness.md "Exit codes of every
+#: command"; a test checks both)
 EXIT_CODES: dict[str, str] = {
     "validate": "0 gate passed; 1 gate failed on valid input; 2 broken input (invalid case, missing data, nothing collected, "
                 "a report not writable); 130/143 interrupted by SIGINT/SIGTERM (previous reports kept)",
@@ -66,19 +67,12 @@ DESCRIPTION = ("ndval: estimate distributed-training memory and step time, analy
                "validate both against measured data (release sign-off).")
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("ndval")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source tree without metadata
-        return "unknown (not installed)"
-
-
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``ndval`` parser; only ``command``'s module is imported to add its arguments."""
     epilog = "exit codes:\n" + "\n".join(f"  {n:<9} {c}" for n, c in EXIT_CODES.items()) + f"\n  {COMMON_EXIT}"
     parser = argparse.ArgumentParser(prog="ndval", description=DESCRIPTION, epilog=epilog,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"ndval {_version()}")
+    parser.add_argument("--version", action="version", version=f"ndval {ndval_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text,

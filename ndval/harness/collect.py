@@ -36,7 +36,7 @@ class CaseFailure(AssertionError):
 
     An ``AssertionError``, so that reporters (Allure) count the item as *failed*, not *broken*; its message
     names the failed assertions (id, type, reason) before the case header, for reporters that show the
-    message only (Allure categories match on it)."""
+    message only (Allure categories match on labels, never on this text)."""
 
     def __init__(self, results: list[AssertionResult], header: str) -> None:
         reasons = [f"{r.id} ({r.type}): {r.message}" for r in results if r.status == "failed"]
@@ -77,8 +77,12 @@ class CaseFile(pytest.File):
                 continue
             lc = by_id[cid]
             for point in lc.points:
+                # a matrix point / row is the item's pytest *parameter* (``case[point]``), so that the structured
+                # node id pytest's cache parses back (``--lf``, ``--ff``, ``--sw``) matches the collected one
                 name = f"{cid}[{point.id}]" if point.id else cid
-                yield CaseItem.from_parent(self, name=name, loaded=lc, point=point, file_sha256=loaded.sha256)
+                nodeid = self.id.child(cid).with_params(point.id or None)
+                yield CaseItem.from_parent(self, name=name, nodeid=nodeid, loaded=lc, point=point,
+                                           file_sha256=loaded.sha256)
 
 
 class CaseItem(pytest.Item):
@@ -200,8 +204,10 @@ class CaseItem(pytest.Item):
         if not text or outcome is None:
             return ""
         lines = text.rstrip("\n").splitlines()
-        more = f"\n  ... {len(lines) - max_lines} more diff line(s) in {outcome.artifacts[1]}" if len(lines) > max_lines else ""
-        return "\ngolden diff (expected -> obtained):\n" + "\n".join(lines[:max_lines]) + more
+        more = f"\n  ... {len(lines) - max_lines} more diff line(s)" if len(lines) > max_lines else ""
+        full = (f"\nfull diff: {outcome.artifacts[1]} (side by side: {outcome.artifacts[2]})"
+                if len(outcome.artifacts) > 2 else "")
+        return "\ngolden diff (expected -> obtained):\n" + "\n".join(lines[:max_lines]) + more + full
     def _table(self, results: list[AssertionResult]) -> str:
         lines = dict(zip([s.id for s in self.loaded.expect], self.loaded.expect_lines, strict=False))
         rows = []

@@ -122,10 +122,12 @@ def _row(crit: Criterion, cases: list[dict[str, Any]]) -> dict[str, Any]:
             "evidence": evaluated, "context_evidence": recorded}
 
 
-def seed_criteria_table(cases: list[dict[str, Any]], regressions: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """One row per seed criterion: status (from evaluated evidence), whose number, reason, context."""
+def seed_criteria_table(cases: list[dict[str, Any]], regressions: list[dict[str, Any]] | None,
+                        declared: tuple[Criterion, ...] = SEED_CRITERIA) -> list[dict[str, Any]]:
+    """One row per declared criterion (default: the seed's; a project's come from its ``gate.yaml``, see
+    ``ndval.harness.release``): status (from evaluated evidence), whose number, reason, context."""
     rows = []
-    for crit in SEED_CRITERIA:
+    for crit in declared:
         if crit.id != "NO-REGRESSION":
             rows.append(_row(crit, cases))
             continue

@@ -31,6 +31,8 @@ class PluginOptions:
     allure: str | None = None
     #: items skipped for missing real data fail the gate ("real data present" rule)
     require_real_data: bool = False
+    #: delete the golden files no case of the tree uses (syrupy's --snapshot-update deletes them too)
+    prune_golden: bool = False
 
 
 #: the plugin options of this run

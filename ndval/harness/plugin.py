@@ -31,6 +31,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="rewrite missing/mismatching golden files and still fail (review the diff)")
     group.addoption("--regen-all-golden", action="store_true", default=False,
                     help="rewrite every selected golden file and pass")
+    group.addoption("--prune-golden", action="store_true", default=False,
+                    help="delete the golden files no case of the tree uses (refused while a case file is broken)")
     group.addoption("--cases", action="append", default=[], metavar="GLOB",
                     help="collect only case files matching GLOB (also outside validation_cases/); repeatable")
     group.addoption("--signoff", default=None, metavar="PATH",
@@ -75,6 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
         cases_globs=list(config.getoption("cases") or []), signoff=config.getoption("signoff"),
         baseline=config.getoption("baseline"), allure=getattr(config.option, "allure_report_dir", None),
         require_real_data=bool(config.getoption("require_real_data")),
+        prune_golden=bool(config.getoption("prune_golden")),
     )
     config.stash[CASES_ROOT_KEY] = find_cases_root
     subjects.select(config.getoption("subject"))

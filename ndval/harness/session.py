@@ -25,6 +25,7 @@ from ndval.harness.cases import iter_case_files, load_case_file
 from ndval.harness.collect import record_of
 from ndval.harness.options import CASES_ROOT_KEY, OPTIONS_KEY
 from ndval.harness.project import find_project
+from ndval.harness.release import ReleaseRulesError, load_release_rules
 from ndval.harness.summary import build_summary
 
 
@@ -48,6 +49,8 @@ class NdvalSession:
         self._session: pytest.Session | None = None
         self.deselected = 0
         self.out_dir: Path | None = None
+        self.pruned: list[str] = []
+        self.golden_scan_gaps: list[str] = []
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
@@ -59,6 +62,9 @@ class NdvalSession:
             reasons.append(f"{self.deselected} item(s) deselected (-k/-m/--lf/--deselect)")
         if getattr(option, "lf", False) or getattr(option, "failedfirst", False):
             reasons.append("--lf" if getattr(option, "lf", False) else "--ff")
+        stopped = (self._session.shouldstop or self._session.shouldfail) if self._session is not None else False
+        if stopped:  # -x / --maxfail / --sw: the items after the stop never ran
+            reasons.append(f"stopped early ({stopped})")
         if opts.cases_globs:
             reasons.append("--cases " + " ".join(opts.cases_globs))
         narrow = [a for a in self.config.args if "::" in a or _narrower_than_cases_root(
@@ -108,7 +114,9 @@ class NdvalSession:
                 try:
                     loaded = load_case_file(path, root)
                 except Exception:  # that file's own collection error reports it; never the run's
+                    self.golden_scan_gaps.append(str(path))
                     continue
+                self.golden_scan_gaps += [f"{path}::{cid}" for cid, _ in loaded.errors]
                 for lc in loaded.cases:
                     if any(s.type == "golden_match" for s in lc.expect):
                         for pt in lc.points:
@@ -116,10 +124,19 @@ class NdvalSession:
         return out
 
     def _unused_goldens(self) -> list[str]:
+        """The goldens no case of the tree uses; under ``--prune-golden`` deleted (and then not listed), unless a
+        case file of the tree could not be read (its goldens would look unused)."""
         opts = self.config.stash[OPTIONS_KEY]
         roots = {opts.golden_root(r) for r in self.cases_roots}
+        self.golden_scan_gaps = []
         expected = self._expected_goldens()
-        return [str(p) for r in sorted(roots) for p in golden.unused_goldens(r, expected)]
+        unused = [p for r in sorted(roots) for p in golden.unused_goldens(r, expected)]
+        if opts.prune_golden and unused and not self.golden_scan_gaps:
+            for path in unused:
+                path.unlink(missing_ok=True)
+            self.pruned = [str(p) for p in unused]
+            return []
+        return [str(p) for p in unused]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -131,6 +148,7 @@ class NdvalSession:
             _report_failure(self.config, ReportWriteError(failed[0]), session)
 
     def _finish(self, session: pytest.Session) -> None:
+        self._session = session
         opts = self.config.stash[OPTIONS_KEY]
         baseline = None
         if opts.baseline:
@@ -143,8 +161,13 @@ class NdvalSession:
                "selection": {"keyword": self.config.option.keyword or None, "cases": opts.cases_globs or None,
                              "markers": self.config.option.markexpr or None},
                "partial": self.partial_reason()}
-        self.summary = build_summary(self.records, self.collection_errors, repo=find_project(self.config.invocation_params.dir).root,
-                                     baseline=baseline, unused_goldens=self._unused_goldens(), run=run)
+        root = find_project(self.config.invocation_params.dir).root
+        try:
+            rules = load_release_rules(sorted(self.cases_roots), root)
+        except ReleaseRulesError as exc:
+            raise pytest.UsageError(f"ndval: the release rules cannot be read: {exc}") from None
+        self.summary = build_summary(self.records, self.collection_errors, repo=root, baseline=baseline,
+                                     unused_goldens=self._unused_goldens(), run=run, rules=rules)
         # a subset run never replaces the release summary or sign-off: its reports go to partial/
         reports = opts.reports_dir / "partial" if run["partial"] else opts.reports_dir
         self.out_dir = reports
@@ -171,6 +194,10 @@ class NdvalSession:
                 from ndval.harness import signoff
 
                 path = Path(signoff_path)
+                out_dir = self.out_dir or config.stash[OPTIONS_KEY].reports_dir
+                if atomic.is_stdout(signoff_path):  # --signoff -: the Markdown on stdout, no file
+                    signoff.write(self.summary, signoff_path, out_dir)
+                    return
                 if self.summary["run"]["partial"]:  # never over the release sign-off
                     path = (self.out_dir or config.stash[OPTIONS_KEY].reports_dir / "partial") / path.name
                 with report_write_errors(path):
@@ -196,8 +223,15 @@ class NdvalSession:
         if real and real["status"] == "pass" and real["actual"]:
             tr.write_line(f"NOTICE: {real['actual']} item(s) skipped for missing real data; not required here, so the "
                           "gate passes without that evidence (CI sets NDVAL_REQUIRE_REAL_DATA=1: it fails there)", yellow=True)
+        opts = self.config.stash[OPTIONS_KEY]
+        for g in self.pruned[:20]:
+            tr.write_line(f"  unused golden pruned (--prune-golden): {g}")
         for g in s["golden"]["unused"][:20]:
-            tr.write_line(f"  unused golden (not deleted): {g}")
+            tr.write_line(f"  unused golden (not deleted; --prune-golden deletes it): {g}")
+        if opts.prune_golden and s["golden"]["unused"]:
+            tr.write_line(f"  --prune-golden: nothing deleted, {len(self.golden_scan_gaps)} case file(s)/case(s) of the "
+                          f"tree could not be read, so their goldens would look unused: "
+                          f"{', '.join(self.golden_scan_gaps[:5])}", yellow=True)
         if s["run"]["partial"]:
             tr.write_line(f"PARTIAL run ({s['run']['partial']}): not a release sign-off; the release summary is "
                           "left as it was", yellow=True)

@@ -17,7 +17,8 @@ from ndval.core import atomic
 from ndval.core.hashing import sha256_bytes, sha256_file
 from ndval.core.render import Details, Image, Section, Table, document_html, document_markdown
 from ndval.harness.criteria import WHOSE_EVALUATED, WHOSE_RECORDED
-from ndval.harness.plots import band_of, estimate_vs_measured_png
+from ndval.harness.plots import axis_label, band_of, columns_of, estimate_vs_measured_png
+from ndval.harness.release import GATE_FILE
 from ndval.harness.results import EVALUATED
 
 MAX_PLOTS = 24
@@ -70,12 +71,57 @@ def _plots(summary: dict[str, Any]) -> list[Image]:
         if len(out) >= MAX_PLOTS:
             break
         a = g["a"]
-        png = estimate_vs_measured_png(g["rows"], f"{case_id} / {aid}: {a['target']}", band_of(a))
+        est, meas = columns_of(a["target"])
+        png = estimate_vs_measured_png(g["rows"], f"{case_id} / {aid}: {a['target']}", band_of(a),
+                                       axis_label("measured", meas), axis_label("estimate", est))
         if png:
             safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in f"{case_id}-{aid}")
             out.append(Image(f"{case_id} / {aid} — {a['target']}: {g['n_pass']}/{g['n']} rows within {a['expected']}",
                              png, f"{safe}.png"))
+    return out + _step_time_plots(summary)[:MAX_PLOTS]  # the step-time cases' plots: their own budget
+
+
+def _step_time_plots(summary: dict[str, Any]) -> list[Image]:
+    """One plot per step-time case (a ``mape_le`` over its result table): estimated against measured step time,
+    the MAPE limit drawn as the band (1 − m)·x .. (1 + m)·x; rows beyond the table kept in the summary are
+    counted in the caption."""
+    out: list[Image] = []
+    for c in summary["cases"]:
+        for a in c["assertions"]:
+            if a["type"] != "mape_le" or not c.get("table"):
+                continue
+            est, meas = columns_of(a["target"])
+            limit = float(str(a["expected"]).split("<=")[-1].strip() or "nan") if "<=" in str(a["expected"]) else None
+            rows = [{"row": r.get("config", ""), "measured": r.get(meas), "estimate": _estimate(r, est),
+                     "passed": limit is None or _within(r.get(meas), _estimate(r, est), limit),
+                     "waived": c["status"] == "waived"} for r in c["table"]]
+            band = (1 - limit, 1 + limit) if limit is not None else None
+            png = estimate_vs_measured_png(rows, f"{c['case_id']} / {a['id']}: {a['target']}", band,
+                                           axis_label("measured", meas), axis_label("estimate", est),
+                                           f"±{limit:g} (the MAPE limit, per row)" if limit is not None else None)
+            if png:
+                n = a.get("stats", {}).get("n") or len(rows)
+                shown = f"{len(rows)} of {n} rows" if n > len(rows) else f"{len(rows)} rows"
+                out.append(Image(f"{c['case_id']} / {a['id']} — {a['target']} {a['expected']}: observed "
+                                 f"{_fmt(a.get('observed'))}, {shown}", png,
+                                 "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in f"{c['case_id']}-{a['id']}")
+                                 + ".png"))
     return out
+
+
+def _estimate(row: dict[str, Any], column: str) -> Any:
+    """The estimate column of a step-time row; ``total_ms`` from ``TOTAL_s`` when the table keeps seconds."""
+    if column in row:
+        return row[column]
+    if column == "total_ms" and isinstance(row.get("TOTAL_s"), int | float):
+        return row["TOTAL_s"] * 1000.0
+    return None
+
+
+def _within(measured: Any, estimate: Any, limit: float) -> bool:
+    if not isinstance(measured, int | float) or not isinstance(estimate, int | float) or not measured:
+        return False
+    return abs(estimate - measured) / abs(measured) <= limit
 
 
 def _short(v: Any, limit: int = MAX_CELL) -> str:
@@ -189,6 +235,17 @@ def _calibration(summary: dict[str, Any]) -> list[str | Table]:
                    "median est/meas"], halves), *_overlays(summary)]
 
 
+def _data_files(summary: dict[str, Any]) -> list[list[Any]]:
+    """Each data file the cases read (path, source, SHA-256 as recorded in summary.json) and how many items read it."""
+    files: dict[tuple[str, str, str], int] = {}
+    for c in summary["cases"]:
+        d = c.get("data") or {}
+        if d.get("path"):
+            key = (str(d["path"]), str(d.get("source", "-")), str(d.get("sha256", "-")))
+            files[key] = files.get(key, 0) + 1
+    return [[p, s, h, n] for (p, s, h), n in sorted(files.items())]
+
+
 def _artifacts(reports: Path) -> list[list[Any]]:
     rows = []
     for name in ("summary.json", "junit.xml"):
@@ -203,13 +260,22 @@ def _artifacts(reports: Path) -> list[list[Any]]:
     return rows
 
 
+#: ndval's own release rules (its validation_cases/gate.yaml says the same; a summary without a release block
+#: is ndval's, from before the block existed)
+NDVAL_RELEASE = {"name": "ndval", "criteria_title": "Seed acceptance criteria (sapp-nd validation issue §7)",
+                 "reproduce": "git checkout {sha} && make validate   (equivalently: .venv/bin/ndval validate; reports "
+                              "under reports/)"}
+
+
 def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
     """Title and sections of the sign-off report."""
     prov, gate, counts = summary["provenance"], summary["gate"], summary["counts"]
     sha = prov["git"]["sha"]
     partial = summary["run"].get("partial")
-    title = (f"ndval PARTIAL run — not a release sign-off — {sha[:12]} — gate {gate['verdict']}" if partial
-             else f"ndval release sign-off — {sha[:12]} — gate {gate['verdict']}")
+    release = {**NDVAL_RELEASE, **(summary.get("release") or {})}  # a summary from before gate.yaml: ndval's
+    name = release["name"]
+    title = (f"{name} PARTIAL run — not a release sign-off — {sha[:12]} — gate {gate['verdict']}" if partial
+             else f"{name} release sign-off — {sha[:12]} — gate {gate['verdict']}")
     banner = ([f"PARTIAL: this run covers part of the cases only ({partial}). It is not a release sign-off and "
                "never replaces one; run `ndval validate` without a selection for that."] if partial else [])
     secs = [Section("1. Release identity and provenance", [*banner, Table(["item", "value"], [
@@ -232,11 +298,12 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
         Table(["kind", "items"], [[k, v] for k, v in sorted(kinds.items())]),
         Table(["not evaluable (node)", "row", "reason"],
               [[r["nodeid"], r["row"], r["reason"]] for r in summary.get("not_evaluable", [])]),
-        Table(["case file", "sha256"], [[k, v] for k, v in sorted(summary["case_files"].items())])]))
+        Table(["case file", "sha256"], [[k, v] for k, v in sorted(summary["case_files"].items())]),
+        Table(["data file", "source", "sha256", "cases"], _data_files(summary))]))
     secs.append(Section("4. Gate", [Table(["rule", "threshold", "actual", "status", "items"],
                         [[r["rule"], r["threshold"], r["actual"], _status_mark(r["status"]), ", ".join(r["items"][:8])]
                          for r in gate["rules"]])]))
-    secs.append(Section("5. Seed acceptance criteria (sapp-nd validation issue §7)", [
+    secs.append(Section(f"5. {release['criteria_title']}", [] if not summary["criteria"] else [
         "Only numbers evaluated in this run by the subject under test decide a criterion: FAIL = that evidence "
         "fails unwaived; WAIVED = it fails with an unexpired waiver (a known finding, shown not hidden); PASS = "
         "it passes; NOT EVALUABLE = nothing could be evaluated now (reason given). Numbers recorded from "
@@ -246,6 +313,9 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
                "context (recorded, not evidence)"],
               [[c["id"], c["title"], c["threshold"], _status_mark(c["status"]), c.get("whose", "—"), c["reason"],
                 c.get("context") or "—"] for c in summary["criteria"]])]))
+    if not summary["criteria"]:
+        secs[-1].blocks.append(f"No acceptance criteria declared: the cases tree's {GATE_FILE} lists them "
+                               "(criteria), and assertions point at them with `criterion: <id>`.")
     stats = [[s["group"], s["type"], s["n"], _fmt(s["min"]), _fmt(s["median"]), _fmt(s["max"]), _fmt(s["mean"])]
              for s in summary["statistics"]]
     secs.append(Section("6. Per-criterion statistics", [
@@ -277,41 +347,69 @@ def build(summary: dict[str, Any], reports: Path) -> tuple[str, list[Section]]:
                         [[e["nodeid"], f"{e['file']}:{e['line']}", e.get("field"), (e["message"] or "")[:300]] for e in errs])
                         if errs else "None."]))
     secs.append(Section("14. Artifacts", [Table(["artifact", "bytes", "sha256"], _artifacts(reports))]))
-    secs.append(Section("15. How to reproduce", [f"git checkout {sha} && make validate   "
-                        "(equivalently: .venv/bin/ndval validate; reports under reports/)"]))
+    secs.append(Section("15. How to reproduce", [release["reproduce"].replace("{sha}", sha)]))
     secs.append(Section("16. Approval", [Table(["role", "name", "decision (approve / reject)", "date", "signature"],
                         [["validation lead", "", "", "", ""], ["estimator owner", "", "", "", ""], ["release manager", "", "", "", ""]])]))
     return title, secs
 
 
-#: long unbreakable cells (checksums, node ids, paths) wrap anywhere, so the page never scrolls sideways
-_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px;overflow-wrap:anywhere}"
+#: words stay whole (no letter-by-letter wrapping in narrow columns); long tokens (node ids, paths) wrap at the
+#: break opportunities the renderer puts after their separators, so the page never scrolls sideways
+_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px;overflow-wrap:break-word}"
         "table{border-collapse:collapse;margin:.5em 0 1.2em;max-width:100%}"
         "td,th{border:1px solid #ccc;padding:3px 6px;font-size:12px;vertical-align:top;text-align:left;"
-        "overflow-wrap:anywhere}th{background:#f2f2f2}img{max-width:100%;height:auto}"
+        "overflow-wrap:normal;word-break:normal}th{background:#f2f2f2}"
+        "img{max-width:100%;height:auto}.lead{font-size:15px;font-weight:600}"
+        ".toc ol{columns:2;font-size:13px;margin:.3em 0 1em}"
         ".PASS{background:#dff5df}.FAIL{background:#fbdada}.WAIVED{background:#fff1c6}.NOT.EVALUABLE,.BROKEN{background:#e8e8f8}"
         "figure{display:inline-block;margin:6px;max-width:min(520px,100%)}figcaption{font-size:11px}"
         "details{margin:2px 0}summary{cursor:pointer;font-size:12px}")
 
 
-def render_markdown(title: str, sections: list[Section], image_dir: str) -> str:
-    return document_markdown(title, sections, image_dir, _fmt)
+def headline(summary: dict[str, Any]) -> str:
+    """One sentence under the title: the verdict, the item counts, and the criteria by status, naming the waived
+    and the not-evaluable ones (a PASS gate with a waived criterion says so)."""
+    counts, gate = summary["counts"], summary["gate"]
+    items = (f"{counts['items']} items: {counts['passed']} passed, {counts['failed']} failed, {counts['waived']} waived, "
+             f"{counts.get('not_evaluable', 0)} not evaluable, {counts['error']} broken, {counts['skipped']} skipped")
+    text = f"Gate {gate['verdict']} (exit {gate['exit_code']}). {items}."
+    by: dict[str, list[str]] = {}
+    for c in summary["criteria"]:
+        by.setdefault(_status_mark(c["status"]), []).append(c["id"])
+    if summary["criteria"]:
+        parts = [f"{len(by.get(s, []))} {s.lower()}" + (f" ({', '.join(by[s])})" if s in ("WAIVED", "FAIL", "NOT EVALUABLE")
+                                                        and by.get(s) else "")
+                 for s in ("PASS", "FAIL", "WAIVED", "NOT EVALUABLE")]
+        text += f" Criteria: {', '.join(parts)}."
+    return text
 
 
-def render_html(title: str, sections: list[Section]) -> str:
-    """Status cells carry their text as class (PASS green, FAIL red...)."""
-    return document_html(title, sections, _CSS, _fmt, classed=True)
+def render_markdown(title: str, sections: list[Section], image_dir: str | None, lead: tuple[str, ...] = ()) -> str:
+    return document_markdown(title, sections, image_dir, _fmt, toc=True, lead=lead)
 
 
-def write(summary: dict[str, Any], md_path: Path, reports: Path) -> tuple[Path, Path]:
-    """Write ``md_path`` (+ PNGs in ``<stem>_plots/``) and the self-contained ``.html`` beside it."""
+def render_html(title: str, sections: list[Section], lead: tuple[str, ...] = ()) -> str:
+    """Status cells carry their text as class (PASS green, FAIL red...); a table of contents links the sections."""
+    return document_html(title, sections, _CSS, _fmt, classed=True, toc=True, lead=lead, break_long=True)
+
+
+def write(summary: dict[str, Any], md_path: Path | str, reports: Path,
+          html_path: Path | str | None = None) -> tuple[str, str | None]:
+    """Write ``md_path`` (+ PNGs in ``<stem>_plots/``) and the self-contained HTML (default: ``.html`` beside
+    the Markdown; none when the Markdown goes to standard output). ``-`` for either: standard output (the
+    Markdown's plots then inline); returns where each went."""
     title, sections = build(summary, reports)
-    img_dir = md_path.parent / f"{md_path.stem}_plots"
-    for sec in sections:
-        for b in sec.blocks:
-            if isinstance(b, Image):
-                atomic.write_bytes(img_dir / b.filename, b.png)
-    atomic.write_text(md_path, render_markdown(title, sections, img_dir.name))
-    html_path = md_path.with_suffix(".html")
-    atomic.write_text(html_path, render_html(title, sections))
-    return md_path, html_path
+    lead = (headline(summary),)
+    if atomic.is_stdout(md_path):
+        md_where = atomic.write_output(md_path, render_markdown(title, sections, None, lead))
+    else:
+        md_file = Path(md_path)
+        img_dir = md_file.parent / f"{md_file.stem}_plots"
+        for sec in sections:
+            for b in sec.blocks:
+                if isinstance(b, Image):
+                    atomic.write_bytes(img_dir / b.filename, b.png)
+        md_where = atomic.write_output(md_file, render_markdown(title, sections, img_dir.name, lead))
+        html_path = md_file.with_suffix(".html") if html_path is None else html_path
+    html_where = None if html_path is None else atomic.write_output(html_path, render_html(title, sections, lead))
+    return md_where, html_where

@@ -11,7 +11,8 @@ sign-off:
       [tool.ndval]
       subject = "team-est"                        # or: ndval validate --subject team-est
       [tool.ndval.subjects.team-est]
-      command = ["python", "tools/estimate.py"]   # or one string, split like a shell
+      command = ["python", "tools/estimate.py"]   # or one string, split like a shell; a leading
+                                                  # python / python3 is the interpreter running ndval
       timeout_s = 60                              # default 120
       format = "json"                             # how the config is given: json (default) or yaml
       tasks = ["memory", "step_time"]             # default ["memory"]
@@ -56,6 +57,7 @@ import math
 import os
 import shlex
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -223,10 +225,24 @@ def _tail(text: str) -> str:
     return ("…" + text[-STDERR_TAIL_CHARS:]) if len(text) > STDERR_TAIL_CHARS else (text or "(empty)")
 
 
+#: a command's first word that means "the interpreter running the harness" (its virtual environment, its
+#: packages), not whichever ``python`` comes first on PATH
+PYTHON_WORDS = ("python", "python3")
+
+
+def command_argv(command: str | list[Any]) -> list[str]:
+    """The subject command's argv: a string is split like a shell; a leading ``python``/``python3`` becomes
+    ``sys.executable``."""
+    argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+    if argv and argv[0] in PYTHON_WORDS:
+        argv[0] = sys.executable
+    return argv
+
+
 def run_command(name: str, spec: dict[str, Any], task: str, cfg: Any, root: Path) -> MemoryResult | StepTimeResult:
     """Run the subject's command for ``task`` on ``cfg``; every failure is a ``SubjectError``."""
     command = spec["command"]
-    argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+    argv = command_argv(command)
     fmt = spec.get("format", "json")
     config = _config_dict(cfg)
     text = strictjson.dumps(config) if fmt == "json" else yaml.safe_dump(config, sort_keys=False)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ndval.harness import criteria, gate
+from ndval.harness.release import ReleaseRules
 from ndval.harness.results import to_builtin
 
 SUMMARY_FORMAT = 1
@@ -102,7 +103,8 @@ def file_hashes(cases: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def build_summary(records: dict[str, dict[str, Any]], collection_errors: dict[str, str], *, repo: Path,
-                  baseline: dict[str, Any] | None, unused_goldens: list[str], run: dict[str, Any]) -> dict[str, Any]:
+                  baseline: dict[str, Any] | None, unused_goldens: list[str], run: dict[str, Any],
+                  rules: ReleaseRules | None = None) -> dict[str, Any]:
     """Assemble the summary and evaluate the gate on it."""
     cases = [records[k] for k in sorted(records)]
     errors = [parse_collection_error(k, collection_errors[k]) for k in sorted(collection_errors)]
@@ -119,7 +121,9 @@ def build_summary(records: dict[str, dict[str, Any]], collection_errors: dict[st
                    "drift": [{"nodeid": c["nodeid"], **c["golden"]} for c in cases
                              if c.get("golden") and c["golden"]["status"] not in ("match", "regenerated")]},
     }
-    summary["criteria"] = criteria.seed_criteria_table(cases, regressions)
+    if rules is not None:
+        summary["release"] = rules.summary_block()
+    summary["criteria"] = criteria.seed_criteria_table(cases, regressions, *(() if rules is None else (rules.criteria,)))
     summary["gate"] = gate.evaluate_gate(summary)
     built: dict[str, Any] = to_builtin(summary)
     return built

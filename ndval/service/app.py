@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import threading
 from importlib import resources
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from starlette.applications import Starlette
@@ -37,6 +36,7 @@ from starlette.routing import Route
 
 import analyzer
 from ndval.core import strictjson
+from ndval.core.version import ndval_version
 from ndval.service import evidence, lanes
 from ndval.service.hostguard import LoopbackHostGuard
 from ndval.service.registry import PHASE_SCOPES, DatasetError, Registry
@@ -56,12 +56,6 @@ ASSETS: dict[str, tuple[str, str]] = {
 }
 
 
-def ndval_version() -> str:
-    """The installed ndval version (``unknown`` when running from a bare checkout)."""
-    try:
-        return version("ndval")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _finite(obj: Any) -> Any:

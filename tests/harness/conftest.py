@@ -18,6 +18,11 @@ from pathlib import Path
 import pandas  # noqa: F401 - imported before any in-process pytester run (see below)
 import pytest
 
+from ndval.harness import paths
+
+#: this repository's cases tree (its gate.yaml: ndval's release rules)
+REPO_CASES = paths.REPO_ROOT / "validation_cases"
+
 SYNTHETIC_ROWS = """\
       - {config: s1, tp: 1, estimate_mb: 95, measured_mb: 100}
       - {config: s2, tp: 2, estimate_mb: 52, measured_mb: 50}
@@ -46,6 +51,10 @@ def cases(pytester: pytest.Pytester):
     """``cases("a/x.case.yaml", text)`` writes a file under the pytester's validation_cases/."""
 
     def write(rel: str, text: str) -> Path:
+        gate = pytester.path / "validation_cases" / "gate.yaml"
+        if not gate.exists():  # ndval's own release rules (the seed's criteria), as in this repository's tree
+            gate.parent.mkdir(parents=True, exist_ok=True)
+            gate.write_text((REPO_CASES / "gate.yaml").read_text(encoding="utf-8"), encoding="utf-8")
         path = pytester.path / "validation_cases" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")

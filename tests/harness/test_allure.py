@@ -73,12 +73,15 @@ def test_allure3_config_puts_waived_items_in_their_own_category(tmp_path: Path) 
     assert cfg["historyPath"] == str(tmp_path / "h.jsonl") and cfg["historyLimit"] == 30
     rules = cfg["categories"]["rules"]
     waived = rules[0]
-    assert waived["name"].startswith("Waived") and {"statuses": ["skipped"],
-                                                   "labels": {allure.OUTCOME_LABEL: "^waived$"}} in waived["matchers"]
+    assert waived["name"].startswith("Waived") and waived["matchers"] == {
+        "statuses": ["skipped"], "labels": {allure.OUTCOME_LABEL: "^waived$"}}
     skipped = next(i for i, r in enumerate(rules) if r["name"].startswith("Skipped"))
     assert skipped > 0  # the plain skip rule comes after Waived (first match wins)
     for rule in rules:  # Allure 3 rejects a rule mixing matchers with the Allure 2 keys
         assert "matchers" in rule and not {"matchedStatuses", "messageRegex"} & set(rule)
+        matchers = rule["matchers"] if isinstance(rule["matchers"], list) else [rule["matchers"]]
+        assert all("message" not in m and "trace" not in m for m in matchers), rule  # labels, never free text
+    assert all("messageRegex" not in c and "traceRegex" not in c for c in allure.CATEGORIES)
     assert "historyPath" not in allure.allure3_config(tmp_path / "out", None)
 
 
@@ -96,6 +99,33 @@ def test_xdist_workers_label_items_and_the_controller_writes_the_run_files(pytes
     assert (out / "executor.json").is_file() and (out / "categories.json").is_file()
 
 
+#: a band failure whose title says "golden" (as "Megatron-LM CI golden values" does): filed under the band
+BAND_TITLED_GOLDEN = synthetic_case("synthetic-bad", lo=0.99, hi=1.01).replace(
+    "title: synthetic case synthetic-bad", "title: synthetic CI golden values")
+#: a golden drift (band passes, its golden file tampered with below)
+DRIFT = synthetic_case("synthetic-drift") + "golden: true\n"
+
+
+def _tamper_golden(root: Path) -> None:
+    golden = root / "golden" / "recorded" / "drift" / "synthetic-drift.yaml"
+    golden.write_text(golden.read_text().replace("estimate_mb: 95", "estimate_mb: 94"))
+
+
+def test_failed_items_carry_the_kind_of_what_failed(pytester: pytest.Pytester, cases) -> None:
+    cases("recorded/bad.case.yaml", BAND_TITLED_GOLDEN)
+    cases("recorded/drift.case.yaml", DRIFT)
+    cases("recorded/ok.case.yaml", synthetic_case("synthetic-ok"))
+    assert pytester.runpytest("validation_cases", "--regen-all-golden", "--cases", "*drift*").ret == 0
+    _tamper_golden(pytester.path)
+    pytester.runpytest("validation_cases", "--alluredir", "allure")
+    kinds = {}
+    for path in (pytester.path / "allure").glob("*-result.json"):
+        res = json.loads(path.read_text())
+        kinds[res["name"]] = [lab["value"] for lab in res["labels"] if lab["name"] == allure.FAILURE_LABEL]
+    assert kinds == {"synthetic CI golden values": ["band"], "synthetic case synthetic-drift": ["golden"],
+                     "synthetic case synthetic-ok": []}
+
+
 @pytest.fixture(scope="module")
 def allure_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two runs of synthetic cases (pass, waived, failed), each rendered as one file with a shared history
@@ -105,12 +135,16 @@ def allure_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("no Allure 3 command line without a download (npm install allure@3, or $NDVAL_ALLURE)")
     root = tmp_path_factory.mktemp("allure-project")
     for rel, text in (("w", synthetic_case("synthetic-waived", lo=0.99, hi=1.01, extra=WAIVER)),
-                      ("ok", synthetic_case("synthetic-ok")), ("bad", synthetic_case("synthetic-bad", lo=0.99, hi=1.01))):
+                      ("ok", synthetic_case("synthetic-ok")), ("bad", BAND_TITLED_GOLDEN), ("drift", DRIFT)):
         path = root / "validation_cases" / "recorded" / f"{rel}.case.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     history = root / "reports" / report.HISTORY_FILE
     env = {k: v for k, v in os.environ.items() if k not in ("NDVAL_REPORTS_DIR", "PYTEST_ADDOPTS")}
+    subprocess.run([sys.executable, "-m", "pytest", "validation_cases", "-p", "no:xdist", "-p", "no:cacheprovider",
+                    "--regen-all-golden", "--cases", "*drift*"], cwd=root, env=env, capture_output=True, check=True,
+                   timeout=300)
+    _tamper_golden(root)
     for run in range(2):
         shutil.rmtree(root / "allure", ignore_errors=True)
         proc = subprocess.run([sys.executable, "-m", "pytest", "validation_cases", "-p", "no:randomly", "-p", "no:xdist",
@@ -129,7 +163,8 @@ def test_allure3_single_file_report_shows_waived_and_keeps_history(allure_report
     waived = next(v for k, v in cats.items() if k.startswith("Waived"))
     assert waived == {"total": 1, "skipped": 1}
     assert not any(k.startswith("Skipped") for k in cats)  # the waived item is not among the plain skips
-    assert cats["Estimate out of band"] == {"total": 1, "failed": 1}
+    assert cats["Estimate out of band"] == {"total": 1, "failed": 1}  # its title says "golden": not misfiled
+    assert cats["Golden drift"] == {"total": 1, "failed": 1}
     assert "googletagmanager" not in allure_report.read_text(encoding="utf-8")  # no request off the machine
 
 
@@ -137,9 +172,9 @@ def test_allure_single_file_renders_in_chromium(allure_report: Path, page) -> No
     page.goto(allure_report.as_uri())  # file:// — the multi-file report would stay blank here (CORS)
     page.get_by_text("Categories", exact=False).first.wait_for(timeout=30_000)
     body = page.inner_text("body")
-    assert "ndval validation" in body and "Results 3" in body, body[:500]
+    assert "ndval validation" in body and "Results 4" in body, body[:500]
     page.goto(allure_report.as_uri() + "#categories")
     page.get_by_text("Waived (known issue", exact=False).first.wait_for(timeout=30_000)
     body = page.inner_text("body")
-    assert "Estimate out of band" in body and "Skipped: data not available" not in body
+    assert "Estimate out of band" in body and "Golden drift" in body and "Skipped: data not available" not in body
     assert page.problems == []

@@ -134,7 +134,7 @@ def test_report_says_what_is_missing_without_node(monkeypatch, tmp_path: Path, c
     monkeypatch.delenv("NDVAL_ALLURE", raising=False)
     assert cli.main(["report"]) == EXIT_BROKEN_INPUT
     out = capsys.readouterr().out
-    assert "node not found" in out and "make report" in out and "signoff.html" in out
+    assert "node not found" in out and "ndval report" in out and "signoff.html" in out
 
 
 def test_signoff_command_renders_from_a_summary(pytester: pytest.Pytester, cases, tmp_path: Path, capsys) -> None:

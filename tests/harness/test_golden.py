@@ -69,7 +69,7 @@ def test_golden_lifecycle(pytester: pytest.Pytester, cases, summary) -> None:
     partial = json.loads((root / "reports" / "partial" / "summary.json").read_text())
     assert partial["run"]["partial"].startswith("1 item(s) deselected")
     assert partial["golden"]["unused"] == [str(orphan)]
-    r.stdout.fnmatch_lines(["*unused golden (not deleted)*retired-case.yaml*"])
+    r.stdout.fnmatch_lines(["*unused golden (not deleted; --prune-golden deletes it)*retired-case.yaml*"])
     assert orphan.exists()
 
 
@@ -107,3 +107,29 @@ def test_atomic_write_gives_a_normal_file_mode(tmp_path) -> None:
         assert kept.stat().st_mode & 0o777 == 0o640 and kept.read_text() == "a: 2\n"
     finally:
         os.umask(umask)
+
+
+def test_prune_golden_deletes_the_unused_and_the_inline_diff_ends_with_the_full_one(pytester, cases) -> None:
+    from .conftest import synthetic_case
+
+    cases("recorded/g.case.yaml", synthetic_case("gold") + "golden: true\n")
+    assert pytester.runpytest("validation_cases", "--regen-all-golden").ret == 0
+    stale = pytester.path / "golden" / "recorded" / "gone" / "old-case.yaml"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("format_version: 1\n")
+    listed = pytester.runpytest("validation_cases")
+    listed.stdout.fnmatch_lines(["*unused golden (not deleted; --prune-golden deletes it): *old-case.yaml"])
+    assert stale.exists()
+    # a broken case file: its goldens would look unused, so nothing is pruned
+    cases("recorded/broken.case.yaml", "id: [unclosed\n")
+    refused = pytester.runpytest("validation_cases", "--prune-golden")
+    refused.stdout.fnmatch_lines(["*--prune-golden: nothing deleted, 1 case file(s)/case(s)*broken.case.yaml*"])
+    assert stale.exists()
+    (pytester.path / "validation_cases" / "recorded" / "broken.case.yaml").unlink()
+    pruned = pytester.runpytest("validation_cases", "--prune-golden")
+    pruned.stdout.fnmatch_lines(["*unused golden pruned (--prune-golden): *old-case.yaml"])
+    assert not stale.exists() and (pytester.path / "golden" / "recorded" / "g" / "gold.yaml").exists()
+    golden = pytester.path / "golden" / "recorded" / "g" / "gold.yaml"
+    golden.write_text(golden.read_text().replace("estimate_mb: 95", "estimate_mb: 94"))
+    drift = pytester.runpytest("validation_cases")
+    drift.stdout.fnmatch_lines(["*golden diff (expected -> obtained):*", "full diff: *gold.yaml.diff (side by side: *gold.diff.html)"])

@@ -57,6 +57,30 @@ expect:
 """
 
 
+#: the team's release rules: its name, its one criterion and its reproduce command
+GATE = """\
+name: team-validation
+criteria_title: Team acceptance criteria
+criteria:
+  - {id: TEAM-1, title: estimate within two orders of magnitude, threshold: 0.01 ≤ ratio ≤ 100, source: team plan}
+reproduce: "git checkout {sha} && ndval validate -n 0"
+"""
+
+
+def _assert_own_identity(reports: Path, console: str) -> None:
+    """The sign-off and the console name the team's project and criteria, and nothing of ndval's."""
+    md = (reports / "signoff.md").read_text(encoding="utf-8")
+    html = (reports / "signoff.html").read_text(encoding="utf-8")
+    assert md.startswith("# team-validation release sign-off")
+    assert "## 5. Team acceptance criteria" in md and "| TEAM-1 | estimate within two orders of magnitude |" in md
+    assert "ndval validate -n 0" in md.split("How to reproduce", 1)[1]
+    for text in (md, html, console):
+        low = text.lower()
+        assert "sapp-nd" not in low and "seed" not in low, [ln for ln in text.splitlines() if "seed" in ln.lower()][:5]
+        assert "make validate" not in low and "make report" not in low and "`make" not in low
+    assert "Team acceptance criteria: TEAM-1=pass" in console
+
+
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
@@ -108,7 +132,9 @@ def test_validate_in_a_team_project_writes_there_and_not_into_the_package(instal
     (project / "data" / "peaks.csv").write_text(MEASURED_CSV, encoding="utf-8")
     shutil.copyfile(REPO / "validation_cases" / "models" / "deepseek-v3-mini.yaml",
                     project / "cases" / "models" / "deepseek-v3-mini.yaml")
-    (project / "cases" / "memory" / "peaks.case.yaml").write_text(CASE, encoding="utf-8")
+    (project / "cases" / "memory" / "peaks.case.yaml").write_text(
+        CASE.replace("lo: 0.01, hi: 100}", "lo: 0.01, hi: 100, criterion: TEAM-1}"), encoding="utf-8")
+    (project / "cases" / "gate.yaml").write_text(GATE, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NDVAL_", "PYTEST_", "PYTHONPATH"))}
     env["PATH"] = f"{installed}{os.pathsep}{env.get('PATH', '')}"
     where = _run([str(installed / "python"), "-c", "import ndval.harness, sys; print(ndval.harness.__file__)"], project, env)
@@ -130,6 +156,7 @@ def test_validate_in_a_team_project_writes_there_and_not_into_the_package(instal
     assert case["status"] == "passed" and case["golden"]["status"] == "match"
     assert case["data"]["path"] == str(project / "data" / "peaks.csv")
     assert (reports / "signoff.html").is_file() and (reports / "junit.xml").is_file()
+    _assert_own_identity(reports, run.stdout)
     assert _snapshot(package.parents[1]) == before, "ndval wrote into the installed package"
     for name in ("validation_cases", "golden", "reports"):
         assert not (package.parents[1] / name).exists()

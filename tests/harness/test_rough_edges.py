@@ -163,7 +163,7 @@ def test_a_waived_point_is_drawn_as_waived(monkeypatch) -> None:
     from ndval.harness import plots
 
     seen: list[dict] = []
-    monkeypatch.setattr(signoff, "estimate_vs_measured_png", lambda rows, title, band: seen.extend(rows) or None)
+    monkeypatch.setattr(signoff, "estimate_vs_measured_png", lambda rows, title, band, *labels: seen.extend(rows) or None)
     summary = _minimal_summary(partial=None)
     rows = [{"row": "a", "estimate": 1.0, "measured": 1.0, "passed": True},
             {"row": "b", "estimate": 2.0, "measured": 1.0, "passed": False}]
@@ -174,6 +174,12 @@ def test_a_waived_point_is_drawn_as_waived(monkeypatch) -> None:
     assert plots.point_state({"passed": False}) == "out"
 
 
-def test_signoff_css_wraps_long_cells() -> None:
-    # the browser check (tests/harness/test_signoff_browser.py) measures the page; this pins the rule
-    assert "overflow-wrap:anywhere" in signoff._CSS and "max-width:100%" in signoff._CSS
+def test_signoff_css_keeps_words_whole_and_long_ids_breakable() -> None:
+    # the browser checks (tests/harness/test_signoff_browser.py) measure the page; this pins the rules: no
+    # letter-by-letter wrapping ("W AI VE D"), long ids wrap after their separators
+    from ndval.core.render import breakable
+
+    assert "overflow-wrap:anywhere" not in signoff._CSS and "max-width:100%" in signoff._CSS
+    assert str(breakable("WAIVED")) == "WAIVED"
+    assert str(breakable("a/b_c::d[e]")) == "a/b_c::d[e]"  # short: left alone
+    assert str(breakable("validation_cases/x.case.yaml")) == "validation_<wbr>cases/<wbr>x.<wbr>case.<wbr>yaml"

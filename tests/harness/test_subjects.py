@@ -238,3 +238,14 @@ def test_entry_point_subject_is_a_python_callable(monkeypatch) -> None:
     res = subject.memory({"parallel": {"tp": 2}})
     assert (res.peak_mb, res.peak_stage, res.stages[0].total_mb) == (84.0, 0, 84.0)
     assert textwrap.dedent(subject.how) == "entry point team_subject_mod:team"
+
+
+def test_a_command_subjects_python_is_the_interpreter_running_the_harness() -> None:
+    import sys
+
+    from ndval.harness.subjects import command_argv
+
+    assert command_argv(["python", "tools/est.py", "{config}"]) == [sys.executable, "tools/est.py", "{config}"]
+    assert command_argv("python3 -m team.est") == [sys.executable, "-m", "team.est"]
+    assert command_argv(["/usr/bin/python", "x.py"])[0] == "/usr/bin/python"  # an explicit path is kept
+    assert command_argv("tools/est --x")[0] == "tools/est"

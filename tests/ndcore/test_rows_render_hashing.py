@@ -46,7 +46,7 @@ def test_document_renders_the_same_blocks_in_both_formats() -> None:
     html = render.document_html("T", doc, css="td{}", classed=True)
     assert "## S" in md and "| PASS |" in md and "(none)" in md and "![plot](img/p.png)" in md
     assert "<details>" in md and "<summary>more</summary>" in md
-    assert "<h2>S</h2>" in html and "<p>p &lt;1&gt;</p>" in html and '<td class="PASS">PASS</td>' in html
+    assert "<h2 id=\"s\">S</h2>" in html and "<p>p &lt;1&gt;</p>" in html and '<td class="PASS">PASS</td>' in html
     assert "<p>(none)</p>" in html and "<summary>more</summary><table>" in html
     assert "data:image/png;base64,iVBORw==" in html and "<style>td{}</style>" in html
 

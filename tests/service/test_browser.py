@@ -145,3 +145,40 @@ def test_datasets_and_about_views(page, server) -> None:
     assert "hostOnlyGate" in about and "budget_max" in about and "API v1" in about
     save_screenshot(page, "serve-about")
     assert page.problems == []
+
+
+def test_scores_legend_phase_notice_and_tooltip_reset(page, server) -> None:
+    """The page says why the verdict is not the top bar, says when a phase has no data, has a swimlane legend
+    and event labels, and clears the tooltip when the dataset changes."""
+    open_overview(page, server)
+    api = page.request.get(server.url + "/api/datasets/msinsight-level1/analysis").json()
+    verdict = api["analysis"]["ranks"][0]["scopes"]["overall"]["verdict"]
+    top = max(verdict["candidates"], key=lambda c: c["score"])
+    chosen = next(c for c in verdict["candidates"] if c["kind"] == verdict["kind"])
+    note = page.locator("[data-testid=score-note]")
+    assert top["score"] > chosen["score"]  # Level1: host scores higher than the communication verdict
+    assert note.count() >= 1 and "not the highest bar" in note.first.inner_text()
+    assert chosen["label"] in note.first.inner_text() and top["label"] in note.first.inner_text()
+    with page.expect_response(re.compile(r"/analysis\?phase=decode")) as resp:
+        page.select_option("[data-testid=phase]", "decode")
+    scopes = resp.value.json()["analysis"]["ranks"][0]["scopes"]
+    page.wait_for_selector("[data-testid=verdict]")
+    notice = page.locator("[data-testid=phase-notice]")
+    # Level1 is one training window: read as decode, the decode scope is that whole window, and the page says so
+    assert scopes["decode"]["windows_us"] == scopes["overall"]["windows_us"]
+    notice.first.wait_for(timeout=30_000)
+    assert "the decode scope of rank 0 is the whole window" in notice.first.inner_text()
+    page.select_option("[data-testid=phase]", "overall")
+    page.click("button.tab[data-view=swimlane]")
+    page.wait_for_selector("[data-testid=sl-status][data-items]", timeout=60_000)
+    legend = page.locator("[data-testid=sl-legend] .legend-item[data-category]")
+    assert legend.count() >= 2 and "merged" in page.locator("[data-testid=sl-legend]").inner_text()
+    box = page.locator("[data-testid=sl-canvas]").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 26 + 11)
+    page.wait_for_function("() => document.querySelector('[data-testid=sl-tip]').textContent.length > 0")
+    other = next(d["id"] for d in page.request.get(server.url + "/api/datasets").json()["datasets"]
+                 if d["id"] != "msinsight-level1" and d["status"] == "ready")
+    page.select_option("[data-testid=dataset]", other)
+    assert page.locator("[data-testid=sl-tip]").text_content() == ""
+    save_screenshot(page, "serve-swimlane-legend")
+    assert page.problems == []

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 from ndval.harness.cli import build_parser
 
@@ -53,3 +56,44 @@ def test_serve_refuses_a_bad_threshold_file(synthetic_dataset: Path, tmp_path: P
     out = subprocess.run([sys.executable, "-m", "ndval.harness.cli", "serve", str(synthetic_dataset), "--thresholds", str(bad)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "hostOnlyGate" in out.stderr
+
+
+def _started(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    m = re.search(r"http://127\.0\.0\.1:(\d+)/", first)
+    assert m, first
+    url = m.group(0)
+    OPENER.open(url + "api/health", timeout=10).read()  # serving
+    return url
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_serve_stops_cleanly_on_sigint_and_sigterm(synthetic_dataset: Path, sig: signal.Signals) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "ndval.harness.cli", "serve", str(synthetic_dataset)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _started(proc)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, (proc.returncode, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "ndval serve: stopped" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--port", "99999"], "99999 is outside 0..65535"),
+    (["--port", "-1"], "-1 is outside 0..65535"),
+    (["--port", "http"], "'http' is not a port number"),
+    (["--host", "no-such-host.invalid"], "does not resolve to an address"),
+    (["--host", "256.1.1.1"], "does not resolve to an address"),
+])
+def test_serve_refuses_a_bad_address_or_port_with_exit_2(synthetic_dataset: Path, argv: list[str], message: str) -> None:
+    out = subprocess.run([sys.executable, "-m", "ndval.harness.cli", "serve", str(synthetic_dataset), *argv],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert message in out.stderr and "Traceback" not in out.stderr, out.stderr

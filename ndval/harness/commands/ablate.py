@@ -19,6 +19,7 @@ from estimator.config import presets
 from estimator.config.errors import ConfigError
 from estimator.config.schema import apply_overrides, load_config, parse_override
 from estimator.experiments import ablation
+from ndval.harness import paths
 
 EXIT_CONFIG_ERROR = 2
 
@@ -82,7 +83,7 @@ def _configs(args: argparse.Namespace) -> list[ablation.Labeled]:
         return [(lab, apply_overrides(c, args.overrides) if args.overrides else c) for lab, c in configs]
     if not args.config:
         raise ConfigError("config", "give RUN.yaml or --seed-configs")
-    base = load_config(args.config, args.overrides or None).model_dump(mode="python")
+    base = load_config(args.config, args.overrides or None, ref_dirs=(paths.cases_dir(),)).model_dump(mode="python")
     return sweep_configs(base, args.sweep)
 
 

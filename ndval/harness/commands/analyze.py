@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ndval.core.atomic import is_stdout, write_output
+
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 #: the readable ranks of a folder analysed, some unreadable (named with their reason)
@@ -25,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "trace_view.json, or a Kineto .json / .json.gz")
     parser.add_argument("--json", type=Path, metavar="OUT",
                         help="write the analysis as JSON ('-': to stdout; the summary then goes to stderr)")
-    parser.add_argument("--markdown", type=Path, metavar="OUT", help="write the analysis as Markdown")
-    parser.add_argument("--html", type=Path, metavar="OUT", help="write a self-contained HTML page")
+    parser.add_argument("--markdown", type=Path, metavar="OUT", help="write the analysis as Markdown ('-': to stdout)")
+    parser.add_argument("--html", type=Path, metavar="OUT", help="write a self-contained HTML page ('-': to stdout)")
     parser.add_argument("--thresholds", type=Path, metavar="FILE", help="YAML threshold overrides")
     parser.add_argument("--phase", choices=("prefill", "decode"), default=None,
                         help="read the whole window as this phase (separately captured prefill/decode)")
@@ -136,24 +138,20 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"ndval analyze: error: {args.path}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    to_stdout = args.json is not None and str(args.json) == "-"
-    print(_summary(analysis), file=sys.stderr if to_stdout else sys.stdout)
+    outputs = ((args.json, report.to_json), (args.markdown, report.to_markdown), (args.html, report.to_html))
+    console = sys.stderr if any(is_stdout(out) for out, _ in outputs) else sys.stdout  # stdout: the document only
+    print(_summary(analysis), file=console)
     for line in _warnings(analysis):  # warnings are diagnostics: stderr, never mixed into the output
         print(line, file=sys.stderr)
-    if to_stdout:
-        sys.stdout.write(report.to_json(analysis))
-        sys.stdout.flush()
-    outputs = ((None if to_stdout else args.json, report.to_json), (args.markdown, report.to_markdown),
-               (args.html, report.to_html))
     for out, render in outputs:
         if out is None:
             continue
         try:
-            report.write_report(out, render(analysis))
+            where = write_output(out, render(analysis))
         except OSError as exc:
             print(f"ndval analyze: error: {out}: cannot write ({exc})", file=sys.stderr)
             return EXIT_BAD_INPUT
-        print(f"wrote {out}", file=sys.stderr if to_stdout else sys.stdout)
+        print(f"wrote {where}", file=console)
     if dataset.unreadable:  # the readable ranks were judged; say how many of all
         total = len(dataset.ranks) + len(dataset.unreadable)
         print(f"ndval analyze: judged {len(dataset.ranks)} of {total} ranks; {len(dataset.unreadable)} unreadable "

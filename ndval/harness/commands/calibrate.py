@@ -24,6 +24,7 @@ or hardware) is one line naming the file and field, exit 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", default="bf16", help="dtype whose peak the GEMM efficiency is against")
     parser.add_argument("--require", action="append", default=[], metavar="CLASS",
                         help="fail unless the profile has kernels of CLASS (repeatable)")
-    parser.add_argument("-o", "--output", required=True, metavar="OVERLAY.yaml", help="overlay file to write")
+    parser.add_argument("-o", "--output", required=True, metavar="OVERLAY.yaml",
+                        help="overlay file to write ('-': to stdout, the tables then go to stderr)")
 
 
 def profile_kernels(profile: Path, host_layers: bool = False) -> tuple[list[Kernel], dict[str, Any]]:
@@ -193,23 +195,29 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"ndval calibrate: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    _print_fit(fit, hw_name)
+    from ndval.core.atomic import is_stdout
+
+    to_stdout = is_stdout(args.output)  # `-o -`: the overlay alone on stdout, the tables on stderr
     doc = overlay_from_fit(fit, args.profile, hw_name)
     doc["host_layers"] = meta.get("host_layers") or []
-    _print_host_layers(doc["host_layers"])
-    if _write_overlay(Path(args.output), doc):
+    with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+        _print_fit(fit, hw_name)
+        _print_host_layers(doc["host_layers"])
+    if _write_overlay(args.output, doc):
         return EXIT_BAD_INPUT
     written = [k for k in doc["efficiency"] if k != "sources"]
-    print(f"overlay: {args.output} ({', '.join(written) or 'no efficiency the profile supports'})")
+    print(f"overlay: {'stdout' if to_stdout else args.output} ({', '.join(written) or 'no efficiency the profile supports'})",
+          file=sys.stderr if to_stdout else sys.stdout)
     return 0
 
 
-def _write_overlay(path: Path, doc: dict[str, Any]) -> int:
-    """Write the overlay YAML; 0, or (one line on stderr) ``EXIT_BAD_INPUT`` when the path cannot be written."""
-    from ndval.core.atomic import write_text
+def _write_overlay(path: str, doc: dict[str, Any]) -> int:
+    """Write the overlay YAML (``-``: stdout); 0, or (one line on stderr) ``EXIT_BAD_INPUT`` when the path cannot
+    be written."""
+    from ndval.core.atomic import write_output
 
     try:
-        write_text(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+        write_output(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
     except OSError as exc:
         print(f"ndval calibrate: cannot write the overlay: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ndval.core.atomic import is_stdout, write_output
+
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 
@@ -21,9 +23,9 @@ EXIT_BAD_INPUT = 2
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("before", type=Path, help="profile before the change (Ascend *_ascend_pt dir or Kineto json[.gz])")
     parser.add_argument("after", type=Path, help="profile after the change")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write the comparison payload as JSON")
-    parser.add_argument("--markdown", type=Path, metavar="OUT", help="write the comparison as Markdown")
-    parser.add_argument("--html", type=Path, metavar="OUT", help="write a self-contained HTML page")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write the comparison payload as JSON ('-': to stdout)")
+    parser.add_argument("--markdown", type=Path, metavar="OUT", help="write the comparison as Markdown ('-': to stdout)")
+    parser.add_argument("--html", type=Path, metavar="OUT", help="write a self-contained HTML page ('-': to stdout)")
     parser.add_argument("--thresholds", type=Path, metavar="FILE",
                         help="YAML threshold overrides, applied to BOTH sides")
     parser.add_argument("--phase", choices=("prefill", "decode"), default=None,
@@ -130,7 +132,6 @@ def summary_text(comparison: Any, top: int | None = None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from analyzer.compare import compare, render_html, render_markdown
-    from analyzer.report import write_report
 
     bad_input = _bad_input_types()
     thresholds = None
@@ -150,15 +151,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"ndval compare: cannot read the {side} input: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
     comparison = compare(analyses[0], analyses[1])
-    print(summary_text(comparison, args.top))
-    for out, render in ((args.json, lambda c: c.to_json()), (args.markdown, render_markdown),
-                        (args.html, render_html)):
+    outputs = ((args.json, lambda c: c.to_json()), (args.markdown, render_markdown), (args.html, render_html))
+    console = sys.stderr if any(is_stdout(out) for out, _ in outputs) else sys.stdout  # stdout: the document only
+    print(summary_text(comparison, args.top), file=console)
+    for out, render in outputs:
         if out is None:
             continue
         try:
-            write_report(out, render(comparison))
+            where = write_output(out, render(comparison))
         except OSError as exc:
             print(f"ndval compare: error: {out}: cannot write ({exc})", file=sys.stderr)
             return EXIT_BAD_INPUT
-        print(f"wrote {out}")
+        print(f"wrote {where}", file=console)
     return EXIT_OK

@@ -27,6 +27,8 @@ from estimator.inputs.overlay import apply_overlay
 from estimator.inputs.params import param_counts
 from estimator.memory import COMPONENTS, MemoryReport, estimate_memory
 from estimator.perf.parts import estimate_perf, format_perf_table
+from ndval.core.version import ndval_version
+from ndval.harness import paths
 from ndval.harness.commands.importing import add_source_arguments, imported_run
 
 #: exit code for an invalid configuration
@@ -70,7 +72,8 @@ def _load(args: argparse.Namespace) -> EstimatorConfig:
     if args.hf_model:
         data = load_config_mapping(source)
         source = {**data, "model": import_hf_config(args.hf_model).data["model"]}
-    cfg = load_config(source, overrides or None, base_dir=Path(args.config).parent if args.config else None)
+    cfg = load_config(source, overrides or None, base_dir=Path(args.config).parent if args.config else None,
+                      ref_dirs=(paths.cases_dir(),))
     if getattr(args, "hardware_overlay", None):
         cfg = apply_overlay(cfg, args.hardware_overlay)
     return cfg
@@ -135,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ndval estimate: note: {note}", file=sys.stderr)
     size = param_counts(cfg.model)
     if args.json:
-        doc: dict[str, Any] = {"config": str(args.config or args.from_megatron or args.from_torchtitan
+        doc: dict[str, Any] = {"ndval_version": ndval_version(), "config": str(args.config or args.from_megatron or args.from_torchtitan
                                              or args.from_mindformers),
                                "model": {"name": cfg.model.name, **size.to_dict()},
                                "memory": memory.to_dict(), "perf": perf.to_dict()}

@@ -88,10 +88,11 @@ def run(args: argparse.Namespace) -> int:
     from estimator.inputs.overlay import apply_overlay
     from estimator.perf.parts import estimate_perf
     from ndval.core import strictjson
+    from ndval.harness import paths
     from ndval.harness.commands.calibrate import profile_kernels
 
     try:
-        cfg = load_config(args.config)
+        cfg = load_config(args.config, ref_dirs=(paths.cases_dir(),))
         if args.hardware_overlay:
             cfg = apply_overlay(cfg, args.hardware_overlay)
         report = estimate_perf(cfg)

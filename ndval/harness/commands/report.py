@@ -20,6 +20,8 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from ndval.core import atomic, strictjson
@@ -39,7 +41,8 @@ _ANALYTICS = re.compile(r'<script async src="https://www\.googletagmanager\.com/
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default=None, help="allure results (default reports/allure-results)")
-    parser.add_argument("--out", default=None, help="output folder (default reports/allure-report)")
+    parser.add_argument("--out", default=None, help="output folder (default reports/allure-report; '-': the "
+                        "single-file index.html to stdout, no folder and no history written)")
     parser.add_argument("--multi-file", action="store_true",
                         help="the multi-file report (needs an HTTP server to view) instead of one index.html")
 
@@ -74,7 +77,7 @@ def missing_message(results: Path) -> str:
     """What to do when no Allure 3 command line is available."""
     missing = "node" if not shutil.which("node") else "an Allure 3 command line"
     return (f"Allure results: {results} (no report rendered: {missing} not found).\n"
-            f"  Render them with `make report` (Node.js >= 20: npx allure@3), or `npm install allure@3` in the\n"
+            f"  Render them with `ndval report` (Node.js >= 20: npx allure@3), or `npm install allure@3` in the\n"
             f"  project so that `ndval validate` renders reports/allure-report/index.html itself;\n"
             f"  the sign-off report (signoff.html) needs no Node.js.")
 
@@ -105,16 +108,28 @@ def generate(cmd: list[str], results: Path, out: Path, history: Path | None, sin
 def run(args: argparse.Namespace) -> int:
     reports = paths.reports_dir()
     results = Path(args.results) if args.results else reports / "allure-results"
-    out = Path(args.out) if args.out else reports / "allure-report"
+    to_stdout = atomic.is_stdout(args.out)
+    console = sys.stderr if to_stdout else sys.stdout
+    if to_stdout and args.multi_file:
+        print("ndval report: --out - writes the single-file report; --multi-file needs a folder", file=sys.stderr)
+        return 2
     if not results.is_dir() or not any(results.glob("*-result.json")):
-        print(f"ndval report: no Allure results in {results}; run `make validate` first")
+        print(f"ndval report: no Allure results in {results}; run `ndval validate` first", file=console)
         return 2
     cmd = allure_command()
     if cmd is None:
-        print("ndval report: " + missing_message(results))
+        print("ndval report: " + missing_message(results), file=console)
         return 2
     history = reports / HISTORY_FILE if results.resolve() == (reports / "allure-results").resolve() else None
-    print("running:", " ".join(cmd), "generate", results, flush=True)
-    code, message = generate(cmd, results, out, history, single_file=not args.multi_file)
-    print(message if code == 0 else f"ndval report: {message}")
+    print("running:", " ".join(cmd), "generate", results, flush=True, file=console)
+    if to_stdout:  # rendered in a scratch folder, then streamed; the trend history is left as it was
+        with tempfile.TemporaryDirectory(prefix="ndval-allure-") as tmp:
+            code, message = generate(cmd, results, Path(tmp) / "allure-report", None)
+            if code == 0:
+                atomic.write_output(args.out, (Path(tmp) / "allure-report" / "index.html").read_bytes())
+                message = "Allure report: stdout (one self-contained file)"
+    else:
+        out = Path(args.out) if args.out else reports / "allure-report"
+        code, message = generate(cmd, results, out, history, single_file=not args.multi_file)
+    print(message if code == 0 else f"ndval report: {message}", file=console)
     return code

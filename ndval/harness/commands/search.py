@@ -10,7 +10,6 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
 from estimator.config.errors import ConfigError
@@ -19,7 +18,9 @@ from estimator.config.sections import MAX_INT
 from estimator.search import OBJECTIVES, SearchResult, SpaceError, parse_space, search
 from estimator.search.report import figure_bytes, format_result, pareto_figure, pareto_html
 from estimator.search.space import DEFAULT_SPACE, check_size
-from ndval.core.atomic import write_bytes, write_text
+from ndval.core.atomic import is_stdout, write_output
+from ndval.core.version import ndval_version
+from ndval.harness import paths
 
 EXIT_FOUND, EXIT_NONE_FEASIBLE, EXIT_MALFORMED = 0, 1, 2
 
@@ -43,9 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--objective", choices=sorted(OBJECTIVES), default="time",
                         help="rank by step time (default), peak memory, or tokens/s")
     parser.add_argument("--json", metavar="OUT", help="write the JSON result to OUT ('-' for stdout)")
-    parser.add_argument("--csv", metavar="OUT", help="write every evaluated layout as CSV")
-    parser.add_argument("--parquet", metavar="OUT", help="write every evaluated layout as Parquet")
-    parser.add_argument("--plot", metavar="PREFIX", help="write the Pareto plot to PREFIX.png and PREFIX.html")
+    parser.add_argument("--csv", metavar="OUT", help="write every evaluated layout as CSV ('-' for stdout)")
+    parser.add_argument("--parquet", metavar="OUT", help="write every evaluated layout as Parquet ('-' for stdout)")
+    parser.add_argument("--plot", metavar="PREFIX", help="write the Pareto plot to PREFIX.png and PREFIX.html "
+                        "('-': the HTML page, its SVG inline, to stdout)")
     parser.add_argument("--scalar", action="store_true", help="price layouts one by one (the checking path)")
     parser.add_argument("--dask", action="store_true", help="sweep on a local Dask cluster")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="sweep on a running Dask scheduler")
@@ -83,23 +85,23 @@ def _run_search(args: argparse.Namespace, base: EstimatorConfig, space: dict[str
 
 
 def _write_outputs(args: argparse.Namespace, result: SearchResult) -> None:
-    doc = json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str)
-    if args.json == "-":
-        print(doc)
-    elif args.json:
-        write_text(Path(args.json), doc + "\n")
+    if args.json:
+        doc = {"ndval_version": ndval_version(), **result.to_dict()}
+        write_output(args.json, json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n")
     if args.csv or args.parquet:
         import pandas as pd
 
         frame = pd.DataFrame(result.rows)
         if args.csv:
-            write_text(Path(args.csv), frame.to_csv(index=False))
+            write_output(args.csv, frame.to_csv(index=False))
         if args.parquet:
-            write_bytes(Path(args.parquet), frame.to_parquet(index=False))
+            write_output(args.parquet, frame.to_parquet(index=False))
     if args.plot:
         fig = pareto_figure(result)
-        write_bytes(Path(f"{args.plot}.png"), figure_bytes(fig, "png"))
-        write_text(Path(f"{args.plot}.html"), pareto_html(result, figure_bytes(fig, "svg")))
+        if not is_stdout(args.plot):
+            write_output(f"{args.plot}.png", figure_bytes(fig, "png"))
+        write_output(args.plot if is_stdout(args.plot) else f"{args.plot}.html",
+                     pareto_html(result, figure_bytes(fig, "svg")))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         space = parse_space(args.space) if args.space else dict(DEFAULT_SPACE)
         check_size(space)
-        base = load_config(args.config, args.overrides or None)
+        base = load_config(args.config, args.overrides or None, ref_dirs=(paths.cases_dir(),))
     except (SpaceError, ConfigError) as exc:
         return _fail(str(exc))
     try:
@@ -118,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         return _fail(f"{exc.name} is not installed: pip install 'ndval[dask]' for --dask/--scheduler")
     report = format_result(result)
-    print(report, file=sys.stderr if args.json == "-" else sys.stdout)
+    print(report, file=sys.stderr if any(is_stdout(o) for o in (args.json, args.csv, args.parquet, args.plot))
+          else sys.stdout)
     try:
         _write_outputs(args, result)
     except OSError as exc:

@@ -8,9 +8,14 @@ as it finishes; a dataset that fails is listed with its reason and the others ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
+import signal
 import socket
 import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 #: Host header values accepted when bound to a loopback address (DNS-rebinding guard).
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost"]
@@ -20,10 +25,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="profiles to serve (Ascend export dir / parent of ranks / Kineto trace)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=0, help="port (default 0: a free port, printed)")
+    parser.add_argument("--port", type=_port, default=0, help="port 0..65535 (default 0: a free port, printed)")
     parser.add_argument("--thresholds", metavar="FILE", help="threshold override YAML (as ndval analyze)")
     parser.add_argument("--max-events", type=int, default=None, metavar="N",
                         help="event budget per rank when reading traces (as ndval analyze)")
+
+
+def _port(text: str) -> int:
+    """A TCP port number 0..65535 (argparse: a usage error, exit 2, naming the rule)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0..65535)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is outside 0..65535")
+    return port
+
+
+def _server(config: Any) -> Any:
+    """A uvicorn server whose SIGINT / SIGTERM stop it cleanly: it finishes its requests and ``run`` returns
+    (exit 0); uvicorn's own handling re-raises the signal after the shutdown, which ends the process with a
+    ``KeyboardInterrupt`` traceback (SIGINT) or killed by the signal (SIGTERM)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server(config)
 
 
 def resolve_host(host: str) -> str:
@@ -80,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
               "read-only but serves the listed profiles to anyone who can connect", file=sys.stderr)
     try:
         sock = _bind(address, args.port)
-    except OSError as exc:
+    except (OSError, OverflowError) as exc:  # port taken, address not bindable
         print(f"ndval serve: cannot bind {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 2
     host, port = sock.getsockname()[:2]
@@ -90,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
     registry.start_loading(log=lambda line: print(f"ndval serve: {line}", flush=True))
     # every loopback spelling and ::1 is guarded (ndval.service.hostguard parses bracketed IPv6 Host headers)
     app = create_app(registry, allowed_hosts=LOOPBACK_HOSTS if loopback else None)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    server.run(sockets=[sock])
+    server = _server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C during the shutdown: still a stop, not a crash
+        server.run(sockets=[sock])
+    print("ndval serve: stopped", flush=True)
     return 0

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
+from ndval.core.atomic import is_stdout
 from ndval.harness import paths, signoff
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary", default=None, help="summary.json (default reports/summary.json)")
-    parser.add_argument("--out", default=None, help="Markdown output (default reports/signoff.md; .html beside it)")
+    parser.add_argument("--out", default=None, help="Markdown output (default reports/signoff.md; .html beside it; "
+                        "'-': to stdout, plots inline, no HTML unless --html)")
+    parser.add_argument("--html", default=None, metavar="OUT",
+                        help="HTML output (default: beside the Markdown; '-': to stdout)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,6 +26,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"ndval signoff: {src} not found; run `ndval validate` first")
         return 2
     summary = json.loads(src.read_text(encoding="utf-8"))
-    md, html = signoff.write(summary, Path(args.out) if args.out else reports / "signoff.md", src.parent)
-    print(f"sign-off: {md}\n          {html}\ngate verdict: {summary['gate']['verdict']}")
+    md_out = args.out or reports / "signoff.md"
+    md, html = signoff.write(summary, md_out, src.parent, args.html)
+    console = sys.stderr if is_stdout(md_out) or is_stdout(args.html) else sys.stdout
+    where = md + (f"\n          {html}" if html else "")
+    print(f"sign-off: {where}\ngate verdict: {summary['gate']['verdict']}", file=console)
     return 0

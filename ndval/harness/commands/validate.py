@@ -27,9 +27,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "0 = no xdist)")
     parser.add_argument("--lf", "--last-failed", dest="last_failed", action="store_true",
                         help="rerun only the cases that failed or broke in the last run (a PARTIAL report)")
-    parser.add_argument("-k", dest="keyword", default=None, help="pytest -k expression over case ids")
+    parser.add_argument("--ff", "--failed-first", dest="failed_first", action="store_true",
+                        help="run the cases that failed last time first, then the others (pytest --ff)")
+    parser.add_argument("--sw", "--stepwise", dest="stepwise", action="store_true",
+                        help="stop at the first failure and resume from it next time (pytest --sw; a PARTIAL report)")
+    parser.add_argument("-k", dest="keyword", default=None, help="pytest -k expression over case ids and points")
+    parser.add_argument("-m", dest="markexpr", default=None, metavar="EXPR",
+                        help="pytest -m expression over case tags (e.g. -m seed, -m 'not slow')")
+    parser.add_argument("-x", "--exitfirst", dest="exitfirst", action="store_true",
+                        help="stop after the first failed or broken case (pytest -x)")
     parser.add_argument("--update-golden", action="store_true", help="rewrite missing/mismatching goldens, still fail")
     parser.add_argument("--regen-all-golden", action="store_true", help="rewrite every selected golden and pass")
+    parser.add_argument("--prune-golden", action="store_true",
+                        help="delete the golden files no case uses (listed as unused otherwise)")
     parser.add_argument("--baseline", default=None, metavar="SUMMARY.json", help="previous summary for the regression rule")
     parser.add_argument("--strict-waivers", action="store_true", help="waivers excuse nothing; stale waivers fail")
     parser.add_argument("--subject", default=None, metavar="NAME",
@@ -51,8 +61,18 @@ SUBSET_OPTIONS = ("-k", "-m", "--lf", "--last-failed", "--ff", "--deselect", "--
 def is_subset(args: argparse.Namespace) -> bool:
     """Whether this invocation runs only part of the cases (its reports go to ``reports/partial/``)."""
     extra = [a for a in args.pytest_args if a != "--"]
-    return bool(args.cases or args.keyword or args.last_failed or
+    return bool(args.cases or args.keyword or args.last_failed or args.markexpr or args.stepwise or args.exitfirst or
+                args.failed_first or
                 any(a.split("=", 1)[0] in SUBSET_OPTIONS or "::" in a for a in extra))
+
+
+def selection(args: argparse.Namespace) -> str:
+    """The selection options of this invocation, as the user would write them (for messages)."""
+    words = [f"--cases {g}" for g in args.cases]
+    words += [f"-k {args.keyword!r}"] if args.keyword else []
+    words += [f"-m {args.markexpr!r}"] if args.markexpr else []
+    words += [a for a in args.pytest_args if a != "--"]
+    return " ".join(words)
 
 
 def workers(args: argparse.Namespace, reports: Path) -> int:
@@ -79,11 +99,19 @@ def pytest_command(args: argparse.Namespace, reports: Path, n_workers: int | Non
         cmd += ["--lf", "--lfnf", "none"]
     for glob in args.cases:
         cmd += ["--cases", glob]
+    if args.failed_first:
+        cmd.append("--ff")
+    if args.stepwise:
+        cmd.append("--sw")
     if args.keyword:
         cmd += ["-k", args.keyword]
+    if args.markexpr:
+        cmd += ["-m", args.markexpr]
+    if args.exitfirst:
+        cmd.append("-x")
     if args.subject:
         cmd += ["--subject", args.subject]
-    for flag in ("update_golden", "regen_all_golden", "strict_waivers", "require_real_data"):
+    for flag in ("update_golden", "regen_all_golden", "prune_golden", "strict_waivers", "require_real_data"):
         if getattr(args, flag):
             cmd.append("--" + flag.replace("_", "-"))
     if args.baseline:
@@ -104,6 +132,10 @@ def reports_lock(reports: Path) -> Iterator[int | None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.reports == "-":
+        print("ndval validate: --reports names a folder (summary.json, junit.xml, allure-results, the sign-off); "
+              "'-' (stdout) cannot hold them: give a folder", file=sys.stderr)
+        return gate.EXIT_BROKEN_INPUT
     reports = Path(args.reports).resolve() if args.reports else paths.reports_dir()
     from ndval.harness.session import ReportWriteError, report_write_errors
 
@@ -209,6 +241,10 @@ def _run_staged(args: argparse.Namespace, reports: Path, stage: Path, lock_fd: i
         if args.last_failed and returncode == 5:
             print("ndval validate --lf: no failed case recorded by the last run; nothing to rerun")
             return gate.EXIT_PASS
+        if returncode == 5:  # pytest's "no tests collected"
+            print(f"ndval validate: no case matched the selection ({selection(args) or 'every case'} under "
+                  f"{paths.cases_dir()}); nothing to run: broken input (exit {gate.EXIT_BROKEN_INPUT})", file=sys.stderr)
+            return gate.EXIT_BROKEN_INPUT
         return _failed_exit(f"no summary written (pytest exit {returncode})", stage, reports)
     summary = json.loads(staged.read_text(encoding="utf-8"))
     problem = releaseset.incomplete(staged.parent)
@@ -239,9 +275,10 @@ def _print_outcome(args: argparse.Namespace, summary: dict[str, Any], out: Path,
     for name in ("summary.json", "junit.xml", "allure-results", "signoff.md", "signoff.html"):
         p = out / name
         print(f"  {p}{'' if p.exists() else '  (missing)'}")
-    print("  " + (allure_line or "render the Allure HTML with: make report"))
-    crit = ", ".join(f"{c['id']}={c['status']}" for c in summary["criteria"])
-    print(f"seed criteria: {crit}")
+    print("  " + (allure_line or "render the Allure HTML with: ndval report"))
+    if summary["criteria"]:  # the project's own (its cases tree's gate.yaml), none when it declares none
+        crit = ", ".join(f"{c['id']}={c['status']}" for c in summary["criteria"])
+        print(f"{(summary.get('release') or {}).get('criteria_title', 'criteria')}: {crit}")
     g = summary["gate"]
     print(f"gate verdict: {g['verdict']} (exit {g['exit_code']})")
     return int(g["exit_code"])

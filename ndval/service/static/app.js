@@ -44,7 +44,15 @@ function shownScope(rank) {
 
 function verdictBox(a, rank, scopeName) {
   const v = rank.scopes[scopeName].verdict;
+  const phase = state.phase, own = rank.scopes[phase], whole = rank.scopes.overall;
+  const same = own && whole && JSON.stringify(own.windows_us) === JSON.stringify(whole.windows_us);
+  const notice = phase === "overall" ? null : !own
+    ? `rank ${rank.rank} has no ${phase} phase in this profile (no step of that phase was found): the numbers below ` +
+      "are the whole window's"
+    : same ? `the ${phase} scope of rank ${rank.rank} is the whole window (the phase override reads every step as ` +
+      `${phase}; the profile has no separate ${phase} steps): its numbers equal the overall ones` : null;
   return el("div", { class: "verdict", "data-testid": "verdict" },
+    notice ? el("div", { class: "notice", "data-testid": "phase-notice" }, notice) : null,
     el("div", {}, "scope ", el("span", { class: "scope", "data-testid": "shown-scope" }, scopeName),
       ` · phase override: ${a.phase_override || "none"} · rank ${rank.rank} · ${a.source_format}`),
     el("div", { class: "kind", "data-testid": "verdict-kind" }, `${v.kind} — ${v.label}`),
@@ -62,10 +70,18 @@ function bar(score, triggered) {  // width set through the CSSOM: the page's CSP
 }
 
 function scoresChart(v) {
-  return table(["candidate", "score (0–100)", "", "triggered", "gates not reached"],
-    v.candidates.map((c) => [c.label, c.score,
+  const chart = table(["candidate", "score (0–100)", "", "triggered", "gates not reached"],
+    v.candidates.map((c) => [c.label + (c.kind === v.kind ? " (verdict)" : ""), c.score,
       bar(c.score, c.triggered),
       c.triggered ? "yes" : "no", c.not_reached.join("; ") || "—"]));
+  // the verdict rule may pick a candidate below the top bar (a gate it reaches, a priority): say why
+  const top = v.candidates.reduce((best, c) => (best === null || c.score > best.score ? c : best), null);
+  const chosen = v.candidates.find((c) => c.kind === v.kind);
+  if (!top || !chosen || top.kind === chosen.kind || top.score <= chosen.score) return chart;
+  return el("div", {}, chart, el("p", { class: "note", "data-testid": "score-note" },
+    `The verdict is ${chosen.label} (score ${num(chosen.score, 1)}), not the highest bar ${top.label} ` +
+    `(${num(top.score, 1)}): ${v.selection || "the verdict rule picks among the triggered candidates, not the top score"}` +
+    (top.triggered ? "" : ` — ${top.label} did not reach its trigger (${top.not_reached.join("; ") || "gates"})`)));
 }
 
 function evidenceTables(v, rank) {

@@ -28,6 +28,8 @@ class Swimlane {
 
   open(dataset, rank) {
     this.dataset = dataset; this.rank = rank; this.win = null; this.span = null; this.highlight = null;
+    this.tip.textContent = "";  // the previous dataset's event is not under the pointer any more
+    this.items = []; this.lanes = [];
     return this.fetch(null, null);
   }
 
@@ -41,7 +43,7 @@ class Swimlane {
     this.loading = this.api(url).then((a) => {
       if (seq !== this.seq) return;  // a newer window was asked for meanwhile
       this.answer = a; this.lanes = a.lanes; this.items = a.items; this.span = a.span_us;
-      this.win = a.window_us; this.layout(); this.draw(); this.report();
+      this.win = a.window_us; this.layout(); this.draw(); this.report(); this.legend();
     }).catch((err) => { if (seq === this.seq) this.status.textContent = `error: ${err.message}`; });
     return this.loading;
   }
@@ -60,6 +62,22 @@ class Swimlane {
       `[${fmtUs(a.window_us[0])}, ${fmtUs(a.window_us[1])}] µs (${fmtUs(a.window_us[1] - a.window_us[0])} µs wide); ${kinds}${omitted}${fidelity}`;
     const st = document.getElementById("sl-start"), en = document.getElementById("sl-end");
     if (st && en) { st.value = a.window_us[0].toFixed(3); en.value = a.window_us[1].toFixed(3); }
+  }
+
+  legend() {  // one swatch per category drawn in this window, with its item count (and what the outlines mean)
+    const box = document.getElementById("sl-legend");
+    if (!box) return;
+    const counts = new Map();
+    for (const it of this.items) counts.set(it.category, (counts.get(it.category) || 0) + 1);
+    const entries = [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([cat, n]) => {
+      const sw = document.createElement("span"); sw.className = "swatch"; sw.style.background = SL_COLORS[cat] || SL_COLORS.other;
+      const item = document.createElement("span"); item.className = "legend-item"; item.dataset.category = cat;
+      item.append(sw, `${cat} (${n})`);
+      return item;
+    });
+    const merged = document.createElement("span"); merged.className = "legend-item";
+    merged.textContent = "outlined box: events merged per pixel (hover for the count) · lanes: host threads, then device streams";
+    box.replaceChildren(...entries, merged);
   }
 
   layout() {
@@ -111,7 +129,28 @@ class Swimlane {
       c.fillRect(x0, y0, w, h);
       if (it.kind === "merged") { c.globalAlpha = dim ? 0.2 : 0.9; c.strokeStyle = "#1d2430"; c.strokeRect(x0, y0, w, h); }
     });
+    this.drawLabels(c, depth);
     c.restore(); c.globalAlpha = 1;
+  }
+
+  drawLabels(c, depth) {
+    // an event's name inside its box when there is room, and only where no other event of its lane starts under
+    // the text (nested and neighbouring boxes would make labels collide)
+    const starts = new Map();
+    this.items.forEach((it) => { if (!starts.has(it.lane)) starts.set(it.lane, []); starts.get(it.lane).push(this.x(it.start_us)); });
+    c.save(); c.beginPath(); c.rect(SL_LABEL_W, SL_AXIS_H, this.canvas.width - SL_LABEL_W, this.canvas.height - SL_AXIS_H); c.clip();
+    c.fillStyle = "#ffffff"; c.globalAlpha = 1;
+    this.items.forEach((it, i) => {
+      const x0 = this.x(it.start_us), w = this.x(it.end_us) - x0;
+      if (w < 40 || !it.name || (this.highlight && !this.highlight.includes(it.category))) return;
+      const text = it.kind === "merged" ? `${it.count}× ${it.name}` : it.name;
+      const fit = Math.floor((w - 6) / 6.2), shown = text.length > fit ? text.slice(0, Math.max(1, fit - 1)) + "…" : text;
+      const end = x0 + 3 + c.measureText(shown).width;
+      if (starts.get(it.lane).some((s) => s > x0 + 0.5 && s < end)) return;
+      const y0 = SL_AXIS_H + it.lane * SL_LANE_H + 2 + depth[i] * 3, h = Math.max(4, SL_LANE_H - 4 - depth[i] * 3);
+      c.fillText(shown, x0 + 3, y0 + h / 2);
+    });
+    c.restore();
   }
 
   drawAxis(c, W) {
