@@ -22,9 +22,10 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/pytest -n auto tests
 
-# the fuzz suite (tests/fuzz) with many more examples than its bounded run inside `make test`
+# the fuzz suite (tests/fuzz) with many more examples than its bounded run inside `make test`, and the fault
+# suite (tests/faults) with its long variants (validate interrupted by SIGINT/SIGTERM at every point)
 fuzz: $(STAMP)
-	NDVAL_FUZZ=long $(BIN)/pytest -p no:randomly tests/fuzz
+	NDVAL_FUZZ=long $(BIN)/pytest -p no:randomly tests/fuzz tests/faults
 
 # targeted mutants of the seed formulas, analyzer weights/gains and assertion bands (slow; not in `make test`):
 # each must be killed by its tests; extra arguments: make test-mutation MUTATION_ARGS="-k weight"

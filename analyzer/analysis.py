@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer import (
+    advisor,
     breakdown,
     cluster,
     cluster_comm,
@@ -31,6 +32,7 @@ from analyzer import (
     plausibility,
     recommend,
     rootcause,
+    steptable,
 )
 from analyzer.bottleneck import NONE, Verdict, locate
 from analyzer.dataset import TOTALS_CLUSTER, Dataset, RankData
@@ -108,6 +110,10 @@ class RankAnalysis:
     #: communication by process group and parallel dimension (``comm_groups.CommByGroup.to_dict``); None when the
     #: profile names no group.
     comm_by_group: dict[str, Any] | None = None
+    #: operator-level findings beside the verdict (analyzer.advisor), as plain data; None when not run
+    advisor: dict[str, Any] | None = None
+    #: Kineto only: HTA's idle / launch / kernel-type breakdowns over HTA's and the capture window (analyzer.hta_breakdowns)
+    hta_breakdowns: dict[str, Any] | None = None
 
     @property
     def overall(self) -> ScopeResult:
@@ -132,6 +138,7 @@ class RankAnalysis:
             "hta_window_overlap_pct": self.hta_window_overlap_pct,
             "hta_window_shares": self.hta_window_shares,
             "comm_by_group": self.comm_by_group,
+            "advisor": self.advisor, "hta_breakdowns": self.hta_breakdowns,
         }
 
 
@@ -388,6 +395,8 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
     layout, to attribute the communication groups to dimensions (``comm_groups``)."""
     rank, screen_warnings, no_verdict = _screened(rank, th)
     plan = phases.plan_phases(rank.events, th, rank.tables.get("step_trace_time"), phase_override)
+    rank, table_warnings = steptable.checked(rank, plan.steps)
+    screen_warnings = screen_warnings + table_warnings
     world = _world_size(rank, n_ranks)
     comm_ok = _comm_applicable(rank, world)
     split = cluster_comm.rank_comm(rank)[0]
@@ -412,13 +421,16 @@ def analyze_rank(rank: RankData, th: Thresholds, fmt: str, phase_override: str |
                 + [f"rank {rank.rank}: {e}" for e in (by_group.errors if by_group else ())])
     meta: dict[str, Any] = {k: rank.meta[k] for k in ("level", "device_id", "unknown_categories", "accelerator")
                             if k in rank.meta}
-    return RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
+    ra = RankAnalysis(rank.rank, str(rank.path), plan, scopes, _merge_recommendations(scopes), graph[0], graph[1],
                         sb, sb_src, tuple(sorted(rank.files)), rank.totals_source, tuple(warnings), meta,
                         capture_sync_counts(rank.events), _dropped_dict(rank.dropped_events), _hta_overlap(rank, fmt),
                         confidence.raise_confidence(confidence.CaptureFacts(
                             plan.confidence, plan.override, scopes[OVERALL].indicators["mac_ratio"].available,
                             tuple(rank.files), (world or 1) > 1, fmt)), _hta_shares(rank, fmt),
                         None if by_group is None else by_group.to_dict())
+    attached: RankAnalysis = advisor.attach(ra, rank, th, fmt, OVERALL)
+    return attached
+
 
 
 def _hta_overlap(rank: RankData, fmt: str) -> float | None:
@@ -463,5 +475,7 @@ def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Pa
                   for r in dataset.ranks)
     summary = cluster_view.summarize({ra.rank: cluster_view.cluster_row(ra.overall.indicators) for ra in ranks},
                                      dataset.ranks, th.v("clusterSpreadPct"), arrival)
+    if summary is not None:
+        summary = replace(summary, unreadable=dataset.unreadable)
     warnings = list(dataset.warnings) + [w for ra in ranks for w in ra.warnings]
     return Analysis(str(dataset.path), dataset.source_format, th, phase_override, ranks, summary, tuple(warnings))

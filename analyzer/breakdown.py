@@ -248,6 +248,11 @@ def hta_window(events: pd.DataFrame, include_last_step: bool = False) -> pd.Data
     return events.take(rows[np.argsort(ts[rows], kind="stable")])
 
 
+def hta_window_masks(events: pd.DataFrame, include_last_step: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(host rows kept, device rows kept)`` of :func:`hta_window` as boolean masks (no table is built)."""
+    return _hta_window_masks(events, include_last_step)
+
+
 def _hta_window_masks(events: pd.DataFrame, include_last_step: bool) -> tuple[np.ndarray, np.ndarray]:
     """``(host rows kept, device rows kept)`` of :func:`hta_window`, as boolean masks."""
     is_step = (events["category"] == ev.STEP).to_numpy(dtype=bool)

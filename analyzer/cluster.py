@@ -49,6 +49,8 @@ class ClusterSummary:
     top: int = field(default=5)
     #: arrival skew of the collectives across ranks (``comm_wait.Arrival.to_dict``), None when not measured.
     arrival: dict[str, Any] | None = None
+    #: ranks of the folder that could not be read (path and reason each): not in ``ranks``, not judged
+    unreadable: tuple[str, ...] = ()
 
     def slowest_ranks(self, metric: str = "step_us") -> list[tuple[int, float]]:
         """``(rank, value)`` of the ``top`` ranks with the largest ``metric``, slowest first."""
@@ -74,7 +76,8 @@ class ClusterSummary:
                 "spreads": [s.to_dict() for s in self.spreads],
                 "slowest_ranks": [{"rank": r, "step_us": round(v, 3)} for r, v in self.slowest_ranks()],
                 "slowest_links": list(self.slowest_links), "comm_split": list(self.comm_split),
-                "comm_note": self.comm_note, "arrival_skew": self.arrival}
+                "comm_note": self.comm_note, "arrival_skew": self.arrival, "ranks_judged": len(self.ranks),
+                "ranks_unreadable": list(self.unreadable)}
 
 
 def spread_pct(values: np.ndarray) -> float:

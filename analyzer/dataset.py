@@ -31,6 +31,7 @@ from analyzer.ingest.errors import IngestError
 from analyzer.ingest.mixed import mixed_exports
 from analyzer.ingest.stream import RawTrace, estimate_complete_events, sniff_layout
 from analyzer.parallel import map_ranks
+from analyzer.unreadable import RANK_ERRORS, split_judged
 from ndval.core.units import BYTES_PER_GIB, GIB_BYTES
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -111,6 +112,8 @@ class Dataset:
     source_format: str
     ranks: list[RankData]
     warnings: list[str] = field(default_factory=list)
+    #: ranks of a multi-rank folder that could not be read (one line each: path and reason); not judged
+    unreadable: tuple[str, ...] = ()
 
     def rank(self, rank: int) -> RankData:
         """The :class:`RankData` of global rank ``rank`` (KeyError when absent)."""
@@ -142,7 +145,7 @@ def _rank_dirs(parent: Path) -> list[Path]:
 
 def _rank_hint(p: Path) -> int | None:
     m = re.search(r"rank[_-]?(\d+)", p.name)
-    return int(m.group(1)) if m else None
+    return ev.checked_rank(int(m.group(1)), f"{p} (folder name)") if m else None
 
 
 # ------------------------------------------------------------------------------------- readers
@@ -393,6 +396,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     p = Path(path)
     if not p.exists():
         raise IngestError(p, "<path>", "does not exist")
+    if not (p.is_file() or p.is_dir()):  # a FIFO or device would be read until killed
+        raise IngestError(p, "<path>", "is a FIFO, device or socket, not a profile file or folder")
     opts: dict[str, Any] = {"progress": progress, "max_events": max_events, "large_trace_bytes": large_trace_bytes,
                             "budgets": budgets}
     if p.is_file():
@@ -411,8 +416,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     if rank_dirs:
         wanted = [d for d in rank_dirs if ranks is None or _rank_hint(d) in ranks or _rank_hint(d) is None]
         rds = map_ranks(partial(load_ascend_rank, strict=strict, **opts), wanted, workers, backend, progress,
-                        label="reading Ascend ranks")
-        ds = _finish(p, "ascend", [r for r in rds if ranks is None or r.rank in ranks])
+                        label="reading Ascend ranks", keep_going=RANK_ERRORS)
+        ds = _finish(p, "ascend", [r for r in rds if ranks is None or not hasattr(r, "rank") or r.rank in ranks])
         if cluster_dir is not None:  # both: the rank folders are read, the cluster file checked against them
             ds.warnings.extend(cluster_output.cross_check(cluster_output.read(cluster_dir), {
                 r.rank: r.tables["step_trace_time"] for r in ds.ranks if "step_trace_time" in r.tables}))
@@ -420,8 +425,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     traces = sorted(f for f in p.iterdir() if _is_kineto_file(f))
     if traces:
         rds = map_ranks(partial(load_kineto_rank, **opts), traces, workers, backend, progress,
-                        label="reading Kineto traces")
-        return _finish(p, "kineto", [r for r in rds if ranks is None or r.rank in ranks])
+                        label="reading Kineto traces", keep_going=RANK_ERRORS)
+        return _finish(p, "kineto", [r for r in rds if ranks is None or not hasattr(r, "rank") or r.rank in ranks])
     raise IngestError(
         p, "<folder>",
         "no profile found: expected an *_ascend_pt dir (ASCEND_PROFILER_OUTPUT/trace_view.json or CSVs), "
@@ -459,11 +464,17 @@ def load_cluster_output(folder: Path, ranks: list[int] | None = None) -> Dataset
     return ds
 
 
-def _finish(path: Path, fmt: str, rds: list[RankData]) -> Dataset:
+def _finish(path: Path, fmt: str, results: list[Any]) -> Dataset:
+    """The dataset of the readable ranks; unreadable ones are named (all unreadable: the first one's error)."""
+    rds, lines = split_judged(results)
     rds.sort(key=lambda r: r.rank)
     warnings = [f"rank {r.rank}: {w}" for r in rds for w in r.warnings]
     seen = [r.rank for r in rds if r.rank != ev.UNKNOWN_RANK]
     if len(seen) != len(set(seen)):
         warnings.append(f"{path}: duplicate rank ids {seen}")
     warnings.extend(mixed_exports(path, rds))
-    return Dataset(path=path, source_format=fmt, ranks=rds, warnings=warnings)
+    unreadable = tuple(lines)
+    if unreadable:
+        warnings.insert(0, f"{path}: {len(unreadable)} of {len(results)} ranks unreadable, not judged (the other "
+                        f"{len(rds)} analysed): " + "; ".join(unreadable))
+    return Dataset(path=path, source_format=fmt, ranks=rds, warnings=warnings, unreadable=unreadable)

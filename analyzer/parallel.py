@@ -21,6 +21,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -37,36 +38,62 @@ def default_workers(n_items: int) -> int:
     return max(1, min(n_items, cpus))
 
 
+@dataclass(frozen=True)
+class Failed:
+    """A task of :func:`map_ranks` that raised one of the ``keep_going`` exceptions: its item and the error."""
+
+    item: Any
+    error: BaseException
+
+    def line(self) -> str:
+        return str(self.error) if str(self.item) in str(self.error) else f"{self.item}: {self.error}"
+
+
+def split_failed(results: Sequence[R | Failed]) -> tuple[list[R], list[Failed]]:
+    """(the results, the failed tasks) of a :func:`map_ranks` run with ``keep_going``."""
+    return [r for r in results if not isinstance(r, Failed)], [r for r in results if isinstance(r, Failed)]
+
+
 def map_ranks(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None, backend: str = "process",
-              progress: bool | None = None, label: str = "reading ranks") -> list[R]:
+              progress: bool | None = None, label: str = "reading ranks",
+              keep_going: tuple[type[BaseException], ...] = ()) -> list[Any]:
     """``[fn(x) for x in items]``, in parallel (see module docstring). An exception of one task is
-    raised here, after the pool is shut down."""
+    raised here, after the pool is shut down; one of ``keep_going`` becomes a :class:`Failed` in its place
+    instead (the other tasks still run). ``workers`` is capped at the items and the usable CPUs
+    (``--workers 100000`` on a 2-rank folder starts 2 processes, not 100000)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     n = len(items)
-    workers = default_workers(n) if workers is None else max(1, int(workers))
+    workers = default_workers(n) if workers is None else min(default_workers(n), max(1, int(workers)))
     bar = _Bar(n, label, progress)
     try:
         if backend == "dask":
             return _dask(fn, items, bar)
         if backend == "serial" or workers == 1 or n <= 1:
-            out = []
+            out: list[Any] = []
             for x in items:
-                out.append(fn(x))
+                try:
+                    out.append(fn(x))
+                except keep_going as exc:
+                    out.append(Failed(x, exc))
                 bar.advance()
             return out
-        return _pool(fn, items, workers, bar)
+        return _pool(fn, items, workers, bar, keep_going)
     finally:
         bar.close()
 
 
-def _pool(fn: Callable[[T], R], items: Sequence[T], workers: int, bar: _Bar) -> list[R]:
+def _pool(fn: Callable[[T], R], items: Sequence[T], workers: int, bar: _Bar,
+          keep_going: tuple[type[BaseException], ...] = ()) -> list[Any]:
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     results: list[Any] = [None] * len(items)
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
         for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
+            try:
+                results[futures[fut]] = fut.result()
+            except keep_going as exc:
+                results[futures[fut]] = Failed(items[futures[fut]], exc)
             bar.advance()
     return results
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer import confidence
+from analyzer.advisor import render as advisor_render
 from ndval.core import atomic, render, strictjson
 
 #: time-breakdown segments: (label, colour); values come from the scope's indicators (µs).
@@ -191,6 +192,7 @@ def to_markdown(analysis: Any) -> str:
             out += [_md_table(cols, [[row[c] for c in cols] for row in r["step_breakdown_us"]]), ""]
         for name, sc in r["scopes"].items():
             out += _scope_md(name, sc)
+        out += advisor_render.markdown(r)
     out += ["## Warnings", ""] + ([f"- {w}" for w in d["warnings"]] or ["none"])
     steps = confidence.markdown_lines(d["ranks"][0]["how_to_raise_confidence"]) if d["ranks"] else []
     out += ["", f"### How to raise confidence (seed §8, rank {d['ranks'][0]['rank']}, best value first)", "", *steps] \
@@ -321,6 +323,7 @@ def to_html(analysis: Any) -> str:
             parts.append(_h_table(cols, [[row[c] for c in cols] for row in r["step_breakdown_us"]]))
         for name, sc in r["scopes"].items():
             parts.append(_scope_html(name, sc, trigger))
+        parts.append(advisor_render.html_section(r))
     parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li class='warn'>{html.escape(w)}</li>" for w in d["warnings"]) + "</ul>")
     steps = [s for s in (d["ranks"][0]["how_to_raise_confidence"] if d["ranks"] else []) if s["applies"]]
     if steps:

@@ -210,6 +210,45 @@ _ANALYZER: tuple[Mutant, ...] = (
            "seed §5: templates apply only in their phases"),
 )
 
+ADVISOR = ("tests/analyzer/test_advisor_rules.py",)
+#: advisor gates: id -> (value in thresholds_default.yaml, relation); each mutant moves the gate 5 x the test's
+#: DELTA (1 % of the value; 1 for counts) towards the calm side, so the edge case that fired must stop firing.
+_ADVISOR_GATES: dict[str, tuple[float, str]] = {
+    "advisorAclnnCacheLimit": (10000, "<"), "advisorHostCacheCapacity": (0, "<="), "advisorAlignmentMinBytes": (512, ">"),
+    "advisorSmallSdmaMb": (16, "<"), "advisorSmallRdmaMb": (1, "<"), "advisorSmallPacketRatio": (0.2, ">"),
+    "advisorContentionFraction": (0.8, "<"), "advisorRetransmissionMs": (4000, ">"), "advisorCubeMacRatio": (0.8, ">="),
+    "advisorCubeMte2Ratio": (0.95, ">="), "advisorFaMte2Ratio": (0.8, ">="), "advisorFaFixpipeRatio": (0.75, ">="),
+    "advisorFaVecRatio": (0.75, ">="), "advisorVecTotalRatio": (0.9, ">="), "advisorVecRatio": (0.7, ">="),
+    "advisorVecMte2Ratio": (0.7, ">="), "advisorVecMte3Ratio": (0.7, ">="), "advisorVectorTypeSharePct": (1, ">="),
+    "advisorCubeMemoryMb": (100, ">="), "advisorNoBoundRatio": (0.8, ">"), "advisorNoBoundMinUs": (20, ">"),
+    "advisorAicpuMinUs": (20, ">="), "advisorStaticOpsMax": (0, "<="), "advisorSyncCoOccurrence": (0.5, ">"),
+    "advisorGcMinUs": (1000, ">="), "advisorGcFreeMinUs": (200000, ">"), "advisorGcAclRatePerUs": (0.0001, "<"),
+    "advisorGcAclTimeRatio": (0.01, "<"), "advisorFusibleHostRatio": (0.4, "<"), "advisorFusibleMteRatio": (0.8, ">"),
+    "advisorFusibleDurationRatio": (0.01, ">"), "advisorFusibleCount": (5, ">"),
+    "advisorHighSharePct": (5, ">="), "advisorMediumSharePct": (3, ">="),
+}
+_ADVISOR_COUNTS = ("advisorFusibleCount", "advisorStaticOpsMax", "advisorHostCacheCapacity")
+#: advisor constants that are not gates: id -> (value, mutated value).
+_ADVISOR_PARAMS: dict[str, tuple[float, float]] = {
+    "advisorAlignmentBytes": (512, 256), "advisorSdmaBaselineGbps": (18, 17), "advisorCubeAxisMultiple": (256, 128),
+    "advisorFaAxisMultiple": (128, 64), "advisorLogLevelError": (3, 2), "advisorBlockDimMinUs": (0, 10),
+}
+
+
+def _advisor_mutants() -> tuple[Mutant, ...]:
+    """Each advisor gate moved towards the side its synthetic calm case sits on; each constant changed."""
+    out = []
+    for param, (v, rel) in _ADVISOR_GATES.items():
+        d = 1.0 if param in _ADVISOR_COUNTS else (abs(v) * 0.01 if v else 0.5)
+        new = round(v + 5 * d if rel.startswith(">") else v - 5 * d, 10)
+        out.append(_param(f"advisor-{_kebab(param.removeprefix('advisor'))}", "analyzer-advisor", param, v, new, ADVISOR,
+                          f"msprof-analyze default {v:g} ({rel}) -> {new:g}"))
+    for param, (v, new) in _ADVISOR_PARAMS.items():
+        out.append(_param(f"advisor-{_kebab(param.removeprefix('advisor'))}", "analyzer-advisor", param, v, new, ADVISOR,
+                          f"msprof-analyze constant {v:g} -> {new:g}"))
+    return tuple(out)
+
+
 _BANDS: tuple[Mutant, ...] = (
     Mutant("band-ratio-widened", "assertion-band", _ROWWISE,
            "return self.lo <= value <= self.hi,", "return self.lo - 0.005 <= value <= self.hi + 0.005,", BANDS,
@@ -248,4 +287,4 @@ _BANDS: tuple[Mutant, ...] = (
            "recorded r p-value: t with n − 2 dof"),
 )
 
-MUTANTS: tuple[Mutant, ...] = _SEED + _weight_mutants() + _ANALYZER + _BANDS
+MUTANTS: tuple[Mutant, ...] = _SEED + _weight_mutants() + _ANALYZER + _advisor_mutants() + _BANDS

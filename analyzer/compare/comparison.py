@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.compare.comparability import bottleneck_change, comparability_checks, comparability_summary
+from analyzer.compare.findings import finding_changes
 from analyzer.compare.metrics import (
     HEADLINE_METRICS,
     METRICS,
@@ -112,6 +113,8 @@ class Comparison:
     warnings: list[str]
     #: the seed §7 numbers the comparison was judged with (not a payload section)
     rules: CompareRules = field(default_factory=default_rules)
+    #: advisor findings before vs after (analyzer.compare.findings): resolved / new / persists
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def comparable(self) -> bool:
@@ -139,6 +142,7 @@ class Comparison:
             "operators": self.operators,
             "bottleneck": self.bottleneck,
             "recommendations": self.recommendations,
+            "findings": self.findings,
             "comparability": self.comparability,
             "warnings": self.warnings,
         }
@@ -215,4 +219,5 @@ def compare_sides(before: SideSummary, after: SideSummary, rules: CompareRules |
         comparability=comparability,
         warnings=warnings,
         rules=rules,
+        findings=finding_changes(before.findings, after.findings),
     )

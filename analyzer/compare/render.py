@@ -55,12 +55,16 @@ def tables(d: Mapping[str, Any]) -> dict[str, render.Table]:
             ["id", "verdict", "primary metric", "observed %", "expected gain %", "threshold %", "still listed after"],
             [[r["id"], r["verdict"], r["primary_metric"], r["observed_improvement_pct"], r["expected_gain_pct"],
               r["threshold_pct"], r["still_listed_after"]] for r in d["recommendations"]]),
+        "findings": render.Table(["finding", "verdict", "before share %", "after share %", "change pt"],
+                                 [[r["id"], r["verdict"], r["before_share_pct"], r["after_share_pct"], r["change_pt"]]
+                                  for r in d.get("findings", [])]),
     }
 
 
 #: section titles and what an empty table says instead
 OPERATOR_SECTIONS = (("saved", "Operators that saved the most time"), ("added", "Operators that added the most time"))
-EMPTY = {"saved": "none", "added": "none", "recommendations": "none in the before analysis"}
+EMPTY = {"saved": "none", "added": "none", "recommendations": "none in the before analysis",
+         "findings": "no advisor finding on either side"}
 
 
 def _md(t: dict[str, render.Table], key: str) -> str:
@@ -88,6 +92,7 @@ def render_markdown(comparison: Comparison) -> str:
     out += ["", "## Bottleneck", "",
             f"{md(b['before'] or 'none')} -> {md(b['after'] or 'none')} ({'changed' if b['changed'] else 'unchanged'})", ""]
     out += [_md(t, "bottleneck"), "", "## Recommendations", "", _md(t, "recommendations")]
+    out += ["", "## Advisor findings (resolved = gone after the change)", "", _md(t, "findings")]
     out += ["", f"Threshold rule: `{threshold_rule(comparison.rules)}` (seed §7.2).", "", "## Warnings", ""]
     out += [f"- {md(w)}" for w in d["warnings"]] or ["none"]
     return "\n".join(out) + "\n"
@@ -125,6 +130,7 @@ def render_html(comparison: Comparison) -> str:
     parts.append(f"<h2>Bottleneck</h2><p>{html.escape(str(b['before']))} → {html.escape(str(b['after']))}</p>"
                  + _html(t, "bottleneck"))
     parts.append("<h2>Recommendations</h2>" + _html(t, "recommendations"))
+    parts.append("<h2>Advisor findings (resolved = gone after the change)</h2>" + _html(t, "findings"))
     parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in d["warnings"]) + "</ul>")
     parts.append("</body></html>")
     return "\n".join(parts)

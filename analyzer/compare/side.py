@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.compare.comparison import Comparison, compare_sides
+from analyzer.compare.findings import finding_shares
 from analyzer.compare.metrics import METRICS, CompareRules, default_rules
 from analyzer.compare.records import OperatorTotal, RecommendationRef, SideSummary
 
@@ -153,6 +154,7 @@ def side_from_analysis(analysis: Any, dataset: Any = None) -> SideSummary:
         bottleneck=verdict.kind,
         scores={c.kind: float(c.score) for c in verdict.candidates},
         recommendations=recs,
+        findings=finding_shares(getattr(primary, "advisor", None)),
         step_count=None if step_count is None else int(step_count),
         window_us=window_us,
         phase_shares_pct=dict(primary.plan.phase_share_pct()),

@@ -236,5 +236,5 @@ def rank_from_info(info: dict[str, Any]) -> int | None:
     """``rank_id`` of ``profiler_info*.json`` (``-1`` or absent -> None)."""
     value = info.get("rank_id")
     if isinstance(value, int) and value >= 0:
-        return value
+        return ev.checked_rank(value, "profiler_info rank_id")
     return None

@@ -170,13 +170,18 @@ def read_db_rank(db: Path, rank: int, level: str | None = None) -> DbRank:
         session = None
         if "SESSION_TIME_INFO" in present:
             row = query(con, db, "SESSION_TIME_INFO", "select startTimeNs, endTimeNs from SESSION_TIME_INFO")
-            session = (int(row[0][0]), int(row[0][1])) if row and row[0][0] is not None else None
+            session = (row[0][0], row[0][1]) if row and isinstance(row[0][0], int) and isinstance(row[0][1], int) \
+                else None
         raw = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else None
         if raw is None or not len(raw):
             raise IngestError(db, "TASK, PYTORCH_API", "no events in the DB export")
         if not bool((raw["category"] == ev.STEP).any()) and "STEP_TIME" in present:
             raw = pd.concat([raw, _step_time(con, db)], ignore_index=True)
-    events, base = _table(raw, rank)
+        warnings += _string_warnings(db, strings, raw)
+    events, base, bad = _table(raw, rank)
+    if bad:  # counted by table, never dropped silently
+        warnings.append(f"{db}: dropped {sum(bad.values())} events whose startNs/endNs is NULL, not an integer or "
+                        f"ends before it starts ({', '.join(f'{k} {n}' for k, n in sorted(bad.items()))})")
     out = DbRank(events=events, base_ts_us=base, schema_version=version, level=level, warnings=warnings,
                  session_ns=session)
     analysis = db.parent / "analysis.db"
@@ -211,7 +216,7 @@ def _tasks(con: sqlite3.Connection, db: Path, strings: dict[int, str], present: 
         elif mid is not None:
             name = strings.get(mtype, task_type) if mtype is not None else task_type
             out.append((s, e, name, ev.COMMUNICATION, ev.SUB_COMM_TASK, PID_HARDWARE, stream, label, conn,
-                        float(size) if size is not None and size >= 0 else np.nan))
+                        _bytes(size)))
         elif task_type == "MEMCPY_ASYNC" or task_type in ascend.COPY_TASK_TYPES:
             out.append((s, e, task_type, ev.MEMCPY, "", PID_HARDWARE, stream, label, conn, np.nan))
         elif task_type in ascend.PLACEHOLDER_NAMES or task_type in ascend.PLACEHOLDER_TASK_TYPES:
@@ -260,8 +265,9 @@ def _pytorch_api(con: sqlite3.Connection, db: Path, strings: dict[int, str]) -> 
             cat, sub = ev.STEP, ""
         else:
             cat, sub = ev.HOST_OP, "cpu_op"
-        tid = int(gtid) & 0xFFFFFFFF if gtid is not None else -1
-        out.append((int(s), int(e), name, cat, sub, int(gtid) >> 32 if gtid is not None else -1, tid,
+        gtid = _int(gtid)
+        tid = gtid & 0xFFFFFFFF if gtid is not None else -1
+        out.append((s, e, name, cat, sub, gtid >> 32 if gtid is not None else -1, tid,
                     f"Thread {tid}", conn if conn is not None else -1, np.nan))
     return _frame(out, _ROW)
 
@@ -277,8 +283,9 @@ def _cann_api(con: sqlite3.Connection, db: Path, strings: dict[int, str], presen
             cat, sub = ev.SYNC, ""
         else:
             cat, sub = ev.DISPATCH, ev.SUB_LAUNCH if ascend._LAUNCH_RE.match(name) else ev.SUB_RUNTIME
-        tid = int(gtid) & 0xFFFFFFFF if gtid is not None else -1
-        out.append((s, e, name, cat, sub, int(gtid) >> 32 if gtid is not None else -1, tid, f"Thread {tid}",
+        gtid = _int(gtid)
+        tid = gtid & 0xFFFFFFFF if gtid is not None else -1
+        out.append((s, e, name, cat, sub, gtid >> 32 if gtid is not None else -1, tid, f"Thread {tid}",
                     conn if conn is not None else -1, np.nan))
     return _frame(out, _ROW)
 
@@ -289,12 +296,31 @@ def _step_time(con: sqlite3.Connection, db: Path) -> pd.DataFrame:
                    if s is not None and e is not None], _ROW)
 
 
-def _table(raw: pd.DataFrame, rank: int) -> tuple[pd.DataFrame, int]:
+def _int(value: Any) -> int | None:
+    """An integer cell (``globalTid``), None for NULL or a wrong-typed cell (text)."""
+    return value if isinstance(value, int) else None
+
+
+def _bytes(value: Any) -> float:
+    """A size cell in bytes; NaN for NULL, text or a negative number."""
+    return float(value) if isinstance(value, int | float) and value >= 0 else np.nan
+
+
+def _string_warnings(db: Path, strings: dict[int, str], raw: pd.DataFrame) -> list[str]:
+    """A warning when ``STRING_IDS`` is empty: names are then ids, so sync ops and steps go unrecognised."""
+    if strings or raw is None or not len(raw):
+        return []
+    return [f"{db}: table STRING_IDS is empty: every name is shown as its id, so sync ops, step markers and "
+            "operator names cannot be recognised (a damaged or partial export)"]
+
+
+def _table(raw: pd.DataFrame, rank: int) -> tuple[pd.DataFrame, int, dict[str, int]]:
     """Event table (schema of ``events.py``) from the ns rows: ``ts_us`` exact relative to the base
-    (integer ns arithmetic before the float division)."""
+    (integer ns arithmetic before the float division); and the rows dropped for bad times, by category."""
     start = pd.to_numeric(raw["start_ns"], errors="coerce")
     end = pd.to_numeric(raw["end_ns"], errors="coerce")
-    ok = start.notna() & end.notna() & (end >= start)
+    ok = start.notna() & end.notna() & (end >= start) & (start.abs() < 2**62) & (end.abs() < 2**62)
+    bad = {str(k): int(n) for k, n in raw.loc[~ok, "category"].value_counts().items()}
     raw, start, end = raw[ok], start[ok].astype("int64"), end[ok].astype("int64")
     base_us = int(start.min()) // int(NS_PER_US) if len(start) else 0
     rel_ns = (start - base_us * int(NS_PER_US)).to_numpy(dtype=np.int64)
@@ -312,7 +338,7 @@ def _table(raw: pd.DataFrame, rank: int) -> tuple[pd.DataFrame, int]:
     steps = df[df["category"] == ev.STEP]
     numbers = ev.step_numbers(steps["name"].to_numpy(dtype=object), np.ones(len(steps), dtype=bool))
     df["step"] = ev.steps_by_time(df["ts_us"].to_numpy(), steps["ts_us"].to_numpy(), steps["dur_us"].to_numpy(), numbers)
-    return ev.conform(df), base_us
+    return ev.conform(df), base_us, bad
 
 
 #: ``analysis.db`` tables read (torch_npu's own totals; times µs in ``StepTraceTime``, ms in CommAnalyzer*).

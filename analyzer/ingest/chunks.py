@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from analyzer.ingest import decode as dec
-from analyzer.ingest import native
+from analyzer.ingest import native, trailing
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.framing import Scanner, Source, _depths
 from analyzer.ingest.window import Window, window
@@ -66,6 +66,8 @@ class EventFramer:
     n_not_events: int = 0
     truncated: str = ""
     stopped: str = ""
+    #: data after the JSON document, in words (an error of the file: concatenated traces, appended junk)
+    trailing: str = ""
     #: fast-path chunks decoded natively / by msgspec, and the last reason a chunk was refused natively.
     n_native: int = 0
     n_msgspec: int = 0
@@ -93,7 +95,7 @@ class EventFramer:
             self._buf = head
             self._find_events()
         else:
-            raise ValueError("not JSON: expected '[' (event array) or '{' (traceEvents object)")
+            raise ValueError(not_json(head))
         return self.layout
 
     def _read(self, size: int = CHUNK_BYTES) -> bytes:
@@ -273,20 +275,32 @@ class EventFramer:
             held, held_at = data, sc.pos
 
     def _tail(self, rest: bytes | memoryview) -> None:
-        """The top-level keys after the event array (object layout)."""
-        if self.layout != "object":
-            return
+        """The top-level keys after the event array (object layout); data after the document's end is
+        :attr:`trailing` (see :func:`analyzer.ingest.trailing.describe`)."""
         tail = bytes(rest)
         while not self._eof and len(tail) <= HEADER_MAX_BYTES:
             tail += self._read()
         text = tail.strip()
+        if self.layout != "object":
+            self.trailing = trailing.describe(text, self.src.plain)
+            return
         if text.startswith(b","):
-            try:
-                obj = dec.LOOSE_DECODER.decode(b"{" + text[1:])
-            except dec.DecodeFailure:
-                return
+            obj, end = trailing.object_rest(text[1:])
             if isinstance(obj, dict):
                 self.top.update(obj)
+            text = text[1:][end:] if end else b""
+        elif text.startswith(b"}"):
+            text = text[1:]
+        self.trailing = trailing.describe(text.strip(), self.src.plain)
+
+
+def not_json(head: bytes) -> str:
+    """Why ``head`` (the first bytes, decompressed) is not a JSON trace, naming the encoding when it is a known one."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or (len(head) > 1 and (head[0] == 0) != (head[1] == 0)):
+        return "not JSON in UTF-8: the file is UTF-16 text (re-save it as UTF-8)"
+    if head[:1] == b"\x78" and head[1:2] in (b"\x01", b"\x5e", b"\x9c", b"\xda"):
+        return "not JSON: zlib-compressed data without a gzip header (compress with gzip, or decompress it)"
+    return "not JSON: expected '[' (event array) or '{' (traceEvents object)"
 
 
 def _cap_recursion(max_depth: int) -> int:

@@ -128,7 +128,13 @@ def read_csv_table(path: Path, table: str, base_ts_us: int | None = None) -> pd.
         raw = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise IngestError(path, "<file>", f"not a readable CSV ({exc})") from exc
-    raw.columns = [canonical_name(table, str(c)) for c in raw.columns]
+    names = [canonical_name(table, str(c)) for c in raw.columns]
+    clash = sorted({n for n in names if names.count(n) > 1})
+    if clash:  # two headers for one column: which one to read is not ours to guess
+        heads = [f"{h!r}" for h, n in zip(raw.columns, names, strict=True) if n in clash]
+        raise IngestError(path, ", ".join(clash), f"headers {', '.join(heads)} all name the column "
+                          f"{'/'.join(clash)}: keep one of them")
+    raw.columns = names
     missing = [c for c in REQUIRED.get(table, ()) if c not in raw.columns]
     if missing:
         raise IngestError(

@@ -334,6 +334,15 @@ def steps_by_time(ts_us: np.ndarray, step_ts_us: np.ndarray, step_dur_us: np.nda
 
 
 _STEP_NAME_RE = re.compile(r"^ProfilerStep#(\d+)$")
+#: the largest step number an int64 step column holds
+MAX_STEP = 2**63 - 1
+
+
+def checked_rank(value: int, where: str) -> int:
+    """``value`` as a rank id; ``ValueError`` naming ``where`` when it is beyond int64 (the rank column's type)."""
+    if not -(2**63) <= value <= MAX_STEP:
+        raise ValueError(f"{where}: rank {value} is beyond int64 (a rank id is a small non-negative integer)")
+    return value
 
 
 def step_numbers(names: np.ndarray, is_step: np.ndarray) -> np.ndarray:
@@ -342,7 +351,10 @@ def step_numbers(names: np.ndarray, is_step: np.ndarray) -> np.ndarray:
     for i in np.flatnonzero(np.asarray(is_step, dtype=bool)):
         m = _STEP_NAME_RE.match(str(names[i]))
         if m:
-            out[i] = int(m.group(1))
+            n = int(m.group(1))
+            if n > MAX_STEP:  # 26 digits: an OverflowError deep in numpy otherwise
+                raise ValueError(f"step marker {names[i]!r}: step number beyond int64 (at most {MAX_STEP})")
+            out[i] = n
     return out
 
 

@@ -24,6 +24,7 @@ its launching runtime call (same ``correlation``), else the step containing its 
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -192,7 +193,9 @@ def rank_of(meta: dict[str, Any]) -> int | None:
     """``distributedInfo.rank`` (HTA reads the same field), None when absent."""
     info = meta.get("distributedInfo") or {}
     value = info.get("rank") if isinstance(info, dict) else None
-    return int(value) if isinstance(value, int | float) else None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"distributedInfo.rank is {value}, not a rank id")
+    return ev.checked_rank(int(value), "distributedInfo.rank") if isinstance(value, int | float) else None
 
 
 def read_kineto_trace(path: Path, rank: int | None = None, progress: bool | None = None,

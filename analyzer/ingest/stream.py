@@ -44,7 +44,7 @@ import pandas as pd
 from analyzer.ingest import decode as dec
 from analyzer.ingest import native
 from analyzer.ingest.budgets import Budgets
-from analyzer.ingest.chunks import EventFramer
+from analyzer.ingest.chunks import EventFramer, not_json
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.framing import open_source, read_all
 from analyzer.ingest.thinning import Thinning
@@ -168,7 +168,7 @@ def sniff_layout(path: Path) -> str:
         return "array"
     if head[:1] == b"{":
         return "object"
-    raise IngestError(path, "<file>", "not JSON: expected '[' (event array) or '{' (traceEvents object)")
+    raise IngestError(path, "<file>", not_json(head))
 
 
 def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | None = None,
@@ -207,6 +207,8 @@ def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | No
     finally:
         bar.close()
         src.close()
+    if framer.trailing:  # two traces in one file, or data appended after the document: never merged silently
+        raise IngestError(path, "<file>", framer.trailing)
     raw.top, raw.decoder = framer.top, framer.decoder
     raw.base_ts_us = state.base or 0
     _notes(raw, framer)

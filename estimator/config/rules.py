@@ -41,6 +41,8 @@ class Rule:
     broken: Callable[[Cfg], Any]
     message: Callable[[Cfg], str]
     structural: bool = False
+    #: the rule's name (quoted in its message where given)
+    name: str = ""
 
     def field_of(self, cfg: Cfg) -> str:
         """The dotted field this rule names for ``cfg`` (fixed unless the rule is structural)."""
@@ -302,10 +304,51 @@ def _train_rules() -> list[Rule]:
     ]
 
 
+def _kv_heads_broken(cfg: Cfg) -> Any:
+    g, t = cfg.model.kv_heads, cfg.parallel.tp
+    return (cfg.model.attention != "mla") & (g % t != 0) & (t % g != 0)
+
+
+def stated_rules(cfg: Cfg) -> list[str]:
+    """The rules that hold for ``cfg`` but change what the numbers mean, one sentence each (printed with an
+    estimate): a hidden size not divisible by the heads (floored head_dim), KV replication when tp exceeds
+    the KV heads."""
+    m, t = cfg.model, cfg.parallel.tp
+    out = []
+    if m.head_dim is None and m.hidden_size % m.num_attention_heads:
+        out.append(f"rule hidden-divisible-by-heads: model.hidden_size ({m.hidden_size}) is not divisible by "
+                   f"model.num_attention_heads ({m.num_attention_heads}): head_dim = {m.head_size} (floor), so "
+                   f"the attention width heads·head_dim = {m.num_attention_heads * m.head_size} is not the hidden "
+                   "size; set model.head_dim to say which is meant")
+    if m.attention != "mla" and t > m.kv_heads:
+        out.append(f"rule kv-replication: parallel.tp ({t}) > KV heads ({m.kv_heads}): each KV head is replicated "
+                   f"on {t // m.kv_heads} tensor-parallel ranks; the estimate divides the K/V projections by tp "
+                   "(2·g·d/t), so it does not count the replicated copies")
+    return out
+
+
+def _head_rules() -> list[Rule]:
+    """Attention heads over tp, the KV heads over tp (or KV replication) and the head size: named rules."""
+    return [
+        Rule("parallel.tp", lambda c: c.model.num_attention_heads % c.parallel.tp != 0,
+             lambda c: f"must divide model.num_attention_heads ({c.model.num_attention_heads}); got {c.parallel.tp} "
+             "(rule tp-divides-attention-heads)", name="tp-divides-attention-heads"),
+        Rule("parallel.tp", _kv_heads_broken,
+             lambda c: f"must divide the KV heads (model.num_kv_heads = {c.model.kv_heads}) or be a multiple of them "
+             f"(KV replication); got {c.parallel.tp} (rule tp-divides-kv-heads: each rank holds whole query "
+             "groups, Megatron-LM megatron/core/transformer/attention.py)", name="tp-divides-kv-heads"),
+        Rule("model.hidden_size",
+             lambda c: (c.model.head_dim is None) & (c.model.hidden_size < c.model.num_attention_heads),
+             lambda c: f"must be at least model.num_attention_heads ({c.model.num_attention_heads}) when "
+             f"model.head_dim is not given (head_dim = hidden // heads would be 0); got {c.model.hidden_size} "
+             "(rule hidden-divisible-by-heads; set model.head_dim for another head size)",
+             structural=True, name="hidden-divisible-by-heads"),
+    ]
+
+
 #: every cross-field rule, in the order they are checked (the first broken one is the error)
 RULES: tuple[Rule, ...] = (
-    Rule("parallel.tp", lambda c: c.model.num_attention_heads % c.parallel.tp != 0,
-         lambda c: f"must divide model.num_attention_heads ({c.model.num_attention_heads}); got {c.parallel.tp}"),
+    *_head_rules(),
     *_moe_rules(),
     Rule("parallel", _world_broken, _world_message),
     *_overlap_rules(),

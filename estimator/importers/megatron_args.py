@@ -14,9 +14,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from estimator.importers.common import bad
+from ndval.core.yamlsrc import CaseError, parse_text
 
 #: torchrun options that are not Megatron arguments (the world size is read from two of them)
 LAUNCHER_FLAGS = ("--nproc_per_node", "--nproc-per-node", "--nnodes", "--node_rank", "--node-rank",
@@ -43,12 +42,11 @@ def read_arguments(path: Path) -> tuple[dict[str, Any], int | None]:
 
 def _ci_yaml(file: str, text: str) -> dict[str, Any]:
     """``MODEL_ARGS`` of a Megatron-LM CI ``model_config.yaml``."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise bad(file, "<yaml>", f"malformed YAML{where}") from None
+    try:  # the case loader's limits: aliases, depth, sizes, safe tags
+        data = parse_text(text, file)
+    except CaseError as exc:
+        where = f" at line {exc.line}" if exc.line else ""
+        raise bad(file, "<yaml>", f"malformed YAML{where}: {exc.rule}") from None
     args = data.get("MODEL_ARGS") if isinstance(data, dict) else None
     if not isinstance(args, dict):
         raise bad(file, "MODEL_ARGS", "must be a mapping of --flag: value")

@@ -17,10 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from estimator.importers.common import Imported, as_bool, as_int, bad
 from estimator.importers.torchtitan import llama_ffn
+from ndval.core.yamlsrc import CaseError, read_plain
 
 #: model_config types the importer maps (decoder-only Llama family)
 MODEL_TYPES = ("LlamaConfig",)
@@ -40,13 +39,14 @@ _DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 
 def _read(path: Path) -> dict[str, Any]:
     file = str(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise bad(file, "<file>", f"cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise bad(file, "<yaml>", "malformed YAML" + (f" at line {mark.line + 1}" if mark else "")) from None
+    if not path.is_file():
+        raise bad(file, "<file>", "cannot read: not a regular file or missing")
+    try:  # the case loader's limits: aliases, depth, sizes, safe tags, a regular file
+        data = read_plain(path)
+    except CaseError as exc:
+        if exc.rule.startswith("cannot read"):
+            raise bad(file, "<file>", exc.rule) from None
+        raise bad(file, "<yaml>", "malformed YAML" + (f" at line {exc.line}" if exc.line else "") + f": {exc.rule}") from None
     if not isinstance(data, dict) or not isinstance(data.get("parallel_config"), dict):
         raise bad(file, "parallel_config", "a MindFormers YAML needs a parallel_config mapping")
     return data

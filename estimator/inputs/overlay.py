@@ -83,7 +83,8 @@ def read_overlay(path: str | Path) -> Overlay:
     try:  # the case loader's limits: aliases, depth, a regular file (not a FIFO or /dev/zero)
         doc = read_plain(Path(path))
     except CaseError as exc:
-        raise ConfigError(exc.field if exc.field != "<root>" else "hardware_overlay", exc.rule, file=file,
+        raise ConfigError(exc.field if exc.field != "<root>" else "hardware_overlay",
+                          exc.rule.replace("cannot read:", "cannot read the overlay:", 1), file=file,
                           line=exc.line) from None
     if not isinstance(doc, dict) or not (isinstance(doc.get("efficiency"), dict) or isinstance(doc.get("network"), dict)):
         raise ConfigError("efficiency", "an overlay is a mapping with an 'efficiency' or a 'network' mapping", file=file)

@@ -153,6 +153,18 @@ def space_size(space: Mapping[str, Sequence[Any]]) -> int:
     return math.prod(len(v) for v in space.values())
 
 
+def check_size(space: Mapping[str, Sequence[Any]], bound: int = MAX_LAYOUTS) -> None:
+    """Refuse, up front, a space of more than ``bound`` points: ``SpaceError`` with its size, the largest
+    dimensions and how to narrow it (a 6.4·10^10-point space would otherwise run for weeks with no total)."""
+    size = space_size(space)
+    if size <= bound:
+        return
+    widest = sorted(space.items(), key=lambda kv: -len(kv[1]))[:3]
+    dims = ", ".join(f"{k} ({len(v)} values)" for k, v in widest)
+    raise SpaceError("<space>", f"{size:.3g} layouts, more than {bound:.0e}: narrow the widest dimensions "
+                     f"({dims}) with --space NAME=v1,v2,... or search in several runs")
+
+
 # --------------------------------------------------------------------------------------------
 # pipeline splits
 

@@ -220,10 +220,10 @@ class _Builder:
         self.located.files.add(file)
         try:
             text = read_regular_text(path, MAX_FILE_BYTES)
-        except ValueError as exc:
-            raise CaseError(file, None, format_loc(loc), str(exc)) from None
         except UnicodeDecodeError as exc:
             raise CaseError(file, None, format_loc(loc), f"not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        except ValueError as exc:
+            raise CaseError(file, None, format_loc(loc), str(exc)) from None
         except OSError as exc:
             raise CaseError(file, None, format_loc(loc), f"cannot read: {exc}") from None
         return self.load_text(text, file, loc, (*stack, str(path.resolve())))

@@ -220,25 +220,43 @@ def expand_matrix(matrix: dict[str, list[Any]] | list[dict[str, Any]] | None) ->
 
 
 def read_table(path: Path, sheet: str | None, text: bool = False) -> list[dict[str, Any]]:
-    """Rows of a CSV/XLSX/Parquet table; ``text`` keeps every CSV cell as written (empty = '')."""
+    """Rows of a CSV/XLSX/Parquet table; ``text`` keeps every CSV cell as written (empty = '').
+
+    Bounded before reading: a workbook's zip must unpack to at most ``ndval.core.archives`` bounds (a 4 MB
+    file declaring 1 GB is refused, and a CSV named ``.xlsx`` is named as not a workbook); at most
+    :data:`MAX_TABLE_ROWS` rows are read, more is an error."""
     import pandas as pd
+
+    from ndval.core.archives import check_zip
 
     suffix = path.suffix.lower()
     if suffix == ".csv" and text:
         import csv
 
         with path.open(newline="", encoding="utf-8") as fh:
-            return [dict(r) for r in csv.DictReader(fh)]
+            rows = [dict(r) for r in itertools.islice(csv.DictReader(fh), MAX_TABLE_ROWS + 1)]
+        return _bounded(rows, path)
     if suffix == ".csv":
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(path, nrows=MAX_TABLE_ROWS + 1)
     elif suffix in (".xlsx", ".xlsm"):
-        frame = pd.read_excel(path, sheet_name=sheet or 0, engine="openpyxl")
+        check_zip(path, "xlsx workbook")
+        frame = pd.read_excel(path, sheet_name=sheet or 0, engine="openpyxl", nrows=MAX_TABLE_ROWS + 1)
     elif suffix == ".parquet":
         frame = pd.read_parquet(path)
     else:
         raise ValueError(f"unsupported data file type {suffix!r} (csv, xlsx, parquet)")
     frame = frame.astype(object).where(frame.notna(), None)
-    return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
+    return _bounded([{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")], path)
+
+
+#: most rows one data table may have
+MAX_TABLE_ROWS = 1_000_000
+
+
+def _bounded(rows: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
+    if len(rows) > MAX_TABLE_ROWS:
+        raise ValueError(f"{path}: more than {MAX_TABLE_ROWS:,} rows: refused (split the table)")
+    return rows
 
 
 def load_data(spec: DataSpec, case_file: Path, cases_root: Path, located: Located,

@@ -55,7 +55,8 @@ EXIT_CODES: dict[str, str] = {
     "calibrate": "0 overlay written; 2 unreadable profile, invalid hardware or output path",
     "reconstruct-seed": "0 reconstruction table printed",
     "explain": "0 side-by-side table printed; 2 invalid configuration or unreadable profile",
-    "analyze": "0 analysis written; 2 unreadable or invalid profile, thresholds or output path",
+    "analyze": "0 analysis written; 1 analysis written for the readable ranks only (the others named with their "
+               "reason); 2 unreadable or invalid profile, thresholds or output path",
     "compare": "0 comparison written; 2 unreadable or invalid profile, thresholds or output path",
     "serve": "0 server stopped cleanly; 2 invalid profile, address or port",
 }

@@ -324,7 +324,7 @@ def test_payload_has_every_section_and_is_json():
     before, after = synthetic_pair()
     d = json.loads(cmp.compare_sides(before, after).to_json())
     assert list(d) == ["sides", "headline", "metrics", "categories", "operators", "bottleneck",
-                       "recommendations", "comparability", "warnings"]
+                       "recommendations", "findings", "comparability", "warnings"]  # findings: analyzer.advisor
     assert set(d["headline"]["values"]) == set(cmp.HEADLINE_METRICS)
     assert d["headline"]["values"]["avg_step_us"]["improvement_pct"] == pytest.approx(30.0)
     assert len(d["metrics"]) == 23

@@ -149,3 +149,34 @@ def test_vtrain_facts_apply_to_every_vtrain_source() -> None:
         assert facts["train.flash_attention"][0] is False
         assert facts["model.position_embedding"][0] == "learned"
     assert "train.flash_attention" not in source_facts(_row(source_id="megatron_ci", model_name="x"))
+
+
+def test_bridge_rows_with_stated_splits_are_accepted(measured_dir: Path) -> None:
+    """The Bridge rows whose recipe states the pipeline layout (DeepSeek-V3: 61 layers on 16 virtual
+    stages) or the embedding/loss accounting (Llama 3.1 405B: 126 layers on pp·vpp = 64) load with
+    them (estimator.experiments.recipe_notes), MTP depth and etp from the recipe; no such row is
+    refused for its split or its expert fold."""
+    import csv
+
+    import estimator
+
+    with (measured_dir / "step_time_cases.csv").open(newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["source_id"] == "mbridge_perf_summary_blackwell"]
+    laid_out = accounted = 0
+    from estimator.inputs.pipeline_split import expand_layout
+
+    for row in rows:
+        try:  # (rows on hardware without a preset, or with an activation not modelled, are others' refusals)
+            raw = config_from_measured_row(row)
+            p = raw["parallel"]
+            if not p.get("pipeline_layout") and not p.get("account_for_loss_in_pipeline_split"):
+                continue
+            cfg = estimator.load_config(raw)
+        except estimator.ConfigError as exc:
+            assert not exc.field.startswith(("parallel", "model.mtp")), (row["case_id"], exc)
+            continue
+        laid_out += bool(p.get("pipeline_layout"))
+        accounted += bool(p.get("account_for_loss_in_pipeline_split"))
+        if p.get("pipeline_layout"):
+            assert cfg.model.mtp_layers == expand_layout(p["pipeline_layout"]).count("m")
+    assert laid_out >= 5 and accounted >= 5, (laid_out, accounted)

@@ -14,11 +14,11 @@ from tests.faults.conftest import FifoReader
 
 
 def test_regular_file_replaced_atomically_and_no_temp_left(tmp_path: Path) -> None:
-    out = tmp_path / "a.json"
+    out = tmp_path / "a.txt"
     out.write_text("old")
     atomic.write_text(out, "new")
     assert out.read_text() == "new"
-    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+    assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
     assert not atomic.is_streamed(out)
 
 
@@ -44,9 +44,9 @@ def test_h1_full_device_reports_enospc_and_stays_a_device(full_device: Path) -> 
 
 
 def test_h1_symlink_followed_to_its_target(tmp_path: Path) -> None:
-    target = tmp_path / "real.json"
+    target = tmp_path / "real.txt"
     target.write_text("old")
-    link = tmp_path / "link.json"
+    link = tmp_path / "link.txt"
     link.symlink_to(target)
     atomic.write_text(link, "new")
     assert link.is_symlink(), "the link was replaced by a file"
@@ -54,10 +54,10 @@ def test_h1_symlink_followed_to_its_target(tmp_path: Path) -> None:
 
 
 def test_h1_dangling_symlink_creates_its_target(tmp_path: Path) -> None:
-    link = tmp_path / "link.json"
-    link.symlink_to(tmp_path / "new.json")
+    link = tmp_path / "link.txt"
+    link.symlink_to(tmp_path / "new.txt")
     atomic.write_text(link, "x")
-    assert link.is_symlink() and (tmp_path / "new.json").read_text() == "x"
+    assert link.is_symlink() and (tmp_path / "new.txt").read_text() == "x"
 
 
 def test_h1_directory_is_a_clear_error(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_h1_dash_and_dev_stdout_are_the_stream(capfd: pytest.CaptureFixture[str]
 
 
 def test_h1_failed_write_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    out = tmp_path / "a.json"
+    out = tmp_path / "a.txt"
     out.write_text("old")
 
     def boom(*_a: object) -> None:
@@ -83,7 +83,7 @@ def test_h1_failed_write_leaves_the_old_file_and_no_temp(tmp_path: Path, monkeyp
     with pytest.raises(OSError):
         atomic.write_text(out, "new")
     assert out.read_text() == "old"
-    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+    assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
 
 
 def test_h1_search_csv_into_a_fifo_keeps_the_fifo(fifo: Path, capsys: pytest.CaptureFixture[str]) -> None:

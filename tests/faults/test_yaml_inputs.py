@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -109,14 +108,13 @@ def test_sigint_stops_a_long_estimate_cleanly(tmp_path: Path) -> None:
         import sys, time
         from ndval.harness import cli
         from ndval.harness.commands import estimate
-        estimate.run = lambda args: time.sleep(60)
+        estimate.run = lambda args: (print("ready", flush=True), time.sleep(60))
         sys.exit(cli.main(["estimate", sys.argv[1]]))
         """)
     proc = subprocess.Popen([sys.executable, "-c", code, str(LLAMA)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=REPO)
-    timer = threading.Timer(3.0, lambda: os.kill(proc.pid, signal.SIGINT))
-    timer.start()
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"  # inside the command now
+    os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    timer.cancel()
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err, err

@@ -106,7 +106,8 @@ def test_one_home_per_concept(concept: str) -> None:
 #: in analyzer/thresholds_default.yaml, with unit, rationale and source: none may bind a number at module level
 _NUMBERS_IN_YAML = ("analyzer.bottleneck", "analyzer.gains", "analyzer.recommend", "analyzer.rootcause",
                     "analyzer.compare.metrics", "analyzer.compare.verdicts", "analyzer.compare.comparability",
-                    "analyzer.compare.comparison")
+                    "analyzer.compare.comparison", "analyzer.advisor.rules_env", "analyzer.advisor.rules_comm",
+                    "analyzer.advisor.rules_compute", "analyzer.advisor.rules_schedule", "analyzer.hta_breakdowns")
 
 
 def _is_number(node: ast.expr) -> bool:

@@ -15,6 +15,8 @@ from typing import Any
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
+#: the readable ranks of a folder analysed, some unreadable (named with their reason)
+EXIT_PARTIAL = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -152,4 +154,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"ndval analyze: error: {out}: cannot write ({exc})", file=sys.stderr)
             return EXIT_BAD_INPUT
         print(f"wrote {out}", file=sys.stderr if to_stdout else sys.stdout)
+    if dataset.unreadable:  # the readable ranks were judged; say how many of all
+        total = len(dataset.ranks) + len(dataset.unreadable)
+        print(f"ndval analyze: judged {len(dataset.ranks)} of {total} ranks; {len(dataset.unreadable)} unreadable "
+              f"(named above); exit {EXIT_PARTIAL}", file=sys.stderr)
+        return EXIT_PARTIAL
     return EXIT_OK

@@ -129,6 +129,10 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"ndval estimate: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    from estimator.config.rules import stated_rules
+
+    for note in stated_rules(cfg):
+        print(f"ndval estimate: note: {note}", file=sys.stderr)
     size = param_counts(cfg.model)
     if args.json:
         doc: dict[str, Any] = {"config": str(args.config or args.from_megatron or args.from_torchtitan

@@ -79,8 +79,6 @@ def wait_rows(real_parts: dict[str, float], measured: dict[str, float]) -> list[
 
 def run(args: argparse.Namespace) -> int:
     """Estimate, read the profile, print both per class and per wait component; 2 on bad input."""
-    import json
-
     from tabulate import tabulate
 
     from analyzer.comm_groups import LayoutError
@@ -89,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from estimator.config.schema import load_config
     from estimator.inputs.overlay import apply_overlay
     from estimator.perf.parts import estimate_perf
+    from ndval.core import strictjson
     from ndval.harness.commands.calibrate import profile_kernels
 
     try:
@@ -110,11 +109,11 @@ def run(args: argparse.Namespace) -> int:
     rows = [[c, est.get(c), prof.get(c), (est[c] / prof[c]) if est.get(c) and prof.get(c) else None] for c in classes]
     waits = wait_rows(report.real_parts, measured)
     if args.json:
-        print(json.dumps({"config": args.config, "profile": args.profile, "steps_in_profile": meta["steps"],
+        print(strictjson.dumps({"config": args.config, "profile": args.profile, "steps_in_profile": meta["steps"],
                           "estimate_total_s": report.total, "estimate_s_per_step": est, "profile_s_per_step": prof,
                           "waits": [{"part": w[0], "dimension": w[1], "estimate_s_per_step": w[2],
                                      "measured_exposed_s_per_step": w[3]} for w in waits],
-                          "comm_by_group": groups, "notes": wait_notes}, indent=2, allow_nan=False))
+                          "comm_by_group": groups, "notes": wait_notes}, indent=2))
         return 0
     print(f"estimate {args.config}: TOTAL {report.total:.4g} s/step (straggler stage {report.straggler_stage}, "
           f"m = {report.num_micro_batches}); profile {args.profile}: {meta['steps']} step(s), first rank")

@@ -44,8 +44,8 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vocab-size", type=int, default=None,
                         help="vocabulary size, when the arguments name a tokenizer instead (Megatron)")
     parser.add_argument("--hardware", default=None, help="hardware preset of the run (e.g. h100-80g)")
-    parser.add_argument("--profile", default=None, help="framework profile (default: megatron / fsdp2; sapp-nd for "
-                                                        "MindSpeed-LLM)")
+    parser.add_argument("--profile", default=None, choices=("sapp-nd", "megatron", "fsdp2"),
+                        help="framework profile (default: megatron / fsdp2; sapp-nd for MindSpeed-LLM)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,9 +15,10 @@ from typing import Any
 
 from estimator.config.errors import ConfigError
 from estimator.config.schema import EstimatorConfig, load_config
+from estimator.config.sections import MAX_INT
 from estimator.search import OBJECTIVES, SearchResult, SpaceError, parse_space, search
 from estimator.search.report import figure_bytes, format_result, pareto_figure, pareto_html
-from estimator.search.space import DEFAULT_SPACE
+from estimator.search.space import DEFAULT_SPACE, check_size
 from ndval.core.atomic import write_bytes, write_text
 
 EXIT_FOUND, EXIT_NONE_FEASIBLE, EXIT_MALFORMED = 0, 1, 2
@@ -59,8 +60,8 @@ def _fail(message: str) -> int:
 
 def _check_options(args: argparse.Namespace) -> str | None:
     """The first malformed option, in words, or None."""
-    if args.devices < 1:
-        return f"--devices must be a positive integer, got {args.devices}"
+    if not 1 <= args.devices <= MAX_INT:
+        return f"--devices must be a positive integer ≤ 2^53, got {args.devices}"
     if args.top < 1:
         return f"--top must be ≥ 1, got {args.top}"
     if not math.isfinite(args.memory_margin_mb) or args.memory_margin_mb < 0:
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(problem)
     try:
         space = parse_space(args.space) if args.space else dict(DEFAULT_SPACE)
+        check_size(space)
         base = load_config(args.config, args.overrides or None)
     except (SpaceError, ConfigError) as exc:
         return _fail(str(exc))

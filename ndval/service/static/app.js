@@ -107,6 +107,23 @@ function recommendations(rank, scope) {
     `optimistic ${num(g.optimistic_pct, 1)} % (cap ${num(g.cap_pct, 0)} %) — ${g.note}`)];
 }
 
+function advisorFindings(rank) {
+  const adv = rank.advisor;
+  if (!adv) return [el("p", {}, "advisor not run")];
+  const out = [table(["priority", "finding", "summary", "share of window %", "recommendation", "verify", "risk"],
+    adv.findings.map((f) => [f.severity, f.id, f.summary, f.share_pct === null ? "—" : num(f.share_pct, 2),
+      f.rule.recommendation, f.rule.verification, f.rule.risk]))];
+  for (const f of adv.findings) {
+    out.push(el("h4", {}, `${f.id} — evidence`), table(f.columns, f.rows.map((r) => r.map((v) => String(v).slice(0, 80)))));
+  }
+  const hb = rank.hta_breakdowns;
+  if (hb) {
+    out.push(el("h4", {}, "HTA idle breakdown per stream (HTA's window)"), table(["stream", "host wait %", "kernel wait %", "other %", "idle µs"],
+      hb.hta.idle_by_stream.map((s) => [s.stream, num(s.host_wait_pct, 2), num(s.kernel_wait_pct, 2), num(s.other_pct, 2), num(s.idle_us, 0)])));
+  }
+  return out;
+}
+
 function renderOverview(payload) {
   const a = payload.analysis, root = document.getElementById("view-overview");
   const blocks = [el("p", { class: "small", "data-testid": "request" }, `GET ${payload.request} · phase ${payload.phase}`)];
@@ -117,7 +134,8 @@ function renderOverview(payload) {
       el("h3", {}, "Step breakdown (µs)"), breakdownTable(rank),
       ...evidenceTables(scope.verdict, rank),
       el("h3", {}, "Root causes"), rootCauses(scope),
-      el("h3", {}, "Recommendations"), ...recommendations(rank, scope));
+      el("h3", {}, "Recommendations"), ...recommendations(rank, scope),
+      el("h3", { "data-testid": "advisor" }, "Advisor findings (beside the verdict)"), ...advisorFindings(rank));
   }
   blocks.push(el("h2", {}, `Warnings (${a.warnings.length})`),
     el("ul", { "data-testid": "warnings" }, a.warnings.map((w) => el("li", { class: "warn" }, w))));

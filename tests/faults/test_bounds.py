@@ -1,0 +1,94 @@
+"""Integers beyond int64 and oversized inputs are clear errors (issue: "tracebacks with exit 1" —
+``ProfilerStep#<26 digits>``, ``distributedInfo.rank``, a rank directory name, ``search --devices 2**63``; "hangs" —
+a 6.4·10^10-layout ``search`` space ran with no total and Ctrl-C gave a traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analyzer.ingest import events as ev
+from analyzer.ingest.kineto import rank_of
+from estimator.search.space import SpaceError, check_size
+from ndval.harness.cli import main
+from tests.analyzer.synthetic import prefill_decode_steps, write_rank
+
+LLAMA = Path(__file__).parents[2] / "estimator" / "examples" / "llama3-8b-h100.yaml"
+
+
+def test_step_number_beyond_int64_is_a_clear_error() -> None:
+    names = np.array(["ProfilerStep#" + "9" * 26], dtype=object)
+    with pytest.raises(ValueError, match="beyond int64"):
+        ev.step_numbers(names, np.array([True]))
+
+
+def test_analyze_step_beyond_int64_exits_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rank = write_rank(tmp_path, prefill_decode_steps())
+    trace = rank / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    events = json.loads(trace.read_text())
+    step = next(e for e in events if str(e.get("name", "")).startswith("ProfilerStep#"))
+    step["name"] = "ProfilerStep#" + "9" * 26
+    trace.write_text(json.dumps(events))
+    assert main(["analyze", str(rank)]) == 2
+    err = capsys.readouterr().err
+    assert "beyond int64" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", [2**70, float("inf")])
+def test_distributed_info_rank_beyond_int64(value: float) -> None:
+    with pytest.raises(ValueError, match=r"distributedInfo\.rank"):
+        rank_of({"distributedInfo": {"rank": value}})
+
+
+def test_rank_folder_name_beyond_int64(tmp_path: Path) -> None:
+    from analyzer.dataset import _rank_hint
+
+    with pytest.raises(ValueError, match="folder name"):
+        _rank_hint(tmp_path / ("rank" + "9" * 25 + "_ascend_pt"))
+
+
+def test_search_devices_beyond_int64_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", str(LLAMA), "--devices", str(2**63)]) == 2
+    assert "--devices must be" in capsys.readouterr().err
+
+
+def test_search_space_beyond_the_bound_is_refused_with_its_size() -> None:
+    space = {f"d{i}": tuple(range(200)) for i in range(5)}  # 3.2·10^11 layouts
+    with pytest.raises(SpaceError, match=r"3\.2e\+11 layouts.*narrow the widest dimensions"):
+        check_size(space)
+    check_size({"d": (1, 2)})
+
+
+def _bomb(path: Path, member_bytes: int) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf, zf.open("xl/worksheets/sheet1.xml", "w") as fh:
+        chunk = b"\0" * (1 << 20)
+        for _ in range(member_bytes >> 20):
+            fh.write(chunk)
+    return path
+
+
+def test_xlsx_zip_bomb_refused_before_reading(tmp_path: Path) -> None:
+    """A 4 MB .xlsx that unpacked to ~1 GB ran add-case until killed; the central directory is checked first."""
+    from ndval.core.archives import ArchiveError, check_zip
+
+    bomb = _bomb(tmp_path / "bomb.xlsx", 8 << 20)
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(ArchiveError, match="compressed"):
+        check_zip(bomb, "xlsx workbook")
+    with pytest.raises(ArchiveError, match="unpacks to 8 MiB"):
+        check_zip(bomb, "xlsx workbook", max_bytes=1 << 20)
+
+
+def test_add_case_csv_named_xlsx_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "peaks.xlsx"
+    src.write_text("config,measured_mb\na,1\n")
+    # --model / --profile / --hardware have no default (none fits every team): given, so the file is what fails
+    assert main(["add-case", "--from", str(src), "--cases-dir", str(tmp_path / "cases"), "--model",
+                 "models/llama3-8b.yaml", "--profile", "megatron", "--hardware", "h100-80g"]) == 2
+    err = capsys.readouterr().err
+    assert "not a zip file" in err and "Traceback" not in err, err

@@ -1,0 +1,64 @@
+"""Trace framing (issue: "silent wrong answers" — two JSON documents in one trace file, concatenated or two gzip
+members, were merged into one rank with no warning and 24 of 429 events lost; data after the document was ignored)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from analyzer.dataset import load_dataset
+from analyzer.ingest.errors import IngestError
+from analyzer.ingest.trailing import describe
+
+#: SYNTHETIC: a minimal Kineto trace (one step, 20 kernels)
+EVENTS = [{"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 1, "tid": 1, "cat": "user_annotation"}] + [
+    {"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": 10 + 40 * i, "dur": 30, "pid": 0, "tid": 7,
+     "args": {"stream": 7, "device": 0}} for i in range(20)]
+DOC = json.dumps({"schemaVersion": 1, "traceEvents": EVENTS, "deviceProperties": [{"name": "x"}]})
+
+
+def _write(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def test_one_document_reads(tmp_path: Path) -> None:
+    ds = load_dataset(_write(tmp_path, "ok.json", DOC.encode() + b"\n"))
+    assert len(ds.ranks) == 1 and len(ds.ranks[0].events) > 0
+
+
+@pytest.mark.parametrize(("name", "data", "rule"), [
+    ("two.json", (DOC + "\n" + DOC).encode(), "2 traces in one file"),
+    ("three.json", (DOC + DOC + DOC).encode(), "3 traces in one file"),
+    ("two.json.gz", gzip.compress(DOC.encode()) * 2, "gzip members"),
+    ("tail.json", (DOC + "garbage").encode(), "data after the JSON document"),
+    ("array.json", (json.dumps(EVENTS) + json.dumps(EVENTS)).encode(), "2 traces in one file"),
+])
+def test_data_after_the_document_is_an_error(tmp_path: Path, name: str, data: bytes, rule: str) -> None:
+    with pytest.raises(IngestError, match=rule):
+        load_dataset(_write(tmp_path, name, data))
+
+
+def test_describe_bounded_second_document() -> None:
+    assert "at least 2 traces" in describe(b'{"traceEvents": [{"ph": "X"')
+    assert describe(b"") == ""
+
+
+@pytest.mark.parametrize(("data", "rule"), [
+    (DOC.encode("utf-16"), "UTF-16"),
+    (__import__("zlib").compress(DOC.encode()), "zlib-compressed"),
+])
+def test_other_encodings_are_named(tmp_path: Path, data: bytes, rule: str) -> None:
+    """UTF-16 and zlib traces gave a bare "not JSON"."""
+    with pytest.raises(IngestError, match=rule):
+        load_dataset(_write(tmp_path, "t.json", data))
+
+
+def test_fifo_trace_is_refused_without_reading(fifo: Path) -> None:
+    """A FIFO trace was "not found" (or, read, would block); now named as a FIFO."""
+    with pytest.raises(IngestError, match="FIFO"):
+        load_dataset(fifo)
