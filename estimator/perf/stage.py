@@ -8,7 +8,8 @@ DP/ZeRO traffic. Stages with the same layers, extras and recompute mode are pric
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from estimator.inputs import derive, params
@@ -417,13 +418,21 @@ def _priced(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
 
 def relabelled(cost: StageCost, stage: int) -> StageCost:
     """``cost`` for another stage with the same layers: every value kept, only ``stage`` differs (a new
-    record, :func:`dataclasses.replace`, with the values ``cost`` already derived — none reads
-    ``stage``; kept per (cost, stage) in the cache registry, so a sweep's stages reuse one record)."""
+    record through the constructor, with the values ``cost`` already derived — none reads ``stage``;
+    kept per (cost, stage) in the cache registry, so a sweep's stages reuse one record)."""
     return cache.held_value(_RELABELLED, (id(cost), stage), cost, _with_stage, cost, stage)
 
 
+#: StageCost's init fields after ``stage`` (its first), read in one call: what :func:`relabelled` passes
+#: to the constructor (what :func:`dataclasses.replace` does, without its per-call walk over the fields)
+_AFTER_STAGE = tuple(f.name for f in fields(StageCost) if f.init)[1:]
+_VALUES_AFTER_STAGE = attrgetter(*_AFTER_STAGE)
+if fields(StageCost)[0].name != "stage" or len(_AFTER_STAGE) != len(fields(StageCost)) - 1:
+    raise TypeError("StageCost: relabelled() expects 'stage' first and every field an init field")
+
+
 def _with_stage(cost: StageCost, stage: int) -> StageCost:
-    out = with_kept_values(cost, replace(cost, stage=stage))
+    out = with_kept_values(cost, StageCost(stage, *_VALUES_AFTER_STAGE(cost)))
     _ORIGINS[id(out)] = (out, origin(cost))
     return out
 

@@ -139,8 +139,8 @@ def _frozen(value: object) -> object:
 def with_kept_values(source: Any, record: R) -> R:
     """``record`` (a copy of ``source`` equal in every field the :class:`kept_property` values read)
     with the values ``source`` already derived: they are pure functions of those fields."""
-    kept = _kept_names(type(source))
-    record.__dict__.update({k: v for k, v in source.__dict__.items() if k in kept})
+    values = source.__dict__
+    record.__dict__.update({k: values[k] for k in _kept_names(type(source)) if k in values})
     return record
 
 
