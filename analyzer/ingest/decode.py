@@ -136,6 +136,8 @@ PHASES: tuple[str, ...] = ("X", "M", "B", "E", "i", "I", "C", "b", "n", "e", "s"
                            "D", "V", "v", "R", "c", "(", ")")
 #: the phases whose fields are read (complete events; metadata: process / thread names).
 READ_PHASES: tuple[str, ...] = ("X", "M")
+#: duration events (begin / end pairs): not read into the event table, counted (``RawTrace.n_duration``).
+DURATION_PHASES: tuple[str, ...] = ("B", "E")
 
 
 def _chunk_decoder(event: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:

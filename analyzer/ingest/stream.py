@@ -97,6 +97,8 @@ class RawTrace:
     n_dropped_bad: int = 0
     #: events dropped under the event-size budget (a name longer than ``Budgets.max_event_bytes``).
     n_too_long: int = 0
+    #: duration events (``B`` / ``E``) seen, by phase: not read into the event table (a warning says so).
+    n_duration: dict[str, int] = field(default_factory=dict)
     truncated: bool = False
     warnings: list[str] = field(default_factory=list)
     layout: str = ""
@@ -256,6 +258,10 @@ def _notes(raw: RawTrace, framer: EventFramer) -> None:
     if framer.n_too_big + raw.n_too_long:
         raw.warnings.append(f"{path}: event-size budget: skipped {framer.n_too_big + raw.n_too_long} events longer than "
                             f"max_event_bytes={b.max_event_bytes:,} (a string that long is not kept)")
+    if raw.n_duration:
+        nb, ne = raw.n_duration.get("B", 0), raw.n_duration.get("E", 0)
+        raw.warnings.append(f"{path}: dropped {nb + ne:,} duration events ('B' begin {nb:,}, 'E' end {ne:,}): only "
+                            "complete ('X') events are read, so the spans they mark are not in the analysis")
     if framer.stopped:
         raw.warnings.append(f"{path}: {framer.stopped}; the rest of the file is not read and the analysis "
                             f"covers only the {raw.n_complete:,} complete events read")
@@ -279,6 +285,8 @@ def _add(raw: RawTrace, events: list[dec.Event] | native.NativeChunk, state: _St
         for e in events:
             if e.ph == "M":
                 _meta(e, raw)
+            elif e.ph in dec.DURATION_PHASES:
+                raw.n_duration[e.ph] = raw.n_duration.get(e.ph, 0) + 1
     if not xs:
         return
     ts = dec.exact_relative_us([e.ts for e in xs], state.base)
