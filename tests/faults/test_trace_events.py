@@ -41,3 +41,13 @@ def test_begin_end_duration_events_are_counted_not_dropped_silently(tmp_path: Pa
 def test_no_begin_end_no_duration_warning(tmp_path: Path) -> None:
     ds = load_dataset(_write(tmp_path, [_step(1, 0, 1000), *_kernels(20)]))
     assert not any("duration events" in w for w in ds.ranks[0].warnings)
+
+
+
+def test_zero_length_step_markers_are_not_evaluable_with_the_cause(tmp_path: Path) -> None:
+    from analyzer.analysis import analyze
+    result = analyze(load_dataset(_write(tmp_path, [_step(1, 0, 0), _step(2, 500, 0), *_kernels(20)])))
+    assert not result.verdict.evaluable and "zero-length steps" in result.verdict.summary, result.verdict.summary
+    text = "\n".join(result.warnings)
+    assert "all 2 ProfilerStep markers have duration 0 (zero-length steps)" in text, text
+    assert "none of the trace's 22 events" in text
