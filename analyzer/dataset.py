@@ -308,12 +308,30 @@ def load_kineto_rank(path: Path, rank: int | None = None, progress: bool | None 
                         f"read as device work: {listed}")
     dropped = (DroppedEvents(raw.n_dropped_bad, "bad ts/dur", {"unparsed": raw.n_dropped_bad}) if raw.n_dropped_bad
                else DroppedEvents())
+    excluded = meta.get(kineto.EXCLUDED_STEPS_KEY) or []
+    if excluded:
+        dropped = _excluded_steps(path, dropped, excluded, warnings)
     totals = "trace (truncated)" if raw.truncated else TOTALS_TRACE
     dropped, totals = _apply_budget(raw, dropped, totals, False, False, warnings)
     groups = meta.pop(kineto.GROUP_ROWS_KEY, None)
     return RankData(rank=r, path=path, events=events, base_ts_us=raw.base_ts_us, meta=meta,
                     tables={} if groups is None else {kineto.GROUP_ROWS_KEY: groups},
                     files={"trace": path}, warnings=warnings, totals_source=totals, dropped_events=dropped)
+
+
+def _excluded_steps(path: Path, dropped: DroppedEvents, excluded: list[dict[str, Any]],
+                    warnings: list[str]) -> DroppedEvents:
+    """A warning per step whose ProfilerStep marker had a bad ts/dur (the step and the events it held are
+    outside the analysed window), and the cause in ``dropped``'s reason and ``by_category``."""
+    parts = []
+    for item in excluded:
+        held = item["events"]
+        what = f"its {held:,} events are in no step" if held is not None else "its start is unreadable too"
+        parts.append(f"step {item['marker']} excluded (marker with a bad ts/dur; {what})")
+        warnings.append(f"{path}: {parts[-1]}: they are outside the analysed window")
+    n_held = sum(int(i["events"] or 0) for i in excluded)
+    by_cat = {**dropped.by_category, "excluded_step_markers": len(excluded), "events_in_excluded_steps": n_held}
+    return DroppedEvents(dropped.count, "; ".join([dropped.reason, *parts]), by_cat)
 
 
 # ----------------------------------------------------------------------------------- event budget

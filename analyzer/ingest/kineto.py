@@ -138,6 +138,29 @@ def unknown_categories(sigs: pd.DataFrame, sig_rows: np.ndarray) -> dict[str, in
     return dict(sorted(out.items()))
 
 
+#: ``meta`` key of the steps whose ProfilerStep marker was dropped (:func:`excluded_steps`).
+EXCLUDED_STEPS_KEY = "excluded_steps"
+
+
+def excluded_steps(raw: RawTrace, sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Per ProfilerStep marker dropped with a bad ts/dur: ``{"marker", "events"}``, the events its step held —
+    those starting at or after the marker's start and before the next readable marker, in no step (``None``
+    when the marker's start is unreadable too: its events cannot be told)."""
+    is_step = (sigs["category"] == ev.STEP).to_numpy(dtype=bool)[arrays["sig"]]
+    starts = np.sort(arrays["ts_us"][is_step])
+    loose = arrays["ts_us"][(arrays["step"] < 0) & ~is_step]
+    out: list[dict[str, Any]] = []
+    for name, rel in raw.bad_steps:
+        held: int | None = None
+        if math.isfinite(rel):
+            start = rel - raw.shift_us
+            later = starts[starts > start]
+            end = float(later[0]) if later.size else math.inf
+            held = int(((loose >= start) & (loose < end)).sum())
+        out.append({"marker": name, "events": held})
+    return out
+
+
 def group_rows(sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> pd.DataFrame | None:
     """The events whose args name their process group (NCCL ``Process Group Name`` / ``Process Group Ranks`` /
     ``Ranks``: the signature's ``task_type`` field, ``decode.process_group_key``): ``ts_us``, ``dur_us``,
@@ -228,6 +251,8 @@ def read_kineto_trace(path: Path, rank: int | None = None, progress: bool | None
     meta["accelerator"] = accelerator(sigs)
     device_sig = (sigs["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool)
     arrays["step"] = launch_steps(device_sig[arrays["sig"]], arrays["corr"], row_steps(sigs, arrays))
+    if raw.bad_steps:
+        meta[EXCLUDED_STEPS_KEY] = excluded_steps(raw, sigs, arrays)
     groups = group_rows(sigs, arrays)
     if groups is not None:
         meta[GROUP_ROWS_KEY] = groups

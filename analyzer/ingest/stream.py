@@ -99,6 +99,9 @@ class RawTrace:
     n_too_long: int = 0
     #: duration events (``B`` / ``E``) seen, by phase: not read into the event table (a warning says so).
     n_duration: dict[str, int] = field(default_factory=dict)
+    #: ``ProfilerStep#N`` markers dropped with a bad ts/dur: (name, relative start µs before the rebase; NaN
+    #: when the start itself is unreadable) — the reader says which step that excluded.
+    bad_steps: list[tuple[str, float]] = field(default_factory=list)
     truncated: bool = False
     warnings: list[str] = field(default_factory=list)
     layout: str = ""
@@ -303,6 +306,8 @@ def _add(raw: RawTrace, events: list[dec.Event] | native.NativeChunk, state: _St
                         [e.cat for e in xs], tt, aux, strict=True))
     sig = _chunk_signatures(raw, keys, bad, state.max_name)
     if bad.any():
+        rows = np.flatnonzero(bad)
+        _note_bad_steps(raw, [xs[i].name for i in rows], ts.rel_us[rows], ts.bad[rows])
         good = ~bad
         ts.rel_us, dur, corr, nbytes = ts.rel_us[good], dur[good], corr[good], nbytes[good]
     cols = (sig, ts.rel_us, dur, corr, nbytes)
@@ -323,12 +328,22 @@ def _add_native(raw: RawTrace, chunk: native.NativeChunk, state: _State) -> None
     got = native.signature_ids(raw.sig_index, raw.sigs, chunk, bad, state.max_name)
     raw.n_too_long += got.n_long
     raw.n_dropped_bad += got.n_bad
+    if got.n_bad:
+        rows = np.flatnonzero(bad)
+        _note_bad_steps(raw, [chunk.keys[k][2] for k in chunk.kidx[rows]], ts.rel_us[rows], ts.bad[rows])
     cols = (got.ids, ts.rel_us, chunk.dur, chunk.corr, chunk.nbytes)
     if len(got.ids) < len(bad):  # unreadable rows or names over the budget dropped
         good = ~bad
         cols = (got.ids, ts.rel_us[good], chunk.dur[good], chunk.corr[good], chunk.nbytes[good])
     raw.n_complete += len(got.ids)
     _append(raw, cols)
+
+
+def _note_bad_steps(raw: RawTrace, names: list[Any], rel_us: np.ndarray, ts_bad: np.ndarray) -> None:
+    """Record the ``ProfilerStep#N`` markers among dropped rows (``RawTrace.bad_steps``)."""
+    for name, t, unreadable in zip(names, rel_us, ts_bad, strict=True):
+        if isinstance(name, str) and name.startswith("ProfilerStep#"):
+            raw.bad_steps.append((name, math.nan if unreadable else float(t)))
 
 
 def _chunk_signatures(raw: RawTrace, keys: list[Any], bad: np.ndarray, max_name: int) -> np.ndarray:

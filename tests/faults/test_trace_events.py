@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from analyzer.dataset import load_dataset
 
 
@@ -51,3 +53,14 @@ def test_zero_length_step_markers_are_not_evaluable_with_the_cause(tmp_path: Pat
     text = "\n".join(result.warnings)
     assert "all 2 ProfilerStep markers have duration 0 (zero-length steps)" in text, text
     assert "none of the trace's 22 events" in text
+
+
+@pytest.mark.parametrize("bad_dur", ["bad", -5])  # msgspec path / native scanner path
+def test_one_bad_step_marker_names_the_excluded_step_and_its_events(tmp_path: Path, bad_dur: Any) -> None:
+    # step 1 [0, 400) holds kernels 0-9; step 2's marker has an unreadable dur, so kernels 10-19 are in no step
+    ds = load_dataset(_write(tmp_path, [_step(1, 0, 400), _step(2, 400, bad_dur), *_kernels(20)]))
+    rank = ds.ranks[0]
+    text = "\n".join(rank.warnings)
+    assert "step ProfilerStep#2 excluded (marker with a bad ts/dur; its 10 events are in no step)" in text, text
+    assert rank.dropped_events.count == 1 and "ProfilerStep#2 excluded" in rank.dropped_events.reason
+    assert rank.dropped_events.by_category == {"unparsed": 1, "excluded_step_markers": 1, "events_in_excluded_steps": 10}
