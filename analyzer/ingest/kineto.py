@@ -36,6 +36,7 @@ from analyzer.ingest import events as ev
 from analyzer.ingest.ascend import row_steps
 from analyzer.ingest.budgets import Budgets, auto_max_events
 from analyzer.ingest.errors import IngestError
+from analyzer.ingest.framing import read_all
 from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame
 
 COMM_KERNEL_RE = re.compile(r"^nccl|.*ncclKernel|^hccl|^rccl", re.IGNORECASE)
@@ -136,6 +137,28 @@ def unknown_categories(sigs: pd.DataFrame, sig_rows: np.ndarray) -> dict[str, in
         if n:
             out[str(c)] = out.get(str(c), 0) + int(n)
     return dict(sorted(out.items()))
+
+
+#: how much of a bare-array trace is sniffed for its shape (:func:`check_not_bare_kineto`).
+SNIFF_BYTES = 4 << 20
+_CAT_RE = re.compile(rb'"cat"\s*:\s*"([^"\\]{1,64})"')
+#: the process names of an Ascend ``trace_view.json`` (torch_npu / msprof exports).
+_ASCEND_PROCESS_RE = re.compile(rb'"(?:Ascend Hardware|CANN|AscendCL|Overlap Analysis)"')
+
+
+def check_not_bare_kineto(path: Path) -> None:
+    """Refuse a bare JSON array of Kineto events (no ``traceEvents`` object), which would be read as Ascend.
+
+    Rule, on the first :data:`SNIFF_BYTES` (decompressed): the events carry a CUDA / ROCm / MTIA device or
+    runtime category (:data:`DEVICE_CATS`, :data:`RUNTIME_CATS`: Kineto's) and no Ascend process name
+    (``Ascend Hardware``, ``CANN``, ``AscendCL``, ``Overlap Analysis``: an Ascend ``trace_view.json``'s)."""
+    head = read_all(path, SNIFF_BYTES)
+    cats = {c.decode("utf-8", "replace") for c in _CAT_RE.findall(head)}
+    kin = sorted(cats & (DEVICE_CATS | RUNTIME_CATS))
+    if kin and not _ASCEND_PROCESS_RE.search(head):
+        raise IngestError(path, "<top level>", f"a bare JSON array of Kineto events (categories {', '.join(kin)}; no "
+                          "Ascend process names): a Kineto trace is an object with 'traceEvents' — wrap the array as "
+                          '{"traceEvents": [...]}')
 
 
 #: ``meta`` key of the steps whose ProfilerStep marker was dropped (:func:`excluded_steps`).

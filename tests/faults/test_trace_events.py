@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from analyzer.dataset import load_dataset
+from analyzer.ingest.errors import IngestError
 
 
 def _kernels(n: int, t0: int = 10) -> list[dict[str, Any]]:
@@ -64,3 +65,20 @@ def test_one_bad_step_marker_names_the_excluded_step_and_its_events(tmp_path: Pa
     assert "step ProfilerStep#2 excluded (marker with a bad ts/dur; its 10 events are in no step)" in text, text
     assert rank.dropped_events.count == 1 and "ProfilerStep#2 excluded" in rank.dropped_events.reason
     assert rank.dropped_events.by_category == {"unparsed": 1, "excluded_step_markers": 1, "events_in_excluded_steps": 10}
+
+
+@pytest.mark.parametrize("name", ["bare.json", "trace_view.json"])
+def test_bare_array_kineto_trace_is_refused_not_read_as_ascend(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text(json.dumps([_step(1, 0, 1000), *_kernels(20)]))
+    with pytest.raises(IngestError) as err:
+        load_dataset(path)
+    text = str(err.value)
+    assert str(path) in text and "bare JSON array of Kineto events (categories kernel" in text and "traceEvents" in text
+
+
+def test_bare_array_with_ascend_process_names_is_still_ascend(tmp_path: Path) -> None:
+    meta = {"ph": "M", "name": "process_name", "pid": 9, "tid": 0, "args": {"name": "Ascend Hardware"}}
+    path = tmp_path / "trace_view.json"
+    path.write_text(json.dumps([meta, _step(1, 0, 1000), *_kernels(20)]))
+    assert load_dataset(path).source_format == "ascend"
