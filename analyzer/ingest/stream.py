@@ -42,9 +42,10 @@ import numpy as np
 import pandas as pd
 
 from analyzer.ingest import decode as dec
-from analyzer.ingest import native
+from analyzer.ingest import durations, native
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.chunks import EventFramer, not_json
+from analyzer.ingest.durations import DurationPairs
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.framing import open_source, read_all
 from analyzer.ingest.thinning import Thinning
@@ -97,8 +98,8 @@ class RawTrace:
     n_dropped_bad: int = 0
     #: events dropped under the event-size budget (a name longer than ``Budgets.max_event_bytes``).
     n_too_long: int = 0
-    #: duration events (``B`` / ``E``) seen, by phase: not read into the event table (a warning says so).
-    n_duration: dict[str, int] = field(default_factory=dict)
+    #: duration events (``B`` / ``E``) paired into complete events, and the ones that could not be (by cause).
+    durations: DurationPairs = field(default_factory=DurationPairs)
     #: ``ProfilerStep#N`` markers dropped with a bad ts/dur: (name, relative start µs before the rebase; NaN
     #: when the start itself is unreadable) — the reader says which step that excluded.
     bad_steps: list[tuple[str, float]] = field(default_factory=list)
@@ -261,10 +262,9 @@ def _notes(raw: RawTrace, framer: EventFramer) -> None:
     if framer.n_too_big + raw.n_too_long:
         raw.warnings.append(f"{path}: event-size budget: skipped {framer.n_too_big + raw.n_too_long} events longer than "
                             f"max_event_bytes={b.max_event_bytes:,} (a string that long is not kept)")
-    if raw.n_duration:
-        nb, ne = raw.n_duration.get("B", 0), raw.n_duration.get("E", 0)
-        raw.warnings.append(f"{path}: dropped {nb + ne:,} duration events ('B' begin {nb:,}, 'E' end {ne:,}): only "
-                            "complete ('X') events are read, so the spans they mark are not in the analysis")
+    paired = durations.note(path, raw.durations)
+    if paired:
+        raw.warnings.append(paired)
     if framer.stopped:
         raw.warnings.append(f"{path}: {framer.stopped}; the rest of the file is not read and the analysis "
                             f"covers only the {raw.n_complete:,} complete events read")
@@ -289,7 +289,9 @@ def _add(raw: RawTrace, events: list[dec.Event] | native.NativeChunk, state: _St
             if e.ph == "M":
                 _meta(e, raw)
             elif e.ph in dec.DURATION_PHASES:
-                raw.n_duration[e.ph] = raw.n_duration.get(e.ph, 0) + 1
+                done = raw.durations.add(e, dec.KinetoEvent if state.kineto else dec.Event)
+                if done is not None:
+                    xs.append(done)
     if not xs:
         return
     ts = dec.exact_relative_us([e.ts for e in xs], state.base)

@@ -30,20 +30,27 @@ def _write(tmp_path: Path, events: list[dict[str, Any]], name: str = "t.json") -
     return path
 
 
-def test_begin_end_duration_events_are_counted_not_dropped_silently(tmp_path: Path) -> None:
+def test_begin_end_duration_events_are_paired_not_dropped_silently(tmp_path: Path) -> None:
     be = [{"ph": "B", "name": "fwd", "ts": 20, "pid": 1, "tid": 1, "cat": "user_annotation"},
+          {"ph": "B", "name": "inner", "ts": 30, "pid": 1, "tid": 1, "cat": "user_annotation"},
+          {"ph": "E", "ts": 100, "pid": 1, "tid": 1},  # closes "inner" (the most recent open B of the thread)
           {"ph": "E", "name": "fwd", "ts": 400, "pid": 1, "tid": 1, "cat": "user_annotation"},
-          {"ph": "B", "name": "bwd", "ts": 500, "pid": 1, "tid": 1, "cat": "user_annotation"},
-          {"ph": "E", "ts": 900, "pid": 1, "tid": 1}]
+          {"ph": "E", "ts": 450, "pid": 1, "tid": 2},  # no open B on tid 2
+          {"ph": "B", "name": "bwd", "ts": 500, "pid": 1, "tid": 1, "cat": "user_annotation"}]  # never closed
     ds = load_dataset(_write(tmp_path, [_step(1, 0, 1000), *_kernels(20), *be]))
+    events = ds.ranks[0].events
+    assert len(events) == 23  # the 21 complete events and 2 pairs
+    spans = {n: (t, d) for n, t, d in zip(events["name"], events["ts_us"], events["dur_us"], strict=True)}
+    t0 = spans["ProfilerStep#1"][0]
+    assert spans["fwd"] == (t0 + 20, 380) and spans["inner"] == (t0 + 30, 70)
     text = "\n".join(ds.ranks[0].warnings)
-    assert "dropped 4 duration events ('B' begin 2, 'E' end 2)" in text, text
-    assert len(ds.ranks[0].events) == 21  # the complete events are all kept
+    assert ("2 begin/end ('B'/'E') pairs read as complete events; dropped 2 duration events that could not be "
+            "paired (unclosed begin 1, unmatched end 1)") in text, text
 
 
 def test_no_begin_end_no_duration_warning(tmp_path: Path) -> None:
     ds = load_dataset(_write(tmp_path, [_step(1, 0, 1000), *_kernels(20)]))
-    assert not any("duration events" in w for w in ds.ranks[0].warnings)
+    assert not any("begin/end" in w or "duration events" in w for w in ds.ranks[0].warnings)
 
 
 
