@@ -308,12 +308,29 @@ def load_kineto_rank(path: Path, rank: int | None = None, progress: bool | None 
                         f"read as device work: {listed}")
     dropped = (DroppedEvents(raw.n_dropped_bad, "bad ts/dur", {"unparsed": raw.n_dropped_bad}) if raw.n_dropped_bad
                else DroppedEvents())
+    if meta.get(kineto.EXCLUDED_STEPS_KEY):
+        dropped = _excluded_steps(path, dropped, meta[kineto.EXCLUDED_STEPS_KEY], warnings)
     totals = "trace (truncated)" if raw.truncated else TOTALS_TRACE
     dropped, totals = _apply_budget(raw, dropped, totals, False, False, warnings)
     groups = meta.pop(kineto.GROUP_ROWS_KEY, None)
     return RankData(rank=r, path=path, events=events, base_ts_us=raw.base_ts_us, meta=meta,
                     tables={} if groups is None else {kineto.GROUP_ROWS_KEY: groups},
                     files={"trace": path}, warnings=warnings, totals_source=totals, dropped_events=dropped)
+
+
+def _excluded_steps(path: Path, dropped: DroppedEvents, excluded: list[dict[str, Any]],
+                    warnings: list[str]) -> DroppedEvents:
+    """A warning per step whose ProfilerStep marker had a bad ts/dur (the step and the events it held are
+    outside the analysed window), and the cause in ``dropped``'s reason and ``by_category``."""
+    parts = []
+    for item in excluded:
+        held = item["events"]
+        parts.append(f"step {item['marker']} excluded (marker with a bad ts/dur; "
+                     + (f"its {held:,} events are in no step)" if held is not None else "its start is unreadable too)"))
+        warnings.append(f"{path}: {parts[-1]}: they are outside the analysed window")
+    n_held = sum(int(i["events"] or 0) for i in excluded)
+    by_cat = {**dropped.by_category, "excluded_step_markers": len(excluded), "events_in_excluded_steps": n_held}
+    return DroppedEvents(dropped.count, "; ".join([dropped.reason, *parts]), by_cat)
 
 
 # ----------------------------------------------------------------------------------- event budget
@@ -402,6 +419,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
                             "budgets": budgets}
     if p.is_file():
         if p.name == "trace_view.json" or (p.suffix == ".json" and sniff_layout(p) == "array"):
+            if sniff_layout(p) == "array":  # content decides: a bare Kineto array is refused, not read as Ascend
+                kineto.check_not_bare_kineto(p)
             rd = [load_ascend_rank(p, strict=strict, **opts)]
             return _finish(p, "ascend", rd)
         if _is_kineto_file(p):

@@ -72,7 +72,7 @@ def assess(ind: IndicatorSet, th: Thresholds, accelerator: str, device_table: bo
                        "time and shares are reported, no bottleneck is scored")
     if n_dev == 0 and not device_table:
         what = (f"a CPU-only capture: {int(n_events):,} host events, 0 device events" if n_events
-                else "no trace timeline (tables only)")
+                else "no event in the analysed window: no trace timeline, or zero-length steps")
         reasons.append(f"no device activity ({what}): there is nothing on the device to judge")
     elif not device_table and not passes(n_dev, th["minDeviceEvents"]):
         reasons.append(f"only {int(n_dev):,} device work events: gate {_gate_text(th, 'minDeviceEvents')}")

@@ -124,6 +124,19 @@ def marker_steps(events: pd.DataFrame) -> list[Step]:
     return out
 
 
+def zero_length_notes(steps: list[Step], events: pd.DataFrame) -> list[str]:
+    """A note when ProfilerStep markers have duration 0: a zero-length step holds no event, so the analysed
+    window (the steps) is empty or short — stated with the counts, never a silent empty scope."""
+    zero = [s for s in steps if s.end_us <= s.start_us]
+    if not zero:
+        return []
+    if len(zero) < len(steps):
+        return [f"{len(zero)} of {len(steps)} ProfilerStep markers have duration 0 (zero-length steps): they hold "
+                "no events and add nothing to the analysed window"]
+    return [f"all {len(steps)} ProfilerStep markers have duration 0 (zero-length steps): the analysed window (the "
+            f"steps) holds none of the trace's {len(events):,} events, so nothing in it can be judged"]
+
+
 def scope_steps(events: pd.DataFrame) -> list[Step]:
     """Steps from vLLM model-step scopes (annotation rows such as ``execute_model``)."""
     ann = events[(events["category"] == ev.ANNOTATION) & (events["side"] == ev.SIDE_HOST)]
@@ -256,7 +269,7 @@ def plan_phases(events: pd.DataFrame, th: Thresholds, step_table: pd.DataFrame |
         steps, step_source = scope_steps(events), SCOPE_SOURCE
     if not steps:
         steps, step_source = gap_steps(events, th.v("inferredStepGapUs")), "inferred from device-activity gaps (no step markers)"
-    notes: list[str] = []
+    notes: list[str] = zero_length_notes(steps, events) if step_source == MARKER_SOURCE else []
     if not steps:
         steps, step_source = [Step(0, -1, *window)], "capture window (no step markers and no step-separating gaps)"
     if len(steps) == 1:

@@ -135,7 +135,9 @@ class Format:
 PHASES: tuple[str, ...] = ("X", "M", "B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O",
                            "D", "V", "v", "R", "c", "(", ")")
 #: the phases whose fields are read (complete events; metadata: process / thread names).
-READ_PHASES: tuple[str, ...] = ("X", "M")
+#: duration events (begin / end pairs): paired into complete events (``analyzer.ingest.durations``).
+DURATION_PHASES: tuple[str, ...] = ("B", "E")
+READ_PHASES: tuple[str, ...] = ("X", "M", *DURATION_PHASES)
 
 
 def _chunk_decoder(event: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:

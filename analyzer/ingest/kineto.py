@@ -36,6 +36,7 @@ from analyzer.ingest import events as ev
 from analyzer.ingest.ascend import row_steps
 from analyzer.ingest.budgets import Budgets, auto_max_events
 from analyzer.ingest.errors import IngestError
+from analyzer.ingest.framing import read_all
 from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame
 
 COMM_KERNEL_RE = re.compile(r"^nccl|.*ncclKernel|^hccl|^rccl", re.IGNORECASE)
@@ -138,6 +139,51 @@ def unknown_categories(sigs: pd.DataFrame, sig_rows: np.ndarray) -> dict[str, in
     return dict(sorted(out.items()))
 
 
+#: how much of a bare-array trace is sniffed for its shape (:func:`check_not_bare_kineto`).
+SNIFF_BYTES = 4 << 20
+_CAT_RE = re.compile(rb'"cat"\s*:\s*"([^"\\]{1,64})"')
+#: the process names of an Ascend ``trace_view.json`` (torch_npu / msprof exports).
+_ASCEND_PROCESS_RE = re.compile(rb'"(?:Ascend Hardware|CANN|AscendCL|Overlap Analysis)"')
+
+
+def check_not_bare_kineto(path: Path) -> None:
+    """Refuse a bare JSON array of Kineto events (no ``traceEvents`` object), which would be read as Ascend.
+
+    Rule, on the first :data:`SNIFF_BYTES` (decompressed): the events carry a CUDA / ROCm / MTIA device or
+    runtime category (:data:`DEVICE_CATS`, :data:`RUNTIME_CATS`: Kineto's) and no Ascend process name
+    (``Ascend Hardware``, ``CANN``, ``AscendCL``, ``Overlap Analysis``: an Ascend ``trace_view.json``'s)."""
+    head = read_all(path, SNIFF_BYTES)
+    cats = {c.decode("utf-8", "replace") for c in _CAT_RE.findall(head)}
+    kin = sorted(cats & (DEVICE_CATS | RUNTIME_CATS))
+    if kin and not _ASCEND_PROCESS_RE.search(head):
+        raise IngestError(path, "<top level>", f"a bare JSON array of Kineto events (categories {', '.join(kin)}; no "
+                          "Ascend process names): a Kineto trace is an object with 'traceEvents' — wrap the array as "
+                          '{"traceEvents": [...]}')
+
+
+#: ``meta`` key of the steps whose ProfilerStep marker was dropped (:func:`excluded_steps`).
+EXCLUDED_STEPS_KEY = "excluded_steps"
+
+
+def excluded_steps(raw: RawTrace, sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Per ProfilerStep marker dropped with a bad ts/dur: ``{"marker", "events"}``, the events its step held —
+    those starting at or after the marker's start and before the next readable marker, in no step (``None``
+    when the marker's start is unreadable too: its events cannot be told)."""
+    is_step = (sigs["category"] == ev.STEP).to_numpy(dtype=bool)[arrays["sig"]]
+    starts = np.sort(arrays["ts_us"][is_step])
+    loose = arrays["ts_us"][(arrays["step"] < 0) & ~is_step]
+    out: list[dict[str, Any]] = []
+    for name, rel in raw.bad_steps:
+        held: int | None = None
+        if math.isfinite(rel):
+            start = rel - raw.shift_us
+            later = starts[starts > start]
+            end = float(later[0]) if later.size else math.inf
+            held = int(((loose >= start) & (loose < end)).sum())
+        out.append({"marker": name, "events": held})
+    return out
+
+
 def group_rows(sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> pd.DataFrame | None:
     """The events whose args name their process group (NCCL ``Process Group Name`` / ``Process Group Ranks`` /
     ``Ranks``: the signature's ``task_type`` field, ``decode.process_group_key``): ``ts_us``, ``dur_us``,
@@ -228,6 +274,8 @@ def read_kineto_trace(path: Path, rank: int | None = None, progress: bool | None
     meta["accelerator"] = accelerator(sigs)
     device_sig = (sigs["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool)
     arrays["step"] = launch_steps(device_sig[arrays["sig"]], arrays["corr"], row_steps(sigs, arrays))
+    if raw.bad_steps:
+        meta[EXCLUDED_STEPS_KEY] = excluded_steps(raw, sigs, arrays)
     groups = group_rows(sigs, arrays)
     if groups is not None:
         meta[GROUP_ROWS_KEY] = groups

@@ -39,7 +39,9 @@ PATH: str = "native" if AVAILABLE else "msgspec"
 #: scanner apply the depth budget); at most half the budget, so msgspec (which accepts about the
 #: budget under ``chunks._cap_recursion``) would accept every chunk accepted here.
 NATIVE_MAX_DEPTH = 256
-_PHASES = "".join(dec.PHASES).encode()
+#: phases the scanner accepts: every phase but the duration pairs ``B``/``E`` (a chunk holding one is
+#: refused and decoded by msgspec, where ``stream`` counts them: never skipped silently).
+_PHASES = "".join(p for p in dec.PHASES if p not in dec.DURATION_PHASES).encode()
 assert all(len(p) == 1 for p in dec.PHASES), "the native scanner matches one-character phases"
 
 

@@ -42,9 +42,10 @@ import numpy as np
 import pandas as pd
 
 from analyzer.ingest import decode as dec
-from analyzer.ingest import native
+from analyzer.ingest import durations, native
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.chunks import EventFramer, not_json
+from analyzer.ingest.durations import DurationPairs
 from analyzer.ingest.errors import IngestError
 from analyzer.ingest.framing import open_source, read_all
 from analyzer.ingest.thinning import Thinning
@@ -97,6 +98,11 @@ class RawTrace:
     n_dropped_bad: int = 0
     #: events dropped under the event-size budget (a name longer than ``Budgets.max_event_bytes``).
     n_too_long: int = 0
+    #: duration events (``B`` / ``E``) paired into complete events, and the ones that could not be (by cause).
+    durations: DurationPairs = field(default_factory=DurationPairs)
+    #: ``ProfilerStep#N`` markers dropped with a bad ts/dur: (name, relative start µs before the rebase; NaN
+    #: when the start itself is unreadable) — the reader says which step that excluded.
+    bad_steps: list[tuple[str, float]] = field(default_factory=list)
     truncated: bool = False
     warnings: list[str] = field(default_factory=list)
     layout: str = ""
@@ -256,6 +262,9 @@ def _notes(raw: RawTrace, framer: EventFramer) -> None:
     if framer.n_too_big + raw.n_too_long:
         raw.warnings.append(f"{path}: event-size budget: skipped {framer.n_too_big + raw.n_too_long} events longer than "
                             f"max_event_bytes={b.max_event_bytes:,} (a string that long is not kept)")
+    paired = durations.note(path, raw.durations)
+    if paired:
+        raw.warnings.append(paired)
     if framer.stopped:
         raw.warnings.append(f"{path}: {framer.stopped}; the rest of the file is not read and the analysis "
                             f"covers only the {raw.n_complete:,} complete events read")
@@ -279,6 +288,10 @@ def _add(raw: RawTrace, events: list[dec.Event] | native.NativeChunk, state: _St
         for e in events:
             if e.ph == "M":
                 _meta(e, raw)
+            elif e.ph in dec.DURATION_PHASES:
+                done = raw.durations.add(e, dec.KinetoEvent if state.kineto else dec.Event)
+                if done is not None:
+                    xs.append(done)
     if not xs:
         return
     ts = dec.exact_relative_us([e.ts for e in xs], state.base)
@@ -295,6 +308,8 @@ def _add(raw: RawTrace, events: list[dec.Event] | native.NativeChunk, state: _St
                         [e.cat for e in xs], tt, aux, strict=True))
     sig = _chunk_signatures(raw, keys, bad, state.max_name)
     if bad.any():
+        rows = np.flatnonzero(bad)
+        _note_bad_steps(raw, [xs[i].name for i in rows], ts.rel_us[rows], ts.bad[rows])
         good = ~bad
         ts.rel_us, dur, corr, nbytes = ts.rel_us[good], dur[good], corr[good], nbytes[good]
     cols = (sig, ts.rel_us, dur, corr, nbytes)
@@ -315,12 +330,22 @@ def _add_native(raw: RawTrace, chunk: native.NativeChunk, state: _State) -> None
     got = native.signature_ids(raw.sig_index, raw.sigs, chunk, bad, state.max_name)
     raw.n_too_long += got.n_long
     raw.n_dropped_bad += got.n_bad
+    if got.n_bad:
+        rows = np.flatnonzero(bad)
+        _note_bad_steps(raw, [chunk.keys[k][2] for k in chunk.kidx[rows]], ts.rel_us[rows], ts.bad[rows])
     cols = (got.ids, ts.rel_us, chunk.dur, chunk.corr, chunk.nbytes)
     if len(got.ids) < len(bad):  # unreadable rows or names over the budget dropped
         good = ~bad
         cols = (got.ids, ts.rel_us[good], chunk.dur[good], chunk.corr[good], chunk.nbytes[good])
     raw.n_complete += len(got.ids)
     _append(raw, cols)
+
+
+def _note_bad_steps(raw: RawTrace, names: list[Any], rel_us: np.ndarray, ts_bad: np.ndarray) -> None:
+    """Record the ``ProfilerStep#N`` markers among dropped rows (``RawTrace.bad_steps``)."""
+    for name, t, unreadable in zip(names, rel_us, ts_bad, strict=True):
+        if isinstance(name, str) and name.startswith("ProfilerStep#"):
+            raw.bad_steps.append((name, math.nan if unreadable else float(t)))
 
 
 def _chunk_signatures(raw: RawTrace, keys: list[Any], bad: np.ndarray, max_name: int) -> np.ndarray:

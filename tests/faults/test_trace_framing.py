@@ -17,6 +17,8 @@ from analyzer.ingest.trailing import describe
 EVENTS = [{"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 1, "tid": 1, "cat": "user_annotation"}] + [
     {"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": 10 + 40 * i, "dur": 30, "pid": 0, "tid": 7,
      "args": {"stream": 7, "device": 0}} for i in range(20)]
+#: SYNTHETIC: the same events as a bare array with an Ascend process name (a bare Kineto array is refused by its content)
+ASCEND = [{"ph": "M", "name": "process_name", "pid": 9, "tid": 0, "args": {"name": "Ascend Hardware"}}, *EVENTS]
 DOC = json.dumps({"schemaVersion": 1, "traceEvents": EVENTS, "deviceProperties": [{"name": "x"}]})
 
 
@@ -36,7 +38,7 @@ def test_one_document_reads(tmp_path: Path) -> None:
     ("three.json", (DOC + DOC + DOC).encode(), "3 traces in one file"),
     ("two.json.gz", gzip.compress(DOC.encode()) * 2, "gzip members"),
     ("tail.json", (DOC + "garbage").encode(), "data after the JSON document"),
-    ("array.json", (json.dumps(EVENTS) + json.dumps(EVENTS)).encode(), "2 traces in one file"),
+    ("array.json", (json.dumps(ASCEND) + json.dumps(ASCEND)).encode(), "2 traces in one file"),
 ])
 def test_data_after_the_document_is_an_error(tmp_path: Path, name: str, data: bytes, rule: str) -> None:
     with pytest.raises(IngestError, match=rule):
