@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ndval.core.atomic import is_stdout, write_output
+from ndval.harness.commands.documents import console_for, write_documents
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -139,19 +139,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"ndval analyze: error: {args.path}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     outputs = ((args.json, report.to_json), (args.markdown, report.to_markdown), (args.html, report.to_html))
-    console = sys.stderr if any(is_stdout(out) for out, _ in outputs) else sys.stdout  # stdout: the document only
+    console = console_for(outputs)  # stdout: the document only
     print(_summary(analysis), file=console)
     for line in _warnings(analysis):  # warnings are diagnostics: stderr, never mixed into the output
         print(line, file=sys.stderr)
-    for out, render in outputs:
-        if out is None:
-            continue
-        try:
-            where = write_output(out, render(analysis))
-        except OSError as exc:
-            print(f"ndval analyze: error: {out}: cannot write ({exc})", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        print(f"wrote {where}", file=console)
+    if not write_documents("analyze", outputs, analysis, console):
+        return EXIT_BAD_INPUT
     if dataset.unreadable:  # the readable ranks were judged; say how many of all
         total = len(dataset.ranks) + len(dataset.unreadable)
         print(f"ndval analyze: judged {len(dataset.ranks)} of {total} ranks; {len(dataset.unreadable)} unreadable "

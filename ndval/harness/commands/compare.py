@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ndval.core.atomic import is_stdout, write_output
+from ndval.harness.commands.documents import console_for, write_documents
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -152,15 +152,8 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
     comparison = compare(analyses[0], analyses[1])
     outputs = ((args.json, lambda c: c.to_json()), (args.markdown, render_markdown), (args.html, render_html))
-    console = sys.stderr if any(is_stdout(out) for out, _ in outputs) else sys.stdout  # stdout: the document only
+    console = console_for(outputs)  # stdout: the document only
     print(summary_text(comparison, args.top), file=console)
-    for out, render in outputs:
-        if out is None:
-            continue
-        try:
-            where = write_output(out, render(comparison))
-        except OSError as exc:
-            print(f"ndval compare: error: {out}: cannot write ({exc})", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        print(f"wrote {where}", file=console)
+    if not write_documents("compare", outputs, comparison, console):
+        return EXIT_BAD_INPUT
     return EXIT_OK
