@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from estimator.config.errors import did_you_mean
+from estimator.inputs import hybrid
 from estimator.inputs.recipes import RecipeName
 from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
 
@@ -99,7 +100,7 @@ class ModelConfig(StrictSection):
     #: (up, down)
     activation: Literal["swiglu", "quick_geglu", "gelu", "squared_relu"] = "swiglu"
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
-    position_embedding: Literal["rope", "learned"] = "rope"
+    position_embedding: Literal["rope", "learned", "none"] = "rope"  # none: Nemotron-H (--position-embedding-type none)
     #: per-head RMSNorm of q and k before RoPE (Qwen3 ``q_norm``/``k_norm``, Megatron ``--qk-layernorm``):
     #: 2·d weights per layer, its inputs kept for backward; MHA/GQA only (MLA normalises its latents)
     qk_norm: bool = False
@@ -110,6 +111,20 @@ class ModelConfig(StrictSection):
     #: with ``sliding_window``: every n-th layer (layer i with (i+1) % n == 0) attends to the whole
     #: sequence, the others through the window (GPT-OSS alternates: 2); 0 = every layer windowed
     global_attention_every: int = Field(default=0, ge=0)
+    #: hybrid stack, Megatron's ``--hybrid-override-pattern``: one of M (Mamba-2) * (attention) - (dense MLP)
+    #: E (MoE) per layer (:mod:`estimator.inputs.hybrid`); None = every layer attention + MLP
+    hybrid_override_pattern: str | None = None
+    #: the Mamba-2 mixer (Megatron-Core defaults, :mod:`estimator.inputs.hybrid`): heads (None: 2h/head dim),
+    #: head dim, state N (d_state), B/C groups, causal-conv kernel, SSD chunk
+    mamba_num_heads: int | None = Field(default=None, ge=1)
+    mamba_head_dim: int = Field(default=hybrid.MAMBA_DEFAULT_HEAD_DIM, ge=1)
+    mamba_state_dim: int = Field(default=hybrid.MAMBA_DEFAULT_STATE_DIM, ge=1)
+    mamba_num_groups: int = Field(default=hybrid.MAMBA_DEFAULT_NUM_GROUPS, ge=1)
+    mamba_conv_kernel: int = Field(default=hybrid.MAMBA_DEFAULT_CONV_KERNEL, ge=1)
+    mamba_chunk_size: int = Field(default=hybrid.MAMBA_DEFAULT_CHUNK_SIZE, ge=1)
+    #: latent MoE, Megatron's ``--moe-latent-size``: routed experts work in this width between an h→L and an
+    #: L→h projection (:mod:`estimator.inputs.params`)
+    moe_latent_size: int | None = Field(default=None, ge=1)
     assumed: dict[str, str] = Field(default_factory=dict, description="field -> why the value is assumed")
     source_facts: dict[str, str] = Field(
         default_factory=dict,
@@ -174,6 +189,8 @@ class ModelConfig(StrictSection):
         if self.global_attention_every and self.sliding_window is None:
             raise config_rule("model.global_attention_every", "needs model.sliding_window (the window of the "
                               "other layers); a valid example: {sliding_window: 128, global_attention_every: 2}")
+        if (broken := hybrid.pattern_rule(self)) is not None:
+            raise config_rule(*broken)
         return self
 
 

@@ -1,10 +1,12 @@
 """Architecture features a measured row states in its ``notes`` (the measured README: notes hold what the
-columns cannot), and the hybrid stacks the estimator refuses. Used by
+columns cannot), including the hybrid Mamba-2 / attention / MoE stacks (Nemotron-H, Nemotron-3). Used by
 :func:`estimator.experiments.measured.config_from_measured_row`.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from estimator.config.errors import ConfigError
@@ -18,23 +20,102 @@ NOTE_FEATURES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("sliding window (128,0) on alternate layers", {"sliding_window": 128, "global_attention_every": 2}),
     ("learnable softmax sink", {"attention_sinks": True}),
 )
-#: a phrase of ``notes`` naming a hybrid Mamba stack, which the estimator does not model
+#: a phrase of ``notes`` naming a hybrid Mamba stack (its facts: :data:`HYBRID_NOTE_FACTS`)
 HYBRID_MAMBA_NOTE = "hybrid mamba"
+#: what a hybrid row's (lower-case) notes state, as the Bridge Blackwell rows spell it: model field -> pattern
+#: (the layer pattern as Bridge's ``hybrid_layer_pattern`` or Megatron's ``--hybrid-override-pattern``, the
+#: mamba heads × head dim, the state size, the B/C groups, the latent MoE width)
+HYBRID_NOTE_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("hybrid_override_pattern", re.compile(r"(?:hybrid_layer_pattern|--hybrid-override-pattern) ([m*e\-]+)")),
+    ("mamba_num_heads", re.compile(r"mamba (\d+) ?(?:heads )?x ?\d+")),
+    ("mamba_head_dim", re.compile(r"mamba \d+ ?(?:heads )?x ?(\d+)")),
+    ("mamba_state_dim", re.compile(r"\bstate (\d+)")),
+    ("mamba_num_groups", re.compile(r"\b(\d+) groups\b")),
+    ("moe_latent_size", re.compile(r"--moe-latent-size (\d+)")),
+)
+#: the fields a hybrid row must state (in notes or as a source fact) to be estimated
+HYBRID_REQUIRED = ("hybrid_override_pattern", "mamba_num_heads", "mamba_head_dim", "mamba_state_dim",
+                   "mamba_num_groups")
+#: the Bridge provider the Nano rows cite (their notes), from which Lightning is built (its notes)
+_NANO_PROVIDER = ("NVIDIA-NeMo/Megatron-Bridge@067f987df0:src/megatron/bridge/recipes/nemotronh/h100/"
+                  "nemotron_3_nano.py (as transcribed in the Nano rows' notes)")
+_NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+#: Nemotron-H's vocabulary (the Bridge rows leave vocab empty: the tokenizer comes from the HF checkpoint)
+_NEMOTRON_VOCAB = (131072, "not stated by the row (tokenizer from HF); NemotronHConfig vocab_size = 131072 "
+                   "(NVIDIA configuration_nemotron_h.py, as documented at docs.vllm.ai transformers_utils/configs/"
+                   "nemotron_h); consistent with NVIDIA's Nemotron 3 white paper: Nano 3.2B active, 3.6B with "
+                   "embeddings (131072·2688 = 0.35B)")
+_SUPER_PROVIDER = ("NVIDIA-NeMo/Megatron-Bridge@160ccccbb4:src/megatron/bridge/models/nemotronh/nemotron_h_provider.py "
+                   "Nemotron3SuperProvider: mamba_state_dim 128, mamba_num_groups 8 (NemotronHModelProvider)")
+_ULTRA_DEFAULTS = ("not set by the row's launch config (NVIDIA/Megatron-LM@07321821f8 NVIDIA-Nemotron-3-Ultra-"
+                   "550B-A55B-BF16.sh), so Megatron-Core's defaults apply: transformer_config.py@d98e8a64dd "
+                   "mamba_state_dim = 128, mamba_num_groups = 8")
+#: published facts for hybrid rows whose notes leave a value out: (source_id, model_name) -> {config path:
+#: (value, citation)} (merged into :data:`estimator.experiments.measured.SOURCE_FACTS`)
+_BRIDGE = "mbridge_perf_summary_blackwell"
+HYBRID_SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
+    (_BRIDGE, "Nemotron-3 Nano 30B-A3B"): {"model.vocab_size": _NEMOTRON_VOCAB},
+    (_BRIDGE, "Nemotron-3.5 Lightning 30B-A3B"): {
+        "model.vocab_size": _NEMOTRON_VOCAB,
+        "model.hybrid_override_pattern": (_NANO_PATTERN, f"the row's notes: dims as {_NANO_PROVIDER}"),
+        "model.mamba_state_dim": (128, f"the row's notes: dims as {_NANO_PROVIDER}: state 128"),
+        "model.mamba_num_groups": (8, f"the row's notes: dims as {_NANO_PROVIDER}: 8 groups"),
+    },
+    (_BRIDGE, "Nemotron-3 Super 120B-A12B"): {
+        "model.vocab_size": _NEMOTRON_VOCAB,
+        "model.mamba_state_dim": (128, _SUPER_PROVIDER),
+        "model.mamba_num_groups": (8, _SUPER_PROVIDER),
+    },
+    (_BRIDGE, "Nemotron-3 Ultra 550B-A55B"): {
+        "model.vocab_size": _NEMOTRON_VOCAB,
+        "model.mamba_state_dim": (128, _ULTRA_DEFAULTS),
+        "model.mamba_num_groups": (8, _ULTRA_DEFAULTS),
+    },
+}
+#: why a repeated MTP layer's passes are counted as layers (``model.assumed``)
+REPEATED_MTP_REASON = ("notes: mtp_num_layers=N with a repeated layer (one set of MTP weights run N times): priced as "
+                       "N MTP layers, so the compute of the N passes is counted and the weights (grads, optimizer "
+                       "state) of N-1 MTP layers are over-counted; weight sharing is not modelled")
+#: recipe item of a repeated MTP layer (Bridge ``mtp_num_layers=N`` with ``mtp_use_repeated_layer``)
+_MTP_REPEATED = re.compile(r"mtp_num_layers=(\d+)\(repeated layer\)")
 
 
 def architecture_from_notes(notes: str, attention: str) -> dict[str, Any]:
-    """Model fields the row's (lower-case) notes state beyond the columns; a hybrid Mamba-2 stack
-    (Nemotron-H: Mamba-2 mixers beside attention and MoE layers) is refused with a ConfigError
-    naming the column: its mixer's parameters, state, activations, FLOPs and kernels are not
-    modelled, and pricing its layers as transformer layers would be a silent guess."""
-    if HYBRID_MAMBA_NOTE in notes:
-        raise ConfigError(
-            "notes", "hybrid Mamba-2 / attention / MoE stack (hybrid_layer_pattern): the Mamba-2 mixer is not "
-            "modelled (parameters, state, activations, FLOPs, kernels); the row is not evaluable")
+    """Model fields the row's (lower-case) notes state beyond the columns. A hybrid Mamba-2 stack (Nemotron-H:
+    Mamba-2 mixers beside attention and MoE layers) gets its layer pattern, Mamba-2 dims and latent MoE width
+    (:data:`HYBRID_NOTE_FACTS`), no position embedding, and its MTP passes; what is still missing after the
+    source facts is refused by :func:`check_hybrid_facts`."""
     fields: dict[str, Any] = {}
     for phrase, values in NOTE_FEATURES:
         if phrase in notes:
             fields.update(values)
     if "qk_layernorm" in notes and attention != "mla":
         fields["qk_norm"] = True
+    if HYBRID_MAMBA_NOTE in notes:
+        fields.update(_hybrid_fields(notes))
     return fields
+
+
+def _hybrid_fields(notes: str) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for name, pattern in HYBRID_NOTE_FACTS:
+        if (found := pattern.search(notes)) is not None:
+            value = found.group(1)
+            fields[name] = value.upper() if name == "hybrid_override_pattern" else int(value)
+    if "no position embedding" in notes:
+        fields["position_embedding"] = "none"
+    if (mtp := _MTP_REPEATED.search(notes)) is not None:  # the passes run N times over one repeated layer
+        fields["mtp_layers"] = int(mtp.group(1))
+    return fields
+
+
+def check_hybrid_facts(row: Mapping[str, str], model: Mapping[str, Any]) -> None:
+    """Refuse a hybrid row (notes name a hybrid Mamba stack) whose notes and source facts leave a field the
+    estimate needs: a ConfigError naming the missing model fields (never a guess)."""
+    if HYBRID_MAMBA_NOTE not in (row.get("notes") or "").lower():
+        return
+    missing = [name for name in HYBRID_REQUIRED if model.get(name) is None]
+    if missing:
+        raise ConfigError("notes", "hybrid Mamba-2 / attention / MoE stack: the row states no "
+                          f"{', '.join('model.' + name for name in missing)} (in notes or as a source fact); "
+                          "the row is not evaluable")

@@ -18,7 +18,13 @@ from typing import Any
 
 from estimator.config.errors import ConfigError
 from estimator.experiments import recipe_notes
-from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
+from estimator.experiments.architecture_notes import (
+    HYBRID_SOURCE_FACTS,
+    MODELLED_ACTIVATIONS,
+    REPEATED_MTP_REASON,
+    architecture_from_notes,
+    check_hybrid_facts,
+)
 from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
 
@@ -166,6 +172,7 @@ SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
     ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental"): _mcore_moe_facts(
         "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental", "18e953661e", layout="Et*3|(tt|)*6tmL"
     ),
+    **HYBRID_SOURCE_FACTS,
 }
 
 
@@ -178,7 +185,8 @@ def source_facts(row: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
 
 
 #: config path -> CSV column whose non-empty cell wins over a source fact
-_FACT_COLUMNS = {"train.flash_attention": "flash_attention", "model.padded_vocab_size": "padded_vocab_size"}
+_FACT_COLUMNS = {"train.flash_attention": "flash_attention", "model.padded_vocab_size": "padded_vocab_size",
+                 "model.vocab_size": "vocab_size"}
 
 
 def _apply_facts(row: Mapping[str, str], config: dict[str, Any]) -> None:
@@ -305,7 +313,8 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
         "attention": attention,
         "num_experts": num_experts,
         "moe_topk": _int(row, "moe_topk") or 1,
-        "num_shared_experts": _int(row, "num_shared_experts") or 0,
+        # the README's shared width is the TOTAL: a width with an empty count is one shared expert (Nemotron-3)
+        "num_shared_experts": _int(row, "num_shared_experts") or (1 if _int(row, "shared_expert_ffn_hidden_size") else 0),
         "moe_ffn_hidden_size": _int(row, "moe_ffn_hidden_size"),
         "shared_expert_ffn_hidden_size": _int(row, "shared_expert_ffn_hidden_size"),
         "mtp_layers": _int(row, "mtp_layers") or 0,
@@ -317,6 +326,8 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
         "position_embedding": "learned" if "learned absolute position" in notes else "rope",
         **architecture_from_notes(notes, attention),
     }
+    if model["mtp_layers"] and not _int(row, "mtp_layers"):
+        assumed["mtp_layers"] = REPEATED_MTP_REASON
     if attention == "mla":
         for column in ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"):
             model[column] = _int(row, column)
@@ -419,6 +430,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
     if options := _options(row):
         config["options"] = options
     _apply_facts(row, config)
+    check_hybrid_facts(row, model)
     recipe_notes.apply_recipe_items(row, config)
     return config
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from estimator.inputs import pipeline_split
+from estimator.inputs import hybrid, pipeline_split
 from estimator.inputs.profiles import profile_of
 from estimator.shared.arrays import gcd, where
 from estimator.shared.memo import derived
@@ -24,7 +24,9 @@ from ndval.core import cache
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig, ModelConfig
 
-LayerKind = Literal["dense", "moe", "mtp"]
+#: a transformer layer (attention + MLP: ``dense``, ``moe``, ``mtp``) or a hybrid pattern's one-block layer
+#: (``mamba``, ``attention``, ``mlp``, ``moe_mlp``: :data:`estimator.inputs.hybrid.HYBRID_SYMBOLS`)
+LayerKind = Literal["dense", "moe", "mtp", "mamba", "attention", "mlp", "moe_mlp"]
 
 
 @dataclass(frozen=True)
@@ -157,9 +159,12 @@ def sequence_shard(cfg: EstimatorConfig) -> int:
 
 def layer_kind(model: ModelConfig, index: int) -> LayerKind:
     """``dense`` for the first ``num_dense_layers`` (DeepSeek first_k_dense_replace) or a dense model;
-    ``moe`` otherwise; ``mtp`` for indices ≥ num_layers (MTP layers follow the main stack)."""
+    ``moe`` otherwise; ``mtp`` for indices ≥ num_layers (MTP layers follow the main stack). With
+    ``hybrid_override_pattern`` the layer's symbol names its kind (:data:`hybrid.HYBRID_SYMBOLS`)."""
     if index >= model.num_layers:
         return "mtp"
+    if model.hybrid_override_pattern is not None:
+        return cast(LayerKind, hybrid.HYBRID_SYMBOLS[model.hybrid_override_pattern[index]])
     if not model.is_moe or index < model.num_dense_layers:
         return "dense"
     return "moe"
@@ -175,10 +180,14 @@ def layer_kind_runs(model: ModelConfig, layers: Sequence[int]) -> list[tuple[Lay
     """(kind, first index, count) of :func:`layer_kind_groups`. (The rule of :func:`layer_kind`,
     inlined: this runs for every stage of every estimate.)"""
     n_main, n_dense, moe = model.num_layers, model.num_dense_layers, model.is_moe
+    pattern = model.hybrid_override_pattern
     first: dict[LayerKind, int] = {}
     count: dict[LayerKind, int] = {}
     for index in layers:
-        kind: LayerKind = "mtp" if index >= n_main else ("dense" if not moe or index < n_dense else "moe")
+        if pattern is not None and index < n_main:
+            kind = cast(LayerKind, hybrid.HYBRID_SYMBOLS[pattern[index]])
+        else:
+            kind = "mtp" if index >= n_main else ("dense" if not moe or index < n_dense else "moe")
         if kind in count:
             count[kind] += 1
         else:
@@ -329,9 +338,18 @@ class StageLayout:
         return hit
 
 
-def kind_key(model: ModelConfig) -> tuple[int, int, bool]:
-    """Everything :func:`layer_kind` reads from the model: (num_layers, num_dense_layers, is_moe)."""
-    return model.num_layers, model.num_dense_layers, model.is_moe
+def kind_key(model: ModelConfig) -> tuple[int, int, bool, str | None]:
+    """Everything :func:`layer_kind` reads from the model: (num_layers, num_dense_layers, is_moe, pattern)."""
+    return model.num_layers, model.num_dense_layers, model.is_moe, model.hybrid_override_pattern
+
+
+#: hybrid layer kinds without a MoE block (ep 1)
+_NO_EXPERTS = frozenset({"mamba", "attention", "mlp"})
+
+
+def layer_blocks(model: ModelConfig, index: int) -> tuple[hybrid.Mixer, hybrid.MlpBlock]:
+    """(mixer, MLP block) of layer ``index`` (:func:`estimator.inputs.hybrid.layer_blocks`)."""
+    return hybrid.layer_blocks(layer_kind(model, index), mtp_is_moe(model))
 
 
 #: most :func:`kind_key` values a layout keeps kind runs for (cleared when full)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from estimator.inputs import hybrid
 from estimator.inputs.derive import LayerKind, layer_kind, mtp_is_moe
 from estimator.shared.memo import derived
 
@@ -92,7 +93,8 @@ class LayerParams:
     ``non_expert`` = attention + norms + router + dense MLP; ``norm`` is the replicated part of
     ``non_expert`` made of norms and the router (not TP-sharded in Megatron); ``mla_replicated``
     the MLA down-projections Megatron duplicates on every TP rank (``mla_replicated_params``);
-    ``routed`` counts all E experts (divide by ep for one rank).
+    ``routed`` counts all E experts (divide by ep for one rank); ``duplicated`` the latent-MoE projections
+    (:func:`latent_projection_params`), also whole on every TP rank.
     """
 
     non_expert: int
@@ -100,11 +102,12 @@ class LayerParams:
     shared: int
     norm: int
     mla_replicated: int = 0
+    duplicated: int = 0
 
     @property
     def replicated(self) -> int:
-        """Non-expert parameters every TP rank holds whole: norms, router, MLA down-projections."""
-        return self.norm + self.mla_replicated
+        """Non-expert parameters every TP rank holds whole: norms, router, MLA down-projections, latent projections."""
+        return self.norm + self.mla_replicated + self.duplicated
 
     def held_non_expert(self, tp: int) -> float:
         """Non-expert parameters one TP rank holds: ``(non_expert − replicated)/tp + replicated``.
@@ -120,10 +123,21 @@ class LayerParams:
 
 
 def _moe_block(model: ModelConfig) -> tuple[int, int, int]:
-    """(router, routed, shared) parameters of a MoE MLP block."""
-    routed = model.num_experts * mlp_params(model.hidden_size, model.expert_ffn, model.activation)
+    """(router, routed, shared) parameters of a MoE MLP block; routed experts map the latent width L
+    to F_e and back with ``moe_latent_size`` (Megatron-Core ``experts.py``: expert input size
+    ``moe_latent_size`` when set), else h."""
+    width = model.moe_latent_size or model.hidden_size
+    routed = model.num_experts * mlp_params(width, model.expert_ffn, model.activation)
     shared = mlp_params(model.hidden_size, model.shared_ffn_total, model.activation)
     return router_params(model), routed, shared
+
+
+def latent_projection_params(model: ModelConfig) -> int:
+    """Latent MoE projections of one MoE block: h·L down (``fc1_latent_proj``) + L·h up (``fc2_latent_proj``),
+    0 without ``moe_latent_size``. NVIDIA/Megatron-LM@d98e8a64dd megatron/core/transformer/moe/moe_layer.py:
+    both are ``TELinear(parallel_mode="duplicated")``, whole on every TP rank; the router and the shared
+    experts see the full h-wide tokens, the dispatcher and the routed experts the L-wide ones."""
+    return 2 * model.hidden_size * model.moe_latent_size if model.moe_latent_size else 0
 
 
 def layer_params(model: ModelConfig, index: int) -> LayerParams:
@@ -135,11 +149,14 @@ def layer_params(model: ModelConfig, index: int) -> LayerParams:
 
 
 def _kind_params(model: ModelConfig, kind: LayerKind) -> LayerParams:
+    if kind in hybrid.HYBRID_KINDS:
+        return hybrid_layer_params(model, kind)
     attn, norms, mla = attention_params(model), norm_params(model), mla_replicated_params(model)
     moe = kind == "moe" or (kind == "mtp" and mtp_is_moe(model))
     if moe:
         router, routed, shared = _moe_block(model)
-        body = LayerParams(attn + norms + router, routed, shared, norms + router, mla)
+        latent = latent_projection_params(model)
+        body = LayerParams(attn + norms + router + latent, routed, shared, norms + router, mla, latent)
     else:
         dense = mlp_params(model.hidden_size, model.dense_ffn, model.activation)
         body = LayerParams(attn + norms + dense, 0, 0, norms, mla)
@@ -147,7 +164,25 @@ def _kind_params(model: ModelConfig, kind: LayerKind) -> LayerParams:
         return body
     extra = mtp_extra_params(model)
     mtp_norms = 2 * model.hidden_size  # the projection 2h·h is TP-sharded, its two norms are not
-    return LayerParams(body.non_expert + extra, body.routed, body.shared, body.norm + mtp_norms, mla)
+    return LayerParams(body.non_expert + extra, body.routed, body.shared, body.norm + mtp_norms, mla, body.duplicated)
+
+
+def hybrid_layer_params(model: ModelConfig, kind: LayerKind) -> LayerParams:
+    """A hybrid pattern's one-block layer (:mod:`estimator.inputs.hybrid`): its pre-norm (h, or 2h for
+    LayerNorm; replicated) and one block: the Mamba-2 mixer (:func:`hybrid.mamba_mixer_params`, TP-sharded),
+    attention (+ the q/k norms of ``qk_norm``), a dense MLP, or a MoE block (router, routed and shared
+    experts, latent projections)."""
+    norm = NORM_PARAMS_PER_UNIT[model.norm] * model.hidden_size
+    if kind == "mamba":
+        return LayerParams(norm + hybrid.mamba_mixer_params(model.hidden_size, hybrid.mamba_dims(model)), 0, 0, norm)
+    if kind == "attention":
+        qk = norm_params(model) - NORMS_PER_LAYER * norm
+        return LayerParams(norm + qk + attention_params(model), 0, 0, norm + qk, mla_replicated_params(model))
+    if kind == "mlp":
+        return LayerParams(norm + mlp_params(model.hidden_size, model.dense_ffn, model.activation), 0, 0, norm)
+    router, routed, shared = _moe_block(model)
+    latent = latent_projection_params(model)
+    return LayerParams(norm + router + latent, routed, shared, norm + router, 0, latent)
 
 
 def mtp_extra_params(model: ModelConfig) -> int:

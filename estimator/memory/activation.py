@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.inputs.derive import layer_kind, mtp_is_moe, sequence_shard
+from estimator.inputs.derive import layer_blocks, layer_kind, sequence_shard
+from estimator.inputs.hybrid import mamba_dims
 from estimator.inputs.params import gated_mlp
 from estimator.inputs.profiles import profile_of, resolved_bytes
 from estimator.inputs.recipes import stored_recipe
@@ -37,6 +38,8 @@ SOFTMAX_STATS_BYTES = 4
 ROUTER_BYTES_PER_EXPERT = 2 + 8
 #: default module recomputed by ``selective`` when ``recompute.modules`` is empty (Megatron default)
 DEFAULT_SELECTIVE = ("core_attn",)
+#: fp32 reciprocal standard deviation the gated RMSNorm keeps per token and group (mamba_ssm layernorm_gated)
+RSTD_BYTES = 4
 #: bytes per element of a quantized FP8 tensor (E4M3 / E5M2; per-tensor scales are negligible)
 FP8_BYTES = 1
 
@@ -204,9 +207,10 @@ def mlp_block_bytes(cfg: EstimatorConfig, moe: bool, drop: frozenset[str]) -> fl
     h = m.hidden_size
     fc2_input = saved_input_bytes(cfg, 1, False)
     total = T * h * B / r + T * h * hidden_dropout_mask_bytes(cfg) / r  # norm input, dropout mask
-    if "layernorm" not in drop:  # norm output = MLP input
-        shared = 1 if m.shared_ffn_total else 0
-        total += T * h * (saved_input_bytes(cfg, shared, True) if moe else saved_input_bytes(cfg, 1, False)) / r
+    latent = m.moe_latent_size if moe else None
+    if "layernorm" not in drop:  # norm output = MLP input (+ the latent down-projection's saved input)
+        readers = (1 if m.shared_ffn_total else 0) + (1 if latent else 0)
+        total += T * h * (saved_input_bytes(cfg, readers, True) if moe else saved_input_bytes(cfg, 1, False)) / r
     if not moe:
         if "mlp" not in drop:
             total += _mlp_intermediate(T, m.dense_ffn, m.activation, B, False, fc2_input) / t
@@ -215,11 +219,35 @@ def mlp_block_bytes(cfg: EstimatorConfig, moe: bool, drop: frozenset[str]) -> fl
         return total
     total += T * m.num_experts * ROUTER_BYTES_PER_EXPERT / r
     routed_tokens = T * m.moe_topk / t
-    total += routed_tokens * h * (fc2_input + B)  # permuted input (grouped fc1 input), un-permuted output
+    width = latent or h  # routed tokens are L wide in a latent MoE
+    total += routed_tokens * width * (fc2_input + B)  # permuted input (grouped fc1 input), un-permuted output
+    if latent:  # the combined L-wide output, saved by the up-projection fc2_latent_proj
+        total += T * latent * saved_input_bytes(cfg, 1, False) / r
     total += _mlp_intermediate(routed_tokens, m.expert_ffn, m.activation, B, "moe_act" in drop, fc2_input)
     if m.shared_ffn_total and "shared_experts" not in drop:
         total += _mlp_intermediate(T, m.shared_ffn_total, m.activation, B, "moe_act" in drop, fc2_input) / t
     return total
+
+
+def mamba_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
+    """A Mamba-2 layer (Megatron-Core ``MambaLayer``, ``MambaMixer`` training path) per micro-batch.
+
+    Norm input T·h·B/r, its output (the input ``TELayerNormColumnParallelLinear`` in_proj saves:
+    :func:`saved_input_bytes`)/r unless ``layernorm`` is recomputed, the hidden-dropout mask; then, /t (heads
+    and groups split over TP), what ``mamba_split_conv1d_scan_combined`` saves (mamba_ssm
+    ``MambaSplitConv1dScanCombinedFn.forward``: ``ctx.save_for_backward(zxbcdt, ..., out_x, ...)``): the
+    [b, s]-major copy of in_proj's output T·(2·d_i + 2·g·N + n_h)·B and the scan output T·d_i·B; the copy
+    back to [s, b] that the gated RMSNorm saves T·d_i·B with its fp32 rstd T·g·4; the norm output out_proj
+    saves T·d_i·:func:`saved_input_bytes`. The conv output, dt and the chunk states are not saved: the
+    backward recomputes them; the conv and SSM states are inference caches (no training memory).
+    """
+    sh, d = _shape(cfg), mamba_dims(cfg.model)
+    T, B, t, r, h = sh.tokens, sh.b_c, sh.t, sh.r, cfg.model.hidden_size
+    total = T * h * B / r + T * h * hidden_dropout_mask_bytes(cfg) / r
+    if "layernorm" not in drop:
+        total += T * h * saved_input_bytes(cfg, 1, False) / r
+    total += T * (d.in_proj_width + 2 * d.inner) * B / t + T * d.groups * RSTD_BYTES / t
+    return total + T * d.inner * saved_input_bytes(cfg, 1, False) / t
 
 
 def full_recompute_bytes(cfg: EstimatorConfig) -> float:
@@ -245,8 +273,10 @@ def layer_activation_bytes(cfg: EstimatorConfig, index: int, mode: RecomputeMode
         return full_recompute_bytes(cfg)
     drop = recomputed_modules(cfg, mode)
     kind = layer_kind(cfg.model, index)
-    moe = kind == "moe" or (kind == "mtp" and mtp_is_moe(cfg.model))
-    total = attention_block_bytes(cfg, drop) + mlp_block_bytes(cfg, moe, drop)
+    mixer, mlp = layer_blocks(cfg.model, index)
+    total = attention_block_bytes(cfg, drop) if mixer == "attention" else 0.0
+    total += mamba_block_bytes(cfg, drop) if mixer == "mamba" else 0.0
+    total += mlp_block_bytes(cfg, mlp == "moe", drop) if mlp else 0.0
     if kind == "mtp":  # concatenated input of the TE column-parallel ``eh_proj``
         sh = _shape(cfg)
         total += sh.tokens * 2 * cfg.model.hidden_size * saved_input_bytes(cfg, 1, False) / sh.r

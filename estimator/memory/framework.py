@@ -51,6 +51,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from estimator.inputs.derive import expert_groups, mtp_is_moe
+from estimator.inputs.hybrid import mamba_dims
 from estimator.inputs.params import MLP_MATRICES
 from estimator.inputs.profiles import profile_of, resolved_bytes
 from estimator.shared.arrays import is_array, where
@@ -129,10 +130,12 @@ def _attention_shapes(m: ModelConfig, t: int, width: int) -> list[WeightShape]:
     return [*shapes, (a * (d_qk + d_rope) / t, h, width)]
 
 
-def _mlp_shapes(m: ModelConfig, ffn: float, width: int) -> list[WeightShape]:
-    """``linear_fc1`` (n·F, h) with n = 2 for SwiGLU (gate and up fused), 1 otherwise; ``linear_fc2`` (h, F)."""
+def _mlp_shapes(m: ModelConfig, ffn: float, width: int, latent: int | None = None) -> list[WeightShape]:
+    """``linear_fc1`` (n·F, h) with n = 2 for SwiGLU (gate and up fused), 1 otherwise; ``linear_fc2`` (h, F);
+    routed experts of a latent MoE map L instead of h (``latent``)."""
     fc1_rows = (MLP_MATRICES[m.activation] - 1) * ffn
-    return [(fc1_rows, m.hidden_size, width), (m.hidden_size, ffn, width)]
+    h = latent or m.hidden_size
+    return [(fc1_rows, h, width), (h, ffn, width)]
 
 
 def linear_weight_shapes(cfg: EstimatorConfig, layout: StageLayout) -> list[WeightShape]:
@@ -144,11 +147,14 @@ def linear_weight_shapes(cfg: EstimatorConfig, layout: StageLayout) -> list[Weig
     """
     m, t, b = cfg.model, cfg.parallel.tp, resolved_bytes(cfg)
     kinds = {kind for kind, _ in layout.kind_runs(m)}
-    shapes = _attention_shapes(m, t, b.params) if kinds else []
-    if "dense" in kinds or ("mtp" in kinds and not mtp_is_moe(m)):
+    shapes = _attention_shapes(m, t, b.params) if kinds - {"mamba", "mlp", "moe_mlp"} else []
+    if "mamba" in kinds:  # in_proj (2·d_i + 2·g·N + n_h)/t × h, out_proj h × d_i/t (estimator.inputs.hybrid)
+        d = mamba_dims(m)
+        shapes += [(d.in_proj_width / t, m.hidden_size, b.params), (m.hidden_size, d.inner / t, b.params)]
+    if "dense" in kinds or "mlp" in kinds or ("mtp" in kinds and not mtp_is_moe(m)):
         shapes += _mlp_shapes(m, m.dense_ffn / t, b.params)
-    if "moe" in kinds or ("mtp" in kinds and mtp_is_moe(m)):
-        shapes += _mlp_shapes(m, m.expert_ffn / expert_groups(cfg).etp, b.params)
+    if "moe" in kinds or "moe_mlp" in kinds or ("mtp" in kinds and mtp_is_moe(m)):
+        shapes += _mlp_shapes(m, m.expert_ffn / expert_groups(cfg).etp, b.params, m.moe_latent_size)
         if m.shared_ffn_total:
             shapes += _mlp_shapes(m, m.shared_ffn_total / t, b.params)
     if "mtp" in kinds:

@@ -53,6 +53,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from estimator.perf.mamba import CONV_KERNELS, SSD_KERNELS, mamba_kernel_ops
 from estimator.shared.arrays import ARRAY, per_unique
 from ndval.core import cache
 
@@ -67,6 +68,8 @@ OP_KERNELS: dict[str, tuple[int, int]] = {
     "COLLECTIVE": (1, 1),
     "FLASH": (1, 2),
     "CROSS_ENTROPY": (6, 2),
+    "SSD_SCAN": SSD_KERNELS,  # the Mamba-2 chunked scan (estimator.perf.mamba)
+    "CAUSAL_CONV": CONV_KERNELS,  # its causal conv
 }
 
 
@@ -104,6 +107,8 @@ class LayerShape:
     cp: int
     cp_a2a: bool = False  # CP by Ulysses all-to-all instead of the ring
     qk_norm: bool = False  # per-head q and k RMSNorm (Qwen3, --qk-layernorm): two norm kernels
+    mixer: str = "attention"  # a hybrid layer's block (estimator.inputs.hybrid): attention, mamba or none
+    mlp_block: bool = True  # the layer has an MLP block (dense or MoE)
 
 
 def forward_kernels(ops: Counter[str]) -> float:
@@ -127,7 +132,27 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
     selective recompute and are not added again by :func:`layer_pass_kernels`.
     """
     m: dict[str, Counter[str]] = {}
-    m["layernorm"] = Counter({"NORM": 2})
+    blocks = (shape.mixer != "none") + shape.mlp_block
+    m["layernorm"] = Counter({"NORM": blocks})
+    if shape.mixer == "mamba":
+        m["mamba"] = mamba_kernel_ops()
+    if shape.mixer == "attention":
+        _attention_modules(shape, m)
+    if shape.mlp_block:
+        _mlp_modules(shape, m)
+    m["residual"] = Counter({"POINTWISE": blocks})
+    if shape.tp > 1:
+        per_block = 2 if shape.sequence_parallel else 1
+        m["tp_comm"] = Counter({"COLLECTIVE": per_block * shape.tp_blocks})
+    if shape.cp > 1 and shape.cp_a2a and shape.mixer == "attention":
+        m["cp_comm"] = Counter({"COLLECTIVE": 4})
+    elif shape.cp > 1 and shape.mixer == "attention":
+        m["cp_comm"] = Counter({"COLLECTIVE": 2 * (shape.cp - 1), "POINTWISE": shape.cp - 1})
+    return m
+
+
+def _attention_modules(shape: LayerShape, m: dict[str, Counter[str]]) -> None:
+    """The attention block's modules of :func:`layer_modules` (``attn_proj``, ``mla_up_proj``, ``core_attn``)."""
     proj: Counter[str] = Counter()
     if shape.attention == "mla":
         proj["GEMM"] += 2 if shape.q_compressed else 1  # q down + q up, or one q GEMM
@@ -145,6 +170,10 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
     blocks = shape.cp if shape.cp > 1 and not shape.cp_a2a else 1
     core = Counter({"FLASH": 1}) if shape.flash_attention else Counter({"GEMM": 2, "POINTWISE": 3})
     m["core_attn"] = Counter({k: v * blocks for k, v in core.items()})
+
+
+def _mlp_modules(shape: LayerShape, m: dict[str, Counter[str]]) -> None:
+    """The MLP block's modules of :func:`layer_modules` (``mlp``, or ``moe`` with its views)."""
     if shape.moe:
         per_expert = Counter({"GEMM": 2, "POINTWISE": 1})
         moe = Counter({"GEMM": 1, "POINTWISE": 4})  # router; softmax, top-k, permute, unpermute
@@ -158,15 +187,6 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
         m["moe_act"] = Counter({"POINTWISE": shape.local_experts})
     else:
         m["mlp"] = Counter({"GEMM": 2, "POINTWISE": 1})
-    m["residual"] = Counter({"POINTWISE": 2})
-    if shape.tp > 1:
-        per_block = 2 if shape.sequence_parallel else 1
-        m["tp_comm"] = Counter({"COLLECTIVE": per_block * shape.tp_blocks})
-    if shape.cp > 1 and shape.cp_a2a:
-        m["cp_comm"] = Counter({"COLLECTIVE": 4})
-    elif shape.cp > 1:
-        m["cp_comm"] = Counter({"COLLECTIVE": 2 * (shape.cp - 1), "POINTWISE": shape.cp - 1})
-    return m
 
 
 #: modules whose ops are already inside another module (views for selective recompute)
@@ -237,8 +257,10 @@ def mtp_extra_pass_kernels(tp: int) -> PassKernels:
 
 
 def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequence_parallel: bool,
-                tp_blocks: int, cp: int, flash_attention: bool, cp_a2a: bool = False) -> LayerShape:
-    """The :class:`LayerShape` of a layer of ``model`` under the given layout."""
+                tp_blocks: int, cp: int, flash_attention: bool, cp_a2a: bool = False,
+                blocks: tuple[str | None, str | None] = ("attention", "dense")) -> LayerShape:
+    """The :class:`LayerShape` of a layer of ``model`` under the given layout; ``blocks``: its (mixer, MLP
+    block) (:func:`estimator.inputs.derive.layer_blocks`; a transformer layer has both)."""
     return LayerShape(
         attention=model.attention,
         q_compressed=bool(model.q_lora_rank),
@@ -254,4 +276,6 @@ def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequen
         cp=cp,
         cp_a2a=cp_a2a,
         qk_norm=model.qk_norm,
+        mixer=blocks[0] or "none",
+        mlp_block=blocks[1] is not None,
     )

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator.config.errors import ConfigError
-from estimator.inputs import derive
-from estimator.perf import comm, compute, kernels
-from estimator.shared.arrays import any_true, is_array, per_unique
+from estimator.inputs import derive, hybrid
+from estimator.perf import comm, compute, kernels, mamba
+from estimator.shared.arrays import any_true, is_array, per_unique, where
 from ndval.core import cache
 
 if TYPE_CHECKING:
@@ -42,20 +42,52 @@ def attention_flops(model: ModelConfig, tokens: float, seq: int) -> tuple[float,
 
 
 def mlp_flops(model: ModelConfig, tokens: float, moe: bool, imbalance: float) -> float:
-    """Forward FLOPs of one layer's MLP block (dense, or MoE router + routed + shared experts)."""
+    """Forward FLOPs of one layer's MLP block (dense, or MoE router + routed + shared experts); with
+    ``moe_latent_size`` L the routed experts work in L (the latent projections: :func:`latent_flops`)."""
     if not moe:
         return compute.mlp_flops(tokens, model.hidden_size, model.dense_ffn, model.activation)
     n_shared = 1 if model.shared_ffn_total else 0
+    if model.moe_latent_size:
+        h, latent = model.hidden_size, model.moe_latent_size
+        routed = compute.moe_flops(tokens, latent, model.num_experts, model.moe_topk, model.expert_ffn, 0, 0,
+                                   model.activation, imbalance) - compute.matmul_flops(tokens, latent, model.num_experts)
+        return routed + compute.moe_flops(tokens, h, model.num_experts, 1, 0, n_shared, model.shared_ffn_total,
+                                          model.activation)
     return compute.moe_flops(
         tokens, model.hidden_size, model.num_experts, model.moe_topk, model.expert_ffn, n_shared,
         model.shared_ffn_total, model.activation, imbalance,
     )
 
 
+def latent_flops(model: ModelConfig, tokens: float) -> float:
+    """The latent MoE projections h → L and L → h of one MoE block: 2·2·T·h·L (0 without ``moe_latent_size``)."""
+    if not model.moe_latent_size:
+        return 0.0
+    return 2 * compute.matmul_flops(tokens, model.hidden_size, model.moe_latent_size)
+
+
 def is_moe_layer(model: ModelConfig, index: int) -> bool:
-    """A MoE layer, or an MTP layer of a MoE model."""
-    kind = derive.layer_kind(model, index)
-    return kind == "moe" or (kind == "mtp" and derive.mtp_is_moe(model))
+    """A layer with a MoE block: a MoE layer, a hybrid ``E`` layer, or an MTP layer of a MoE model."""
+    return derive.layer_blocks(model, index)[1] == "moe"
+
+
+def block_flops(model: ModelConfig, ctx: Ctx, index: int, moe: bool) -> tuple[tuple[float, float], float]:
+    """((mixer projections, mixer core), MLP block) forward FLOPs of layer ``index`` for the micro-batch's
+    tokens, every block counted whole (the caller divides by tp·cp): attention (:func:`attention_flops`), the
+    Mamba-2 mixer (:func:`estimator.perf.mamba.mamba_layer_flops`: projections; scan + conv), or none; the
+    MLP block (:func:`mlp_flops`, + the latent projections :func:`latent_flops` per rank: on T/tp tokens with
+    sequence parallelism, all T without it, so × tp/r before the caller's /tp) or none."""
+    mixer, mlp_block = derive.layer_blocks(model, index)
+    if mixer == "attention":
+        attn = attention_flops(model, ctx.tokens, ctx.seq)
+    elif mixer == "mamba":
+        attn = mamba.mamba_layer_flops(model, ctx.tokens)
+    else:
+        attn = (0.0, 0.0)
+    mlp = mlp_flops(model, ctx.tokens, moe, ctx.expert_imbalance) if mlp_block is not None else 0.0
+    if moe and model.moe_latent_size:
+        mlp = mlp + latent_flops(model, ctx.tokens) * ctx.tp / where(ctx.sp, ctx.tp, 1)
+    return attn, mlp
 
 
 def _selective_share_flops(model: ModelConfig, tokens: float, modules: set[str], core: float, mlp: float,
@@ -105,13 +137,25 @@ def layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) -> LayerF
     """Per-device forward FLOPs (``/(tp·cp)``) of one transformer (or MTP) layer."""
     m = cfg.model
     moe = is_moe_layer(m, index)
-    attn = attention_flops(m, ctx.tokens, ctx.seq)
-    mlp = mlp_flops(m, ctx.tokens, moe, ctx.expert_imbalance)
+    attn, mlp = block_flops(m, ctx, index, moe)
     if derive.layer_kind(m, index) == "mtp":  # DeepSeek MTP: projection 2h -> h and a second head
         attn = (attn[0] + compute.matmul_flops(ctx.tokens, 2 * m.hidden_size, m.hidden_size), attn[1])
         mlp += compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab)
     fwd = (attn[0] + attn[1] + mlp) / (ctx.tp * ctx.cp)
+    if derive.layer_blocks(m, index)[0] == "mamba":  # no core attention to recompute selectively
+        attn = (attn[0] + attn[1], 0.0)
     return LayerFlops(fwd, _recompute_fraction(cfg, stage, ctx.tokens, attn, mlp, moe), moe)
+
+
+def tp_blocks(model: ModelConfig, index: int, t_exp: int) -> int:
+    """TP-sharded blocks of layer ``index`` (each one TP collective per pass, :func:`comm.tp_layer_collectives`):
+    a transformer layer 2, a MoE one 1 when its experts are not TP-sharded (``t_exp`` 1); a hybrid layer its
+    one block (a MoE block: 0 when ``t_exp`` is 1)."""
+    kind = derive.layer_kind(model, index)
+    moe = is_moe_layer(model, index)
+    if kind not in hybrid.HYBRID_KINDS:
+        return where(t_exp == 1, 1, 2) if moe else 2
+    return where(t_exp == 1, 0, 1) if moe else 1
 
 
 def shared_layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) -> LayerFlops:
@@ -141,12 +185,13 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
     degrees, :func:`estimator.shared.arrays.per_unique`.)"""
     model = cfg.model
     fixed = (id(model), moe, derive.layer_kind(model, index) == "mtp", mode, frozenset(cfg.recompute.modules),
-             cfg.train.flash_attention, cfg.parallel.cp_comm_type == "a2a")
+             cfg.train.flash_attention, cfg.parallel.cp_comm_type == "a2a", derive.layer_blocks(model, index))
 
     def count(layer_ep: int, tp: int, sp: bool, blocks: int, cp: int) -> tuple[float, float, float]:
         def counted() -> tuple[float, float, float]:
             shape = kernels.layer_shape(model, moe=moe, layer_ep=layer_ep, tp=tp, sequence_parallel=sp,
-                                        tp_blocks=blocks, cp=cp, flash_attention=fixed[5], cp_a2a=fixed[6])
+                                        tp_blocks=blocks, cp=cp, flash_attention=fixed[5], cp_a2a=fixed[6],
+                                        blocks=fixed[7])
             out = kernels.layer_pass_kernels(shape, mode, fixed[4])
             if fixed[2]:
                 out += kernels.mtp_extra_pass_kernels(tp)
@@ -160,7 +205,7 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
 #: kernel counts of a layer shared across configs (a sweep repeats the same degrees): key -> (model, counts);
 #: the entry holds the model, so the ``id`` in the key cannot be reused while cached
 _KERNELS = cache.store("estimator.layer_kernels", bound=4096, key="(id(model), moe, mtp, recompute mode, modules, "
-                       "flash attention, cp a2a, layer ep, tp, sp, tp blocks, cp)", holds="(the model, kernel counts per pass)")
+                       "flash attention, cp a2a, blocks, layer ep, tp, sp, tp blocks, cp)", holds="(the model, kernel counts per pass)")
 
 
 def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:

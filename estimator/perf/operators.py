@@ -176,14 +176,16 @@ def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> 
     if not moe:
         ops += _ffn_ops("mlp", ("mlp",), ("mlp",), h, model.dense_ffn / d.tp, t, b, model.activation)
     else:
-        e, k = model.num_experts, model.moe_topk
+        e, k, w = model.num_experts, model.moe_topk, model.moe_latent_size or h
         ops += [gemm("router", ("moe",), t, h, e / d.tp, b),
                 elementwise("router_softmax", ("moe",), 2 * tn * e * 4),
-                elementwise("router_topk", ("moe",), tn * e * 4 + 2 * tn * k * 4),
-                elementwise("permute", ("moe",), (1 + k) * tn * h * b, variant="permute"),
-                elementwise("unpermute", ("moe",), (1 + k) * tn * h * b, variant="permute")]
+                elementwise("router_topk", ("moe",), tn * e * 4 + 2 * tn * k * 4)]
+        if model.moe_latent_size:  # h -> L before the dispatch, L -> h after the combine (duplicated over TP)
+            ops += [gemm("latent_fc1", ("moe",), tn, h, w, b), gemm("latent_fc2", ("moe",), tn, w, h, b)]
+        ops += [elementwise("permute", ("moe",), (1 + k) * tn * w * b, variant="permute"),
+                elementwise("unpermute", ("moe",), (1 + k) * tn * w * b, variant="permute")]
         per_expert = k * t * d.imbalance / maximum(1, local_experts)
-        ops += _ffn_ops("expert", ("moe",), ("moe", "moe_act"), h, model.expert_ffn / d.tp, per_expert, b,
+        ops += _ffn_ops("expert", ("moe",), ("moe", "moe_act"), w, model.expert_ffn / d.tp, per_expert, b,
                         model.activation, count=as_float(local_experts), variant="grouped")
         if model.shared_ffn_total:
             ops += _ffn_ops("shared", ("moe", "shared_experts"), ("moe", "shared_experts"), h,

@@ -27,7 +27,7 @@ import numpy as np
 
 from estimator.inputs import derive
 from estimator.inputs.adapters import adapter_of
-from estimator.perf import lowp
+from estimator.perf import lowp, mamba
 from estimator.perf import operators as ops_
 from estimator.perf.context import prices
 from estimator.perf.layers import is_moe_layer, stage_groups
@@ -118,7 +118,10 @@ def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: 
     moe = is_moe_layer(m, index)
     ep = derive.layer_ep(cfg, index) if layer_ep is None else layer_ep
     local = maximum(1, m.num_experts // maximum(1, ep)) if moe else 0
-    out = lowp.lowp_ops(ops_.attention_ops(m, dims) + ops_.mlp_ops(m, dims, moe, local), dims.lowp, dims.b)
+    mixer, mlp_block = derive.layer_blocks(m, index)
+    block = ops_.attention_ops(m, dims) if mixer == "attention" else mamba.mamba_ops(m, dims) if mixer else []
+    block += ops_.mlp_ops(m, dims, moe, local) if mlp_block else []
+    out = lowp.lowp_ops(block, dims.lowp, dims.b)
     if derive.layer_kind(m, index) == "mtp":
         out += ops_.mtp_extra_ops(m, dims)
     if dims.adapter is not None:

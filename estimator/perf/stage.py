@@ -189,18 +189,19 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
             lc = memo["flops", kind_key] = layers.shared_layer_cost(cfg, ctx, index, layout.stage)
         f, b, r = compute.pass_flops(lc.forward * n, lc.recompute_fraction)
         fw, bw, rec = fw + f, bw + b, rec + r
-        blocks = where(ctx.t_exp == 1, 1, 2) if lc.moe else 2
+        blocks = layers.tp_blocks(m, index, ctx.t_exp)
+        attention = derive.layer_blocks(m, index)[0] == "attention"
         if ctx.host_launch_s:
             if ("kernels", kind_key) not in memo:
                 eager = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
                 memo["kernels", kind_key] = graphs.layer_launches(graphs.graph_mode(cfg), eager)
             launches += memo["kernels", kind_key].scaled(n)
         tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), calls["tp"] * n)
-        cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n)
+        cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n) if attention else []
         layer_ep = derive.kind_ep(cfg, kind)
         if lc.moe and any_true(layer_ep > 1):  # (arrays: rows with ep = 1 price no EP comm)
             stage_ep = maximum(stage_ep, layer_ep)
-            ep_a2a = comm.ep_layer_collectives(dispatch, m.hidden_size, ctx.b_compute, layer_ep)
+            ep_a2a = comm.ep_layer_collectives(dispatch, m.moe_latent_size or m.hidden_size, ctx.b_compute, layer_ep)
             ep_cs += comm.scaled(ep_a2a, calls["ep"] * n)
     if layout.has_head:
         head = compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab) / (ctx.tp * ctx.cp)
