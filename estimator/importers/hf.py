@@ -3,10 +3,12 @@
 Families and the keys read (transformers' ``configuration_<family>.py`` names): Llama 2 / 3.x,
 Mistral, Mixtral, Qwen2 / 2.5, Qwen3, Qwen3-MoE, DeepSeek-V2 / V3 (MLA, routed + shared experts,
 ``first_k_dense_replace`` dense layers, ``num_nextn_predict_layers`` MTP) and GPT-OSS (quick-GeGLU
-experts, attention sinks, alternating sliding-window attention). Gemma 2 / 3 are known and refused
-(their four norms per layer and logit soft-capping are not modelled); hybrid Mamba families
-(Nemotron-H, Jamba, Mamba) are refused: the Mamba-2 mixer is not modelled. Every key of the file
-is mapped, ignored with a reason (:data:`IGNORED`), or reported as a warning.
+experts, attention sinks, alternating sliding-window attention) and Nemotron-H / Nemotron-3
+(``NemotronHForCausalLM``: ``hybrid_override_pattern``, the Mamba-2 mixer, latent MoE, ``*E`` MTP layers).
+Gemma 2 / 3 are known and refused (their four norms per layer and logit soft-capping are not modelled);
+the other hybrid Mamba families (Jamba, Mamba, Falcon-H1, Zamba, Bamba) are refused: their layer layouts
+are not read. Every key of the file is mapped, ignored with a reason (:data:`IGNORED`), or reported as a
+warning.
 """
 
 from __future__ import annotations
@@ -34,18 +36,23 @@ IGNORED: dict[str, str] = {
                      "ep_size", "swiglu_limit", "experts_per_token"),
                     "routing policy or a duplicate of a mapped key: no effect on sizes"),
     "quantization_config": "how the released weights are stored (e.g. MXFP4, FP8 blocks), not the training precision",
+    **dict.fromkeys(("layer_norm_epsilon", "residual_in_fp32", "rescale_prenorm_residual", "time_step_min",
+                     "time_step_max", "time_step_floor", "time_step_limit", "use_mamba_kernels", "num_logits_to_keep",
+                     "use_conv_bias", "mamba_proj_bias", "use_bias", "mamba_hidden_act"),
+                    "Nemotron-H numerics, kernels or biases (not counted): no effect on sizes"),
 }
 
 #: hybrid Mamba families: refused (issue: the Mamba-2 mixer is not modelled)
-HYBRID_TYPES = ("nemotron_h", "jamba", "mamba", "mamba2", "falcon_h1", "zamba", "zamba2", "bamba")
+HYBRID_TYPES = ("jamba", "mamba", "mamba2", "falcon_h1", "zamba", "zamba2", "bamba")
 #: known but refused, with the reason
 REFUSED_TYPES: dict[str, str] = {
     "gemma2": "Gemma 2's four norms per layer (pre/post attention and feed-forward) and its logit soft-capping "
               "are not modelled",
     "gemma3": "Gemma 3's four norms per layer (pre/post attention and feed-forward) are not modelled",
     "gemma3_text": "Gemma 3's four norms per layer (pre/post attention and feed-forward) are not modelled",
-    **dict.fromkeys(HYBRID_TYPES, "hybrid Mamba-2 / attention stacks: the Mamba-2 mixer (parameters, state, "
-                                  "activations, FLOPs, kernels) is not modelled"),
+    **dict.fromkeys(HYBRID_TYPES, "hybrid Mamba / attention stacks other than Nemotron-H: their layer layout and "
+                                  "mixer variants are not read (write model.hybrid_override_pattern and the mamba_* "
+                                  "fields by hand)"),
 }
 
 
@@ -229,6 +236,41 @@ def _layer_types(r: _Reader) -> None:
         r.out.put("model.global_attention_every", every, f"layer_types: full_attention on every layer i with (i + 1) % {every} == 0, sliding_attention elsewhere")
 
 
+def _nemotron_h(r: _Reader) -> None:
+    """NemotronHConfig: one symbol per layer (M Mamba-2, * attention, - MLP, E MoE), squared-ReLU MLPs
+    (``mlp_hidden_act`` relu2), no position embedding, latent MoE and MTP layers of pattern ``*E``."""
+    _common(r, tied_default=False)
+    r.out.data["model"].pop("activation", None)
+    act = r.get("mlp_hidden_act", "relu2")
+    if act != "relu2":
+        raise bad(r.file, "mlp_hidden_act", f"{act!r} is not modelled for Nemotron-H (its MLP is squared ReLU: 'relu2')")
+    r.out.put("model.activation", "squared_relu", "mlp_hidden_act 'relu2'")
+    r.out.put("model.position_embedding", "none", "model_type nemotron_h: no position embedding")
+    pattern = r.get("hybrid_override_pattern")
+    if not isinstance(pattern, str):
+        raise bad(r.file, "hybrid_override_pattern", "required for nemotron_h: one of M * - E per layer")
+    r.out.put("model.hybrid_override_pattern", pattern, "hybrid_override_pattern")
+    for field, key, default in (("mamba_num_heads", "mamba_num_heads", None), ("mamba_head_dim", "mamba_head_dim", None),
+                                ("mamba_state_dim", "ssm_state_size", None), ("mamba_num_groups", "n_groups", None),
+                                ("mamba_conv_kernel", "conv_kernel", 4), ("mamba_chunk_size", "chunk_size", 128)):
+        r.put(field, key, default=default)
+    r.get("expand")  # d_inner = mamba_num_heads·mamba_head_dim (read above), as Megatron-Core takes it
+    if "-" in pattern:
+        _dense_ffn(r)
+    if "E" in pattern:
+        r.put("num_experts", "n_routed_experts")
+        r.put("moe_topk", "num_experts_per_tok")
+        r.put("moe_ffn_hidden_size", "moe_intermediate_size")
+        if r.get("moe_shared_expert_intermediate_size"):
+            r.put("shared_expert_ffn_hidden_size", "moe_shared_expert_intermediate_size")
+            r.put("num_shared_experts", "n_shared_experts", default=1)
+        if r.get("moe_latent_size"):
+            r.put("moe_latent_size", "moe_latent_size")
+    mtp = r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
+    if mtp and r.get("mtp_hybrid_override_pattern", "*E") != "*E":
+        raise bad(r.file, "mtp_hybrid_override_pattern", "MTP layers other than '*E' (attention + MoE) are not modelled")
+
+
 #: model_type -> (family label, mapper)
 FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "llama": ("Llama 2 / 3.x", _llama),
@@ -240,6 +282,7 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "deepseek_v2": ("DeepSeek-V2", _deepseek),
     "deepseek_v3": ("DeepSeek-V3", _deepseek),
     "gpt_oss": ("GPT-OSS", _gpt_oss),
+    "nemotron_h": ("Nemotron-H / Nemotron-3", _nemotron_h),
 }
 
 

@@ -28,14 +28,15 @@ NOT_MODELLED: dict[str, str] = {
     "--deterministic-mode": "deterministic kernels: kernel choice not modelled",
 }
 
-#: flags that change the architecture into one the estimator does not model: refused (a ConfigError), never
-#: priced as a plain transformer
+#: flags that change the architecture into one this importer does not read (or the estimator does not model):
+#: refused (a ConfigError), never priced as a plain transformer
 REFUSED: dict[str, str] = {
-    "--hybrid-override-pattern": "hybrid Mamba-2 / attention / MLP stack: the Mamba-2 mixer (parameters, state, "
-                                 "activations, FLOPs, kernels) is not modelled",
-    "--is-hybrid-model": "hybrid Mamba-2 / attention / MLP stack: the Mamba-2 mixer is not modelled",
-    "--mamba-state-dim": "Mamba-2 layers are not modelled",
-    "--moe-latent-size": "latent MoE (experts in a down-projected space) is not modelled",
+    **dict.fromkeys(("--hybrid-override-pattern", "--is-hybrid-model", "--mamba-state-dim", "--mamba-num-heads",
+                     "--mamba-head-dim", "--mamba-num-groups"),
+                    "hybrid Mamba-2 / attention / MLP stack: its flags are not read by this importer (the "
+                    "estimator models it: import the HF config.json with --hf-config, or write "
+                    "model.hybrid_override_pattern and the mamba_* fields)"),
+    "--moe-latent-size": "latent MoE: not read by this importer (the estimator models it: model.moe_latent_size)",
     "--num-experts-per-layer": "a different expert count per layer is not modelled",
 }
 

@@ -115,7 +115,7 @@ def _llama(**extra: object) -> dict[str, object]:
     (None, '{"model_type": "llama",\n "hidden_size": 4096,,}', "<json>", "malformed JSON at line 2"),
     ({"model_type": "bert"}, None, "model_type", "known: llama, mistral"),
     ({"model_type": "gemma2"}, None, "model_type", "four norms per layer"),
-    ({"model_type": "nemotron_h"}, None, "model_type", "Mamba-2 mixer"),
+    ({"model_type": "jamba"}, None, "model_type", "hybrid Mamba"),
     (_llama(num_hidden_layers=0), None, "num_hidden_layers", "integer ≥ 1"),
     (_llama(num_key_value_heads=5), None, "num_key_value_heads", "must divide"),
     (_llama(hidden_act="relu"), None, "hidden_act", "not modelled"),

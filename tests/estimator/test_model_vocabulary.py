@@ -89,11 +89,13 @@ def test_measured_rows_carry_the_features_their_notes_state(measured_dir: Path) 
     assert qwen["model"]["qk_norm"] is True
 
 
-def test_a_hybrid_mamba_row_is_refused_by_name(measured_dir: Path) -> None:
+def test_a_hybrid_mamba_row_without_its_pattern_is_refused_by_name(measured_dir: Path) -> None:
     row = _row(measured_dir, "mbridge_perf_summary_blackwell__26.08_Nemotron_3_Nano_DGX-GB300_MXFP8")
+    assert config_from_measured_row(row)["model"]["hybrid_override_pattern"].count("M") == 23  # read from notes
+    cut = {**row, "notes": row["notes"].replace("hybrid_layer_pattern MEMEM", "layers MEMEM")}
     with pytest.raises(ConfigError) as info:
-        config_from_measured_row(row)
-    assert info.value.field == "notes" and "Mamba-2 mixer is not modelled" in info.value.rule
+        config_from_measured_row(cut)
+    assert info.value.field == "notes" and "model.hybrid_override_pattern" in info.value.rule
 
 
 def test_qk_norm_kernels_and_operators() -> None:
