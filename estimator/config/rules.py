@@ -362,6 +362,9 @@ def _mamba_rules() -> list[Rule]:
         Rule("parallel.tp", lambda c: _mamba(c) & (c.model.mamba_num_groups % c.parallel.tp != 0),
              lambda c: f"must divide model.mamba_num_groups ({c.model.mamba_num_groups}); got {c.parallel.tp} "
              "(Megatron-Core MambaMixer: ngroups % tp == 0)"),
+        Rule("adapter.kind", lambda c: (c.adapter.kind != "none") & (c.model.hybrid_override_pattern is not None),
+             lambda c: "adapters on a hybrid stack (model.hybrid_override_pattern) are not modelled: the adapter "
+             "targets are a transformer layer's linears; a valid example: adapter.kind: none", structural=True),
         Rule("parallel.cp", lambda c: _mamba(c) & (c.parallel.cp > 1),
              lambda c: "context parallelism of Mamba-2 layers (Megatron-Core MambaContextParallel: all-to-alls "
              "between sequence and head sharding) is not modelled; a valid example: parallel.cp: 1"),

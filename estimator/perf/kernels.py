@@ -34,6 +34,11 @@ Per layer (forward ops):
 * MoE block: norm, router GEMM, softmax + top-k (2 pointwise), token permute and unpermute (2),
   per LOCAL expert (``E/ep``, Megatron's ``SequentialMLP``) fc1 + activation + fc2, shared experts
   (one fused MLP: 2 GEMM + 1 pointwise), residual; EP > 1 adds dispatch and combine all-to-alls.
+* a hybrid layer (``model.hybrid_override_pattern``, :mod:`estimator.inputs.hybrid`): its one block with
+  its norm and residual; a Mamba-2 mixer: in_proj and out_proj GEMMs, the two layout copies and
+  A = −exp(A_log) (3 pointwise, the copies counted at micro-batch 1 too), the gated norm, the causal conv
+  (``CAUSAL_CONV``) and the SSD scan (``SSD_SCAN``: :data:`estimator.perf.mamba.SSD_KERNELS`); no CP
+  collectives outside attention layers.
 * TP collectives per TP-sharded block: 1 all-reduce, or all-gather + reduce-scatter with sequence
   parallelism (the same blocks :func:`estimator.perf.comm.tp_layer_collectives` prices).
 * CP ring (``cp > 1``): core attention runs once per KV block (``cp`` times), with ``2·(cp−1)`` p2p

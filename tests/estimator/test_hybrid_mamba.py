@@ -131,6 +131,13 @@ def test_bad_hybrid_configs_are_refused_by_field(model: dict[str, Any], parallel
     assert info.value.field == field and words in info.value.rule
 
 
+def test_adapters_on_a_hybrid_stack_are_refused() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config({"profile": "megatron", "model": SYNTH, "train": {"seq_length": 512, "num_micro_batches": 2},
+                     "adapter": {"kind": "lora"}, "hardware": "b200"})
+    assert info.value.field == "adapter.kind" and "not modelled" in info.value.rule
+
+
 def _bridge_rows(measured_dir: Path) -> list[dict[str, str]]:
     with (measured_dir / "step_time_cases.csv").open(newline="") as f:
         return [r for r in csv.DictReader(f) if "Nemotron" in r["model_name"]]
@@ -174,3 +181,28 @@ def test_a_nemotron_h_config_json_imports(tmp_path: Path) -> None:
     cfg = load_config({"profile": "megatron", "model": model, "train": {"seq_length": 512, "num_micro_batches": 2},
                        "hardware": "b200"})
     assert layer_params(cfg.model, 0).non_expert == 217176  # the hand count of test_mamba_layer_params_by_hand
+
+
+def test_nemotron_3_sizes_match_the_published_totals(measured_dir: Path) -> None:
+    """The parameter counts from the rows' dims against NVIDIA's published sizes: Nano "31.6B total, 3.2B active
+    (3.6B with embeddings)" (NVIDIA Nemotron 3 release notes / white paper), Super 120B (Nemotron-3 Super
+    120B-A12B), Ultra 550B (550B-A55B); ``main``: without the MTP layers."""
+    from estimator.inputs.params import param_counts
+
+    rows = {r["model_name"]: r for r in _bridge_rows(measured_dir)}
+    sizes = {name: param_counts(load_config(config_from_measured_row(row)).model) for name, row in rows.items()}
+    nano = sizes["Nemotron-3 Nano 30B-A3B"]
+    assert nano.total == pytest.approx(31.6e9, rel=0.005) and nano.active == pytest.approx(3.6e9, rel=0.01)
+    assert sizes["Nemotron-3 Super 120B-A12B"].main == pytest.approx(120e9, rel=0.01)
+    assert sizes["Nemotron-3 Ultra 550B-A55B"].main == pytest.approx(550e9, rel=0.005)
+
+
+def test_the_pattern_decides_each_stages_layer_kinds() -> None:
+    cfg = load_config({"profile": "megatron", "model": {**SYNTH, "num_layers": 8, "hybrid_override_pattern": "MEME*-*-"},
+                       "train": {"seq_length": 512, "num_micro_batches": 4}, "parallel": {"pp": 2},
+                       "hardware": "b200"})
+    first, last = stage_layouts(cfg)
+    assert dict(first.kind_runs(cfg.model)) == {"mamba": 2, "moe_mlp": 2}
+    assert dict(last.kind_runs(cfg.model)) == {"attention": 2, "mlp": 2}
+    memory = estimator.estimate_memory(cfg).to_dict()["stages"]
+    assert memory[0]["components"]["activations"] != memory[1]["components"]["activations"]
