@@ -77,11 +77,13 @@ def cp_buffer(cfg: EstimatorConfig, index: int) -> float:
 
 
 def ep_buffer(cfg: EstimatorConfig, index: int) -> float:
-    """EP all-to-all buffer for one micro-batch (bytes): 2·k·s·b/cp·(ep−1)/ep·h·B (dispatch + combine)."""
+    """EP all-to-all buffer for one micro-batch (bytes): 2·k·s·b/cp·(ep−1)/ep·h·B (dispatch + combine; L for h
+    with ``moe_latent_size``)."""
     m, tr = cfg.model, cfg.train
     ep = layer_ep(cfg, index)
     tokens = tr.seq_length * tr.micro_batch_size / cfg.parallel.cp
-    value = 2 * m.moe_topk * tokens * (ep - 1) / ep * m.hidden_size * resolved_bytes(cfg).compute
+    width = m.moe_latent_size or m.hidden_size  # a latent MoE dispatches L-wide tokens
+    value = 2 * m.moe_topk * tokens * (ep - 1) / ep * width * resolved_bytes(cfg).compute
     return where(ep <= 1, 0.0, value)
 
 
