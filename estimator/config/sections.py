@@ -92,6 +92,8 @@ class ModelConfig(StrictSection):
         default=None, ge=1, description="TOTAL shared-expert width (default num_shared_experts·moe_ffn)"
     )
     mtp_layers: int = Field(default=0, ge=0, le=MAX_MTP_LAYERS)
+    #: Megatron's ``--mtp-use-repeated-layer``: the ``mtp_layers`` passes run one MTP layer (weights held once)
+    mtp_repeated_layer: bool = False
     vocab_size: int = Field(ge=1)
     padded_vocab_size: int | None = Field(default=None, ge=1)
     tied_embeddings: bool = False

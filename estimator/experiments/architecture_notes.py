@@ -72,10 +72,10 @@ HYBRID_SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = 
         "model.mamba_num_groups": (8, _ULTRA_DEFAULTS),
     },
 }
-#: why a repeated MTP layer's passes are counted as layers (``model.assumed``)
-REPEATED_MTP_REASON = ("notes: mtp_num_layers=N with a repeated layer (one set of MTP weights run N times): priced as "
-                       "N MTP layers, so the compute of the N passes is counted and the weights (grads, optimizer "
-                       "state) of N-1 MTP layers are over-counted; weight sharing is not modelled")
+#: where a repeated MTP layer's depth comes from (``model.assumed``: the mtp_layers column is empty)
+REPEATED_MTP_REASON = ("notes: mtp_num_layers=N with a repeated layer: N MTP passes (compute and activations N "
+                       "times) over one set of MTP weights (model.mtp_repeated_layer); the MTP layer is attention "
+                       "+ MoE (Bridge mtp_hybrid_override_pattern '*E')")
 #: recipe item of a repeated MTP layer (Bridge ``mtp_num_layers=N`` with ``mtp_use_repeated_layer``)
 _MTP_REPEATED = re.compile(r"mtp_num_layers=(\d+)\(repeated layer\)")
 
@@ -106,6 +106,7 @@ def _hybrid_fields(notes: str) -> dict[str, Any]:
         fields["position_embedding"] = "none"
     if (mtp := _MTP_REPEATED.search(notes)) is not None:  # the passes run N times over one repeated layer
         fields["mtp_layers"] = int(mtp.group(1))
+        fields["mtp_repeated_layer"] = True
     return fields
 
 

@@ -191,6 +191,13 @@ def mtp_extra_params(model: ModelConfig) -> int:
     return 2 * h * h + 2 * h
 
 
+def weight_copies(model: ModelConfig, index: int, n: int) -> int:
+    """How many sets of weights ``n`` layers of ``index``'s kind hold: ``n``, but 1 for the MTP layers of
+    ``mtp_repeated_layer`` (Megatron-Core ``mtp_use_repeated_layer``: every MTP depth runs the same layer, so
+    its weights, gradients and optimizer state exist once while its compute and activations repeat)."""
+    return 1 if n and model.mtp_repeated_layer and layer_kind(model, index) == "mtp" else n
+
+
 def embedding_params(model: ModelConfig) -> int:
     """Word embedding V·h, plus learned position embeddings s_max·h are added by the caller."""
     return model.vocab * model.hidden_size
@@ -209,7 +216,8 @@ def position_embedding_params(model: ModelConfig, seq_length: int) -> int:
 
 def total_params(model: ModelConfig, seq_length: int = 0) -> int:
     """All parameters: layers + MTP + embedding (+ positions) + head."""
-    layers = sum(layer_params(model, i).total for i in range(model.num_layers + model.mtp_layers))
+    mtp = weight_copies(model, model.num_layers, model.mtp_layers)
+    layers = sum(layer_params(model, i).total for i in range(model.num_layers + mtp))
     return layers + embedding_params(model) + position_embedding_params(model, seq_length) + head_params(model)
 
 
@@ -248,5 +256,6 @@ def param_counts(model: ModelConfig) -> ParamCounts:
     """:class:`ParamCounts` of ``model``."""
     outer = embedding_params(model) + head_params(model)
     total = total_params(model)
-    mtp = sum(layer_params(model, i).total for i in range(model.num_layers, model.num_layers + model.mtp_layers))
+    held = weight_copies(model, model.num_layers, model.mtp_layers)
+    mtp = sum(layer_params(model, i).total for i in range(model.num_layers, model.num_layers + held))
     return ParamCounts(total=total, active=activated_params(model) + outer, main=total - mtp)

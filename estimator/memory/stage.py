@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from estimator.inputs.derive import layer_kind, layer_kind_groups
+from estimator.inputs.params import weight_copies
 from estimator.inputs.profiles import profile_of, tp_shardable_overhead_mb
 from estimator.inputs.runtime_buffer import stage_runtime_buffers_mb
 from estimator.memory import activation as act
@@ -311,7 +312,7 @@ def _stage_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
         for i, n, key in classes[-1]:
             if key not in memo:
                 memo[key] = layer_static(cfg, i)
-            terms.append((memo[key], n))
+            terms.append((memo[key], weight_copies(cfg.model, i, n)))
     static = summed_static(terms)
     mtp_embedding = mtp_embedding_on_stage(cfg, layout)
     extra = StaticBytes()

@@ -300,6 +300,7 @@ def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> 
     dense = routed = 0.0
     for index, n in layers.stage_groups(cfg, layout):
         lp = params.layer_params(m, index)
+        n = params.weight_copies(m, index, n)
         dense += n * (lp.held_non_expert(ctx.tp) + lp.shared / ctx.tp)
         routed += n * lp.routed / (derive.layer_ep(cfg, index) * ctx.t_exp) if lp.routed else 0.0
     if layout.has_embedding:

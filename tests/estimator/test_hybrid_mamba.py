@@ -154,7 +154,8 @@ def test_every_bridge_nemotron_row_is_estimated(measured_dir: Path) -> None:
             nano.model.mamba_num_groups, nano.model.position_embedding) == (64, 64, 128, 8, "none")
     super_row = next(r for r in rows if "Super" in r["model_name"])
     sup = config_from_measured_row(super_row)["model"]
-    assert sup["moe_latent_size"] == 1024 and sup["mtp_layers"] == 2 and "mtp_layers" in sup["assumed"]
+    assert sup["moe_latent_size"] == 1024 and sup["mtp_layers"] == 2 and sup["mtp_repeated_layer"]
+    assert "mtp_layers" in sup["assumed"]
     assert "model.mamba_state_dim" in sup["source_facts"]
 
 
@@ -206,3 +207,15 @@ def test_the_pattern_decides_each_stages_layer_kinds() -> None:
     assert dict(last.kind_runs(cfg.model)) == {"attention": 2, "mlp": 2}
     memory = estimator.estimate_memory(cfg).to_dict()["stages"]
     assert memory[0]["components"]["activations"] != memory[1]["components"]["activations"]
+
+
+def test_a_repeated_mtp_layer_holds_its_weights_once() -> None:
+    base = {**SYNTH, "mtp_layers": 2}
+    two, one = _run(**base).model, _run(**base, mtp_repeated_layer=True).model
+    mtp = layer_params(two, 4).total  # the MTP layer (attention + MoE + projection + norms)
+    assert total_params(two) - total_params(one) == mtp  # one set of MTP weights, not two
+    mem_two = estimator.estimate_memory(_run(**base)).to_dict()["stages"][0]["components"]
+    mem_one = estimator.estimate_memory(_run(**base, mtp_repeated_layer=True)).to_dict()["stages"][0]["components"]
+    assert mem_one["params"] < mem_two["params"] and mem_one["activations"] == mem_two["activations"]
+    a = estimator.estimate_perf(_run(**base)).to_dict()["stages"][0]["fw_flops"]
+    assert estimator.estimate_perf(_run(**base, mtp_repeated_layer=True)).to_dict()["stages"][0]["fw_flops"] == a
