@@ -19,6 +19,7 @@ from estimator.importers.common import Imported, as_bool, as_int, bad
 from estimator.importers.megatron_args import read_arguments
 from estimator.importers.megatron_flags import IGNORED_PREFIXES, NOT_MODELLED, RECOMPUTE_MODULE_NAMES, REFUSED
 from estimator.importers.megatron_recipe import cuda_graph, linear_recipe, overlap
+from estimator.inputs import hybrid
 
 #: Megatron's defaults used when a flag is absent (megatron/training/arguments.py)
 DEFAULT_DIVISIBLE_BY = 128
@@ -72,10 +73,28 @@ class _Args:
         self.out.put(field, value, flag if flag in self.args else f"{flag} absent: Megatron default {default}")
 
 
+#: the hybrid pattern's flag: ``--hybrid-override-pattern``, renamed ``--hybrid-layer-pattern`` by later Megatron-LM
+#: (NVIDIA/Megatron-LM@d98e8a64dd examples/post_training/modelopt/conf/nvidia/*Nemotron-3*.sh), where the layer
+#: count follows from the pattern
+PATTERN_FLAGS = ("--hybrid-override-pattern", "--hybrid-layer-pattern")
+
+
+def _pattern(a: _Args) -> tuple[str, str] | None:
+    """(flag, value) of the hybrid layer pattern, or None."""
+    return next(((flag, value) for flag in PATTERN_FLAGS if (value := a.text(flag)) is not None), None)
+
+
 def _dims(a: _Args) -> None:
-    layers, h = a.need("--num-layers"), a.need("--hidden-size")
+    pattern = _pattern(a)
+    if pattern is not None and not a.has("--num-layers"):
+        layers = len(pattern[1].split("/")[0])
+        a.out.put("model.num_layers", layers, f"{pattern[0]}: one symbol per layer")
+    else:
+        layers = a.need("--num-layers")
+    h = a.need("--hidden-size")
     heads = a.need("--num-attention-heads")
-    a.out.put("model.num_layers", layers, "--num-layers")
+    if pattern is None or a.has("--num-layers"):
+        a.out.put("model.num_layers", layers, "--num-layers")
     a.out.put("model.hidden_size", h, "--hidden-size")
     a.out.put("model.num_attention_heads", heads, "--num-attention-heads")
     a.put("model.ffn_hidden_size", "--ffn-hidden-size", 4 * h)
@@ -112,10 +131,10 @@ def _activation_and_norm(a: _Args) -> None:
         raise bad(a.file, "--normalization", f"{norm!r} is not modelled (LayerNorm, RMSNorm)")
     a.out.put("model.norm", norm, "--normalization" if a.has("--normalization") else "Megatron default LayerNorm")
     pos = a.text("--position-embedding-type", "learned_absolute")
-    if pos not in ("learned_absolute", "rope"):
-        raise bad(a.file, "--position-embedding-type", f"{pos!r} is not modelled (learned_absolute, rope)")
-    a.out.put("model.position_embedding", "rope" if pos == "rope" else "learned", "--position-embedding-type"
-              if a.has("--position-embedding-type") else "Megatron default learned_absolute")
+    if pos not in ("learned_absolute", "rope", "none"):
+        raise bad(a.file, "--position-embedding-type", f"{pos!r} is not modelled (learned_absolute, rope, none)")
+    a.out.put("model.position_embedding", {"rope": "rope", "none": "none"}.get(pos or "", "learned"),
+              "--position-embedding-type" if a.has("--position-embedding-type") else "Megatron default learned_absolute")
     a.out.put("model.tied_embeddings", not a.flag("--untie-embeddings-and-output-weights"),
               "--untie-embeddings-and-output-weights (Megatron ties by default)")
     if a.flag("--qk-layernorm") and a.out.data["model"]["attention"] != "mla":
@@ -133,8 +152,35 @@ def _moe(a: _Args) -> None:
     if shared:
         a.out.put("model.num_shared_experts", 1, "--moe-shared-expert-intermediate-size: one shared-expert MLP")
         a.out.put("model.shared_expert_ffn_hidden_size", shared, "--moe-shared-expert-intermediate-size")
-    a.out.put("model.num_dense_layers", _leading_dense(a), "--moe-layer-freq (leading dense layers)")
+    a.out.put("model.num_dense_layers", 0 if _pattern(a) is not None else _leading_dense(a),
+              "--moe-layer-freq (leading dense layers; a hybrid pattern places its E layers itself)")
     a.put("model.mtp_layers", "--mtp-num-layers", 0, minimum=0)
+    if a.has("--moe-latent-size"):
+        a.put("model.moe_latent_size", "--moe-latent-size")
+
+
+def _hybrid(a: _Args) -> None:
+    """A hybrid stack (``MambaModel``): ``--hybrid-override-pattern`` (its ``/``-separated MTP part must be ``*E``
+    per depth), the Mamba-2 dims at Megatron-Core's defaults unless given, ``--mtp-use-repeated-layer``."""
+    found = _pattern(a)
+    a.flag("--is-hybrid-model")
+    if found is None:
+        return
+    flag, raw = found
+    main, *mtp = raw.split("/")
+    mtp += [part for part in [a.text("--mtp-hybrid-override-pattern")] if part is not None]
+    if any(part != "*E" for part in mtp):
+        raise bad(a.file, flag, f"MTP pattern(s) {'/'.join(mtp)!r}: only '*E' (attention + "
+                  "MoE) MTP layers are modelled")
+    a.out.put("model.hybrid_override_pattern", main, flag)
+    if a.has("--mamba-num-heads"):
+        a.put("model.mamba_num_heads", "--mamba-num-heads")
+    for field, flag, default in (("mamba_head_dim", "--mamba-head-dim", hybrid.MAMBA_DEFAULT_HEAD_DIM),
+                                 ("mamba_state_dim", "--mamba-state-dim", hybrid.MAMBA_DEFAULT_STATE_DIM),
+                                 ("mamba_num_groups", "--mamba-num-groups", hybrid.MAMBA_DEFAULT_NUM_GROUPS)):
+        a.put(f"model.{field}", flag, default)
+    if a.flag("--mtp-use-repeated-layer"):
+        a.out.put("model.mtp_repeated_layer", True, "--mtp-use-repeated-layer")
 
 
 def _leading_dense(a: _Args) -> int:
@@ -275,6 +321,7 @@ def import_megatron(path: str | Path, *, world_size: int | None = None, profile:
             raise bad(file, flag, REFUSED[flag])
     _dims(a)
     _moe(a)
+    _hybrid(a)
     _train(a)
     tp = _parallel(a, world_size or launched)
     _vocab(a, tp, vocab_size)

@@ -31,12 +31,6 @@ NOT_MODELLED: dict[str, str] = {
 #: flags that change the architecture into one this importer does not read (or the estimator does not model):
 #: refused (a ConfigError), never priced as a plain transformer
 REFUSED: dict[str, str] = {
-    **dict.fromkeys(("--hybrid-override-pattern", "--is-hybrid-model", "--mamba-state-dim", "--mamba-num-heads",
-                     "--mamba-head-dim", "--mamba-num-groups"),
-                    "hybrid Mamba-2 / attention / MLP stack: its flags are not read by this importer (the "
-                    "estimator models it: import the HF config.json with --hf-config, or write "
-                    "model.hybrid_override_pattern and the mamba_* fields)"),
-    "--moe-latent-size": "latent MoE: not read by this importer (the estimator models it: model.moe_latent_size)",
     "--num-experts-per-layer": "a different expert count per layer is not modelled",
 }
 

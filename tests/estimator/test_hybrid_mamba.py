@@ -219,3 +219,25 @@ def test_a_repeated_mtp_layer_holds_its_weights_once() -> None:
     assert mem_one["params"] < mem_two["params"] and mem_one["activations"] == mem_two["activations"]
     a = estimator.estimate_perf(_run(**base)).to_dict()["stages"][0]["fw_flops"]
     assert estimator.estimate_perf(_run(**base, mtp_repeated_layer=True)).to_dict()["stages"][0]["fw_flops"] == a
+
+
+def test_megatron_hybrid_arguments_import(tmp_path: Path) -> None:
+    """SYNTHETIC Megatron-LM launch arguments in the spelling of NVIDIA's Nemotron-3 Super launch config."""
+    from estimator.importers.megatron import import_megatron
+
+    path = tmp_path / "hybrid.sh"
+    path.write_text(
+        '--is-hybrid-model --hybrid-override-pattern ME*-/*E --mamba-num-heads 8 --mamba-head-dim 32 '
+        "--mamba-state-dim 16 --mamba-num-groups 2 --num-layers 4 --hidden-size 256 --num-attention-heads 4 "
+        "--group-query-attention --num-query-groups 2 --kv-channels 64 --ffn-hidden-size 512 --squared-relu "
+        "--num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 128 --moe-latent-size 64 --mtp-num-layers 2 "
+        "--mtp-use-repeated-layer --position-embedding-type none --normalization RMSNorm --seq-length 512 "
+        '--micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 1024 --untie-embeddings-and-output-weights\n',
+        encoding="utf-8")
+    model = import_megatron(path, world_size=8).data["model"]
+    assert (model["hybrid_override_pattern"], model["mamba_state_dim"], model["moe_latent_size"],
+            model["mtp_repeated_layer"], model["position_embedding"], model["num_dense_layers"]) == (
+        "ME*-", 16, 64, True, "none", 0)
+    cfg = load_config({"profile": "megatron", "model": model, "train": {"seq_length": 512, "num_micro_batches": 2},
+                       "hardware": "b200"})
+    assert layer_params(cfg.model, 0).non_expert == 217176

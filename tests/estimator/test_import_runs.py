@@ -111,8 +111,8 @@ def test_launch_script_reads_world_size_and_flags(tmp_path: Path) -> None:
     ("--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 8 --vocab-size 9 "
      "--tensor-model-parallel-size 3", "world size", "not a multiple"),
     ("--hidden-size 4096", "--num-layers", "required"),
-    ("--num-layers 52 --hidden-size 2688 --num-attention-heads 32 --hybrid-override-pattern MEMEM*EME",
-     "--hybrid-override-pattern", "not read by this importer"),
+    ("--num-layers 4 --hidden-size 2688 --num-attention-heads 32 --hybrid-override-pattern MEM*/M*",
+     "--hybrid-override-pattern", "only '*E'"),
 ])
 def test_bad_megatron_flags_name_file_flag_and_rule(tmp_path: Path, text: str, key: str, words: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
