@@ -59,6 +59,13 @@ def _frame(frame: pd.DataFrame | None, col: str, offset: float, windows: Windows
     return out if len(out) else None
 
 
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 def _communication(comm: dict[str, Any] | None, base_ts_us: int, windows: Windows) -> dict[str, Any] | None:
     """``communication.json`` keeping the ops whose ``Start Timestamp(us)`` lies in ``windows``."""
     if not comm:
@@ -72,7 +79,7 @@ def _communication(comm: dict[str, Any] | None, base_ts_us: int, windows: Window
                 continue
             for name, op in ops.items():
                 info = op.get("Communication Time Info") if isinstance(op, dict) else None
-                ts = pd.to_numeric((info or {}).get("Start Timestamp(us)"), errors="coerce")
+                ts = _float((info or {}).get("Start Timestamp(us)"))
                 if name != "Total Op Info" and np.isfinite(ts) and _mask(np.array([ts - base_ts_us]), windows)[0]:
                     out.setdefault(step, {}).setdefault(kind, {})[name] = op
     return out or None

@@ -63,7 +63,7 @@ def test_communication_and_hccl_rows_are_scoped_by_their_start() -> None:
                                  "Total Op Info": {}}}}
     hccl = pd.DataFrame({"op": ["x", "y"], "ts_us": [1_000_500.0, 1_001_500.0]})
     full = inp(events=events([]), communication=comm, hccl_tasks=hccl, base_ts_us=1_000_000)
-    pre = scope.scoped(full, "prefill", PREFILL_W, 4000.0, True)
+    pre = scope.scoped(full, "prefill", ((0.0, 1000.0),), 1000.0, True)
     assert list(pre.communication["s"]["collective"]) == ["a@g"] and pre.hccl_tasks["op"].tolist() == ["x"]
     dec = scope.scoped(full, "decode", ((3000.0, 4000.0),), 1000.0, True)
     assert dec.communication is None and dec.notes["communication"].endswith("in the decode windows")
