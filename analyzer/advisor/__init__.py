@@ -6,13 +6,16 @@ are ``advisor*`` entries of ``thresholds_default.yaml`` (value, unit, rationale,
 Rule modules: :mod:`.rules_env` (environment variables), :mod:`.rules_comm` (byte alignment, small packets,
 bandwidth contention, retransmission), :mod:`.rules_compute` (pipeline bound per operator family, no bound,
 block dim, AICPU, dynamic shape, shape affinity), :mod:`.rules_schedule` (synchronize-stream co-occurrence, GC,
-conjectured GC, fusible sequences).
+conjectured GC, fusible sequences),
+:mod:`.rules_freq` (AI-Core frequency drop), :mod:`.rules_affinity` (affinity-API replacement, patterns in
+:mod:`.affinity_table`).
 
-:func:`advise` runs every rule on one rank over the overall window (the kernel table and the trace of the whole
-capture, as msprof-analyze does) and returns an :class:`AdvisorReport`: the findings ranked by share of the window
-(:func:`analyzer.advisor.finding.rank_findings`), and for every rule that did not fire whether it was evaluated
-or why not. Each finding lists the phases it applies to (the rule's ``phases``). The findings never enter the
-seed's four-kind bottleneck scoring.
+:func:`advise` runs every rule on one scope's inputs and returns an :class:`AdvisorReport`: the findings ranked by
+share of the scope's window (:func:`analyzer.advisor.finding.rank_findings`), and for every rule that did not fire
+whether it was evaluated or why not. :func:`attach` runs it over the overall scope (the whole capture's kernel
+table and trace, as msprof-analyze does) and over every phase scope of the rank (the rows starting in that phase's
+windows, :mod:`.scope`), each ranked by share of its own window. The findings never enter the seed's four-kind
+bottleneck scoring.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ class AdvisorReport:
 
     def to_dict(self, th: Thresholds, scope: str = "overall") -> dict[str, Any]:
         """Plain data (stable keys); every finding names ``scope``."""
-        return {"findings": [{**f.to_dict(th), "scope": scope} for f in self.findings], "window_us": self.window_us,
+        return {"findings": [{**f.to_dict(th), "scope": scope} for f in self.findings], "window_us": None if self.window_us is None else round(self.window_us, 3),
                 "rules_without_finding": dict(sorted(self.quiet.items())),
                 "ranking": "share of the window: high >= advisorHighSharePct, medium >= advisorMediumSharePct "
                            "(msprof-analyze base_analyzer.py get_priority_by_time_ratio); no time: by expected gain"}
