@@ -113,8 +113,8 @@ def build_input(rank: Any, fmt: str, window_us: float | None, th: Thresholds) ->
     kernels = rank.tables.get("kernel_details")
     if kernels is None and db is not None:
         kernels, _ = kernels_from_db(db, rank.base_ts_us)
-    inp = AdvisorInput(rank=rank.rank, fmt=fmt, events=relevant_events(rank.events), window_us=window_us,
-                       base_ts_us=rank.base_ts_us, kernels=kernels, env=env_variables(rank.meta), hccl_tasks=hccl,
+    inp = AdvisorInput(rank=rank.rank, fmt=fmt, events=relevant_events(rank.events, host_api=fmt == "ascend"),
+                       window_us=window_us, base_ts_us=rank.base_ts_us, kernels=kernels, env=env_variables(rank.meta), hccl_tasks=hccl,
                        communication=rank.communication, ai_core_num=ai_core, aiv_num=aiv, freq=freq,
                        rated_freq_mhz=rated_frequency(meta))
     if why:

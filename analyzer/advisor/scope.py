@@ -5,7 +5,7 @@ The phase plan (:func:`analyzer.phases.plan_phases`) splits a rank into ``overal
 are the rows that *start* inside its windows, the rule ``analyzer.analysis._scope_input`` applies to the kernel
 table and the indicators apply to events:
 
-- ``events``: the event rows the rules read (:data:`RELEVANT`, selected once per rank by name, so a phase mask
+- ``events``: the event rows the rules read (:func:`relevant_events`, selected once per rank by name, so a phase mask
   runs over a few thousand rows instead of the whole table);
 - ``kernels``: ``kernel_details.csv`` rows by ``Start Time(us)`` (relative to the trace base, the event clock),
   only when the rank has a trace (without one the rows cannot be placed: the phase says so);
@@ -30,21 +30,29 @@ from analyzer.indicators import in_windows_mask
 from analyzer.ingest import events as ev
 
 Windows = tuple[tuple[float, float], ...]
-#: name prefixes / names of the event rows any rule reads (rules_schedule, rules_affinity).
-PREFIXES = ("AscendCL@", "Node@launch", "aten::", "npu::", "Optimizer.step#", "GC ")
+#: name prefixes / names of the event rows the schedule rules read (rules_schedule).
+PREFIXES = ("AscendCL@", "Node@launch", "GC ")
 LOWER_NAMES = frozenset({"gc", "python gc"})
+#: and those of the affinity-API rule (rules_affinity; Ascend captures only).
+HOST_API_PREFIXES = ("Optimizer.step#",)
+HOST_API_LOWER = ("aten::", "npu::")
 
 
 def _relevant(name: str) -> bool:
-    return (name == "Free" or name.startswith(PREFIXES) or name.lower() in LOWER_NAMES
-            or name.lower().startswith(("aten::", "npu::")))
+    return name == "Free" or name.startswith(PREFIXES) or name.lower() in LOWER_NAMES
 
 
-def relevant_events(events: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``events`` any advisor rule reads (one name test per distinct name, then one ``take``)."""
+def _relevant_with_api(name: str) -> bool:
+    return _relevant(name) or name.startswith(HOST_API_PREFIXES) or name.lower().startswith(HOST_API_LOWER)
+
+
+def relevant_events(events: pd.DataFrame, host_api: bool = True) -> pd.DataFrame:
+    """The rows of ``events`` any advisor rule reads (one name test per distinct name, then one ``take``);
+    ``host_api=False`` leaves out the ``aten::`` / ``Optimizer.step#`` calls (only the Ascend-only affinity-API
+    rule reads them)."""
     if events.empty:
         return events
-    return events.take(np.flatnonzero(ev.matches(events["name"], _relevant)))
+    return events.take(np.flatnonzero(ev.matches(events["name"], _relevant_with_api if host_api else _relevant)))
 
 
 def _mask(t_us: np.ndarray, windows: Windows) -> np.ndarray:
