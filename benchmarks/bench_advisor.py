@@ -47,28 +47,36 @@ class Timer:
 
 def measure(dataset: Any, phase: str | None, runs: int) -> dict[str, float]:
     """Min CPU seconds of analyze with / without the hook, and of the rules and the HTA breakdowns in it."""
-    import analyzer.advisor as adv
-    from analyzer import analyze
+    import importlib
 
-    orig = (adv.attach, adv.advise, adv.build_input, adv.scoped, adv.hta_breakdowns.breakdowns)
+    from analyzer import analyze
+    adv: Any = importlib.import_module("analyzer.advisor")
+    hb: Any = importlib.import_module("analyzer.hta_breakdowns")  # the module attach calls
+
+    names = [n for n in ("advise", "build_input", "scoped") if hasattr(adv, n)]  # scoped: per-phase builds only
+    orig = (adv.attach, [getattr(adv, n) for n in names], hb.breakdowns)
     best: dict[str, float] = {}
     try:
         for _ in range(runs):
             rules, hta = Timer(), Timer()
-            adv.advise, adv.build_input, adv.scoped = (rules.wrap(f) for f in orig[1:4])
-            adv.hta_breakdowns.breakdowns = hta.wrap(orig[4])  # type: ignore[assignment]
+            for n, f in zip(names, orig[1], strict=True):
+                setattr(adv, n, rules.wrap(f))
+            hb.breakdowns = hta.wrap(orig[2])
             t0 = time.process_time()
             analyze(dataset, phase_override=phase)
             with_s = time.process_time() - t0
-            adv.attach = lambda ra, *a, **k: ra  # type: ignore[assignment]
+            adv.attach = lambda ra, *a, **k: ra
             t0 = time.process_time()
             analyze(dataset, phase_override=phase)
             without_s = time.process_time() - t0
-            adv.attach = orig[0]  # type: ignore[assignment]
+            adv.attach = orig[0]
             for k, v in (("with_s", with_s), ("without_s", without_s), ("rules_s", rules.cpu_s), ("hta_s", hta.cpu_s)):
                 best[k] = min(best.get(k, v), v)
     finally:
-        adv.attach, adv.advise, adv.build_input, adv.scoped, adv.hta_breakdowns.breakdowns = orig  # type: ignore[assignment]
+        adv.attach = orig[0]
+        for n, f in zip(names, orig[1], strict=True):
+            setattr(adv, n, f)
+        hb.breakdowns = orig[2]
     return best
 
 
@@ -83,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from analyzer.dataset import load_dataset
     with tempfile.TemporaryDirectory() as tmp:
-        path = build(Path(tmp), args.copies)
+        path = build(args.copies, Path(tmp))
         ingest = []
         for _ in range(args.runs):
             t0 = time.process_time()

@@ -29,6 +29,9 @@ msprof-analyze's findings and ndval's match, export by export:
   ``msinsight-heatmap-tiny`` ("no optimization suggestions") -> ``advisor.affinity-api`` with the same API (one
   ``Optimizer.step#*.step`` call). msprof-analyze lists the code stacks of the calls ("no stack" here: the
   captures ran without ``with_stack``); ndval lists the call sequence, its count and host time instead.
+  Priority: msprof-analyze always colours the affinity finding low (``fusion_ops_analyzer.py`` ``get_priority``);
+  ndval ranks it like every finding, by the share of the window its matched calls' host time takes (6.7-7.7 % of
+  the window for the SGD step here: high), the time the fused API would replace at most.
 - AI-Core frequency: msprof-analyze "Can not find ai core frequency in info.json*" (the exports have
   ``AI Core Freq`` samples, all 1800 MHz, but no ``info.json`` with ``aic_frequency``) -> ``advisor.aicore-freq``
   "not evaluated: rated AI-Core frequency unknown" on the exports with a kernel table.
