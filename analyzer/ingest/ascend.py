@@ -23,6 +23,7 @@ import pandas as pd
 from analyzer.ingest import events as ev
 from analyzer.ingest.budgets import Budgets, auto_max_events
 from analyzer.ingest.errors import IngestError
+from analyzer.ingest.excluded import excluded_steps
 from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame
 
 #: host-process names; every other process is on the device.
@@ -196,6 +197,7 @@ def read_trace_view(path: Path, rank: int, progress: bool | None = None,
         raw.dropped_by_category = ev.dropped_by_category(sigs, thinning.dropped_by_sig)
     arrays = event_arrays(raw)
     arrays["step"] = row_steps(sigs, arrays)
+    raw.excluded_steps = excluded_steps(raw, sigs, arrays)
     return ev.build_table(sigs, arrays, rank), raw
 
 

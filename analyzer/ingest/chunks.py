@@ -57,6 +57,8 @@ class EventFramer:
 
     src: Source
     budgets: Budgets
+    #: decode a bare array with the Kineto decoder (a Kineto trace in the Trace Event Format's JSON Array Format)
+    kineto: bool = False
     layout: str = ""
     fmt: dec.Format = dec.GENERIC
     top: dict[str, Any] = field(default_factory=dict)
@@ -90,6 +92,7 @@ class EventFramer:
             self.layout = "empty"
         elif head[:1] == b"[":
             self.layout, self._buf = "array", head[1:]
+            self.fmt = dec.KINETO if self.kineto else self.fmt
         elif head[:1] == b"{":
             self.layout, self.fmt = "object", dec.KINETO
             self._buf = head
