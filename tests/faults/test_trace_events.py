@@ -157,3 +157,31 @@ def test_bare_array_with_ascend_process_names_is_still_ascend(tmp_path: Path) ->
     path = tmp_path / "trace_view.json"
     path.write_text(json.dumps([meta, _step(1, 0, 1000), *_kernels(20)]))
     assert load_dataset(path).source_format == "ascend"
+
+
+@pytest.mark.parametrize("wrap", [True, False])  # Kineto object (KinetoArgs) / bare array read as Kineto
+def test_begin_end_pair_merges_the_end_events_args(tmp_path: Path, wrap: bool) -> None:
+    """B/E duration events: the args of the E event were lost (Trace Event Format: "the args of the E event are
+    merged with those of the B event"; a key both give takes E's value). SYNTHETIC: a copy whose size is on E."""
+    be = [{"ph": "B", "name": "Memcpy HtoD (Pageable -> Device)", "cat": "gpu_memcpy", "ts": 100, "pid": 0, "tid": 7,
+           "args": {"correlation": 11, "bytes": 1}},
+          {"ph": "E", "ts": 160, "pid": 0, "tid": 7, "args": {"bytes": 4096}}]
+    events = [_step(1, 0, 1000), *_kernels(5), *be]
+    path = _write(tmp_path, events) if wrap else tmp_path / "a.json"
+    if not wrap:
+        path.write_text(json.dumps(events))
+    table = load_dataset(path).ranks[0].events
+    row = table[table["category"] == "memcpy"]
+    assert len(row) == 1 and float(row["bytes"].iloc[0]) == 4096.0 and int(row["corr"].iloc[0]) == 11
+    assert float(row["dur_us"].iloc[0]) == 60.0
+
+
+def test_merge_args_keeps_begin_keys_and_takes_end_values() -> None:
+    from analyzer.ingest import decode as dec
+    from analyzer.ingest.durations import merge_args
+    b = dec.Args(task_type="AI_CORE", count=2, data_type="FP32")
+    merged = merge_args(b, dec.Args(count=8))
+    assert (merged.task_type, merged.count, merged.data_type) == ("AI_CORE", 8, "FP32")
+    assert merge_args(b, None) is b and merge_args(None, b) is b and merge_args(b, dec.Args()) is b
+    k = merge_args(dec.KinetoArgs(correlation=3), dec.KinetoArgs(nbytes=64))
+    assert (k.correlation, k.nbytes) == (3, 64)
