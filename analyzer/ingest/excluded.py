@@ -3,7 +3,7 @@
 A complete event whose ``ts`` or ``dur`` is not a usable number (NaN, negative, non-numeric, beyond range) is
 dropped by the reader (``stream``); so is an array element that does not decode as an event. This module turns
 what the reader counted into the rank's :class:`~analyzer.ingest.dropped.DroppedEvents` and its warnings, with
-the count per cause (``bad ts``, ``bad dur``, ``not an event``), and names every ``ProfilerStep#N`` marker so
+the count per cause (``bad ts``, ``bad dur``, ``invalid UTF-8``, ``not an event``), and names every ``ProfilerStep#N`` marker so
 dropped with the cause and the events of its step, which are then in no step (outside the analysed window):
 
 - marker with a bad ``dur`` (its start is known): its step's events are those starting at or after the
@@ -26,7 +26,9 @@ from analyzer.ingest.dropped import DroppedEvents
 from analyzer.ingest.stream import RawTrace
 
 #: causes of an event dropped by the reader, in the order the messages list them.
-CAUSES: tuple[str, ...] = ("bad ts", "bad dur", "not an event")
+CAUSES: tuple[str, ...] = ("bad ts", "bad dur", "invalid UTF-8", "not an event")
+#: what a bad ts / dur is, for the messages.
+WHAT_BAD = "a bad ts/dur is NaN, negative, non-numeric or beyond range"
 
 
 def excluded_steps(raw: RawTrace, sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
@@ -71,9 +73,22 @@ def _bounds(n: int | None, numbers: np.ndarray, starts: np.ndarray,
 
 def cause_counts(raw: RawTrace) -> dict[str, int]:
     """Events the reader dropped, by cause (:data:`CAUSES`; zero counts left out)."""
-    bad_dur = raw.n_dropped_bad - raw.n_bad_ts - raw.n_not_events
-    counts = {"bad ts": raw.n_bad_ts, "bad dur": max(bad_dur, 0), "not an event": raw.n_not_events}
+    n_not, n_utf8 = raw.not_events
+    bad_dur = raw.n_dropped_bad - raw.n_bad_ts - n_not
+    counts = {"bad ts": raw.n_bad_ts, "bad dur": max(bad_dur, 0), "invalid UTF-8": n_utf8, "not an event": n_not - n_utf8}
     return {c: n for c, n in counts.items() if n}
+
+
+def causes_text(raw: RawTrace) -> str:
+    """``bad ts 3, invalid UTF-8 1; a bad ts/dur is ...`` (what a bad ts/dur is, when there is one)."""
+    counts = cause_counts(raw)
+    text = ", ".join(f"{c} {n:,}" for c, n in counts.items())
+    return f"{text}; {WHAT_BAD}" if counts.keys() & {"bad ts", "bad dur"} else text
+
+
+def none_readable(raw: RawTrace) -> str:
+    """Why a trace has no complete event although it has some (``""`` when none was dropped): the count by cause."""
+    return f"; all {raw.n_dropped_bad:,} were dropped as unreadable ({causes_text(raw)})" if raw.n_dropped_bad else ""
 
 
 def _step_text(item: dict[str, Any]) -> str:
@@ -93,9 +108,7 @@ def dropped_rows(path: Path, raw: RawTrace, excluded: list[dict[str, Any]]) -> t
     ``excluded_step_markers`` and ``events_in_excluded_steps`` when a step marker was among them."""
     if not raw.n_dropped_bad:
         return DroppedEvents(), []
-    causes = ", ".join(f"{c} {n:,}" for c, n in cause_counts(raw).items())
-    warnings = [f"{path}: dropped {raw.n_dropped_bad:,} events with a bad ts/dur ({causes}; NaN, negative, "
-                "non-numeric or beyond range)"]
+    warnings = [f"{path}: dropped {raw.n_dropped_bad:,} unreadable events ({causes_text(raw)})"]
     steps = [_step_text(item) for item in excluded]
     warnings += [f"{path}: {s}: they are in no step, outside the analysed window" for s in steps]
     by_cat = {"unparsed": raw.n_dropped_bad}

@@ -36,7 +36,7 @@ from analyzer.ingest import events as ev
 from analyzer.ingest.ascend import row_steps
 from analyzer.ingest.budgets import Budgets, auto_max_events
 from analyzer.ingest.errors import IngestError
-from analyzer.ingest.excluded import excluded_steps
+from analyzer.ingest.excluded import excluded_steps, none_readable
 from analyzer.ingest.framing import read_all
 from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame, sniff_layout
 
@@ -252,7 +252,9 @@ def read_kineto_trace(path: Path, rank: int | None = None, progress: bool | None
                             f"Kineto events by its content ({', '.join(evidence)}); that form carries no "
                             "distributedInfo or deviceProperties")
     if raw.n_complete == 0 and not raw.truncated:
-        raise IngestError(path, "traceEvents", "no complete ('X') events: not a Kineto profiler trace")
+        why = none_readable(raw)
+        raise IngestError(path, "traceEvents", f"no complete ('X') events{why}" if why else
+                          "no complete ('X') events: not a Kineto profiler trace")
     meta = read_meta(raw)
     found = rank_of(meta)
     if rank is None:

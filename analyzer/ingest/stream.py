@@ -98,7 +98,7 @@ class RawTrace:
     n_dropped_bad: int = 0
     #: of those, unreadable ``ts`` and elements that are no event object (the rest: bad ``dur``; ``excluded``)
     n_bad_ts: int = 0
-    n_not_events: int = 0
+    not_events: tuple[int, int] = (0, 0)  # (elements, of which not UTF-8)
     #: events dropped under the event-size budget (a name longer than ``Budgets.max_event_bytes``).
     n_too_long: int = 0
     #: duration events (``B`` / ``E``) paired into complete events, and the ones that could not be (by cause).
@@ -254,7 +254,7 @@ class _State:
 def _notes(raw: RawTrace, framer: EventFramer) -> None:
     """Warnings for damage and for every ingest budget that dropped or stopped something."""
     path, b = raw.path, framer.budgets
-    raw.n_dropped_bad, raw.n_not_events = raw.n_dropped_bad + framer.n_not_events, framer.n_not_events
+    raw.n_dropped_bad, raw.not_events = raw.n_dropped_bad + framer.n_not_events, (framer.n_not_events, framer.n_bad_utf8)
     if framer.truncated:
         raw.truncated = True
         raw.warnings.append(

@@ -72,7 +72,7 @@ def test_one_bad_step_marker_names_the_excluded_step_and_its_events(tmp_path: Pa
     rank = ds.ranks[0]
     text = "\n".join(rank.warnings)
     assert "step marker ProfilerStep#2: bad dur — 1 marker and the 10 events of its step excluded" in text, text
-    assert "dropped 1 events with a bad ts/dur (bad dur 1;" in text, text
+    assert "dropped 1 unreadable events (bad dur 1;" in text, text
     assert rank.dropped_events.count == 1 and "ProfilerStep#2: bad dur" in rank.dropped_events.reason
     assert rank.dropped_events.by_category == {"unparsed": 1, "excluded_step_markers": 1, "events_in_excluded_steps": 10}
 
@@ -105,7 +105,7 @@ def test_ascend_bad_step_marker_states_the_cause_and_the_events_of_its_step(tmp_
     40 events silently in no step."""
     rank = load_dataset(_ascend_trace(tmp_path, field)).ranks[0]
     text = "\n".join(rank.warnings)
-    assert f"dropped 1 events with a bad ts/dur (bad {field} 1;" in text, text
+    assert f"dropped 1 unreadable events (bad {field} 1;" in text, text
     assert f"step marker ProfilerStep#3: bad {field} — 1 marker and the 40 events of its step excluded" in text, text
     assert rank.dropped_events.by_category == {"unparsed": 1, "excluded_step_markers": 1, "events_in_excluded_steps": 40}
     assert int((rank.events["step"] < 0).sum()) == 40 and 3 not in set(rank.events["step"])
