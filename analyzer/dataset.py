@@ -5,7 +5,8 @@ Accepted paths (spec/analyzer.md §1):
 - an Ascend rank directory ``*_ascend_pt``, its ``ASCEND_PROFILER_OUTPUT``, or a bare
   ``trace_view.json``;
 - a parent directory holding one Ascend rank directory per rank (``rank0_ascend_pt``...);
-- a Kineto trace ``.json`` / ``.json.gz``, or a directory of them (one file per rank).
+- a Kineto trace ``.json`` / ``.json.gz`` (a ``traceEvents`` object, or a bare array of Kineto events: a bare
+  array is Kineto's or Ascend's by its content, ``kineto.bare_array_shape``), or a directory of them (one per rank).
 
 Missing files are recorded (``RankData.files`` lacks them, ``warnings`` says what that disables);
 bad files give a warning when the rest can still be analysed and :class:`IngestError` when nothing
