@@ -30,6 +30,7 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("gb200", "gb200-nvl72"),
     ("b300", "b300"),
     ("h200", "h200"),
+    ("h100 sxm 96gb hbm2e", "h100-sxm-96g-hbm2e"),  # the torchtitan H100 benchmark's Grand Teton GPUs
     ("h100", "h100-80g"),
     ("b200", "b200"),
     ("a100", "a100-80g"),
