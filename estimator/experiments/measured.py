@@ -25,6 +25,8 @@ from estimator.experiments.architecture_notes import (
     architecture_from_notes,
     check_hybrid_facts,
 )
+from estimator.experiments.bridge_splits import apply_bridge_split
+from estimator.experiments.row_corrections import apply_corrections
 from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
 
@@ -34,6 +36,7 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("gb200", "gb200-nvl72"),
     ("b300", "b300"),
     ("h200", "h200"),
+    ("h100 sxm 96gb hbm2e", "h100-sxm-96g-hbm2e"),  # the torchtitan H100 benchmark's Grand Teton GPUs
     ("h100", "h100-80g"),
     ("b200", "b200"),
     ("a100", "a100-80g"),
@@ -376,9 +379,13 @@ def _options(row: Mapping[str, str]) -> dict[str, Any]:
     return {"torch_compile": True} if "torch.compile" in techniques else {}
 
 
-def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") -> dict[str, Any]:
+def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", *,
+                             recipe_splits: bool = True) -> dict[str, Any]:
     """Config dict (spec §3) for one measured row; ``distributed_optimizer: fsdp`` selects ``fsdp2``.
 
+    ``recipe_splits``: the Bridge recipe families' pipeline splits where the notes state none
+    (:mod:`estimator.experiments.bridge_splits`) and the documented row corrections
+    (:mod:`estimator.experiments.row_corrections`); False = the row as its notes give it.
     Raises ``ConfigError`` whose ``field`` is the offending CSV column.
     """
     assumed: dict[str, str] = {}
@@ -432,6 +439,8 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
     _apply_facts(row, config)
     check_hybrid_facts(row, model)
     recipe_notes.apply_recipe_items(row, config)
+    apply_bridge_split(row, config, enabled=recipe_splits)
+    apply_corrections(row, config, enabled=recipe_splits)
     return config
 
 
