@@ -446,6 +446,16 @@ class OptionsConfig(StrictSection):
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "
                     "(estimator.perf.graphs); off: every kernel launched (the model before CUDA graphs)",
     )
+    grouped_expert_activation: bool = Field(
+        default=True,
+        description="the routed experts' activation is one kernel over all local experts' tokens (Megatron-Core "
+                    "TEGroupedMLP, estimator.perf.operators.grouped_experts); off: one kernel per local expert",
+    )
+    grouped_gemm_by_tokens: bool = Field(
+        default=True,
+        description="grouped expert GEMMs take the hardware's efficiency table by tokens per expert where it has "
+                    "one (SimuMax's measured B200 table); off: the flat grouped_matmul factor",
+    )
     adapters: bool = Field(
         default=True,
         description="adapter.kind lora prices frozen base weights and the adapters (estimator.inputs.adapters); "
