@@ -221,6 +221,9 @@ class ParallelConfig(StrictSection):
     cp: int = Field(default=1, ge=1)
     ep: int = Field(default=1, ge=1)
     etp: int | None = Field(default=None, ge=1)
+    #: Megatron ``--moe-token-dispatcher-type`` (``alltoall``: a copy per routed expert; ``flex``: DeepEP /
+    #: HybridEP, a copy per destination rank, estimator.perf.comm.ep_dispatch_tokens_flex); None = alltoall
+    moe_token_dispatcher: Literal["alltoall", "flex"] | None = None
     sequence_parallel: bool = False
     #: Megatron ``--cp-comm-type``: ``p2p`` = ring attention (K/V blocks passed round the CP ring),
     #: ``a2a`` = Ulysses all-to-all (heads scattered, sequence gathered); perf model only
@@ -455,6 +458,11 @@ class OptionsConfig(StrictSection):
         default=True,
         description="grouped expert GEMMs take the hardware's efficiency table by tokens per expert where it has "
                     "one (SimuMax's measured B200 table); off: the flat grouped_matmul factor",
+    )
+    flex_dispatch_per_rank: bool = Field(
+        default=True,
+        description="parallel.moe_token_dispatcher flex sends each token once per destination EP rank "
+                    "(estimator.perf.comm.ep_dispatch_tokens_flex); off: a copy per routed expert, as alltoall",
     )
     adapters: bool = Field(
         default=True,

@@ -127,3 +127,31 @@ def test_the_switches_reprice_a_moe_step_and_off_restores_it() -> None:
 def test_bad_table_rows_are_refused() -> None:
     with pytest.raises(ValueError, match="grouped_matmul_fwd_by_tokens"):
         EFF.model_validate({**EFF.model_dump(), "grouped_matmul_fwd_by_tokens": [(0.0, 1.5)]})
+
+
+def test_flex_dispatch_sends_one_copy_per_destination_rank() -> None:
+    """E = 8 experts, k = 2, ep = 4 (2 experts per rank): a rank misses both of a token's experts with
+    C(6,2)/C(8,2) = 15/28, so a token reaches 4·(1 − 15/28) = 13/7 ranks: 1,000 tokens → 1,857.14 copies
+    (alltoall: k·T = 2,000); k = 1: one rank per token; ep = 1: the token stays (T)."""
+    from estimator.perf import comm
+
+    assert comm.ep_dispatch_tokens_flex(1000.0, 2, 8, 4) == pytest.approx(1000 * 13 / 7, rel=1e-12)
+    assert comm.ep_dispatch_tokens_flex(1000.0, 1, 8, 4) == pytest.approx(1000.0, rel=1e-12)
+    assert comm.ep_dispatch_tokens_flex(1000.0, 2, 8, 1) == pytest.approx(1000.0, rel=1e-12)
+    assert comm.ep_dispatch_tokens_flex(1000.0, 8, 8, 8) == pytest.approx(8000.0, rel=1e-12)  # every rank
+    got = comm.ep_dispatch_tokens_flex(1000.0, 2, 8, np.array([1, 4]))  # type: ignore[arg-type]
+    assert np.allclose(got, [1000.0, 1000 * 13 / 7], rtol=1e-12)
+
+
+def test_flex_dispatcher_prices_less_ep_traffic_and_the_switch_restores_alltoall() -> None:
+    """The synthetic MoE run (8 experts, top-2, ep 2): flex sends 2·(1 − C(4,2)/C(8,2)) = 2·(1 − 6/28) = 1.571
+    copies per token instead of 2, so EP_COMM falls by 1.571/2 (same collective, fewer bytes: latency aside);
+    options.flex_dispatch_per_rank false gives the alltoall numbers bit for bit."""
+    def report(dispatcher: str | None, switch: bool = True) -> estimator.PerfReport:
+        run = synthetic_run(parallel={"tp": 1, "pp": 2, "dp": 4, "ep": 2, "moe_token_dispatcher": dispatcher},
+                            options={"flex_dispatch_per_rank": switch})
+        return estimator.estimate_perf(estimator.load_config(run))
+
+    a2a, flex, off = report(None), report("flex"), report("flex", switch=False)
+    assert flex.perf_parts["EP_COMM"] < a2a.perf_parts["EP_COMM"]
+    assert off.perf_parts == a2a.perf_parts and off.total == a2a.total

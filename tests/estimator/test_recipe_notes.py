@@ -47,7 +47,9 @@ def test_apply_recipe_items_sets_and_cites() -> None:
     assert p["pipeline_layout"] == "Et*2|t*2|t*2|tmL" and config["model"]["mtp_layers"] == 1
     assert config["model"]["source_facts"]["train.cuda_graph"].startswith("notes: cuda_graph=")
     assert p["overlap_moe_expert_parallel_comm"] is True and p["tp_comm_overlap"] is False  # the recipe's overlap switch, priced by the overlap model
-    assert "dispatcher=flex(hybridep)" in config["model"]["assumed"]["recipe_items"]  # recorded, not priced
+    assert p["moe_token_dispatcher"] == "flex"  # priced: one copy per destination rank (comm.ep_dispatch_tokens_flex)
+    assert config["model"]["source_facts"]["parallel.moe_token_dispatcher"] == "notes: dispatcher=flex(hybridep)"
+    assert "dispatcher" not in config["model"]["assumed"].get("recipe_items", "")
 
 
 def test_throughput_step_by_hand() -> None:
