@@ -209,6 +209,9 @@ class TrainConfig(StrictSection):
     #: forward-backward of a step one graph (``local`` with scope ``full_iteration``). The host then
     #: launches one graph where it launched the graph's kernels (``estimator.perf.graphs``).
     cuda_graph: Literal["none", "layers", "full_iteration"] = "none"
+    #: Megatron-Core ``use_transformer_engine_op_fuser``: TEGroupedMLP through TE's op fuser (grouped quantize,
+    #: grouped GEMM: one kernel per pass for all local experts, estimator.perf.operators.fused_grouped_experts)
+    te_op_fuser: bool = False
 
 
 class ParallelConfig(StrictSection):
@@ -458,6 +461,10 @@ class OptionsConfig(StrictSection):
         default=True,
         description="grouped expert GEMMs take the hardware's efficiency table by tokens per expert where it has "
                     "one (SimuMax's measured B200 table); off: the flat grouped_matmul factor",
+    )
+    grouped_op_fuser: bool = Field(
+        default=True, description="train.te_op_fuser runs the local experts' casts and GEMMs as one grouped kernel "
+                                  "each (estimator.perf.operators.fused_grouped_experts); off: one per local expert",
     )
     flex_dispatch_per_rank: bool = Field(
         default=True,

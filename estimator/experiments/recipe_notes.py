@@ -25,7 +25,7 @@ _ITEM = re.compile(r"^([a-z][a-z0-9_.]*)(?:\([^)]*\))?=(.*)$")  # e.g. pp_layout
 PRICED_ITEMS = frozenset({"overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
                           "moe_shared_expert_overlap", "moe_a2a_overlap", "fp8_recipe", "fp4", "cuda_graph", "recompute", "etp", "sequence_parallel",
                           "distributed_optimizer", "pp_layout", "account_for_embedding_in_pipeline_split",
-                          "account_for_loss_in_pipeline_split", "mtp_num_layers", "dispatcher"})
+                          "account_for_loss_in_pipeline_split", "mtp_num_layers", "dispatcher", "te_op_fuser"})
 #: overlap switches of the recipe -> the framework flags (estimator.inputs.profiles.OVERLAP_FLAGS); a switch the
 #: notes mark ``[inactive: ...]`` (Bridge turns TP overlap off below TP 2) is off
 OVERLAP_ITEMS = {
@@ -139,6 +139,8 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
             config["model"].get("num_experts", 0) > 1:
         _set(config, "parallel.moe_token_dispatcher", "flex" if dispatcher.startswith("flex") else "alltoall",
              f"dispatcher={dispatcher[:60]}", cited)
+    if _flag(items.get("te_op_fuser", "")) and config["model"].get("num_experts", 0) > 1:
+        _set(config, "train.te_op_fuser", True, f"te_op_fuser={items['te_op_fuser']}", cited)
     mtp = items.get("mtp_num_layers", "")
     if mtp[:1].isdigit() and not (row.get("mtp_layers") or "").strip():
         _set(config, "model.mtp_layers", int(mtp[0]), f"mtp_num_layers={mtp}", cited)

@@ -109,6 +109,7 @@ class LayerDims:
     adapter: Adapter | None = None  # adapter fine-tuning (estimator.inputs.adapters)
     grouped_activation: bool = False  # the local experts' activation as one kernel (options.grouped_expert_activation)
     grouped_by_tokens: bool = False  # grouped GEMMs priced by tokens per expert (options.grouped_gemm_by_tokens)
+    grouped_fused: bool = False  # the experts' casts and GEMMs as TE's op fuser runs them (fused_grouped_experts)
 
 
 def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
@@ -213,6 +214,37 @@ def grouped_experts(experts: list[Op], d: LayerDims, per_expert: float) -> list[
             op = replace(op, grouped_tokens=per_expert)
         elif op.op_class == "elementwise" and d.grouped_activation:
             op = replace(op, bytes=op.count * op.bytes, bw_bytes=op.count * op.bw_bytes, count=1.0)
+        out.append(op)
+    return out
+
+
+#: linear recipes whose grouped quantization TE's op fuser runs as one ``group_quantize`` (None: BF16)
+GROUPED_TENSOR_RECIPES = frozenset({None, "mxfp8", "nvfp4", "tensorwise"})
+
+
+def fused_grouped_experts(ops: list[Op], d: LayerDims) -> list[Op]:
+    """The routed experts' GEMMs and their casts (``count`` = local experts) as one operator each when
+    ``d.grouped_fused``: ``count`` copies of FLOPs and bytes in one kernel group of the operator's own kernels
+    per pass (one grouped GEMM forward, its dgrad and wgrad backward; one cast per tensor role).
+
+    Megatron-Core's ``TEGroupedMLP`` with ``use_transformer_engine_op_fuser`` builds
+    ``te.pytorch.ops.Sequential(GroupedLinear, activation, GroupedLinear)`` (NVIDIA/Megatron-LM@d98e8a64dd
+    ``moe/experts.py``); TE's op-fuser grouped-tensor path quantizes every expert's input, weight and
+    gradient with one ``tex.group_quantize`` and runs one ``general_grouped_gemm_for_grouped_tensor``
+    (``nvte_grouped_gemm_with_discrete_inputA``) for MXFP8 / NVFP4 on Blackwell, FP8 current scaling and
+    BF16; delayed scaling and FP8 block scaling fall back to per-expert split quantization
+    (NVIDIA/TransformerEngine@d0067d0d ``pytorch/ops/basic/grouped_linear.py``
+    ``is_op_fuser_grouped_tensor_path_supported``): the caller sets ``d.grouped_fused`` for
+    :data:`GROUPED_TENSOR_RECIPES` only. Off: ``ops`` unchanged."""
+    if not d.grouped_fused:
+        return ops
+    out = []
+    for op in ops:
+        grouped = op.variant.startswith("grouped") or (op.variant == "quantize" and op.name.startswith("expert_"))
+        if grouped:
+            c = op.count
+            op = replace(op, flops=c * op.flops, bytes=c * op.bytes, bw_flops=c * op.bw_flops, bw_bytes=c * op.bw_bytes,
+                         count=1.0)
         out.append(op)
     return out
 

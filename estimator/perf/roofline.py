@@ -126,6 +126,9 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
         imbalance=ctx.expert_imbalance, lowp=lowp.lowp_of(cfg, cfg.num_micro_batches), adapter=adapter_of(cfg),
         grouped_activation=cfg.options.grouped_expert_activation,
         grouped_by_tokens=cfg.options.grouped_gemm_by_tokens,
+        grouped_fused=cfg.train.te_op_fuser and cfg.options.grouped_op_fuser and (
+            (low.recipe.name if (low := lowp.lowp_of(cfg, cfg.num_micro_batches)) else None)
+            in ops_.GROUPED_TENSOR_RECIPES),
     )
 
 
@@ -136,7 +139,8 @@ def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: 
     moe = is_moe_layer(m, index)
     ep = derive.layer_ep(cfg, index) if layer_ep is None else layer_ep
     local = maximum(1, m.num_experts // maximum(1, ep)) if moe else 0
-    out = lowp.lowp_ops(ops_.attention_ops(m, dims) + ops_.mlp_ops(m, dims, moe, local), dims.lowp, dims.b)
+    out = ops_.fused_grouped_experts(
+        lowp.lowp_ops(ops_.attention_ops(m, dims) + ops_.mlp_ops(m, dims, moe, local), dims.lowp, dims.b), dims)
     if derive.layer_kind(m, index) == "mtp":
         out += ops_.mtp_extra_ops(m, dims)
     if dims.adapter is not None:

@@ -155,3 +155,50 @@ def test_flex_dispatcher_prices_less_ep_traffic_and_the_switch_restores_alltoall
     a2a, flex, off = report(None), report("flex"), report("flex", switch=False)
     assert flex.perf_parts["EP_COMM"] < a2a.perf_parts["EP_COMM"]
     assert off.perf_parts == a2a.perf_parts and off.total == a2a.total
+
+
+def _fused_dims(fused: bool) -> operators.LayerDims:
+    return replace(_dims(True, True), grouped_fused=fused)
+
+
+def test_op_fuser_runs_each_expert_gemm_and_cast_as_one_kernel() -> None:
+    """4 local experts: fc1's 4 copies of ``[512, 64] @ [64, 64]`` (2·512·64·64 = 4,194,304 FLOPs each) become
+    one operator of 16,777,216 FLOPs with one forward kernel (two backward), so one kernel latency instead of
+    four; a synthetic cast of the experts (name ``expert_…``, variant ``quantize``) likewise; the router,
+    permute and shared experts are untouched."""
+    from estimator.perf.operators import Op, fused_grouped_experts
+
+    plain = operators.mlp_ops(MODEL, _fused_dims(False), True, 4)
+    cast = Op("expert_fc1_quantize", "elementwise", ("moe",), 0.0, 1000.0, 1.0, 0.0, 600.0, 1.0, 4.0, "quantize")
+    fused = {op.name: op for op in fused_grouped_experts([*plain, cast], _fused_dims(True))}
+    fc1 = fused["expert_fc1"]
+    assert (fc1.count, fc1.flops, fc1.kernels, fc1.bw_kernels, fc1.grouped_tokens) == (1.0, 16777216.0, 1.0, 2.0, 512.0)
+    assert (fused["expert_fc1_quantize"].count, fused["expert_fc1_quantize"].bytes) == (1.0, 4000.0)
+    assert fused["expert_fc1_quantize"].bw_bytes == 2400.0
+    before = {op.name: op for op in plain}
+    for name in ("router", "permute", "shared_fc1", "expert_activation"):
+        assert fused[name] == before[name]
+    # priced (no by-tokens table): one latency, 16,777,216 FLOPs at 1e15·0.4, 1.34e6 B at 0.9 TB/s → max(...)
+    flat = EFF.model_copy(update={"grouped_matmul_fwd_by_tokens": None, "grouped_matmul_bwd_by_tokens": None})
+    one = op_pass_s(fc1, False, flat, PEAK)
+    assert one == pytest.approx(max(16777216 / 0.4e15, fc1.bytes / 0.9e12 + 1e-5), rel=1e-12)
+    assert op_pass_s(before["expert_fc1"], False, flat, PEAK) == pytest.approx(
+        4 * max(4194304 / 0.4e15, before["expert_fc1"].bytes / 0.9e12 + 1e-5), rel=1e-12)
+    assert fused_grouped_experts(plain, _fused_dims(False)) == plain  # off: unchanged
+
+
+@pytest.mark.parametrize(("recipe", "fused"), [(None, True), ("mxfp8", True), ("nvfp4", True), ("tensorwise", True),
+                                               ("delayed", False), ("blockwise", False)])
+def test_op_fuser_applies_where_te_has_grouped_quantization(recipe: str | None, fused: bool) -> None:
+    """TE's op-fuser grouped-tensor path: MXFP8, NVFP4, FP8 current scaling and BF16; delayed scaling and
+    FP8 block scaling fall back to per-expert split quantization."""
+    from estimator.perf.context import config_context
+    from estimator.perf.roofline import layer_dims
+
+    precision = {"compute": "bf16", **({"linear_recipe": recipe} if recipe else {})}
+    cfg = estimator.load_config(synthetic_run(hardware="b200", train={"seq_length": 128, "micro_batch_size": 1,
+                                                                      "num_micro_batches": 4, "te_op_fuser": True},
+                                              precision=precision))
+    assert layer_dims(cfg, config_context(cfg)).grouped_fused is fused
+    off = estimator.load_config(cfg, {"options.grouped_op_fuser": False})
+    assert layer_dims(off, config_context(off)).grouped_fused is False
