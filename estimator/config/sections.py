@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from estimator.config.errors import did_you_mean
 from estimator.inputs.recipes import RecipeName
 from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
+from estimator.shared.numbers import no_boolean
 
 RecomputeMode = Literal["none", "selective", "full"]
 #: selective-recompute modules understood by the activation model (Megatron names)
@@ -56,9 +57,15 @@ def in_int_range(value: Any) -> Any:
 
 
 class StrictSection(BaseModel):
-    """Frozen, no unknown fields, every float finite (no NaN/inf), every int within ±2**53."""
+    """Frozen, no unknown fields, every float finite (no NaN/inf), every int within ±2**53, no boolean where a
+    number goes (``--set parallel.tp=true`` silently became tp 1)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        return no_boolean(value, cls.model_fields[info.field_name].annotation) if info.field_name else value
 
     @field_validator("*", mode="after")
     @classmethod
@@ -452,24 +459,19 @@ class OptionsConfig(StrictSection):
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "
                     "(estimator.perf.graphs); off: every kernel launched (the model before CUDA graphs)",
     )
-    grouped_expert_activation: bool = Field(
+    #: MoE mechanisms (issue 26, each off: the model before it): the experts' activation one kernel over all
+    #: local experts (TEGroupedMLP, estimator.perf.operators.grouped_experts); grouped GEMMs by tokens per expert
+    #: (the hardware's measured table); train.te_op_fuser's grouped casts and GEMMs (operators.fused_grouped_experts);
+    #: the flex dispatcher's one copy per destination EP rank (estimator.perf.comm.ep_dispatch_tokens_flex)
+    grouped_expert_activation: bool = Field(default=True, description="one activation kernel for the local experts")
+    grouped_gemm_by_tokens: bool = Field(default=True, description="grouped GEMM efficiency by tokens per expert")
+    grouped_op_fuser: bool = Field(default=True, description="train.te_op_fuser: one grouped kernel per cast / GEMM")
+    flex_dispatch_per_rank: bool = Field(default=True, description="flex dispatcher: one copy per destination rank")
+    op_sac_recompute: bool = Field(
         default=True,
-        description="the routed experts' activation is one kernel over all local experts' tokens (Megatron-Core "
-                    "TEGroupedMLP, estimator.perf.operators.grouped_experts); off: one kernel per local expert",
-    )
-    grouped_gemm_by_tokens: bool = Field(
-        default=True,
-        description="grouped expert GEMMs take the hardware's efficiency table by tokens per expert where it has "
-                    "one (SimuMax's measured B200 table); off: the flat grouped_matmul factor",
-    )
-    grouped_op_fuser: bool = Field(
-        default=True, description="train.te_op_fuser runs the local experts' casts and GEMMs as one grouped kernel "
-                                  "each (estimator.perf.operators.fused_grouped_experts); off: one per local expert",
-    )
-    flex_dispatch_per_rank: bool = Field(
-        default=True,
-        description="parallel.moe_token_dispatcher flex sends each token once per destination EP rank "
-                    "(estimator.perf.comm.ep_dispatch_tokens_flex); off: a copy per routed expert, as alltoall",
+        description="recompute.selective_ac_option op re-runs what torchtitan's op-level policy recomputes (the "
+                    "even mms, every non-matmul op, not SDPA: estimator.perf.sac); off: Megatron's default "
+                    "selective set core_attn (the model before it)",
     )
     adapters: bool = Field(
         default=True,
