@@ -453,6 +453,12 @@ class OptionsConfig(StrictSection):
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "
                     "(estimator.perf.graphs); off: every kernel launched (the model before CUDA graphs)",
     )
+    op_sac_recompute: bool = Field(
+        default=True,
+        description="recompute.selective_ac_option op re-runs what torchtitan's op-level policy recomputes (the "
+                    "even mms, every non-matmul op, not SDPA: estimator.perf.sac); off: Megatron's default "
+                    "selective set core_attn (the model before it)",
+    )
     adapters: bool = Field(
         default=True,
         description="adapter.kind lora prices frozen base weights and the adapters (estimator.inputs.adapters); "

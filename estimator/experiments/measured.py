@@ -19,6 +19,8 @@ from typing import Any
 from estimator.config.errors import ConfigError
 from estimator.experiments import recipe_notes
 from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
+from estimator.experiments.bridge_splits import apply_bridge_split
+from estimator.experiments.row_corrections import apply_corrections
 from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
 
@@ -28,6 +30,7 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("gb200", "gb200-nvl72"),
     ("b300", "b300"),
     ("h200", "h200"),
+    ("h100 sxm 96gb hbm2e", "h100-sxm-96g-hbm2e"),  # the torchtitan H100 benchmark's Grand Teton GPUs
     ("h100", "h100-80g"),
     ("b200", "b200"),
     ("a100", "a100-80g"),
@@ -365,9 +368,13 @@ def _options(row: Mapping[str, str]) -> dict[str, Any]:
     return {"torch_compile": True} if "torch.compile" in techniques else {}
 
 
-def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") -> dict[str, Any]:
+def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", *,
+                             recipe_splits: bool = True) -> dict[str, Any]:
     """Config dict (spec §3) for one measured row; ``distributed_optimizer: fsdp`` selects ``fsdp2``.
 
+    ``recipe_splits``: the Bridge recipe families' pipeline splits where the notes state none
+    (:mod:`estimator.experiments.bridge_splits`) and the documented row corrections
+    (:mod:`estimator.experiments.row_corrections`); False = the row as its notes give it.
     Raises ``ConfigError`` whose ``field`` is the offending CSV column.
     """
     assumed: dict[str, str] = {}
@@ -420,6 +427,8 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
         config["options"] = options
     _apply_facts(row, config)
     recipe_notes.apply_recipe_items(row, config)
+    apply_bridge_split(row, config, enabled=recipe_splits)
+    apply_corrections(row, config, enabled=recipe_splits)
     return config
 
 
