@@ -172,3 +172,26 @@ def test_parquet_declaring_more_data_than_the_bound_is_refused_from_its_footer(t
     (tmp_path / "not.parquet").write_text("config,measured_mb\n")
     with pytest.raises(ArchiveError, match="not a readable Parquet file"):
         check_parquet(tmp_path / "not.parquet", max_rows=10)
+
+
+@pytest.mark.parametrize("value", [str(2**70), "abc", "-3"])
+def test_validate_workers_beyond_int64_or_not_a_count_is_the_usage_error(value: str,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """``validate -n 2**70`` gave an xdist OverflowError traceback and ``-n abc`` a ValueError one: now exit 2."""
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", f"-n={value}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument -n/--workers" in err and "is not auto, no or a worker count" in err and "Traceback" not in err
+
+
+def test_validate_workers_capped_at_the_usable_cpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``validate -n 300`` would fork 300 xdist workers; capped at the usable CPUs, said on stderr."""
+    import argparse
+
+    from ndval.harness.commands import validate
+    from ndval.harness.workers import usable_cpus
+
+    assert validate.workers(argparse.Namespace(workers="300"), tmp_path) == min(300, usable_cpus())
+    assert f"-n 300 capped at the {usable_cpus()} usable CPUs" in capsys.readouterr().err
+    assert validate.workers(argparse.Namespace(workers="1"), tmp_path) == 1
