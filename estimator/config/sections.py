@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import PydanticCustomError
 
 from estimator.config.errors import did_you_mean
+from estimator.config.hybrid_fields import HybridFields
 from estimator.inputs import hybrid
 from estimator.inputs.recipes import RecipeName
 from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
@@ -74,8 +75,9 @@ class StrictSection(BaseModel):
         return in_int_range(value)
 
 
-class ModelConfig(StrictSection):
-    """Model dimensions (spec §3 ``model``). ``assumed`` maps field -> reason for assumed values."""
+class ModelConfig(StrictSection, HybridFields):
+    """Model dimensions (spec §3 ``model``; the hybrid-stack fields: :class:`HybridFields`). ``assumed`` maps
+    field -> reason for assumed values."""
 
     name: str = "model"
     num_layers: int = Field(ge=1, le=MAX_LAYERS)
@@ -99,8 +101,6 @@ class ModelConfig(StrictSection):
         default=None, ge=1, description="TOTAL shared-expert width (default num_shared_experts·moe_ffn)"
     )
     mtp_layers: int = Field(default=0, ge=0, le=MAX_MTP_LAYERS)
-    #: Megatron's ``--mtp-use-repeated-layer``: the ``mtp_layers`` passes run one MTP layer (weights held once)
-    mtp_repeated_layer: bool = False
     vocab_size: int = Field(ge=1)
     padded_vocab_size: int | None = Field(default=None, ge=1)
     tied_embeddings: bool = False
@@ -120,20 +120,6 @@ class ModelConfig(StrictSection):
     #: with ``sliding_window``: every n-th layer (layer i with (i+1) % n == 0) attends to the whole
     #: sequence, the others through the window (GPT-OSS alternates: 2); 0 = every layer windowed
     global_attention_every: int = Field(default=0, ge=0)
-    #: hybrid stack, Megatron's ``--hybrid-override-pattern``: one of M (Mamba-2) * (attention) - (dense MLP)
-    #: E (MoE) per layer (:mod:`estimator.inputs.hybrid`); None = every layer attention + MLP
-    hybrid_override_pattern: str | None = None
-    #: the Mamba-2 mixer (Megatron-Core defaults, :mod:`estimator.inputs.hybrid`): heads (None: 2h/head dim),
-    #: head dim, state N (d_state), B/C groups, causal-conv kernel, SSD chunk
-    mamba_num_heads: int | None = Field(default=None, ge=1)
-    mamba_head_dim: int = Field(default=hybrid.MAMBA_DEFAULT_HEAD_DIM, ge=1)
-    mamba_state_dim: int = Field(default=hybrid.MAMBA_DEFAULT_STATE_DIM, ge=1)
-    mamba_num_groups: int = Field(default=hybrid.MAMBA_DEFAULT_NUM_GROUPS, ge=1)
-    mamba_conv_kernel: int = Field(default=hybrid.MAMBA_DEFAULT_CONV_KERNEL, ge=1)
-    mamba_chunk_size: int = Field(default=hybrid.MAMBA_DEFAULT_CHUNK_SIZE, ge=1)
-    #: latent MoE, Megatron's ``--moe-latent-size``: routed experts work in this width between an h→L and an
-    #: L→h projection (:mod:`estimator.inputs.params`)
-    moe_latent_size: int | None = Field(default=None, ge=1)
     assumed: dict[str, str] = Field(default_factory=dict, description="field -> why the value is assumed")
     source_facts: dict[str, str] = Field(
         default_factory=dict,
@@ -235,6 +221,9 @@ class TrainConfig(StrictSection):
     #: forward-backward of a step one graph (``local`` with scope ``full_iteration``). The host then
     #: launches one graph where it launched the graph's kernels (``estimator.perf.graphs``).
     cuda_graph: Literal["none", "layers", "full_iteration"] = "none"
+    #: Megatron-Core ``use_transformer_engine_op_fuser``: TEGroupedMLP through TE's op fuser (grouped quantize,
+    #: grouped GEMM: one kernel per pass for all local experts, estimator.perf.operators.fused_grouped_experts)
+    te_op_fuser: bool = False
 
 
 class ParallelConfig(StrictSection):
@@ -247,6 +236,9 @@ class ParallelConfig(StrictSection):
     cp: int = Field(default=1, ge=1)
     ep: int = Field(default=1, ge=1)
     etp: int | None = Field(default=None, ge=1)
+    #: Megatron ``--moe-token-dispatcher-type`` (``alltoall``: a copy per routed expert; ``flex``: DeepEP /
+    #: HybridEP, a copy per destination rank, estimator.perf.comm.ep_dispatch_tokens_flex); None = alltoall
+    moe_token_dispatcher: Literal["alltoall", "flex"] | None = None
     sequence_parallel: bool = False
     #: Megatron ``--cp-comm-type``: ``p2p`` = ring attention (K/V blocks passed round the CP ring),
     #: ``a2a`` = Ulysses all-to-all (heads scattered, sequence gathered); perf model only
@@ -472,6 +464,14 @@ class OptionsConfig(StrictSection):
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "
                     "(estimator.perf.graphs); off: every kernel launched (the model before CUDA graphs)",
     )
+    #: MoE mechanisms (issue 26, each off: the model before it): the experts' activation one kernel over all
+    #: local experts (TEGroupedMLP, estimator.perf.operators.grouped_experts); grouped GEMMs by tokens per expert
+    #: (the hardware's measured table); train.te_op_fuser's grouped casts and GEMMs (operators.fused_grouped_experts);
+    #: the flex dispatcher's one copy per destination EP rank (estimator.perf.comm.ep_dispatch_tokens_flex)
+    grouped_expert_activation: bool = Field(default=True, description="one activation kernel for the local experts")
+    grouped_gemm_by_tokens: bool = Field(default=True, description="grouped GEMM efficiency by tokens per expert")
+    grouped_op_fuser: bool = Field(default=True, description="train.te_op_fuser: one grouped kernel per cast / GEMM")
+    flex_dispatch_per_rank: bool = Field(default=True, description="flex dispatcher: one copy per destination rank")
     op_sac_recompute: bool = Field(
         default=True,
         description="recompute.selective_ac_option op re-runs what torchtitan's op-level policy recomputes (the "
