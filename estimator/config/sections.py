@@ -441,6 +441,12 @@ class OptionsConfig(StrictSection):
                     "keep the recipe's bytes in memory (estimator.perf.lowp); off: every GEMM at the compute "
                     "dtype's peak and precision.fp8_linear's per-tensor FP8 memory (the model before recipes)",
     )
+    fused_quantize: bool = Field(
+        default=True,
+        description="Transformer Engine's fused casts: a LayerNormLinear's norm quantizes its output (or reduces "
+                    "its amax), no transposed copy on hardware.fp8_gemm_any_layout (estimator.perf.lowp); off: "
+                    "every cast a separate kernel as before",
+    )
     cuda_graphs: bool = Field(
         default=True,
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "

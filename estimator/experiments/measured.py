@@ -271,6 +271,21 @@ def hardware_preset(text: str) -> str:
     raise ConfigError("hardware", f"no hardware preset matches {text!r}")
 
 
+def _batch(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, int]:
+    """``num_micro_batches`` (the published GA) or ``global_batch_size``. A throughput-only row (no
+    ``measured_step_ms``: its step is ``GBS · seq / (tokens/s/GPU · GPUs)``) whose GA contradicts it
+    (``GA · mbs · dp ≠ GBS``) takes the GBS, so the estimate runs the samples its measured step counts."""
+    m, gbs = _int(row, "num_micro_batches"), _int(row, "global_batch_size")
+    mbs, dp = _int(row, "micro_batch_size"), _int(row, "dp")
+    if m is not None and gbs is not None and mbs and dp and m * mbs * dp != gbs and not _text(row, "measured_step_ms"):
+        assumed["num_micro_batches"] = (f"published GA {m} contradicts GBS {gbs} (GA·mbs·dp = {m * mbs * dp}); the "
+                                        "step derived from throughput counts GBS samples, so global_batch_size is used")
+        return {"global_batch_size": gbs}
+    if m is not None:
+        return {"num_micro_batches": m}
+    return {"global_batch_size": gbs} if gbs is not None else {}
+
+
 def _default(column: str, assumed: dict[str, str]) -> Any:
     value, reason = EMPTY_DEFAULTS[column]
     assumed[column] = reason
@@ -390,10 +405,8 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
         "micro_batch_size": _int(row, "micro_batch_size", required=True),
         "flash_attention": flash,
     }
-    if (m := _int(row, "num_micro_batches")) is not None:
-        train["num_micro_batches"] = m
-    elif (gbs := _int(row, "global_batch_size")) is not None:
-        train["global_batch_size"] = gbs
+    batch = _batch(row, assumed)
+    train.update(batch)
     parallel: dict[str, Any] = {
         "tp": _int(row, "tp", required=True),
         "pp": _int(row, "pp", required=True),
