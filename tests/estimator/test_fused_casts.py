@@ -1,0 +1,108 @@
+"""Transformer Engine's fused casts (estimator.perf.lowp, ``options.fused_quantize``) with hand-computed values and
+their off-switch, and the GA / GBS rule of throughput-only measured rows (estimator.experiments.measured)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import estimator
+from estimator.experiments.measured import config_from_measured_row
+from estimator.inputs import recipes
+from estimator.inputs.hardware import preset
+from estimator.perf import lowp, operators
+
+from .test_config_measured_rows import SYNTHETIC_ROW
+
+EXAMPLE = Path(estimator.__file__).parent / "examples" / "llama3-8b-h100.yaml"
+
+
+def _cfg(*overrides: str) -> Any:
+    return estimator.load_config(EXAMPLE, list(overrides))
+
+
+def _casts(name: str, recipe: recipes.LinearRecipe, fused: bool) -> operators.Op:
+    """The cast operator of GEMM ``name`` [4, 8] @ [8, 16] (B = 2), weights cast on half the micro-batches."""
+    op = operators.gemm(name, ("mlp",), 4, 8, 16, 2)
+    return lowp.quantized_gemm(op, lowp.LowpGemms(recipe, 2.0, 0.5, fused), 2)[1]
+
+
+def test_delayed_norm_writes_fp8_on_blackwell_by_hand() -> None:
+    """Delayed scaling, one copy (non-TN FP8 GEMMs): the norm kernel writes the 1-byte input itself, so the
+    input adds max(0, 1 − 2)·32 = 0 bytes and no kernel; the weight cast 0.5·(128·2 + 128·1) = 192 bytes,
+    0.5 kernel; backward dY 64·2 + 64 = 192 bytes, one kernel. Unfused (out_proj, or the switch off): input
+    32·2 + 32 = 96 more bytes and one more kernel."""
+    one_copy = replace(recipes.RECIPES["delayed"], columnwise_copy=False)
+    fused = _casts("qkv", one_copy, True)
+    assert (fused.bytes, fused.kernels, fused.bw_bytes, fused.bw_kernels) == (192.0, 0.5, 192.0, 1.0)
+    for unfused in (_casts("out_proj", one_copy, True), _casts("qkv", one_copy, False)):
+        assert (unfused.bytes, unfused.kernels, unfused.bw_bytes) == (288.0, 1.5, 192.0)
+
+
+def test_delayed_norm_fused_on_hopper_adds_one_transpose_pass() -> None:
+    """Two copies (TN-only FP8 GEMMs): the norm writes the row-wise copy, one transpose pass reads and writes
+    1 byte per element: 2·32 = 64 bytes, one kernel; weight 0.5·(256 + 2·128) = 256 → 320 bytes, 1.5 kernels."""
+    cast = _casts("mlp_fc1", recipes.RECIPES["delayed"], True)
+    assert (cast.bytes, cast.kernels) == (320.0, 1.5)
+
+
+def test_current_scaling_norm_reduces_the_amax_by_hand() -> None:
+    """Current scaling (one copy): FUSED_NORM_AMAX_FP8 leaves one read and one write per input element,
+    32·2 + 32 = 96 bytes and one kernel (unfused: 2·32·2 + 32 = 160, two kernels); the weight keeps its amax
+    pass: 0.5·(2·128·2 + 128) = 320 bytes, 2·0.5 kernels."""
+    one_copy = replace(recipes.RECIPES["tensorwise"], columnwise_copy=False)
+    fused, unfused = _casts("qkv", one_copy, True), _casts("qkv", one_copy, False)
+    assert (fused.bytes, fused.kernels) == (416.0, 2.0)
+    assert (unfused.bytes, unfused.kernels) == (480.0, 3.0)
+
+
+def test_mxfp8_and_blockwise_norms_are_not_fused() -> None:
+    """MXFP8 and blockwise: TE's norm runs UNFUSED (high-precision output, then the cast): no change."""
+    for name in ("mxfp8", "blockwise"):
+        fused, off = _casts("qkv", recipes.RECIPES[name], True), _casts("qkv", recipes.RECIPES[name], False)
+        assert (fused.bytes, fused.kernels, fused.bw_bytes) == (off.bytes, off.kernels, off.bw_bytes)
+
+
+def test_one_copy_only_for_per_tensor_te_recipes_on_non_tn_hardware() -> None:
+    """B200 (fp8_gemm_any_layout, sourced): delayed / tensorwise write one copy; MXFP8 keeps both; H100
+    keeps both; the switch off restores the recipe and no fusion (the model before the mechanism)."""
+    assert preset("b200").fp8_gemm_any_layout and not preset("h100-80g").fp8_gemm_any_layout
+    assert all(preset(n).fp8_gemm_any_layout for n in ("b300", "gb200-nvl72", "gb300-nvl72"))
+    assert "is_non_tn_fp8_gemm_supported" in preset("b200").provenance["fp8_gemm_any_layout"]
+    b200 = lowp.lowp_of(_cfg("hardware.preset=b200", "precision.linear_recipe=tensorwise"), 8)
+    assert b200 is not None and b200.recipe.copies == 1 and b200.norm_fusion
+    mx = lowp.lowp_of(_cfg("hardware.preset=b200", "precision.linear_recipe=mxfp8"), 8)
+    assert mx is not None and mx.recipe.copies == 2
+    h100 = lowp.lowp_of(_cfg("precision.linear_recipe=tensorwise"), 8)
+    assert h100 is not None and h100.recipe.copies == 2 and h100.norm_fusion
+    off = lowp.lowp_of(_cfg("hardware.preset=b200", "precision.linear_recipe=tensorwise", "options.fused_quantize=false"),
+                       8)
+    assert off == lowp.LowpGemms(recipes.RECIPES["tensorwise"], 2.0, 0.125)
+    torchao = lowp.lowp_of(_cfg("profile=fsdp2", "precision.fp8_linear=true"), 8)
+    assert torchao is not None and not torchao.norm_fusion
+
+
+def test_fused_casts_lower_the_step_and_the_switch_restores_it() -> None:
+    """On B200 with current scaling the fused casts take time off the step, never add; off = the old step."""
+    base = ("hardware.preset=b200", "precision.linear_recipe=tensorwise")
+    on = estimator.estimate_perf(_cfg(*base)).total
+    off = estimator.estimate_perf(_cfg(*base, "options.fused_quantize=false")).total
+    assert on < off
+    bf16 = ("hardware.preset=b200",)
+    assert estimator.estimate_perf(_cfg(*bf16)).total == estimator.estimate_perf(
+        _cfg(*bf16, "options.fused_quantize=false")).total
+
+
+def test_throughput_row_with_contradicting_ga_runs_the_gbs() -> None:
+    """GA 4 · mbs 1 · dp 4 = 16 ≠ GBS 8: a throughput-only row takes GBS (2 micro-batches) and says so; a row
+    with a measured step keeps the published GA."""
+    row = {**SYNTHETIC_ROW, "num_micro_batches": "4"}
+    data = config_from_measured_row(row)
+    assert data["train"].get("global_batch_size") == 8 and "num_micro_batches" not in data["train"]
+    assert "contradicts GBS 8" in data["model"]["assumed"]["num_micro_batches"]
+    assert estimator.load_config(data).num_micro_batches == 2
+    kept = config_from_measured_row({**row, "measured_step_ms": "1000"})
+    assert kept["train"]["num_micro_batches"] == 4
+    consistent = config_from_measured_row({**SYNTHETIC_ROW, "num_micro_batches": "2"})
+    assert consistent["train"]["num_micro_batches"] == 2 and "num_micro_batches" not in consistent["model"]["assumed"]
