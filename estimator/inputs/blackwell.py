@@ -20,8 +20,8 @@ from typing import Any
 
 from estimator.inputs.device_presets import (
     _ASSUMED_EFF,
-    FP8_ANY_LAYOUT,
     _NET_LAT_US,
+    FP8_ANY_LAYOUT,
     NVIDIA_LEVELS,
     PRESETS,
     _level,
