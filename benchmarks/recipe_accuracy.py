@@ -38,7 +38,7 @@ from ndval.harness import paths
 
 BRIDGE = "mbridge_perf_summary_blackwell"
 TITAN = "torchtitan_llama3_h100_202412"
-OFF = {"low_precision_gemms": False, "cuda_graphs": False, "fused_quantize": False}
+OFF = {"low_precision_gemms": False, "cuda_graphs": False, "fused_quantize": False, "quantized_tp_gather": False}
 
 
 def _config(row: dict[str, str], off: bool) -> Any:

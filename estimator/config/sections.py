@@ -447,6 +447,12 @@ class OptionsConfig(StrictSection):
                     "its amax), no transposed copy on hardware.fp8_gemm_any_layout (estimator.perf.lowp); off: "
                     "every cast a separate kernel as before",
     )
+    quantized_tp_gather: bool = Field(
+        default=True,
+        description="with a Transformer Engine recipe and sequence parallelism, the all-gathers into a LayerNormLinear "
+                    "and of a row-parallel linear's output gradient carry the quantized data (estimator.perf.lowp); "
+                    "off: compute-dtype all-gathers as before",
+    )
     cuda_graphs: bool = Field(
         default=True,
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "

@@ -37,6 +37,18 @@ exactly, bit-identical numbers):
   supports TN GEMMs for FP8"; ``is_non_tn_fp8_gemm_supported``), so the delayed and current-scaling
   casts write one copy (``c = 1``). MXFP8 / NVFP4 / blockwise scales run along the reduction dimension,
   so their column-wise copies stay.
+
+**Quantized sequence-parallel all-gathers** (``options.quantized_tp_gather``, on by default; off: BF16
+all-gathers, bit-identical numbers): with sequence parallelism TE quantizes a ``LayerNormLinear``'s
+input *before* its tensor-parallel all-gather and gathers the row-wise quantized data
+(``transformer_engine/pytorch/module/layernorm_linear.py``, "Cast to expected dtype and perform
+tensor-parallel communication": ``gather_along_first_dim(ln_out, tp_group, quantizer=...)``; the
+userbuffers all-gather holds the quantized buffer too), and a row-parallel linear's backward gathers
+its quantized output gradient (``grad_output_preprocess``). So those all-gathers move ``q`` bytes per
+element instead of ``B`` (:func:`tp_gather_share`, :func:`quantized_tp_gathers`): a dense layer's two
+(into ``qkv`` and ``fc1``), a MoE layer's attention block only (the MoE block's all-gather is the
+token dispatcher's, in the compute dtype); MLA attention gathers before its unfused down-projections
+(not counted). Reduce-scatters carry the GEMMs' high-precision outputs (unchanged).
 """
 
 from __future__ import annotations
@@ -46,6 +58,7 @@ from typing import TYPE_CHECKING
 
 from estimator.inputs.profiles import profile_of
 from estimator.inputs.recipes import LINEAR_GEMMS, LinearRecipe, recipe_of
+from estimator.perf.comm import Collective
 from estimator.perf.operators import Op, gemm
 
 if TYPE_CHECKING:
@@ -154,4 +167,28 @@ def frozen_ops(ops: list[Op], gemms: frozenset[str], rank: int, b: int) -> list[
             m, k, n = op.shape
             out += [gemm(f"{op.name}_lora_a", op.modules, m, k, rank, b, op.count),
                     gemm(f"{op.name}_lora_b", op.modules, m, rank, n, b, op.count)]
+    return out
+
+
+def tp_gather_share(cfg: EstimatorConfig, b: int) -> float | None:
+    """``q / B`` of a TE recipe's quantized sequence-parallel all-gather (row-wise data + scales), or None
+    (no TE recipe, ``options.quantized_tp_gather`` off, no sequence parallelism)."""
+    low = lowp_of(cfg, cfg.num_micro_batches)
+    if low is None or not cfg.options.quantized_tp_gather or low.recipe.name not in _CASTS_ONCE_PER_STEP:
+        return None
+    return low.recipe.stored_bytes / b
+
+
+def quantized_tp_gathers(cs: list[Collective], share: float, quantized: float, blocks: float) -> list[Collective]:
+    """A layer's TP collectives ``cs`` with ``quantized`` of its ``blocks`` all-gathers at ``share`` of
+    their bytes (see the module docstring); the rest unchanged. Calls are kept: ``count·f`` quantized
+    and ``count·(1 − f)`` as before, ``f = quantized / blocks``."""
+    f = quantized / blocks
+    out: list[Collective] = []
+    for c in cs:
+        if c.kind != "all_gather":
+            out.append(c)
+            continue
+        out += [Collective("all_gather", c.size_bytes * share, c.group_size, c.count * f),
+                Collective("all_gather", c.size_bytes, c.group_size, c.count * (1.0 - f))]
     return out

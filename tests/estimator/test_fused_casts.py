@@ -11,7 +11,7 @@ import estimator
 from estimator.experiments.measured import config_from_measured_row
 from estimator.inputs import recipes
 from estimator.inputs.hardware import preset
-from estimator.perf import lowp, operators
+from estimator.perf import comm, lowp, operators
 
 from .test_config_measured_rows import SYNTHETIC_ROW
 
@@ -106,3 +106,37 @@ def test_throughput_row_with_contradicting_ga_runs_the_gbs() -> None:
     assert kept["train"]["num_micro_batches"] == 4
     consistent = config_from_measured_row({**SYNTHETIC_ROW, "num_micro_batches": "2"})
     assert consistent["train"]["num_micro_batches"] == 2 and "num_micro_batches" not in consistent["model"]["assumed"]
+
+
+def test_quantized_tp_gathers_by_hand() -> None:
+    """One of two blocks' all-gathers quantized at half the bytes: AG 100 B × 2 calls → 50 B × 1 + 100 B × 1;
+    the reduce-scatter unchanged; every call kept."""
+    cs = [comm.Collective("all_gather", 100.0, 4, 2.0), comm.Collective("reduce_scatter", 100.0, 4, 2.0)]
+    out = lowp.quantized_tp_gathers(cs, 0.5, 1.0, 2.0)
+    assert out == [comm.Collective("all_gather", 50.0, 4, 1.0), comm.Collective("all_gather", 100.0, 4, 1.0),
+                   comm.Collective("reduce_scatter", 100.0, 4, 2.0)]
+    assert sum(c.count for c in out) == sum(c.count for c in cs)
+
+
+def test_tp_gather_share_per_recipe_and_switch() -> None:
+    """MXFP8 row-wise data + scales: (1 + 1/32) / 2 = 0.515625; NVFP4 (0.5 + 1/16) / 2 = 0.28125; torchao, BF16 and
+    the switch off: None."""
+    mx = _cfg("hardware.preset=b200", "precision.linear_recipe=mxfp8")
+    assert lowp.tp_gather_share(mx, 2) == 0.515625
+    assert lowp.tp_gather_share(_cfg("hardware.preset=b200", "precision.linear_recipe=nvfp4"), 2) == 0.28125
+    assert lowp.tp_gather_share(_cfg("hardware.preset=b200", "precision.linear_recipe=mxfp8",
+                                     "options.quantized_tp_gather=false"), 2) is None
+    assert lowp.tp_gather_share(_cfg("profile=fsdp2", "precision.fp8_linear=true"), 2) is None
+    assert lowp.tp_gather_share(_cfg("hardware.preset=b200"), 2) is None
+
+
+def test_quantized_gathers_lower_tp_comm_and_the_switch_restores_it() -> None:
+    """TP 2 with sequence parallelism, NVFP4 on B200: less TP traffic with the mechanism; off = as before; BF16
+    unchanged by the switch."""
+    base = ("hardware.preset=b200", "parallel.tp=2", "parallel.dp=2", "parallel.sequence_parallel=true")
+    nv = (*base, "precision.linear_recipe=nvfp4")
+    on = estimator.estimate_perf(_cfg(*nv)).perf_parts["MP_COMM"]
+    off = estimator.estimate_perf(_cfg(*nv, "options.quantized_tp_gather=false")).perf_parts["MP_COMM"]
+    assert 0 < on < off
+    assert estimator.estimate_perf(_cfg(*base)).total == estimator.estimate_perf(
+        _cfg(*base, "options.quantized_tp_gather=false")).total
