@@ -453,6 +453,12 @@ class OptionsConfig(StrictSection):
                     "and of a row-parallel linear's output gradient carry the quantized data (estimator.perf.lowp); "
                     "off: compute-dtype all-gathers as before",
     )
+    main_grad_add: bool = Field(
+        default=True,
+        description="with train.gradient_accumulation_fusion false (Megatron --no-gradient-accumulation-fusion), "
+                    "price the per-micro-batch main_grad add of every weight gradient (estimator.perf.operators."
+                    "main_grad_add_op); off: not priced, as before",
+    )
     cuda_graphs: bool = Field(
         default=True,
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "

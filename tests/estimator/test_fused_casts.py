@@ -140,3 +140,22 @@ def test_quantized_gathers_lower_tp_comm_and_the_switch_restores_it() -> None:
     assert 0 < on < off
     assert estimator.estimate_perf(_cfg(*base)).total == estimator.estimate_perf(
         _cfg(*base, "options.quantized_tp_gather=false")).total
+
+
+def test_main_grad_add_by_hand() -> None:
+    """Unfused weight-gradient accumulation: GEMMs [4,8]@[8,16] (one copy) and [4,16]@[16,8] (3 copies) hold
+    128 + 3·128 = 512 weights; fp32 main_grad + bf16 grad: 2·4 + 2 = 10 bytes each, 5120 bytes, 4 kernels, backward
+    only; the attention-score GEMM (no weight) is not counted."""
+    ops = [operators.gemm("mlp_fc1", ("mlp",), 4, 8, 16, 2), operators.gemm("expert_fc2", ("moe",), 4, 16, 8, 2, 3.0),
+           operators.Op("attn_scores", "gemm", ("core_attn",), 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)]
+    add = operators.main_grad_add_op(ops, 10.0)
+    assert (add.bytes, add.kernels, add.bw_bytes, add.bw_kernels, add.modules) == (0.0, 0.0, 5120.0, 4.0, ())
+
+
+def test_main_grad_add_prices_no_gradient_accumulation_fusion_only() -> None:
+    """``train.gradient_accumulation_fusion: false`` adds backward time under Megatron; fused (default) and the
+    switch off price nothing (the model before the mechanism)."""
+    fused = estimator.estimate_perf(_cfg()).perf_parts["BW_COMPUTE"]
+    unfused = estimator.estimate_perf(_cfg("train.gradient_accumulation_fusion=false")).perf_parts["BW_COMPUTE"]
+    off = estimator.estimate_perf(_cfg("train.gradient_accumulation_fusion=false", "options.main_grad_add=false"))
+    assert unfused > fused == off.perf_parts["BW_COMPUTE"]
