@@ -57,7 +57,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from estimator.inputs.profiles import profile_of
-from estimator.inputs.recipes import LINEAR_GEMMS, LinearRecipe, recipe_of
+from estimator.inputs.recipes import LINEAR_GEMMS, LinearRecipe, on_device, recipe_of
 from estimator.perf.comm import Collective
 from estimator.perf.operators import Op, gemm
 
@@ -70,8 +70,6 @@ _CASTS_ONCE_PER_STEP = frozenset({"delayed", "tensorwise", "blockwise", "mxfp8",
 NORM_FUSED_GEMMS = frozenset({"qkv", "mlp_fc1"})
 #: TE's fused norm per recipe (normalization.cpp): "quantized" = FULLY_FUSED, "amax" = FUSED_NORM_AMAX_*
 NORM_FUSION: dict[str, str] = {"delayed": "quantized", "tensorwise": "amax", "nvfp4": "amax"}
-#: per-tensor FP8 recipes that need no transposed copy on a device with non-TN FP8 GEMMs
-_PER_TENSOR_TE = frozenset({"delayed", "tensorwise"})
 
 
 @dataclass(frozen=True)
@@ -96,9 +94,7 @@ def lowp_of(cfg: EstimatorConfig, micro_batches: int) -> LowpGemms | None:
     peaks = cfg.hardware.peak_tflops
     share = 1.0 / max(1, micro_batches) if recipe.name in _CASTS_ONCE_PER_STEP else 1.0
     fused = o.fused_quantize and recipe.name in _CASTS_ONCE_PER_STEP  # TE recipes (torchao: its own casts)
-    if fused and cfg.hardware.fp8_gemm_any_layout and recipe.name in _PER_TENSOR_TE:
-        recipe = replace(recipe, columnwise_copy=False)
-    return LowpGemms(recipe, peaks[recipe.peak] / peaks[pr.compute], share, fused)
+    return LowpGemms(on_device(recipe, cfg), peaks[recipe.peak] / peaks[pr.compute], share, fused)
 
 
 def cast_bytes(elements: float, b: int, recipe: LinearRecipe) -> float:
