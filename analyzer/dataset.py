@@ -5,7 +5,8 @@ Accepted paths (spec/analyzer.md §1):
 - an Ascend rank directory ``*_ascend_pt``, its ``ASCEND_PROFILER_OUTPUT``, or a bare
   ``trace_view.json``;
 - a parent directory holding one Ascend rank directory per rank (``rank0_ascend_pt``...);
-- a Kineto trace ``.json`` / ``.json.gz``, or a directory of them (one file per rank).
+- a Kineto trace ``.json`` / ``.json.gz`` (a ``traceEvents`` object, or a bare array of Kineto events: a bare
+  array is Kineto's or Ascend's by its content, ``kineto.bare_array_shape``), or a directory of them (one per rank).
 
 Missing files are recorded (``RankData.files`` lacks them, ``warnings`` says what that disables);
 bad files give a warning when the rest can still be analysed and :class:`IngestError` when nothing
@@ -22,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.ingest import ascend, ascend_db, cluster_output, kineto
+from analyzer.ingest import ascend, ascend_db, cluster_output, excluded, kineto
 from analyzer.ingest import events as ev
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.columns import TABLE_FILES, read_csv_table
@@ -181,14 +182,12 @@ def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None 
                                              budgets=budgets)
         base, totals = raw.base_ts_us, TOTALS_TRACE
         warnings.extend(raw.warnings)
-        if raw.n_dropped_bad:
-            warnings.append(f"{trace}: dropped {raw.n_dropped_bad} events with a bad ts/dur (NaN, negative, non-numeric)")
+        dropped, bad_rows = excluded.dropped_rows(trace, raw, raw.excluded_steps)
+        warnings.extend(bad_rows)
         if raw.truncated:
             dropped, totals = DroppedEvents(0, "trace truncated: events after the damage are unknown"), "trace (truncated)"
             if (out_dir / "step_trace_time.csv").is_file():
                 totals = "csv (trace truncated: step totals from step_trace_time.csv)"
-        elif raw.n_dropped_bad:
-            dropped = DroppedEvents(raw.n_dropped_bad, "bad ts/dur", {"unparsed": raw.n_dropped_bad})
         dropped, totals = _apply_budget(raw, dropped, totals, (out_dir / "step_trace_time.csv").is_file(),
                                         (out_dir / "api_statistic.csv").is_file(), warnings)
         dev = ascend.device_id(raw)
@@ -306,31 +305,14 @@ def load_kineto_rank(path: Path, rank: int | None = None, progress: bool | None 
         listed = ", ".join(f"{c!r} {n:,}" for c, n in meta["unknown_categories"].items())
         warnings.append(f"{path}: event categories the reader does not know, kept as 'other' host events and not "
                         f"read as device work: {listed}")
-    dropped = (DroppedEvents(raw.n_dropped_bad, "bad ts/dur", {"unparsed": raw.n_dropped_bad}) if raw.n_dropped_bad
-               else DroppedEvents())
-    if meta.get(kineto.EXCLUDED_STEPS_KEY):
-        dropped = _excluded_steps(path, dropped, meta[kineto.EXCLUDED_STEPS_KEY], warnings)
+    dropped, bad_rows = excluded.dropped_rows(path, raw, raw.excluded_steps)
+    warnings.extend(bad_rows)
     totals = "trace (truncated)" if raw.truncated else TOTALS_TRACE
     dropped, totals = _apply_budget(raw, dropped, totals, False, False, warnings)
     groups = meta.pop(kineto.GROUP_ROWS_KEY, None)
     return RankData(rank=r, path=path, events=events, base_ts_us=raw.base_ts_us, meta=meta,
                     tables={} if groups is None else {kineto.GROUP_ROWS_KEY: groups},
                     files={"trace": path}, warnings=warnings, totals_source=totals, dropped_events=dropped)
-
-
-def _excluded_steps(path: Path, dropped: DroppedEvents, excluded: list[dict[str, Any]],
-                    warnings: list[str]) -> DroppedEvents:
-    """A warning per step whose ProfilerStep marker had a bad ts/dur (the step and the events it held are
-    outside the analysed window), and the cause in ``dropped``'s reason and ``by_category``."""
-    parts = []
-    for item in excluded:
-        held = item["events"]
-        parts.append(f"step {item['marker']} excluded (marker with a bad ts/dur; "
-                     + (f"its {held:,} events are in no step)" if held is not None else "its start is unreadable too)"))
-        warnings.append(f"{path}: {parts[-1]}: they are outside the analysed window")
-    n_held = sum(int(i["events"] or 0) for i in excluded)
-    by_cat = {**dropped.by_category, "excluded_step_markers": len(excluded), "events_in_excluded_steps": n_held}
-    return DroppedEvents(dropped.count, "; ".join([dropped.reason, *parts]), by_cat)
 
 
 # ----------------------------------------------------------------------------------- event budget
@@ -418,11 +400,11 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
     opts: dict[str, Any] = {"progress": progress, "max_events": max_events, "large_trace_bytes": large_trace_bytes,
                             "budgets": budgets}
     if p.is_file():
-        if p.name == "trace_view.json" or (p.suffix == ".json" and sniff_layout(p) == "array"):
-            if sniff_layout(p) == "array":  # content decides: a bare Kineto array is refused, not read as Ascend
-                kineto.check_not_bare_kineto(p)
-            rd = [load_ascend_rank(p, strict=strict, **opts)]
-            return _finish(p, "ascend", rd)
+        array = p.name.endswith((".json", ".json.gz")) and sniff_layout(p) == "array"
+        if array and kineto.bare_array_shape(p)[0] == "kineto":  # content decides, not the name
+            return _finish(p, "kineto", [load_kineto_rank(p, **opts)])
+        if p.name == "trace_view.json" or (array and p.suffix == ".json"):
+            return _finish(p, "ascend", [load_ascend_rank(p, strict=strict, **opts)])
         if _is_kineto_file(p):
             return _finish(p, "kineto", [load_kineto_rank(p, **opts)])
         raise IngestError(p, "<file>", "not a profile: expected trace_view.json, *.json or *.json.gz")

@@ -15,7 +15,9 @@ Usage::
 
     .venv/bin/python benchmarks/recipe_accuracy.py [--rows] [--json] [--off]
 
-``--off`` prices with the recipe / CUDA-graph mechanisms switched off (the model before them).
+``--off`` prices with the recipe / CUDA-graph / op-level-SAC / fused-cast / quantized-gather / main_grad-add
+mechanisms switched off and without the Bridge recipe splits, row corrections and GA rule
+(``config_from_measured_row(recipe_splits=False, ga_rule=False)``): the model before them.
 """
 
 from __future__ import annotations
@@ -38,11 +40,12 @@ from ndval.harness import paths
 
 BRIDGE = "mbridge_perf_summary_blackwell"
 TITAN = "torchtitan_llama3_h100_202412"
-OFF = {"low_precision_gemms": False, "cuda_graphs": False, "fused_quantize": False, "quantized_tp_gather": False}
+OFF = {"low_precision_gemms": False, "cuda_graphs": False, "op_sac_recompute": False, "fused_quantize": False,
+       "quantized_tp_gather": False, "main_grad_add": False}
 
 
 def _config(row: dict[str, str], off: bool) -> Any:
-    raw = config_from_measured_row(row)
+    raw = config_from_measured_row(row, recipe_splits=not off, ga_rule=not off)
     if off:
         raw["options"] = {**raw.get("options", {}), **OFF}
     return estimator.load_config(raw)
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="print every row")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--off", action="store_true", help="recipe and CUDA-graph mechanisms off")
+    parser.add_argument("--off", action="store_true", help="recipe, CUDA-graph, op-SAC mechanisms and recipe splits off")
     args = parser.parse_args(argv)
     folder = paths.measured_dir()
     with (folder / "step_time_cases.csv").open(newline="", encoding="utf-8") as f:

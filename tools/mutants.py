@@ -226,8 +226,9 @@ _ADVISOR_GATES: dict[str, tuple[float, str]] = {
     "advisorGcAclTimeRatio": (0.01, "<"), "advisorFusibleHostRatio": (0.4, "<"), "advisorFusibleMteRatio": (0.8, ">"),
     "advisorFusibleDurationRatio": (0.01, ">"), "advisorFusibleCount": (5, ">"),
     "advisorHighSharePct": (5, ">="), "advisorMediumSharePct": (3, ">="),
+    "advisorAffinityMinCount": (1, ">="), "advisorFreqDropRatio": (0.05, ">="),
 }
-_ADVISOR_COUNTS = ("advisorFusibleCount", "advisorStaticOpsMax", "advisorHostCacheCapacity")
+_ADVISOR_COUNTS = ("advisorFusibleCount", "advisorStaticOpsMax", "advisorHostCacheCapacity", "advisorAffinityMinCount")
 #: advisor constants that are not gates: id -> (value, mutated value).
 _ADVISOR_PARAMS: dict[str, tuple[float, float]] = {
     "advisorAlignmentBytes": (512, 256), "advisorSdmaBaselineGbps": (18, 17), "advisorCubeAxisMultiple": (256, 128),
@@ -246,7 +247,19 @@ def _advisor_mutants() -> tuple[Mutant, ...]:
     for param, (v, new) in _ADVISOR_PARAMS.items():
         out.append(_param(f"advisor-{_kebab(param.removeprefix('advisor'))}", "analyzer-advisor", param, v, new, ADVISOR,
                           f"msprof-analyze constant {v:g} -> {new:g}"))
-    return tuple(out)
+    return (*out, *_ADVISOR_SCOPE)
+
+
+#: the phase scoping of the advisor (analyzer/advisor/scope.py): a phase must read only its own rows.
+_ADVISOR_SCOPE = (
+    Mutant("advisor-phase-events-unscoped", "analyzer-advisor", "analyzer/advisor/scope.py",
+           "events = inp.events[_mask(inp.events[\"ts_us\"].to_numpy(), windows)] if len(inp.events) else inp.events",
+           "events = inp.events", ("tests/analyzer/test_advisor_phases.py",), "a phase reads the events starting in it"),
+    Mutant("advisor-phase-kernels-unscoped", "analyzer-advisor", "analyzer/advisor/scope.py",
+           "kernels = _frame(inp.kernels, \"Start Time(us)\", 0.0, windows) if kernels_placeable else None",
+           "kernels = inp.kernels if kernels_placeable else None", ("tests/analyzer/test_advisor_phases.py",),
+           "a phase reads the kernel rows starting in it"),
+)
 
 
 _BANDS: tuple[Mutant, ...] = (

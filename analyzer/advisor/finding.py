@@ -37,12 +37,16 @@ class Rule:
     verification: str
     risk: str
     phases: tuple[str, ...] = ("overall", "prefill", "decode")
+    #: the evidence column naming what a row is about (``ndval compare`` matches findings by rule, phase and
+    #: this subject); None: the finding is about the capture as a whole
+    subject: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (stable keys)."""
         return {"id": self.id, "title": self.title, "category": self.category, "inputs": list(self.inputs),
                 "thresholds": list(self.thresholds), "source": self.source, "recommendation": self.recommendation,
-                "verification": self.verification, "risk": self.risk, "applicable_phases": list(self.phases)}
+                "verification": self.verification, "risk": self.risk, "applicable_phases": list(self.phases),
+                "subject_column": self.subject}
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,13 @@ class Finding:
         """The rule id (one finding per rule and rank)."""
         return self.rule.id
 
+    def subjects(self) -> list[str]:
+        """The distinct values of the rule's subject column, in row order (``[]`` without one)."""
+        if self.rule.subject is None or self.rule.subject not in self.columns:
+            return []
+        i = self.columns.index(self.rule.subject)
+        return list(dict.fromkeys(str(_plain(r[i])) for r in self.rows))
+
     def severity(self, th: Thresholds) -> str:
         """high / medium / low by share of the window (msprof-analyze's time-ratio priority)."""
         if self.share_pct is None:
@@ -78,6 +89,7 @@ class Finding:
             "severity": self.severity(th), "time_us": None if self.time_us is None else round(self.time_us, 3),
             "share_pct": None if self.share_pct is None else round(self.share_pct, 3),
             "columns": list(self.columns), "rows": [[_plain(v) for v in r] for r in self.rows],
+            "subjects": self.subjects(),
             "expected_gain": None if self.gain is None else self.gain.to_dict(), "rule": self.rule.to_dict(),
             **({"extra": self.extra} if self.extra else {}),
         }

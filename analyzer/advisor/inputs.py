@@ -4,6 +4,10 @@ HCCL task detail, ``communication.json``, the event table and the analysed windo
 - ``env``: ``profiler_metadata.json`` ``ENV_VARIABLES`` (torch_npu writes every variable it knows, ``""`` when
   unset); None when the file is absent (Kineto traces, DB exports without it).
 - ``kernels``: ``kernel_details.csv`` (canonical table; ``Start Time(us)`` relative to the trace base).
+- ``freq``: the ``AI Core Freq`` counter samples (``ts_us`` relative to the trace base, ``mhz``) of
+  ``trace_view.json`` (``C`` events, read in the same pass as the HCCL tasks) or the DB's ``AICORE_FREQ`` table;
+  ``rated_freq_mhz``: ``aic_frequency`` of the device info (``info.json.*`` ``DeviceInfo``, as msprof-analyze's
+  ``dataset/profiling/device_info.py`` reads it); None when the capture does not say.
 - ``hccl_tasks``: one row per HCCL task of the ``HCCL`` / ``Communication`` process of ``trace_view.json``
   (``Memcpy``, ``Reduce_Inline``...; ``Notify*`` kept too), with the collective it belongs to (the last
   ``hcom_*`` op started before it on that process, the grouping msprof-analyze's
@@ -47,6 +51,10 @@ class AdvisorInput:
     aiv_num: int | None = None
     step_count: int = 0
     notes: dict[str, str] = field(default_factory=dict)
+    freq: pd.DataFrame | None = None
+    rated_freq_mhz: float | None = None
+    #: the scope these inputs cover: ``overall`` or a phase (analyzer.advisor.scope)
+    scope: str = "overall"
 
 
 def env_variables(meta: dict[str, Any]) -> dict[str, str] | None:
@@ -70,6 +78,35 @@ def core_counts(meta: dict[str, Any]) -> tuple[int | None, int | None]:
                 break
         found.append(value)
     return found[0], found[1]
+
+
+def device_info(rank_path: Path) -> dict[str, Any]:
+    """The first ``DeviceInfo`` entry of the capture's ``info.json.*`` (``PROF_*/device_*/`` or the rank folder;
+    ``*.done`` markers skipped), as msprof-analyze's ``DeviceInfoParser`` reads it; ``{}`` when there is none."""
+    if not rank_path.is_dir():
+        return {}
+    for pattern in ("info.json.*", "PROF_*/device_*/info.json.*", "*/PROF_*/device_*/info.json.*"):
+        for path in sorted(rank_path.glob(pattern)):
+            if path.name.endswith("done"):
+                continue
+            try:
+                info = json.loads(path.read_bytes())
+            except (ValueError, OSError):
+                continue
+            devices = info.get("DeviceInfo") if isinstance(info, dict) else None
+            if isinstance(devices, list) and devices and isinstance(devices[0], dict):
+                return devices[0]
+    return {}
+
+
+def rated_frequency(meta: dict[str, Any]) -> float | None:
+    """``aic_frequency`` (MHz) of the device info, None when absent or not a positive number."""
+    for src in (meta.get("device_info"), meta.get("profiler_info"), meta):
+        value = src.get("aic_frequency") if isinstance(src, dict) else None
+        mhz = _number(value)
+        if mhz > 0:
+            return mhz
+    return None
 
 
 def _pid(event: dict[str, Any]) -> int | str | None:
@@ -97,6 +134,33 @@ def _hccl_pids(trace: list[Any]) -> set[int | str]:
             and _args(e).get("name") in HCCL_PROCESSES and (pid := _pid(e)) is not None}
 
 
+FREQ_NAME = "AI Core Freq"
+
+
+def freq_from_trace(trace: Any, base_ts_us: int) -> pd.DataFrame:
+    """``(ts_us, mhz)`` rows of the ``AI Core Freq`` counter events (``ph: C``, ``args.MHz``), time order."""
+    events = trace if isinstance(trace, list) else trace.get("traceEvents", []) if isinstance(trace, dict) else []
+    rows = [(_number(e.get("ts")) - base_ts_us, _number(_args(e).get("MHz"))) for e in events
+            if isinstance(e, dict) and e.get("ph") == "C" and e.get("name") == FREQ_NAME] if isinstance(events, list) else []
+    return pd.DataFrame(rows, columns=["ts_us", "mhz"]).sort_values("ts_us", kind="stable").reset_index(drop=True)
+
+
+def freq_from_db(db_path: Path | None, base_ts_us: int) -> pd.DataFrame | None:
+    """The DB export's ``AICORE_FREQ`` (``timestampNs``, ``freq`` MHz) as ``(ts_us, mhz)``; None without the table."""
+    if db_path is None or not db_path.is_file():
+        return None
+    try:
+        with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as con:
+            if not _has_table(con, "AICORE_FREQ"):
+                return None
+            rows = con.execute("SELECT timestampNs / 1000.0, freq FROM AICORE_FREQ ORDER BY timestampNs").fetchall()
+    except sqlite3.Error:
+        return None
+    frame = pd.DataFrame(rows, columns=["ts_us", "mhz"])
+    frame["ts_us"] -= base_ts_us
+    return frame if len(frame) else None
+
+
 def hccl_tasks_from_trace(trace: Any) -> pd.DataFrame:
     """HCCL task rows (:data:`HCCL_COLUMNS`) of a parsed ``trace_view.json`` array (module docstring)."""
     events = trace if isinstance(trace, list) else trace.get("traceEvents", []) if isinstance(trace, dict) else []
@@ -117,18 +181,24 @@ def hccl_tasks_from_trace(trace: Any) -> pd.DataFrame:
     return pd.DataFrame(out, columns=list(HCCL_COLUMNS))
 
 
-def read_hccl_tasks(trace_path: Path | None, th: Thresholds) -> tuple[pd.DataFrame | None, str]:
-    """:func:`hccl_tasks_from_trace` of ``trace_path``; ``(None, why)`` when absent, too large or unreadable."""
+def read_hccl_tasks(trace_path: Path | None, th: Thresholds,
+                    base_ts_us: int = 0) -> tuple[pd.DataFrame | None, str, pd.DataFrame | None]:
+    """:func:`hccl_tasks_from_trace` and :func:`freq_from_trace` of ``trace_path`` (one parse); ``(None, why,
+    None)`` when absent, too large or unreadable; the frequency frame is None when the trace has no samples."""
     if trace_path is None or not trace_path.is_file():
-        return None, "no trace_view.json (HCCL task detail)"
+        return None, "no trace_view.json (HCCL task detail)", None
     size_mb = trace_path.stat().st_size / MIB_BYTES
     if size_mb > th.v("advisorHcclScanMaxMb"):
-        return None, f"{trace_path}: {size_mb:.0f} MiB, over advisorHcclScanMaxMb: HCCL task detail not scanned"
+        return None, f"{trace_path}: {size_mb:.0f} MiB, over advisorHcclScanMaxMb: HCCL task detail not scanned", None
     try:
-        frame = hccl_tasks_from_trace(json.loads(trace_path.read_bytes()))
+        trace = json.loads(trace_path.read_bytes())
     except (ValueError, OSError) as exc:
-        return None, f"{trace_path}: HCCL task detail unreadable ({exc})"
-    return (frame, "") if len(frame) else (None, f"{trace_path}: no HCCL / Communication process tasks")
+        return None, f"{trace_path}: HCCL task detail unreadable ({exc})", None
+    frame, freq = hccl_tasks_from_trace(trace), freq_from_trace(trace, base_ts_us)
+    freq_or_none = freq if len(freq) else None
+    if len(frame):
+        return frame, "", freq_or_none
+    return None, f"{trace_path}: no HCCL / Communication process tasks", freq_or_none
 
 
 _DB_TASKS = """

@@ -21,12 +21,28 @@ def _cell(v: Any) -> Any:
 
 
 def _finding_rows(findings: list[dict[str, Any]]) -> list[list[Any]]:
-    return [[f["severity"], f["id"], f["summary"], f["share_pct"],
+    return [[f.get("scope", "overall"), f["severity"], f["id"], f["summary"], f["share_pct"],
              None if not f["expected_gain"] else f"{f['expected_gain']['low_pct']:.1f}–{f['expected_gain']['high_pct']:.1f}"]
             for f in findings]
 
 
-_HEAD = ["priority", "finding", "summary", "share of window %", "expected gain %"]
+_HEAD = ["phase", "priority", "finding", "summary", "share of window %", "expected gain %"]
+
+
+def _phase_lines(adv: dict[str, Any]) -> list[str]:
+    """Per phase scope: its findings (ranked by share of the phase) and the rules without one."""
+    out: list[str] = []
+    for name, ph in (adv.get("phases") or {}).items():
+        out += [f"#### Phase `{name}` ({ph['windows']} window(s), {ph['window_us']} µs): findings ranked by share of "
+                "the phase", ""]
+        if ph["findings"]:
+            out += [render.markdown_table(_HEAD, _finding_rows(ph["findings"])), ""]
+            for f in ph["findings"]:
+                out += [f"`{f['id']}` in `{name}`: {f['summary']}", "",
+                        render.markdown_table(f["columns"], [[_cell(v) for v in row] for row in f["rows"]]), ""]
+        out += [f"Rules without a finding in `{name}`: " + "; ".join(
+            f"`{k}` {v}" for k, v in ph["rules_without_finding"].items()), ""]
+    return out
 
 
 def markdown(rank: dict[str, Any]) -> list[str]:
@@ -47,6 +63,7 @@ def markdown(rank: dict[str, Any]) -> list[str]:
                     f"- inputs: {'; '.join(r['inputs'])}; thresholds: {', '.join(r['thresholds'])}",
                     f"- source: {r['source']}; phases: {', '.join(r['applicable_phases'])}", ""]
         out += ["Rules without a finding: " + "; ".join(f"`{k}` {v}" for k, v in adv["rules_without_finding"].items()), ""]
+        out += _phase_lines(adv)
     return out + _hta_markdown(rank.get("hta_breakdowns"))
 
 
@@ -74,6 +91,16 @@ def _hta_markdown(hb: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def _phase_html(name: str, ph: dict[str, Any]) -> str:
+    head = (f"<h4>Phase {html.escape(name)} ({ph['windows']} window(s), {ph['window_us']} µs): findings ranked by "
+            "share of the phase</h4>")
+    evidence = "".join(f"<p>{html.escape(f['id'])} in {html.escape(name)}: {html.escape(f['summary'])}</p>"
+                       + render.html_table(f["columns"], [[_cell(v) for v in row] for row in f["rows"]])
+                       for f in ph["findings"])
+    quiet = html.escape("; ".join(f"{k} {v}" for k, v in ph["rules_without_finding"].items()))
+    return head + render.html_table(_HEAD, _finding_rows(ph["findings"])) + evidence + f"<p>Rules without a finding: {quiet}</p>"
+
+
 def html_section(rank: dict[str, Any]) -> str:
     """The same content as :func:`markdown`, as HTML."""
     adv, parts = rank.get("advisor"), []
@@ -89,6 +116,7 @@ def html_section(rank: dict[str, Any]) -> str:
                                             for k in ("recommendation", "verification", "risk", "source")) + "</ul>")
         parts.append("<p>Rules without a finding: " + html.escape("; ".join(
             f"{k} {v}" for k, v in adv["rules_without_finding"].items())) + "</p>")
+        parts += [_phase_html(name, ph) for name, ph in (adv.get("phases") or {}).items()]
     hb = rank.get("hta_breakdowns")
     if hb:
         parts.append(f"<h3>Holistic Trace Analysis breakdowns</h3><p>{html.escape(hb['definitions'])}</p>")

@@ -27,7 +27,7 @@ ALIGNMENT = Rule(
     "Pad or bucket the communicated tensors so every SDMA transfer is a multiple of 512 B (e.g. gradient bucket "
     "sizes, hidden sizes that are multiples of 256 elements in fp16/bf16)",
     "Re-capture: the listed collectives have no unaligned SDMA task and their SDMA bandwidth rises",
-    "Padding adds bytes and memory; changing bucket sizes changes overlap with compute")
+    "Padding adds bytes and memory; changing bucket sizes changes overlap with compute", subject="op")
 PACKETS = Rule(
     "advisor.comm-small-packets", "Many small communication packets", "communication",
     ("communication.json: Communication Bandwidth Info SDMA / RDMA Transit Size(MB), Transit Time(ms)",),
@@ -36,7 +36,7 @@ PACKETS = Rule(
     "Fewer, larger collectives: larger batch or gradient accumulation in data parallelism, ZeRO-1/2 instead of "
     "ZeRO-3 when memory allows, fused (affinity) optimizers that bucket gradients",
     "Re-capture: the share of collectives under the size limit drops below the ratio; communication time per step falls",
-    "Larger buckets delay the first collective (less overlap); ZeRO-2 needs more memory")
+    "Larger buckets delay the first collective (less overlap); ZeRO-2 needs more memory", subject="transport")
 CONTENTION = Rule(
     "advisor.comm-bandwidth-contention", "SDMA bandwidth low while matmuls run", "communication",
     ("communication.json: Start Timestamp(us), Elapse Time(ms), SDMA Bandwidth(GB/s)",
@@ -46,7 +46,7 @@ CONTENTION = Rule(
     "Compare a capture with communication/compute overlap turned off (or with different stream priorities) to "
     "decide whether the overlap gain exceeds the bandwidth lost to contention",
     "The listed collectives' SDMA bandwidth rises above the limit, or the step gets faster without the overlap",
-    "Removing overlap exposes communication time; judge on step time, not on bandwidth")
+    "Removing overlap exposes communication time; judge on step time, not on bandwidth", subject="op")
 RETRANSMISSION = Rule(
     "advisor.comm-retransmission", "RDMA retransmission suspected", "communication",
     ("communication.json: Elapse Time(ms), RDMA Transit Time(ms), Transit Size(MB), group of each op",),
@@ -54,7 +54,7 @@ RETRANSMISSION = Rule(
     _SRC + "analyzer/communication/retransmission/communication_retransmission_checker.py, rules/en/rdma_analysis.yaml",
     "Check the RDMA transit time of the listed ops, then the switch and NIC configuration (PFC, DSCP/TC, SL)",
     "Re-capture: no RDMA transfer of the listed groups takes longer than the limit",
-    "Network changes affect every job on the fabric; change them with the cluster administrators")
+    "Network changes affect every job on the fabric; change them with the cluster administrators", subject="group")
 
 
 def _gbps(size_bytes: float, dur_us: float) -> float:

@@ -31,14 +31,14 @@ PIPELINE = Rule(
     "Bound groups: reduce the bound pipeline's work (larger tiles / fused loads for mte2, fewer format casts for "
     "vec); groups with optimisation space: tune the operator (AOE) or change its shape",
     "Re-capture with aic_metrics=PipeUtilization: the group's ratios and total duration",
-    "Operator tuning results are shape-specific; a re-shaped model can lose them")
+    "Operator tuning results are shape-specific; a re-shaped model can lose them", subject="op")
 NO_BOUND = Rule(
     "advisor.aicore-no-bound", "Operators bound by no pipeline", "computation",
     (_KD + ", all *_ratio columns",), ("advisorNoBoundRatio", "advisorNoBoundMinUs", "advisorTopGroups"),
     _SRC + "analyzer/computation/bound/operator_bound_checker.py, config/config.ini operator_bound_ratio",
     "Tune the listed operator types (AOE operator tuning) — no pipeline is saturated, so the time goes to latency",
     "Re-capture: the operators' duration falls and one pipeline ratio rises above the limit",
-    "AOE tuning takes hours per shape set and must be redone after CANN upgrades")
+    "AOE tuning takes hours per shape set and must be redone after CANN upgrades", subject="type")
 BLOCK_DIM = Rule(
     "advisor.block-dim", "Block dim not a multiple of the core count", "computation",
     (_KD + ", Block Dim, Mix Block Dim", "info.json / profiler_info: ai_core_num, aiv_num"),
@@ -46,14 +46,14 @@ BLOCK_DIM = Rule(
     _SRC + "analyzer/computation/bound/block_dim_checker.py",
     "Tune the listed operators (AOE) or pick shapes whose tiling fills every core",
     "Re-capture: block dim is a multiple of the core count, or the operator's duration falls",
-    "Changing shapes to fit the tiling changes the model; tuning is shape-specific")
+    "Changing shapes to fit the tiling changes the model; tuning is shape-specific", subject="op")
 AICPU = Rule(
     "advisor.aicpu", "Operators running on AICPU", "computation",
     (_KD + " (Accelerator Core = AI_CPU), Output Data Types",), ("advisorAicpuMinUs", "advisorTopGroups"),
     _SRC + "analyzer/computation/aicpu/aicpu_checker.py, rules/en/aicpu_rules.yaml",
     "Replace the AICPU operators with AI-Core equivalents; convert float64 (DOUBLE) tensors to float32",
     "Re-capture: no AI_CPU rows (or only short ones) in kernel_details.csv",
-    "float32 instead of float64 changes numerics; check the loss curve")
+    "float32 instead of float64 changes numerics; check the loss curve", subject="type")
 DYNAMIC = Rule(
     "advisor.dynamic-shape", "Every operator compiled as dynamic shape", "computation",
     ("kernel_details.csv: OP State",), ("advisorStaticOpsMax",),
@@ -70,7 +70,7 @@ AFFINITY = Rule(
     "Pad the inner axis of the listed MatMuls to a multiple of 256 and FlashAttention head dim / sequence length to "
     "a multiple of 128",
     "Re-capture: the groups' duration per call falls",
-    "Padding costs memory and wasted FLOPs; sequence padding needs attention masks")
+    "Padding costs memory and wasted FLOPs; sequence padding needs attention masks", subject="op")
 
 
 def _ratio_bound(g: pd.Series, rules: tuple[tuple[str, str, str], ...], th: Thresholds) -> tuple[str, float]:

@@ -23,7 +23,7 @@ ENV = Rule(
     "Re-capture: profiler_metadata.json shows the new values and the variables no longer appear here; compare "
     "host dispatch time and step time",
     "ACLNN_CACHE_LIMIT / HOST_CACHE_CAPACITY cost host memory; expandable_segments changes fragmentation "
-    "behaviour; unsetting HCCL_ALGO lets HCCL choose the algorithm")
+    "behaviour; unsetting HCCL_ALGO lets HCCL choose the algorithm", subject="variable")
 
 
 def _int(v: str) -> float | None:

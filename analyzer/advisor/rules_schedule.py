@@ -57,7 +57,7 @@ FUSIBLE = Rule(
     _SRC + "analyzer/schedule/fusible_ops/fusible_operator_checker.py, rules/en/fusible_operator.yaml",
     "Fuse the listed sequences (a fused kernel, torch.compile / graph mode, or an existing fused API)",
     "Re-capture: the sequence's occurrences and its wall time per occurrence fall",
-    "A custom fused kernel must be maintained across CANN versions; check numerics")
+    "A custom fused kernel must be maintained across CANN versions; check numerics", subject="sequence")
 
 
 def _rows_named(events: pd.DataFrame, test: Callable[[str], bool], side: str | None = ev.SIDE_HOST) -> pd.DataFrame:

@@ -65,8 +65,8 @@ class SideSummary:
     ranks: tuple[int, ...] = ()
     event_count: int | None = None
     warnings: list[str] = field(default_factory=list)
-    #: advisor finding id -> share of the window % (analyzer.compare.findings)
-    findings: dict[str, float | None] = field(default_factory=dict)
+    #: (advisor finding id, phase, subject) -> share of the phase window % (analyzer.compare.findings)
+    findings: dict[tuple[str, str, str], float | None] = field(default_factory=dict)
 
     def to_dict(self) -> SideSection:
         """The ``sides`` section entry (seed §7.4)."""

@@ -55,8 +55,10 @@ def tables(d: Mapping[str, Any]) -> dict[str, render.Table]:
             ["id", "verdict", "primary metric", "observed %", "expected gain %", "threshold %", "still listed after"],
             [[r["id"], r["verdict"], r["primary_metric"], r["observed_improvement_pct"], r["expected_gain_pct"],
               r["threshold_pct"], r["still_listed_after"]] for r in d["recommendations"]]),
-        "findings": render.Table(["finding", "verdict", "before share %", "after share %", "change pt"],
-                                 [[r["id"], r["verdict"], r["before_share_pct"], r["after_share_pct"], r["change_pt"]]
+        "findings": render.Table(["finding", "phase", "subject", "verdict", "before share %", "after share %",
+                                  "change pt"],
+                                 [[r["id"], r.get("phase", "overall"), r.get("subject", "—"), r["verdict"],
+                                   r["before_share_pct"], r["after_share_pct"], r["change_pt"]]
                                   for r in d.get("findings", [])]),
     }
 

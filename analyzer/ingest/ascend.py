@@ -23,6 +23,7 @@ import pandas as pd
 from analyzer.ingest import events as ev
 from analyzer.ingest.budgets import Budgets, auto_max_events
 from analyzer.ingest.errors import IngestError
+from analyzer.ingest.excluded import excluded_steps, none_readable
 from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame
 
 #: host-process names; every other process is on the device.
@@ -190,12 +191,15 @@ def read_trace_view(path: Path, rank: int, progress: bool | None = None,
             "through the Kineto reader)",
         )
     if raw.n_complete == 0 and not raw.truncated:
-        raise IngestError(path, "ph", "no complete ('X') events: not a profiler trace")
+        why = none_readable(raw)
+        raise IngestError(path, "ph", f"no complete ('X') events{why}" if why else
+                          "no complete ('X') events: not a profiler trace")
     sigs = classify_signatures(raw)
     if thinning is not None:
         raw.dropped_by_category = ev.dropped_by_category(sigs, thinning.dropped_by_sig)
     arrays = event_arrays(raw)
     arrays["step"] = row_steps(sigs, arrays)
+    raw.excluded_steps = excluded_steps(raw, sigs, arrays)
     return ev.build_table(sigs, arrays, rank), raw
 
 

@@ -57,6 +57,8 @@ class EventFramer:
 
     src: Source
     budgets: Budgets
+    #: decode a bare array with the Kineto decoder (a Kineto trace in the Trace Event Format's JSON Array Format)
+    kineto: bool = False
     layout: str = ""
     fmt: dec.Format = dec.GENERIC
     top: dict[str, Any] = field(default_factory=dict)
@@ -64,6 +66,8 @@ class EventFramer:
     n_too_deep: int = 0
     n_too_big: int = 0
     n_not_events: int = 0
+    #: of those, elements whose bytes are not valid UTF-8 (a name with a stray byte: JSON text is UTF-8)
+    n_bad_utf8: int = 0
     truncated: str = ""
     stopped: str = ""
     #: data after the JSON document, in words (an error of the file: concatenated traces, appended junk)
@@ -90,6 +94,7 @@ class EventFramer:
             self.layout = "empty"
         elif head[:1] == b"[":
             self.layout, self._buf = "array", head[1:]
+            self.fmt = dec.KINETO if self.kineto else self.fmt
         elif head[:1] == b"{":
             self.layout, self.fmt = "object", dec.KINETO
             self._buf = head
@@ -246,9 +251,11 @@ class EventFramer:
                 elif el.depth > self.budgets.max_depth:
                     self.n_too_deep += 1
                 else:
-                    one = dec.decode_one(bytes(held[el.start - held_at:el.end - held_at]), self.fmt)
+                    text = bytes(held[el.start - held_at:el.end - held_at])
+                    one = dec.decode_one(text, self.fmt)
                     if one is None:
                         self.n_not_events += 1
+                        self.n_bad_utf8 += not _utf8(text)
                     else:
                         events.append(one)
             self.n_elements += len(found)
@@ -292,6 +299,14 @@ class EventFramer:
         elif text.startswith(b"}"):
             text = text[1:]
         self.trailing = trailing.describe(text.strip(), self.src.plain)
+
+
+def _utf8(text: bytes) -> bool:
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def not_json(head: bytes) -> str:

@@ -2,8 +2,9 @@
 
 The Trace Event Format (Chrome's "Trace Event Format" document, *Duration Events*): a ``B`` opens a slice on
 its thread and the next ``E`` on the same ``(pid, tid)`` closes the most recent open one (slices nest as a
-stack); the slice is ``[B.ts, E.ts)`` with ``B``'s name, category and args. Each pair becomes one complete
-(``X``) event with ``dur = E.ts - B.ts``. What cannot be paired is counted by cause, never dropped silently:
+stack); the slice is ``[B.ts, E.ts)`` with ``B``'s name and category, and "the args of the E event are merged
+with those of the B event" (a key both give takes ``E``'s value, as Chrome's trace viewer does:
+:func:`merge_args`). Each pair becomes one complete (``X``) event with ``dur = E.ts - B.ts``. What cannot be paired is counted by cause, never dropped silently:
 an ``E`` with no open ``B`` (``unmatched end``), a ``B`` never closed (``unclosed begin``), a pair whose
 ``ts`` is not a number or whose end is before its begin (``bad ts``).
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 
 def _number(value: Any) -> float | None:
@@ -24,6 +27,27 @@ def _number(value: Any) -> float | None:
     except (ValueError, OverflowError):
         return None
     return out if math.isfinite(out) else None
+
+
+def merge_args(b: Any, e: Any) -> Any:
+    """``B``'s args with the keys ``E``'s args give merged over them (module docstring). Both are the reader's
+    args structs (the keys it reads); a field ``E`` leaves at its default ("absent") keeps ``B``'s value."""
+    if b is None:
+        return e
+    if e is None or type(b) is not type(e):
+        return b
+    given = {f.name: getattr(e, f.name) for f in msgspec.structs.fields(e)
+             if not _absent(getattr(e, f.name), f.default)}
+    if not given:
+        return b
+    return type(b)(**{f.name: given.get(f.name, getattr(b, f.name)) for f in msgspec.structs.fields(b)})
+
+
+def _absent(value: Any, default: Any) -> bool:
+    """Whether an args field holds its default (NaN defaults compared as NaN)."""
+    if value is default or (type(value) is type(default) and value == default):
+        return True
+    return isinstance(value, float) and isinstance(default, float) and math.isnan(value) and math.isnan(default)
 
 
 @dataclass
@@ -51,7 +75,7 @@ class DurationPairs:
             self._drop("bad ts", 2)
             return None
         self.n_paired += 1
-        return complete("X", b.name, b.cat, b.pid, b.tid, b.ts, t1 - t0, b.args)
+        return complete("X", b.name, b.cat, b.pid, b.tid, b.ts, t1 - t0, merge_args(b.args, e.args))
 
     def _drop(self, cause: str, n: int = 1) -> None:
         self.dropped[cause] = self.dropped.get(cause, 0) + n

@@ -21,9 +21,10 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
+from isal.igzip_lib import IsalError as _IsalError
 
 from ndval.core.units import MIB_BYTES
 
@@ -69,6 +70,10 @@ class CountingReader(io.RawIOBase):
         super().close()
 
 
+#: ISA-L's error for corrupt deflate data after a gzip header (not an ``OSError``): read as one.
+IsalError = cast(type[Exception], _IsalError)
+
+
 @dataclass
 class Source:
     """An open trace: ``read(n)`` gives decompressed bytes; ``disk`` counts bytes read on disk,
@@ -81,13 +86,19 @@ class Source:
     plain: bool = False
 
     def read(self, n: int) -> bytes:
-        data = self.fh.read(n)
+        try:
+            data = self.fh.read(n)
+        except IsalError as exc:  # not an OSError: corrupt deflate data after a gzip header
+            raise OSError(f"corrupt gzip data ({exc})") from None
         self.n_out += len(data)
         return data
 
     def readinto(self, buf: memoryview) -> int:
         """Read up to ``len(buf)`` bytes into ``buf``; returns the count (0 at the end)."""
-        n = self.fh.readinto(buf) or 0  # type: ignore[attr-defined]
+        try:
+            n = self.fh.readinto(buf) or 0  # type: ignore[attr-defined]
+        except IsalError as exc:
+            raise OSError(f"corrupt gzip data ({exc})") from None
         self.n_out += n
         return n
 

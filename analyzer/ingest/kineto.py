@@ -36,8 +36,9 @@ from analyzer.ingest import events as ev
 from analyzer.ingest.ascend import row_steps
 from analyzer.ingest.budgets import Budgets, auto_max_events
 from analyzer.ingest.errors import IngestError
+from analyzer.ingest.excluded import excluded_steps, none_readable
 from analyzer.ingest.framing import read_all
-from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame
+from analyzer.ingest.stream import RawTrace, Thinning, event_arrays, read_trace, signature_frame, sniff_layout
 
 COMM_KERNEL_RE = re.compile(r"^nccl|.*ncclKernel|^hccl|^rccl", re.IGNORECASE)
 #: device kernel categories: CUDA / ROCm / Triton (``kernel``), older Kineto (``Kernel``), Meta MTIA
@@ -139,49 +140,34 @@ def unknown_categories(sigs: pd.DataFrame, sig_rows: np.ndarray) -> dict[str, in
     return dict(sorted(out.items()))
 
 
-#: how much of a bare-array trace is sniffed for its shape (:func:`check_not_bare_kineto`).
+#: how much of a bare-array trace is sniffed for its shape (:func:`bare_array_shape`).
 SNIFF_BYTES = 4 << 20
 _CAT_RE = re.compile(rb'"cat"\s*:\s*"([^"\\]{1,64})"')
-#: the process names of an Ascend ``trace_view.json`` (torch_npu / msprof exports).
-_ASCEND_PROCESS_RE = re.compile(rb'"(?:Ascend Hardware|CANN|AscendCL|Overlap Analysis)"')
+#: args keys Kineto writes and an Ascend ``trace_view.json`` does not (launch correlation, op id).
+_KINETO_ARGS_RE = re.compile(rb'"(correlation|External id)"\s*:')
+#: what only an Ascend ``trace_view.json`` (torch_npu / msprof export) holds: its process names, the
+#: ``Task Type`` arg of Ascend Hardware tasks, its host -> device flow and task-queue categories.
+_ASCEND_RE = re.compile(rb'"(Ascend Hardware|CANN|AscendCL|Overlap Analysis|Task Type)"')
+ASCEND_CATS: frozenset[str] = frozenset({"async_npu", "HostToDevice", "async_task_queue", "enqueue", "dequeue"})
 
 
-def check_not_bare_kineto(path: Path) -> None:
-    """Refuse a bare JSON array of Kineto events (no ``traceEvents`` object), which would be read as Ascend.
+def bare_array_shape(path: Path) -> tuple[str, list[str]]:
+    """``("kineto" | "ascend", evidence)`` of a trace that is a bare JSON array of events (the Trace Event
+    Format's "JSON Array Format", which Kineto events may come in as well as Ascend's ``trace_view.json``).
 
-    Rule, on the first :data:`SNIFF_BYTES` (decompressed): the events carry a CUDA / ROCm / MTIA device or
-    runtime category (:data:`DEVICE_CATS`, :data:`RUNTIME_CATS`: Kineto's) and no Ascend process name
-    (``Ascend Hardware``, ``CANN``, ``AscendCL``, ``Overlap Analysis``: an Ascend ``trace_view.json``'s)."""
+    Rule, on the first :data:`SNIFF_BYTES` (decompressed): Ascend when it holds an Ascend marker (an Ascend
+    process name, ``Task Type`` args, a category of :data:`ASCEND_CATS`); else Kineto when it holds a Kineto
+    one (a CUDA / ROCm / MTIA device or runtime category of :data:`DEVICE_CATS` / :data:`RUNTIME_CATS`, or
+    ``correlation`` / ``External id`` args); else Ascend (the layout's reader since before). ``evidence``:
+    the markers found, for the messages."""
     head = read_all(path, SNIFF_BYTES)
     cats = {c.decode("utf-8", "replace") for c in _CAT_RE.findall(head)}
-    kin = sorted(cats & (DEVICE_CATS | RUNTIME_CATS))
-    if kin and not _ASCEND_PROCESS_RE.search(head):
-        raise IngestError(path, "<top level>", f"a bare JSON array of Kineto events (categories {', '.join(kin)}; no "
-                          "Ascend process names): a Kineto trace is an object with 'traceEvents' — wrap the array as "
-                          '{"traceEvents": [...]}')
-
-
-#: ``meta`` key of the steps whose ProfilerStep marker was dropped (:func:`excluded_steps`).
-EXCLUDED_STEPS_KEY = "excluded_steps"
-
-
-def excluded_steps(raw: RawTrace, sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
-    """Per ProfilerStep marker dropped with a bad ts/dur: ``{"marker", "events"}``, the events its step held —
-    those starting at or after the marker's start and before the next readable marker, in no step (``None``
-    when the marker's start is unreadable too: its events cannot be told)."""
-    is_step = (sigs["category"] == ev.STEP).to_numpy(dtype=bool)[arrays["sig"]]
-    starts = np.sort(arrays["ts_us"][is_step])
-    loose = arrays["ts_us"][(arrays["step"] < 0) & ~is_step]
-    out: list[dict[str, Any]] = []
-    for name, rel in raw.bad_steps:
-        held: int | None = None
-        if math.isfinite(rel):
-            start = rel - raw.shift_us
-            later = starts[starts > start]
-            end = float(later[0]) if later.size else math.inf
-            held = int(((loose >= start) & (loose < end)).sum())
-        out.append({"marker": name, "events": held})
-    return out
+    ascend = sorted({m.decode() for m in _ASCEND_RE.findall(head)} | (cats & ASCEND_CATS))
+    if ascend:
+        return "ascend", ascend
+    kin = sorted(cats & (DEVICE_CATS | RUNTIME_CATS)) + [f"args {k.decode()!r}" for k in
+                                                         sorted(set(_KINETO_ARGS_RE.findall(head)))]
+    return ("kineto", kin) if kin else ("ascend", [])
 
 
 def group_rows(sigs: pd.DataFrame, arrays: dict[str, np.ndarray]) -> pd.DataFrame | None:
@@ -254,12 +240,21 @@ def read_kineto_trace(path: Path, rank: int | None = None, progress: bool | None
     """
     thinning = Thinning(max_events if max_events is not None else auto_max_events(), budget_tiers,
                         auto=max_events is None)
+    shape, evidence = bare_array_shape(path) if sniff_layout(path) == "array" else ("object", [])
+    if shape == "ascend":
+        raise IngestError(path, "<top level>", "a JSON array without Kineto events ("
+                          + (f"Ascend markers: {', '.join(evidence)}" if evidence else "no Kineto category or args")
+                          + "): a Kineto trace is an object with 'traceEvents' or an array of Kineto events")
     raw = read_trace(path, progress=progress, thinning=thinning,
-                     budgets=budgets or Budgets.for_event_budget(max_events))
-    if raw.layout != "object":
-        raise IngestError(path, "<top level>", "a Kineto trace is an object with 'traceEvents'")
+                     budgets=budgets or Budgets.for_event_budget(max_events), kineto=True)
+    if shape == "kineto":
+        raw.warnings.append(f"{path}: a bare JSON array of events (the Trace Event Format's JSON Array Format) read as "
+                            f"Kineto events by its content ({', '.join(evidence)}); that form carries no "
+                            "distributedInfo or deviceProperties")
     if raw.n_complete == 0 and not raw.truncated:
-        raise IngestError(path, "traceEvents", "no complete ('X') events: not a Kineto profiler trace")
+        why = none_readable(raw)
+        raise IngestError(path, "traceEvents", f"no complete ('X') events{why}" if why else
+                          "no complete ('X') events: not a Kineto profiler trace")
     meta = read_meta(raw)
     found = rank_of(meta)
     if rank is None:
@@ -274,8 +269,7 @@ def read_kineto_trace(path: Path, rank: int | None = None, progress: bool | None
     meta["accelerator"] = accelerator(sigs)
     device_sig = (sigs["side"] == ev.SIDE_DEVICE).to_numpy(dtype=bool)
     arrays["step"] = launch_steps(device_sig[arrays["sig"]], arrays["corr"], row_steps(sigs, arrays))
-    if raw.bad_steps:
-        meta[EXCLUDED_STEPS_KEY] = excluded_steps(raw, sigs, arrays)
+    raw.excluded_steps = excluded_steps(raw, sigs, arrays)
     groups = group_rows(sigs, arrays)
     if groups is not None:
         meta[GROUP_ROWS_KEY] = groups

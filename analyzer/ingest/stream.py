@@ -96,6 +96,9 @@ class RawTrace:
     n_seen: int = 0
     n_complete: int = 0
     n_dropped_bad: int = 0
+    #: of those, unreadable ``ts`` and elements that are no event object (the rest: bad ``dur``; ``excluded``)
+    n_bad_ts: int = 0
+    not_events: tuple[int, int] = (0, 0)  # (elements, of which not UTF-8)
     #: events dropped under the event-size budget (a name longer than ``Budgets.max_event_bytes``).
     n_too_long: int = 0
     #: duration events (``B`` / ``E``) paired into complete events, and the ones that could not be (by cause).
@@ -103,6 +106,7 @@ class RawTrace:
     #: ``ProfilerStep#N`` markers dropped with a bad ts/dur: (name, relative start µs before the rebase; NaN
     #: when the start itself is unreadable) — the reader says which step that excluded.
     bad_steps: list[tuple[str, float]] = field(default_factory=list)
+    excluded_steps: list[dict[str, Any]] = field(default_factory=list)  # those with their step's events (readers)
     truncated: bool = False
     warnings: list[str] = field(default_factory=list)
     layout: str = ""
@@ -161,7 +165,6 @@ def _stderr_console() -> Any:
     return Console(stderr=True)
 
 
-
 def sniff_layout(path: Path) -> str:
     """``array`` (bare list of events), ``object`` (``{...}``) or ``empty``; no full parse."""
     try:
@@ -178,16 +181,17 @@ def sniff_layout(path: Path) -> str:
 
 
 def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | None = None,
-               budgets: Budgets | None = None) -> RawTrace:
+               budgets: Budgets | None = None, kineto: bool = False) -> RawTrace:
     """Read every complete event of a Chrome-trace file into a :class:`RawTrace` (module docstring).
 
     With ``thinning`` the buffer is thinned to its budget whenever it reaches ``thinning.cap`` and
     once more at the end, with the complete process/thread metadata (see :class:`Thinning`).
     ``budgets``: ingest budgets (default :class:`Budgets` ()); each one exceeded is a warning.
+    ``kineto``: the events are Kineto's in either layout (a bare array is then decoded as Kineto events).
     """
     budgets = budgets or Budgets()
     src = open_source(path)
-    framer = EventFramer(src, budgets)
+    framer = EventFramer(src, budgets, kineto=kineto)
     raw = RawTrace(path=path, base_ts_us=0, thinning=thinning)
     bar = _Progress(path, progress)
     state = _State()
@@ -200,7 +204,7 @@ def read_trace(path: Path, progress: bool | None = None, thinning: Thinning | No
             raise IngestError(path, "<file>", f"cannot read ({exc})") from exc
         if raw.layout == "empty":
             raise IngestError(path, "<file>", "empty file: no trace events")
-        state.kineto, state.max_name = raw.layout == "object", budgets.max_event_bytes
+        state.kineto, state.max_name = raw.layout == "object" or kineto, budgets.max_event_bytes
         with _gc_paused():
             for events in framer.chunks():
                 _add(raw, events, state)
@@ -250,7 +254,7 @@ class _State:
 def _notes(raw: RawTrace, framer: EventFramer) -> None:
     """Warnings for damage and for every ingest budget that dropped or stopped something."""
     path, b = raw.path, framer.budgets
-    raw.n_dropped_bad += framer.n_not_events
+    raw.n_dropped_bad, raw.not_events = raw.n_dropped_bad + framer.n_not_events, (framer.n_not_events, framer.n_bad_utf8)
     if framer.truncated:
         raw.truncated = True
         raw.warnings.append(
@@ -298,6 +302,7 @@ def _add(raw: RawTrace, events: list[dec.Event] | native.NativeChunk, state: _St
     state.base = ts.base
     dur, bad = dec.durations_us([e.dur for e in xs])
     bad |= ts.bad
+    raw.n_bad_ts += int(ts.bad.sum())
     keys: list[Any]
     if state.kineto:
         keys, corr, nbytes = dec.kineto_columns(xs)  # type: ignore[arg-type]  # KinetoEvent chunks
@@ -331,7 +336,7 @@ def _add_native(raw: RawTrace, chunk: native.NativeChunk, state: _State) -> None
     raw.n_too_long += got.n_long
     raw.n_dropped_bad += got.n_bad
     if got.n_bad:
-        rows = np.flatnonzero(bad)
+        raw.n_bad_ts, rows = raw.n_bad_ts + int(ts.bad.sum()), np.flatnonzero(bad)
         _note_bad_steps(raw, [chunk.keys[k][2] for k in chunk.kidx[rows]], ts.rel_us[rows], ts.bad[rows])
     cols = (got.ids, ts.rel_us, chunk.dur, chunk.corr, chunk.nbytes)
     if len(got.ids) < len(bad):  # unreadable rows or names over the budget dropped

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from estimator.config.errors import did_you_mean
 from estimator.inputs.recipes import RecipeName
 from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
+from estimator.shared.numbers import no_boolean
 
 RecomputeMode = Literal["none", "selective", "full"]
 #: selective-recompute modules understood by the activation model (Megatron names)
@@ -56,9 +57,15 @@ def in_int_range(value: Any) -> Any:
 
 
 class StrictSection(BaseModel):
-    """Frozen, no unknown fields, every float finite (no NaN/inf), every int within ±2**53."""
+    """Frozen, no unknown fields, every float finite (no NaN/inf), every int within ±2**53, no boolean where a
+    number goes (``--set parallel.tp=true`` silently became tp 1)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        return no_boolean(value, cls.model_fields[info.field_name].annotation) if info.field_name else value
 
     @field_validator("*", mode="after")
     @classmethod
@@ -463,6 +470,12 @@ class OptionsConfig(StrictSection):
         default=True,
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "
                     "(estimator.perf.graphs); off: every kernel launched (the model before CUDA graphs)",
+    )
+    op_sac_recompute: bool = Field(
+        default=True,
+        description="recompute.selective_ac_option op re-runs what torchtitan's op-level policy recomputes (the "
+                    "even mms, every non-matmul op, not SDPA: estimator.perf.sac); off: Megatron's default "
+                    "selective set core_attn (the model before it)",
     )
     adapters: bool = Field(
         default=True,

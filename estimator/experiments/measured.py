@@ -19,6 +19,8 @@ from typing import Any
 from estimator.config.errors import ConfigError
 from estimator.experiments import recipe_notes
 from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
+from estimator.experiments.bridge_splits import apply_bridge_split
+from estimator.experiments.row_corrections import apply_corrections
 from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
 
@@ -28,6 +30,7 @@ HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("gb200", "gb200-nvl72"),
     ("b300", "b300"),
     ("h200", "h200"),
+    ("h100 sxm 96gb hbm2e", "h100-sxm-96g-hbm2e"),  # the torchtitan H100 benchmark's Grand Teton GPUs
     ("h100", "h100-80g"),
     ("b200", "b200"),
     ("a100", "a100-80g"),
@@ -271,13 +274,15 @@ def hardware_preset(text: str) -> str:
     raise ConfigError("hardware", f"no hardware preset matches {text!r}")
 
 
-def _batch(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, int]:
-    """``num_micro_batches`` (the published GA) or ``global_batch_size``. A throughput-only row (no
-    ``measured_step_ms``: its step is ``GBS · seq / (tokens/s/GPU · GPUs)``) whose GA contradicts it
-    (``GA · mbs · dp ≠ GBS``) takes the GBS, so the estimate runs the samples its measured step counts."""
+def _batch(row: Mapping[str, str], assumed: dict[str, str], *, ga_rule: bool = True) -> dict[str, int]:
+    """``num_micro_batches`` (the published GA) or ``global_batch_size``. The GA rule (``ga_rule``; off = the
+    published GA as before): a throughput-only row (no ``measured_step_ms``: its step is
+    ``GBS · seq / (tokens/s/GPU · GPUs)``) whose GA contradicts it (``GA · mbs · dp ≠ GBS``) takes the GBS, so
+    the estimate runs the samples its measured step counts."""
     m, gbs = _int(row, "num_micro_batches"), _int(row, "global_batch_size")
     mbs, dp = _int(row, "micro_batch_size"), _int(row, "dp")
-    if m is not None and gbs is not None and mbs and dp and m * mbs * dp != gbs and not _text(row, "measured_step_ms"):
+    if ga_rule and m is not None and gbs is not None and mbs and dp and m * mbs * dp != gbs \
+            and not _text(row, "measured_step_ms"):
         assumed["num_micro_batches"] = (f"published GA {m} contradicts GBS {gbs} (GA·mbs·dp = {m * mbs * dp}); the "
                                         "step derived from throughput counts GBS samples, so global_batch_size is used")
         return {"global_batch_size": gbs}
@@ -380,9 +385,14 @@ def _options(row: Mapping[str, str]) -> dict[str, Any]:
     return {"torch_compile": True} if "torch.compile" in techniques else {}
 
 
-def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") -> dict[str, Any]:
+def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", *,
+                             recipe_splits: bool = True, ga_rule: bool = True) -> dict[str, Any]:
     """Config dict (spec §3) for one measured row; ``distributed_optimizer: fsdp`` selects ``fsdp2``.
 
+    ``recipe_splits``: the Bridge recipe families' pipeline splits where the notes state none
+    (:mod:`estimator.experiments.bridge_splits`) and the documented row corrections
+    (:mod:`estimator.experiments.row_corrections`); False = the row as its notes give it. ``ga_rule``: a
+    throughput-only row whose GA contradicts its GBS runs the GBS (:func:`_batch`); False = the published GA.
     Raises ``ConfigError`` whose ``field`` is the offending CSV column.
     """
     assumed: dict[str, str] = {}
@@ -405,7 +415,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
         "micro_batch_size": _int(row, "micro_batch_size", required=True),
         "flash_attention": flash,
     }
-    batch = _batch(row, assumed)
+    batch = _batch(row, assumed, ga_rule=ga_rule)
     train.update(batch)
     parallel: dict[str, Any] = {
         "tp": _int(row, "tp", required=True),
@@ -433,6 +443,8 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron") 
         config["options"] = options
     _apply_facts(row, config)
     recipe_notes.apply_recipe_items(row, config)
+    apply_bridge_split(row, config, enabled=recipe_splits)
+    apply_corrections(row, config, enabled=recipe_splits)
     return config
 
 

@@ -110,6 +110,8 @@ def _simumax_eff(file: str, hbm_gb_s: float, hbm_source: str, matmul: float, sdp
     }
 
 
+#: the torchtitan H100 benchmark's hardware section (Grand Teton hosts)
+_TITAN_H100 = "pytorch/torchtitan@b5bcd76c66 benchmarks/llama3_h100_202412_torchtitan.md 'Hardware'"
 #: SimuMax's H100 file (h100_nvlink.json, read at 160921ca96): group_matmul 0.60, permute_fwd / _bwd 0.25
 _SIMUMAX_H100_MOE = ("MooreThreads/SimuMax@160921ca96", 0.60, 0.25, 0.25)
 
@@ -177,6 +179,27 @@ PRESETS: dict[str, dict[str, Any]] = {
             "hbm_gib": "NVIDIA H100 SXM5 80GB datasheet",
             "peak_tflops": "NVIDIA H100 SXM5 datasheet, dense (no sparsity)",
             "levels": "NVLink4 900 GB/s bidirectional = 450 per direction; NDR InfiniBand 400 Gb/s per GPU",
+            "network": _NVIDIA_NET,
+        },
+    },
+    "h100-sxm-96g-hbm2e": {
+        "name": "h100-sxm-96g-hbm2e",
+        "hbm_gib": 96.0,
+        "peak_tflops": {"bf16": 989.0, "fp16": 989.0, "fp32": 67.0, "fp8": 1979.0},
+        "devices_per_node": 8,
+        "levels": NVIDIA_LEVELS["h100-80g"],
+        "efficiency": _simumax_eff("h100_nvlink.json", 2400.0, _TITAN_H100 + ": 96GB HBM2e with 2.4 TB/sec peak "
+                                   "memory bandwidth", 0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE),
+        "provenance": {
+            "hbm_gib": _TITAN_H100 + ": 96GB HBM2e (taken as GiB like the 80 GB H100 preset; only the fits check "
+                       "reads it)",
+            "peak_tflops": "NVIDIA H100 SXM5 datasheet, dense: an upper bound here. " + _TITAN_H100 + " footnote 2: "
+                           "'HBM2e-based SXM H100 with lower TDP, the actual peak TFLOPs number is between SXM and "
+                           "NVL, and we don't know its exact value' (H100 NVL datasheet: 835 BF16 / 1670 FP8 dense); "
+                           "the 500 W power limit's clocks are not modelled",
+            "efficiency": "SimuMax's H100 factors (measured on a 700 W H100 SXM5 80GB) against this HBM bandwidth",
+            "levels": _TITAN_H100 + ": 8 H100 per host fully connected with NVLink (NVLink4 450 GB/s per "
+                      "direction), 400 Gb/s RDMA per GPU",
             "network": _NVIDIA_NET,
         },
     },

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Annotated, Any, Literal, cast
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from estimator.inputs.blackwell import BLACKWELL_ALIASES, BLACKWELL_PRESETS
 from estimator.inputs.device_presets import ALIASES as _BASE_ALIASES
@@ -24,6 +24,7 @@ from estimator.inputs.device_presets import NVIDIA_LEVELS
 from estimator.inputs.device_presets import PRESETS as _BASE_PRESETS
 from estimator.perf.comm import CollectiveKind
 from estimator.shared.arrays import ARRAY
+from estimator.shared.numbers import no_boolean
 from ndval.core import cache
 from ndval.core.units import MIB_PER_GIB
 
@@ -189,6 +190,11 @@ class HardwareSpec(BaseModel):
     #: 10.x), so per-tensor FP8 casts need no transposed copy (estimator.perf.lowp); false: TN only (Hopper)
     fp8_gemm_any_layout: bool = False
     provenance: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        return no_boolean(value, cls.model_fields[info.field_name].annotation) if info.field_name else value
 
     @model_validator(mode="after")
     def _levels_ordered(self) -> HardwareSpec:

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 #: CUDA compute capability of the NVIDIA hardware presets (NVIDIA "CUDA GPUs - Compute Capability":
 #: A100 8.0, H100 9.0, H200 9.0, B200 10.0); other hardware (Ascend) runs no CUDA libraries
 COMPUTE_CAPABILITY: dict[str, tuple[int, int]] = {
-    "a100-80g": (8, 0), "h100-80g": (9, 0), "h200": (9, 0), "b200": (10, 0),
+    "a100-80g": (8, 0), "h100-80g": (9, 0), "h100-sxm-96g-hbm2e": (9, 0), "h200": (9, 0), "b200": (10, 0),
 }
 
 #: PyTorch cuBLAS workspace on compute capability 9.0 / otherwise (CublasHandlePool.cpp defaults)

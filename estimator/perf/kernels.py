@@ -53,6 +53,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from estimator.perf.sac import OP_SAC, RECOMPUTED_MMS
 from estimator.shared.arrays import ARRAY, per_unique
 from ndval.core import cache
 
@@ -190,6 +191,8 @@ def layer_pass_kernels(shape: LayerShape, recompute: str, modules: frozenset[str
     fw = forward_kernels(ops)
     if recompute == "full":
         rec = fw
+    elif recompute == "selective" and OP_SAC in modules:  # torchtitan's op-level policy (estimator.perf.sac)
+        rec = _op_sac_kernels(ops)
     elif recompute == "selective":
         chosen = set(modules or {"core_attn"})
         if "moe" in chosen:  # the MoE block already holds its shared experts and activations
@@ -200,6 +203,14 @@ def layer_pass_kernels(shape: LayerShape, recompute: str, modules: frozenset[str
     else:
         raise ValueError(f"recompute mode {recompute!r}: expected none, selective or full")
     return PassKernels(fw, backward_kernels(ops), float(rec))
+
+
+def _op_sac_kernels(ops: Counter[str]) -> float:
+    """Recompute kernels under torchtitan's op-level policy: the forward's non-matmul kernels (not the
+    saved flash attention, not the collectives) and the re-run mms (:data:`RECOMPUTED_MMS`)."""
+    again = Counter({k: n for k, n in ops.items() if k not in ("GEMM", "FLASH", "COLLECTIVE")})
+    again["GEMM"] = RECOMPUTED_MMS
+    return forward_kernels(again)
 
 
 @cache.memoize("estimator.embedding_pass_kernels", bound=4, key="learned position", holds="kernels per pass")

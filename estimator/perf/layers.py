@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from estimator.config.errors import ConfigError
 from estimator.inputs import derive
-from estimator.perf import comm, compute, kernels
+from estimator.perf import comm, compute, kernels, sac
 from estimator.shared.arrays import any_true, is_array, per_unique
 from ndval.core import cache
 
@@ -87,6 +87,9 @@ def _recompute_fraction(cfg: EstimatorConfig, stage: int, tokens: float, attn: t
     mode = cfg.stage_recompute(stage)
     if mode != "selective":
         return compute.recompute_forward_fraction(mode, 0.0)
+    if sac.uses_op_sac(cfg) and not moe:  # torchtitan's op-level policy: its re-run mms (estimator.perf.sac)
+        return compute.recompute_forward_fraction("selective", sac.recomputed_flops(cfg.model, tokens)
+                                                  / (attn[0] + attn[1] + mlp))
     modules = set(cfg.recompute.modules) or {"core_attn"}
     share = _selective_share_flops(cfg.model, tokens, modules, attn[1], mlp, moe)
     return compute.recompute_forward_fraction("selective", share / (attn[0] + attn[1] + mlp))
@@ -124,6 +127,8 @@ def shared_layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) ->
     if is_array(ctx.tokens, ctx.seq, ctx.tp, ctx.cp, ctx.expert_imbalance):
         return layer_cost(cfg, ctx, index, stage)
     modules = tuple(cfg.recompute.modules) if mode == "selective" else ()
+    if mode == "selective" and sac.uses_op_sac(cfg):
+        modules = (sac.OP_SAC,)
     key = (id(model), derive.layer_kind(model, index), ctx.tokens, ctx.seq, ctx.tp, ctx.cp, ctx.expert_imbalance,
            mode, modules)
     return cache.held_value(_LAYER_FLOPS, key, model, lambda: layer_cost(cfg, ctx, index, stage))
@@ -140,7 +145,8 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
     an MTP layer adds its projection and second head. (Arrays of layouts: counted once per distinct
     degrees, :func:`estimator.shared.arrays.per_unique`.)"""
     model = cfg.model
-    fixed = (id(model), moe, derive.layer_kind(model, index) == "mtp", mode, frozenset(cfg.recompute.modules),
+    recompute_modules = frozenset({sac.OP_SAC}) if sac.uses_op_sac(cfg) else frozenset(cfg.recompute.modules)
+    fixed = (id(model), moe, derive.layer_kind(model, index) == "mtp", mode, recompute_modules,
              cfg.train.flash_attention, cfg.parallel.cp_comm_type == "a2a")
 
     def count(layer_ep: int, tp: int, sp: bool, blocks: int, cp: int) -> tuple[float, float, float]:

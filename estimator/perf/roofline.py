@@ -18,7 +18,7 @@ otherwise the stage prices GEMM FLOPs at ``peak · compute_efficiency`` and noth
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
@@ -27,7 +27,7 @@ import numpy as np
 
 from estimator.inputs import derive
 from estimator.inputs.adapters import adapter_of
-from estimator.perf import lowp
+from estimator.perf import lowp, sac
 from estimator.perf import operators as ops_
 from estimator.perf.context import prices
 from estimator.perf.layers import is_moe_layer, stage_groups
@@ -150,18 +150,22 @@ GroupSeconds = tuple[float, float, float, dict[str, float]]
 
 
 def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[str], eff: DeviceEfficiency,
-                peak: float, derate: float) -> GroupSeconds:
+                peak: float, derate: float, shares: Mapping[str, float] | None = None) -> GroupSeconds:
     """Forward, backward and recompute seconds of ``ops`` (one layer, or the embedding / head), each
     operator priced by :func:`op_pass_s` and derated; recompute re-runs the forward of a layer's
-    recomputed operators. (Arrays of layouts: :func:`_stacked_ops_seconds`.)"""
+    recomputed operators — under torchtitan's op-level policy (``shares``, :mod:`estimator.perf.sac`)
+    each operator's recomputed share of it. (Arrays of layouts: :func:`_stacked_ops_seconds`.)"""
     if any(is_array(*(getattr(op, f) for f in _OP_NUMBERS)) for op in ops):
-        return _stacked_ops_seconds(ops, layer, mode, modules, eff, peak, derate)
+        return _stacked_ops_seconds(ops, layer, mode, modules, eff, peak, derate, shares)
     fw = bw = rec = 0.0
     by_class: dict[str, float] = defaultdict(float)
     for op in ops:
         f = op_pass_s(op, False, eff, peak) * derate
         b = op_pass_s(op, True, eff, peak) * derate
-        r = f if layer and _recomputed(op, mode, modules) else 0.0
+        if layer and shares is not None and mode == "selective":
+            r = f * sac.op_share(op, shares)
+        else:
+            r = f if layer and _recomputed(op, mode, modules) else 0.0
         fw, bw, rec = fw + f, bw + b, rec + r
         by_class[op.op_class] += f + b + r
     return fw, bw, rec, by_class
@@ -172,7 +176,8 @@ _OP_NUMBERS = ("flops", "bytes", "kernels", "bw_flops", "bw_bytes", "bw_kernels"
 
 
 def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[str],
-                         eff: DeviceEfficiency, peak: float, derate: float) -> GroupSeconds:
+                         eff: DeviceEfficiency, peak: float, derate: float,
+                         shares: Mapping[str, float] | None = None) -> GroupSeconds:
     """:func:`ops_seconds` over arrays of layouts: the operators of one (class, variant) stacked into
     (operator, layout) arrays and priced by one :func:`kernel_group_s` call per pass (the same formula
     elementwise); the sums run over the operators in their order, as the scalar loop adds them."""
@@ -189,6 +194,10 @@ def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: fr
                                                peak, variant, scale) * derate
         bw[at] = col["count"] * kernel_group_s(*_numbers(col, "bw_flops", "bw_bytes", "bw_kernels"), op_class, True,
                                                eff, peak, variant, scale) * derate
+        if layer and shares is not None and mode == "selective":
+            part = np.array([sac.op_share(ops[i], shares) for i in at]).reshape(-1, *([1] * len(shape)))
+            rec[at] = fw[at] * part
+            continue
         again = np.array([layer and _recomputed(ops[i], mode, modules) for i in at]).reshape(-1, *([1] * len(shape)))
         rec[at] = np.where(again, fw[at], 0.0)
     each = fw + bw + rec
@@ -230,12 +239,13 @@ def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode:
     per-rank shapes ``dims``, the layer kind and ep, the recompute mode and modules, the device
     efficiencies (by value), the peak and the derate."""
     kind, ep = derive.layer_kind(cfg.model, index), derive.layer_ep(cfg, index)
+    shares = sac.gemm_shares(cfg.model) if sac.OP_SAC in modules else None
     if is_array(*_dims_arrays(dims), ep):  # arrays of layouts
         return _on_distinct_rows(dims, ep, lambda d, e: ops_seconds(layer_ops(cfg, d, index, e), True, mode, modules,
-                                                                    eff, peak, derate))
+                                                                    eff, peak, derate, shares))
     key = (id(cfg.model), dims, kind, ep, mode, modules, efficiency_key(eff), peak, derate)
     return _memo_seconds(cfg.model, key, lambda: ops_seconds(layer_ops(cfg, dims, index), True, mode, modules, eff,
-                                                             peak, derate))
+                                                             peak, derate, shares))
 
 
 #: the fields of :class:`operators.LayerDims` that may be arrays of layouts
@@ -316,7 +326,8 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
         memo["dims"] = layer_dims(cfg, ctx)
     dims = memo["dims"]
     mode = cfg.stage_recompute(layout.stage)
-    modules = frozenset(cfg.recompute.modules) or frozenset({"core_attn"})
+    modules = frozenset({sac.OP_SAC}) if sac.uses_op_sac(cfg) else (
+        frozenset(cfg.recompute.modules) or frozenset({"core_attn"}))
     groups: list[tuple[GroupSeconds, float]] = []
     for (index, n), (kind, _) in zip(stage_groups(cfg, layout), layout.kind_runs(cfg.model), strict=True):
         key = (kind, mode)

@@ -8,7 +8,8 @@ Reference run (facts below are transcribed from its ``log/mstt_advisor_*.xlsx`` 
 on ``ascend/msinsight-level0/rank0_ascend_pt``, ``msinsight-level1/rank{0,1}_ascend_pt``, ``msinsight-level1``
 (cluster), ``msinsight-db-level0/rank0_ascend_pt``, ``msinsight-db-level2/rank0_ascend_pt``,
 ``msprof-analyze-single-card`` and ``msinsight-heatmap-tiny`` (``kernel-details-pipeutil-2025`` is not read by
-msprof-analyze: no ``*_ascend_pt`` folder).
+msprof-analyze: no ``*_ascend_pt`` folder); ``msprof-analyze-single-card`` and ``msinsight-heatmap-tiny`` re-run
+2026-12-02 (same command, same version) for the affinity-API and AI-Core frequency facts.
 
 msprof-analyze's findings and ndval's match, export by export:
 
@@ -23,10 +24,20 @@ msprof-analyze's findings and ndval's match, export by export:
   on Level1; on Level0 the 8-column kernel_details.csv has no ``OP State`` column, which msprof-analyze reads from
   its ``op_summary`` instead — documented difference (ndval says "evaluated: no finding" there).
 
+- Affinity API Issues ("found 1 apis to be replaced, but with no stack"): torch_npu.optim.NpuFusedSGD on the
+  Level0 / Level1 / DB exports, torch_npu.optim.NpuFusedAdam on ``msprof-analyze-single-card``; nothing on
+  ``msinsight-heatmap-tiny`` ("no optimization suggestions") -> ``advisor.affinity-api`` with the same API (one
+  ``Optimizer.step#*.step`` call). msprof-analyze lists the code stacks of the calls ("no stack" here: the
+  captures ran without ``with_stack``); ndval lists the call sequence, its count and host time instead.
+  Priority: msprof-analyze always colours the affinity finding low (``fusion_ops_analyzer.py`` ``get_priority``);
+  ndval ranks it like every finding, by the share of the window its matched calls' host time takes (6.7-7.7 % of
+  the window for the SGD step here: high), the time the fused API would replace at most.
+- AI-Core frequency: msprof-analyze "Can not find ai core frequency in info.json*" (the exports have
+  ``AI Core Freq`` samples, all 1800 MHz, but no ``info.json`` with ``aic_frequency``) -> ``advisor.aicore-freq``
+  "not evaluated: rated AI-Core frequency unknown" on the exports with a kernel table.
+
 Documented differences (msprof-analyze finds, ndval does not):
 
-- Affinity API Issues (torch_npu.optim.NpuFusedSGD, every export): the affinity-API pattern library
-  (``rules/timeline_fusion_ops.yaml``, stack matching) is not implemented.
 - DB exports, db-level2 (kernel table built from ``COMPUTE_TASK_INFO`` + ``TASK`` + ``TASK_PMU_INFO``, HCCL tasks
   from ``COMMUNICATION_TASK_INFO``): byte alignment hcom_allReduce__865_0_1 (28,647,232 B, 1809.295 µs, unaligned
   237.025 µs, 15.8334 GB/s) and _3_1 (17,267,200 B, 2089.362 µs, 280.186 µs, 8.2643 GB/s); vector optimisation
@@ -82,17 +93,31 @@ def test_level1_matches_msprof_analyze(profile_path, rank: int) -> None:
     assert bound[0] == "aclnnForeachAddListV2_ForeachAddListV2_ForeachAddList"
     assert "advisor.dynamic-shape" in f
     assert set(f) == {"advisor.env-variables", "advisor.comm-byte-alignment", "advisor.aicore-pipeline",
-                      "advisor.dynamic-shape"}  # no extra finding
+                      "advisor.dynamic-shape", "advisor.affinity-api"}  # no extra finding
+    assert_affinity(f, "torch_npu.optim.NpuFusedSGD")
 
 
-def test_level0_environment_only(profile_path) -> None:
+def assert_affinity(f: dict[str, dict], api: str) -> None:
+    """msprof-analyze's one affinity API, found as one optimizer step call."""
+    assert [r[:4] for r in f["advisor.affinity-api"]["rows"]] == [[api, api.rsplit("NpuFused", 1)[1] + ".step",
+                                                                   "6.3.RC2", 1]]
+
+
+def test_level0_environment_and_affinity_only(profile_path) -> None:
     f = _findings(profile_path, "ascend/msinsight-level0/rank0_ascend_pt")
-    assert set(f) == {"advisor.env-variables"}
+    assert set(f) == {"advisor.env-variables", "advisor.affinity-api"}
+    assert_affinity(f, "torch_npu.optim.NpuFusedSGD")
+    rank = analyze(load_dataset(profile_path("ascend/msinsight-level0/rank0_ascend_pt"))).primary
+    assert rank.advisor is not None
+    assert rank.advisor["rules_without_finding"]["advisor.aicore-freq"].startswith(
+        "not evaluated: rated AI-Core frequency unknown")
 
 
 def test_db_level2_matches_msprof_analyze(profile_path) -> None:
     f = _findings(profile_path, "ascend/msinsight-db-level2")
-    assert set(f) == {"advisor.comm-byte-alignment", "advisor.aicore-pipeline", "advisor.aicore-no-bound"}
+    assert set(f) == {"advisor.comm-byte-alignment", "advisor.aicore-pipeline", "advisor.aicore-no-bound",
+                      "advisor.affinity-api"}
+    assert_affinity(f, "torch_npu.optim.NpuFusedSGD")
     assert [r[0] for r in f["advisor.aicore-no-bound"]["rows"]] == [
         "Conv2DBackpropFilter", "TensorMove", "MaxPoolWithArgmaxV1", "Conv2D", "MaxPoolGradWithArgmaxV1"]
     assert [(r[1], r[5]) for r in f["advisor.aicore-pipeline"]["rows"] if r[4] == "—"] == [
@@ -104,9 +129,14 @@ def test_db_level2_matches_msprof_analyze(profile_path) -> None:
         ["hcom_allReduce__865_3_1", 17267200, 2089.362, 280.186, 8.2643]]
 
 
-@pytest.mark.parametrize("rel", ["ascend/msinsight-db-level0", "ascend/msprof-analyze-single-card/trace_view.json",
-                                 "ascend/msinsight-heatmap-tiny/trace_view.json"])
-def test_no_finding_where_msprof_analyze_has_only_affinity_or_db_tables(profile_path, rel: str) -> None:
+@pytest.mark.parametrize(("rel", "api"), [("ascend/msinsight-db-level0", "torch_npu.optim.NpuFusedSGD"),
+                                         ("ascend/msprof-analyze-single-card/trace_view.json", "torch_npu.optim.NpuFusedAdam"),
+                                         ("ascend/msinsight-heatmap-tiny/trace_view.json", None)])
+def test_only_the_affinity_api_where_msprof_analyze_has_only_that(profile_path, rel: str, api: str | None) -> None:
     rank = analyze(load_dataset(profile_path(rel))).primary
-    assert rank.advisor is not None and rank.advisor["findings"] == []
+    assert rank.advisor is not None
+    f = {x["id"]: x for x in rank.advisor["findings"]}
+    assert set(f) == ({"advisor.affinity-api"} if api else set())
+    if api:
+        assert_affinity(f, api)
     assert any(v.startswith("not evaluated") for v in rank.advisor["rules_without_finding"].values())

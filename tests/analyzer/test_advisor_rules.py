@@ -9,11 +9,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.advisor import AdvisorInput, advise, rules_comm, rules_compute, rules_env, rules_schedule
+from analyzer.advisor import (
+    AdvisorInput,
+    advise,
+    rules_affinity,
+    rules_comm,
+    rules_compute,
+    rules_env,
+    rules_freq,
+    rules_schedule,
+)
 from analyzer.thresholds import default_thresholds
 
 TH = default_thresholds()
-COUNTS = {"advisorFusibleCount", "advisorStaticOpsMax", "advisorHostCacheCapacity"}
+COUNTS = {"advisorFusibleCount", "advisorStaticOpsMax", "advisorHostCacheCapacity", "advisorAffinityMinCount"}
 #: msprof-analyze 26.2.0's defaults (files cited in thresholds_default.yaml), written here rather than read from
 #: the thresholds file, so a changed default changes the rules' behaviour on these edges and a test fails.
 DEFAULTS: dict[str, float] = {
@@ -26,6 +35,7 @@ DEFAULTS: dict[str, float] = {
     "advisorSyncCoOccurrence": 0.5, "advisorGcMinUs": 1000, "advisorGcFreeMinUs": 200000, "advisorGcAclRatePerUs": 0.0001,
     "advisorGcAclTimeRatio": 0.01, "advisorFusibleHostRatio": 0.4, "advisorFusibleMteRatio": 0.8,
     "advisorFusibleDurationRatio": 0.01, "advisorFusibleCount": 5, "advisorSdmaBaselineGbps": 18,
+    "advisorAffinityMinCount": 1, "advisorFreqDropRatio": 0.05,
 }
 
 
@@ -312,6 +322,78 @@ def test_fusible_duration_and_mte() -> None:
         assert (rules_schedule.fusible_sequences(inp(kernels=kd), FUSE) is not None) is fires
 
 
+# ------------------------------------------------------------------------------------------- affinity API
+
+def host(names: list[str], t0: float = 0.0) -> list[tuple[str, str, float, float]]:
+    """Synthetic host calls 10 µs apart, 5 µs each."""
+    return [(n, "host", t0 + 10.0 * i, 5.0) for i, n in enumerate(names)]
+
+
+RMS = ["aten::pow", "aten::mean", "aten::add", "aten::rsqrt", "aten::mul"]
+
+
+def test_affinity_api_fires_on_a_fused_sequence() -> None:
+    f = rules_affinity.affinity_api(inp(events=events(host(["aten::empty", *RMS, "aten::to"]))), TH)
+    assert f is not None
+    assert [r[:4] for r in f.rows] == [("torch_npu.npu_rms_norm", "pow? mean? add? rsqrt mul type_as?", "7.0.0", 1)]
+    assert f.rows[0][4] == 45.0 and f.time_us == 45.0  # first call's start to the last one's end
+
+
+def test_affinity_api_edges() -> None:
+    key = "advisorAffinityMinCount"
+    assert rules_affinity.affinity_api(inp(events=events(host(RMS * int(fire(key))))), TH) is not None
+    calm_th = TH.with_overrides({key: 2})  # one occurrence under a gate of two
+    assert rules_affinity.affinity_api(inp(events=events(host(RMS))), calm_th) is None
+    broken = ["aten::pow", "aten::mean", "aten::add", "aten::rsqrt", "AscendCL@aclrtSynchronizeStream", "aten::mul"]
+    assert rules_affinity.affinity_api(inp(events=events(host(broken))), TH) is None  # a sync call breaks it
+    assert rules_affinity.affinity_api(inp(events=events(host(["aten::mul", "aten::rsqrt"]))), TH) is None
+    device = [(n, "device", t, d) for n, _, t, d in host(RMS)]
+    assert rules_affinity.affinity_api(inp(events=events(device)), TH) is None  # host calls only
+
+
+def test_affinity_api_optimizer_and_counts() -> None:
+    f = rules_affinity.affinity_api(inp(events=events(host(["Optimizer.step#SGD.step"] * 3))), TH)
+    assert f is not None and f.rows[0][0] == "torch_npu.optim.NpuFusedSGD" and f.rows[0][3] == 3
+    assert rules_affinity.affinity_api(inp(events=events(host(["Optimizer.step#MyOpt.step"]))), TH) is None
+    seq = ["aten::permute", "aten::contiguous", "aten::reshape", "aten::view", "aten::transpose"]
+    f = rules_affinity.affinity_api(inp(events=events(host(seq))), TH)
+    assert f is not None and {r[0] for r in f.rows} == {"torch_npu.npu_confusion_transpose"}
+    assert sum(r[3] for r in f.rows) == 2  # permute-contiguous-reshape, then view-transpose (no overlap)
+
+
+def test_affinity_api_not_evaluated_on_kineto() -> None:
+    rep = advise(inp(fmt="kineto", events=events(host(RMS))), TH)
+    assert rep.quiet["advisor.affinity-api"].startswith("not evaluated: not an Ascend capture")
+
+
+# ------------------------------------------------------------------------------------------- AI-Core frequency
+
+def freq_input(drop: float, rated: float | None = 1800.0) -> AdvisorInput:
+    """Synthetic: one MatMul call at 0-100 µs under one sample of ``rated · (1 − drop)`` MHz."""
+    kd = kernels([{"Name": "MatMul_1", "Accelerator Core": "AI_CORE", "Start Time(us)": 0.0, "Duration(us)": 100.0},
+                  {"Name": "Add_1", "Start Time(us)": 200.0, "Duration(us)": 50.0}])
+    mhz = 1800.0 * (1.0 - drop)
+    freq = pd.DataFrame({"ts_us": [-10.0, 150.0], "mhz": [mhz, 1800.0]})
+    return inp(kernels=kd, freq=freq, rated_freq_mhz=rated)
+
+
+def test_aicore_freq_edges() -> None:
+    key = "advisorFreqDropRatio"
+    f = rules_freq.aicore_freq(freq_input(fire(key)), TH)
+    assert f is not None and f.rows[0][:3] == ("MatMul_1", 1, 100.0)
+    assert f.rows[0][3] == pytest.approx(100 * 100 / 150, abs=1e-3) and f.rows[0][4] == pytest.approx(100 * fire(key))
+    assert rules_freq.aicore_freq(freq_input(calm(key)), TH) is None
+    rep = advise(freq_input(0.5, rated=None), TH)
+    assert "rated AI-Core frequency unknown" in rep.quiet["advisor.aicore-freq"]
+
+
+def test_call_frequency_takes_the_lowest_sample_in_force() -> None:
+    ts, mhz = np.array([0.0, 10.0, 20.0]), np.array([1800.0, 1000.0, 1800.0])
+    got = rules_freq.call_frequency(np.array([-5.0, 1.0, 5.0, 12.0, 25.0]), np.array([-1.0, 9.0, 15.0, 30.0, 40.0]),
+                                    ts, mhz)
+    assert np.isnan(got[0]) and got[1:].tolist() == [1800.0, 1000.0, 1000.0, 1800.0]
+
+
 def test_advise_ranks_by_share_and_reports_quiet_rules() -> None:
     ev_ = events([("GC", "host", 0.0, 60_000.0)])
     rep = advise(inp(events=ev_, env={"HCCL_ALGO": "ring"}), TH)
@@ -330,8 +412,9 @@ def test_severity_edges(share: float, level: str) -> None:
 
 def test_compare_findings_resolved_new_persists() -> None:
     from analyzer.compare.findings import finding_changes
-    rows = {r["id"]: r for r in finding_changes({"a": 2.0, "b": None}, {"b": None, "c": 1.0})}
-    assert (rows["a"]["verdict"], rows["b"]["verdict"], rows["c"]["verdict"]) == ("resolved", "persists", "new")
+    a, b, c = ("a", "overall", "x"), ("b", "decode", "—"), ("c", "prefill", "y")
+    rows = {(r["id"], r["phase"], r["subject"]): r for r in finding_changes({a: 2.0, b: None}, {b: None, c: 1.0})}
+    assert (rows[a]["verdict"], rows[b]["verdict"], rows[c]["verdict"]) == ("resolved", "persists", "new")
 
 
 def test_hccl_scan_of_a_hostile_trace_keeps_going() -> None:

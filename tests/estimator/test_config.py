@@ -77,8 +77,8 @@ def test_override_parsing() -> None:
 
 
 def test_hardware_presets_complete() -> None:
-    assert set(PRESETS) == {"ascend-910b", "ascend-910c", "a100-80g", "h100-80g", "h200", "b200", "b300", "gb200-nvl72",
-                            "gb300-nvl72"}
+    assert set(PRESETS) == {"ascend-910b", "ascend-910c", "a100-80g", "h100-80g", "h100-sxm-96g-hbm2e", "h200", "b200",
+                            "b300", "gb200-nvl72", "gb300-nvl72"}
     for name in PRESETS:
         spec = preset(name)
         assert spec.levels[-1].max_devices is None

@@ -104,6 +104,8 @@ def test_throughput_row_with_contradicting_ga_runs_the_gbs() -> None:
     assert estimator.load_config(data).num_micro_batches == 2
     kept = config_from_measured_row({**row, "measured_step_ms": "1000"})
     assert kept["train"]["num_micro_batches"] == 4
+    published = config_from_measured_row(row, ga_rule=False)  # the off-switch: the row as published
+    assert published["train"]["num_micro_batches"] == 4 and "num_micro_batches" not in published["model"]["assumed"]
     consistent = config_from_measured_row({**SYNTHETIC_ROW, "num_micro_batches": "2"})
     assert consistent["train"]["num_micro_batches"] == 2 and "num_micro_batches" not in consistent["model"]["assumed"]
 

@@ -27,9 +27,12 @@ def test_same_inputs_as_stored() -> None:
 
 
 #: the off-switches of the recipe mechanisms (issue 26): with them every number is the model's before them
-OFF = {"options.low_precision_gemms": False, "options.cuda_graphs": False, "options.adapters": False}
-#: stored configs whose numbers the recipe mechanisms change (FP8 linears: their GEMMs at the FP8 peak)
-CHANGED_BY_RECIPES = {i for i, c in enumerate(STORED["configs"]) if c["overrides"].get("precision.fp8_linear")}
+OFF = {"options.low_precision_gemms": False, "options.cuda_graphs": False, "options.adapters": False,
+       "options.op_sac_recompute": False}
+#: stored configs whose numbers the recipe mechanisms change (FP8 linears: their GEMMs at the FP8 peak;
+#: torchtitan's op-level SAC: what it re-runs, estimator.perf.sac)
+CHANGED_BY_RECIPES = {i for i, c in enumerate(STORED["configs"]) if c["overrides"].get("precision.fp8_linear")
+                      or c["overrides"].get("recompute.selective_ac_option") == "op"}
 #: the overlap mechanisms' off-switch (estimator.perf.overlap): every number as before them
 OVERLAP_OFF = {"options.comm_overlap": False}
 

@@ -92,3 +92,50 @@ def test_add_case_csv_named_xlsx_is_one_line(tmp_path: Path, capsys: pytest.Capt
                  "models/llama3-8b.yaml", "--profile", "megatron", "--hardware", "h100-80g"]) == 2
     err = capsys.readouterr().err
     assert "not a zip file" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("value", [str(10**26), str(2**63), "1e400"])
+def test_set_train_seq_length_beyond_int64_is_one_error(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--set train.seq_length=<beyond int64>`` gave a traceback; now exit 2, one line naming the field."""
+    assert main(["estimate", str(LLAMA), "--set", f"train.seq_length={value}"]) == 2
+    err = capsys.readouterr().err
+    assert "train.seq_length" in err and "(value set by an override)" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("field", ["parallel.tp", "hardware.devices", "train.seq_length"])
+def test_set_boolean_for_a_number_field_is_refused(field: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--set parallel.tp=true`` silently became tp 1 (pydantic reads a boolean as an int): now refused."""
+    argv = ["estimate", str(LLAMA), "--set", f"{field}=true", "--set", "parallel.dp=4"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{field}: Value error, must be a number; got true (a boolean)" in err, err
+
+
+@pytest.mark.parametrize("text", [f"hostOnlyGate: {10**29}", f"bimodalMinSteps: {2**64}",
+                                  f"thresholds: {{hostOnlyGate: {{value: 50, saturation: {10**30}}}}}"])
+def test_thresholds_integer_beyond_int64_is_read_as_a_number(tmp_path: Path, text: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A threshold integer beyond int64 gave a traceback; it is a finite number, read as one (no traceback)."""
+    from analyzer.thresholds import resolve
+
+    path = tmp_path / "th.yaml"
+    path.write_text(text + "\n")
+    key = text.split(":")[0] if not text.startswith("thresholds") else "hostOnlyGate"
+    assert resolve(path)[key].value >= 50
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 1, "tid": 1, "cat": "user_annotation"},
+        {"ph": "X", "cat": "kernel", "name": "k", "ts": 10, "dur": 30, "pid": 0, "tid": 7}]}))  # SYNTHETIC
+    assert main(["analyze", str(trace), "--thresholds", str(path)]) in (0, 1)
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", str(2**64)])
+def test_serve_port_out_of_range_exits_2(port: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``serve --port 70000`` (or beyond int64) gave a traceback; now the usage error, exit 2, before binding."""
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--port", port])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --port: {port} is outside 0..65535" in err and "Traceback" not in err

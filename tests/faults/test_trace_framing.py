@@ -64,3 +64,32 @@ def test_fifo_trace_is_refused_without_reading(fifo: Path) -> None:
     """A FIFO trace was "not found" (or, read, would block); now named as a FIFO."""
     with pytest.raises(IngestError, match="FIFO"):
         load_dataset(fifo)
+
+
+def test_gzip_magic_followed_by_junk_is_one_error_not_an_isal_traceback(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """gzip magic followed by junk gave an ``IsalError`` traceback with exit 1 (not an OSError); now exit 2, one line."""
+    from ndval.harness.cli import main
+
+    path = _write(tmp_path, "t.json.gz", b"\x1f\x8b\x08\x00" + b"junk" * 40)
+    with pytest.raises(IngestError, match="corrupt gzip data"):
+        load_dataset(path)
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "corrupt gzip data" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_ts_beyond_int64_everywhere_names_the_cause_not_no_complete_events(tmp_path: Path) -> None:
+    """Every ts beyond int64 gave "no complete ('X') events" (vague); now the count dropped and the cause."""
+    events = [dict(e, ts=10**20 + int(e["ts"])) for e in EVENTS]
+    with pytest.raises(IngestError, match=r"all 21 were dropped as unreadable \(bad ts 21; a bad ts/dur is NaN"):
+        load_dataset(_write(tmp_path, "t.json", json.dumps({"traceEvents": events}).encode()))
+
+
+def test_invalid_utf8_in_a_name_is_named_not_bad_ts(tmp_path: Path) -> None:
+    """Invalid UTF-8 in an event name was reported as "bad ts/dur"; now as invalid UTF-8, counted."""
+    data = DOC.encode().replace(b'"k3"', b'"k\xff\xfe3"')
+    rank = load_dataset(_write(tmp_path, "t.json", data)).ranks[0]
+    text = "\n".join(rank.warnings)
+    assert "dropped 1 unreadable events (invalid UTF-8 1)" in text, text
+    assert rank.dropped_events.count == 1 and len(rank.events) == 20

@@ -118,3 +118,28 @@ def test_sigint_stops_a_long_estimate_cleanly(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err, err
+
+
+def test_sigint_stops_a_long_search_cleanly() -> None:
+    """A long ``search`` (the issue: Ctrl-C gave a traceback) stops on SIGINT in the middle of its sweep: one line,
+    exit 130. The pricing of each layout is slowed (the real sweep loop, the real command otherwise)."""
+    code = textwrap.dedent("""\
+        import sys, time
+        from estimator.search import run
+        from ndval.harness import cli
+        real = run.evaluate
+        def slow(*args, **kwargs):
+            print("ready", flush=True)
+            time.sleep(0.5)
+            return real(*args, **kwargs)
+        run.evaluate = slow
+        sys.exit(cli.main(["search", sys.argv[1], "--devices", "8", "--scalar", "--no-progress"]))
+        """)
+    proc = subprocess.Popen([sys.executable, "-c", code, str(LLAMA)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"  # inside the sweep now
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "ndval search: interrupted (SIGINT)" in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) <= 2, err

@@ -126,11 +126,18 @@ function recommendations(rank, scope) {
 function advisorFindings(rank) {
   const adv = rank.advisor;
   if (!adv) return [el("p", {}, "advisor not run")];
-  const out = [table(["priority", "finding", "summary", "share of window %", "recommendation", "verify", "risk"],
-    adv.findings.map((f) => [f.severity, f.id, f.summary, f.share_pct === null ? "—" : num(f.share_pct, 2),
+  const out = [table(["phase", "priority", "finding", "summary", "share of window %", "recommendation", "verify", "risk"],
+    adv.findings.map((f) => [f.scope || "overall", f.severity, f.id, f.summary, f.share_pct === null ? "—" : num(f.share_pct, 2),
       f.rule.recommendation, f.rule.verification, f.rule.risk]))];
   for (const f of adv.findings) {
     out.push(el("h4", {}, `${f.id} — evidence`), table(f.columns, f.rows.map((r) => r.map((v) => String(v).slice(0, 80)))));
+  }
+  for (const [name, ph] of Object.entries(adv.phases || {})) {
+    out.push(el("h4", { "data-testid": `advisor-phase-${name}` }, `Phase ${name}: findings ranked by share of the phase (${num(ph.window_us, 0)} µs)`),
+      table(["phase", "priority", "finding", "summary", "share of phase %"],
+        ph.findings.map((f) => [name, f.severity, f.id, f.summary, f.share_pct === null ? "—" : num(f.share_pct, 2)])),
+      el("p", { class: "small" }, "Rules without a finding: " +
+        Object.entries(ph.rules_without_finding).map(([k, v]) => `${k} ${v}`).join("; ")));
   }
   const hb = rank.hta_breakdowns;
   if (hb) {

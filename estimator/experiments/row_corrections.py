@@ -1,0 +1,41 @@
+"""Explicit corrections of measured rows whose published configuration cannot be what ran.
+
+The shared CSVs are transcribed as published and read-only. Where a row's own columns contradict a
+rule the framework enforces (the run could not have started with them), the value the estimate uses
+is corrected *here*, by case id, with the rule, the published facts that fix the value and the
+evidence for the replacement; :func:`apply_corrections` records each one in ``model.assumed``
+(``correction <path>``) so every report of the row shows it. ``enabled=False`` is the off-switch
+(the row as published; the estimator then refuses it with the framework's rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_DSV3_ALT = "mbridge_perf_summary_blackwell__25.09_DeepSeekV3_tokendrop_DGX-GB200_alt32x32"
+
+#: case_id -> {config path: (value used, why)}
+CORRECTIONS: dict[str, dict[str, tuple[Any, str]]] = {
+    _DSV3_ALT: {
+        "parallel.ep": (32, (
+            "published EP 64 is impossible with the row's own PP 8 on 256 GPUs: Megatron-Core "
+            "(megatron/core/parallel_state.py initialize_model_parallel) raises 'world_size ... is not "
+            "divisible by expert_tensor_model_pipeline_parallel size' unless etp·ep·pp divides the world "
+            "(1·64·8 = 512 > 256); NVIDIA-NeMo/Megatron-Bridge@067f987df0 docs/performance-summary-archive.md "
+            "line 610 prints PP '4 (8)', VP '4 (2)', GA '32 (64)' and a single EP '64' shared by both "
+            "values, and GA 64 = GBS 2048 / (MBS 1 · DP 32) confirms PP 8 (DP = 256/8); EP is not "
+            "published for the parenthesized run, so the largest EP Megatron-Core accepts there (32, the "
+            "whole expert grid of a stage) is used: the value the next release (25.11) published for "
+            "DeepSeek-V3 on 256 GB200 at PP 8 (line 569: FP8-MX, PP 8, VP 4, EP 32); assumption")),
+    },
+}
+
+
+def apply_corrections(row: Mapping[str, str], config: dict[str, Any], *, enabled: bool = True) -> None:
+    """Replace the corrected values of ``row`` in ``config`` and record why in ``model.assumed``."""
+    fixes = CORRECTIONS.get((row.get("case_id") or "").strip(), {}) if enabled else {}
+    for path, (value, why) in fixes.items():
+        section, key = path.split(".", 1)
+        config[section][key] = value
+        config["model"].setdefault("assumed", {})[f"correction {path}"] = why
