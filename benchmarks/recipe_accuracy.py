@@ -16,8 +16,8 @@ Usage::
     .venv/bin/python benchmarks/recipe_accuracy.py [--rows] [--json] [--off]
 
 ``--off`` prices with the recipe / CUDA-graph / op-level-SAC / fused-cast / quantized-gather / main_grad-add
-mechanisms switched off and without the Bridge recipe splits, row corrections and GA rule
-(``config_from_measured_row(recipe_splits=False, ga_rule=False)``): the model before them.
+mechanisms switched off and without the Bridge recipe splits, row corrections and the GA / footnote rules
+(``config_from_measured_row(recipe_splits=False, row_rules=False)``): the model before them.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ OFF = {"low_precision_gemms": False, "cuda_graphs": False, "op_sac_recompute": F
 
 
 def _config(row: dict[str, str], off: bool) -> Any:
-    raw = config_from_measured_row(row, recipe_splits=not off, ga_rule=not off)
+    raw = config_from_measured_row(row, recipe_splits=not off, row_rules=not off)
     if off:
         raw["options"] = {**raw.get("options", {}), **OFF}
     return estimator.load_config(raw)

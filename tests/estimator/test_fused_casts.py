@@ -104,7 +104,7 @@ def test_throughput_row_with_contradicting_ga_runs_the_gbs() -> None:
     assert estimator.load_config(data).num_micro_batches == 2
     kept = config_from_measured_row({**row, "measured_step_ms": "1000"})
     assert kept["train"]["num_micro_batches"] == 4
-    published = config_from_measured_row(row, ga_rule=False)  # the off-switch: the row as published
+    published = config_from_measured_row(row, row_rules=False)  # the off-switch: the row as published
     assert published["train"]["num_micro_batches"] == 4 and "num_micro_batches" not in published["model"]["assumed"]
     consistent = config_from_measured_row({**SYNTHETIC_ROW, "num_micro_batches": "2"})
     assert consistent["train"]["num_micro_batches"] == 2 and "num_micro_batches" not in consistent["model"]["assumed"]
@@ -161,3 +161,13 @@ def test_main_grad_add_prices_no_gradient_accumulation_fusion_only() -> None:
     unfused = estimator.estimate_perf(_cfg("train.gradient_accumulation_fusion=false")).perf_parts["BW_COMPUTE"]
     off = estimator.estimate_perf(_cfg("train.gradient_accumulation_fusion=false", "options.main_grad_add=false"))
     assert unfused > fused == off.perf_parts["BW_COMPUTE"]
+
+
+def test_footnote_rows_take_the_footnote_recipe_without_recipe_items() -> None:
+    """A 25.09 parenthesized row ("fp8 (32x32 ...)") whose layout matches no recipe entry (no recipe items) is
+    priced with the footnote's recipe like its siblings (MXFP8, the nearest), not the profile's default."""
+    row = {**SYNTHETIC_ROW, "precision": "fp8 (32x32 quantization granularity per table footnote)"}
+    precision = config_from_measured_row(row)["precision"]
+    assert precision["linear_recipe"] == "mxfp8" and "fp8_linear" not in precision
+    off = config_from_measured_row(row, row_rules=False)["precision"]
+    assert off["fp8_linear"] and "linear_recipe" not in off
