@@ -28,7 +28,8 @@ def test_same_inputs_as_stored() -> None:
 
 #: the off-switches of the recipe mechanisms (issue 26): with them every number is the model's before them
 OFF = {"options.low_precision_gemms": False, "options.cuda_graphs": False, "options.adapters": False,
-       "options.op_sac_recompute": False}
+       "options.op_sac_recompute": False, "options.fused_quantize": False, "options.quantized_tp_gather": False,
+       "options.main_grad_add": False}
 #: stored configs whose numbers the recipe mechanisms change (FP8 linears: their GEMMs at the FP8 peak;
 #: torchtitan's op-level SAC: what it re-runs, estimator.perf.sac)
 CHANGED_BY_RECIPES = {i for i, c in enumerate(STORED["configs"]) if c["overrides"].get("precision.fp8_linear")
