@@ -20,7 +20,7 @@ from estimator.config.errors import ConfigError
 from estimator.experiments import recipe_notes
 from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
 from estimator.experiments.bridge_splits import apply_bridge_split
-from estimator.experiments.row_corrections import apply_corrections
+from estimator.experiments.row_corrections import apply_corrections, batch_section
 from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
 
@@ -274,23 +274,6 @@ def hardware_preset(text: str) -> str:
     raise ConfigError("hardware", f"no hardware preset matches {text!r}")
 
 
-def _batch(row: Mapping[str, str], assumed: dict[str, str], *, ga_rule: bool = True) -> dict[str, int]:
-    """``num_micro_batches`` (the published GA) or ``global_batch_size``. The GA rule (``ga_rule``; off = the
-    published GA as before): a throughput-only row (no ``measured_step_ms``: its step is
-    ``GBS · seq / (tokens/s/GPU · GPUs)``) whose GA contradicts it (``GA · mbs · dp ≠ GBS``) takes the GBS, so
-    the estimate runs the samples its measured step counts."""
-    m, gbs = _int(row, "num_micro_batches"), _int(row, "global_batch_size")
-    mbs, dp = _int(row, "micro_batch_size"), _int(row, "dp")
-    if ga_rule and m is not None and gbs is not None and mbs and dp and m * mbs * dp != gbs \
-            and not _text(row, "measured_step_ms"):
-        assumed["num_micro_batches"] = (f"published GA {m} contradicts GBS {gbs} (GA·mbs·dp = {m * mbs * dp}); the "
-                                        "step derived from throughput counts GBS samples, so global_batch_size is used")
-        return {"global_batch_size": gbs}
-    if m is not None:
-        return {"num_micro_batches": m}
-    return {"global_batch_size": gbs} if gbs is not None else {}
-
-
 def _default(column: str, assumed: dict[str, str]) -> Any:
     value, reason = EMPTY_DEFAULTS[column]
     assumed[column] = reason
@@ -394,7 +377,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
     ``recipe_splits``: the Bridge recipe families' pipeline splits where the notes state none
     (:mod:`estimator.experiments.bridge_splits`) and the documented row corrections
     (:mod:`estimator.experiments.row_corrections`); False = the row as its notes give it. ``row_rules``: a
-    throughput-only row whose GA contradicts its GBS runs the GBS (:func:`_batch`), and a 25.09 "fp8 (32x32 ...)"
+    throughput-only row whose GA contradicts its GBS runs the GBS (:func:`row_corrections.batch_section`), and a 25.09 "fp8 (32x32 ...)"
     row takes its footnote's recipe without recipe items (:func:`_precision`); False = as before them.
     Raises ``ConfigError`` whose ``field`` is the offending CSV column.
     """
@@ -418,8 +401,8 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
         "micro_batch_size": _int(row, "micro_batch_size", required=True),
         "flash_attention": flash,
     }
-    batch = _batch(row, assumed, ga_rule=row_rules)
-    train.update(batch)
+    ga, gbs, mbs, dp = (_int(row, c) for c in ("num_micro_batches", "global_batch_size", "micro_batch_size", "dp"))
+    train.update(batch_section(ga, gbs, mbs, dp, bool(_text(row, "measured_step_ms")), assumed, enabled=row_rules))
     parallel: dict[str, Any] = {
         "tp": _int(row, "tp", required=True),
         "pp": _int(row, "pp", required=True),
