@@ -44,8 +44,9 @@ input *before* its tensor-parallel all-gather and gathers the row-wise quantized
 (``transformer_engine/pytorch/module/layernorm_linear.py``, "Cast to expected dtype and perform
 tensor-parallel communication": ``gather_along_first_dim(ln_out, tp_group, quantizer=...)``; the
 userbuffers all-gather holds the quantized buffer too), and a row-parallel linear's backward gathers
-its quantized output gradient (``grad_output_preprocess``). So those all-gathers move ``q`` bytes per
-element instead of ``B`` (:func:`tp_gather_share`, :func:`quantized_tp_gathers`): a dense layer's two
+its quantized output gradient (``module/base.py`` ``grad_output_preprocess``: "FP8 with all-gather").
+So those all-gathers move ``q`` bytes per element instead of ``B`` (:func:`tp_gather_share`,
+:func:`quantized_tp_gathers`): a dense layer's two
 (into ``qkv`` and ``fc1``), a MoE layer's attention block only (the MoE block's all-gather is the
 token dispatcher's, in the compute dtype); MLA attention gathers before its unfused down-projections
 (not counted). Reduce-scatters carry the GEMMs' high-precision outputs (unchanged).
