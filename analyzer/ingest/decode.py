@@ -403,7 +403,7 @@ def durations_us(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     float64; null, negative, non-finite or non-numeric -> ``bad``."""
     try:
         dur = np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # an integer beyond float range: bad, like a NaN
         dur = np.array([0.0 if v is msgspec.UNSET else _as_float(v) if v is not None else math.nan
                         for v in values], dtype=np.float64)
     with np.errstate(invalid="ignore"):

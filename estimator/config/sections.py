@@ -216,6 +216,9 @@ class TrainConfig(StrictSection):
     #: forward-backward of a step one graph (``local`` with scope ``full_iteration``). The host then
     #: launches one graph where it launched the graph's kernels (``estimator.perf.graphs``).
     cuda_graph: Literal["none", "layers", "full_iteration"] = "none"
+    #: Megatron-Core ``use_transformer_engine_op_fuser``: TEGroupedMLP through TE's op fuser (grouped quantize,
+    #: grouped GEMM: one kernel per pass for all local experts, estimator.perf.operators.fused_grouped_experts)
+    te_op_fuser: bool = False
 
 
 class ParallelConfig(StrictSection):
@@ -228,6 +231,9 @@ class ParallelConfig(StrictSection):
     cp: int = Field(default=1, ge=1)
     ep: int = Field(default=1, ge=1)
     etp: int | None = Field(default=None, ge=1)
+    #: Megatron ``--moe-token-dispatcher-type`` (``alltoall``: a copy per routed expert; ``flex``: DeepEP /
+    #: HybridEP, a copy per destination rank, estimator.perf.comm.ep_dispatch_tokens_flex); None = alltoall
+    moe_token_dispatcher: Literal["alltoall", "flex"] | None = None
     sequence_parallel: bool = False
     #: Megatron ``--cp-comm-type``: ``p2p`` = ring attention (K/V blocks passed round the CP ring),
     #: ``a2a`` = Ulysses all-to-all (heads scattered, sequence gathered); perf model only
@@ -462,6 +468,14 @@ class OptionsConfig(StrictSection):
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "
                     "(estimator.perf.graphs); off: every kernel launched (the model before CUDA graphs)",
     )
+    #: MoE mechanisms (issue 26, each off: the model before it): the experts' activation one kernel over all
+    #: local experts (TEGroupedMLP, estimator.perf.operators.grouped_experts); grouped GEMMs by tokens per expert
+    #: (the hardware's measured table); train.te_op_fuser's grouped casts and GEMMs (operators.fused_grouped_experts);
+    #: the flex dispatcher's one copy per destination EP rank (estimator.perf.comm.ep_dispatch_tokens_flex)
+    grouped_expert_activation: bool = Field(default=True, description="one activation kernel for the local experts")
+    grouped_gemm_by_tokens: bool = Field(default=True, description="grouped GEMM efficiency by tokens per expert")
+    grouped_op_fuser: bool = Field(default=True, description="train.te_op_fuser: one grouped kernel per cast / GEMM")
+    flex_dispatch_per_rank: bool = Field(default=True, description="flex dispatcher: one copy per destination rank")
     op_sac_recompute: bool = Field(
         default=True,
         description="recompute.selective_ac_option op re-runs what torchtitan's op-level policy recomputes (the "

@@ -21,7 +21,9 @@ family, as Bridge computes it from pp and vpp (every pp/vpp that code accepts, n
   t*5 [m] L``; 16 stages (16,1), (8,2), (4,4): ``E t*4 | (t*4|)*14 | t [m] L``; 32 stages: the perf
   scripts' explicit ``"Et|(tt|)*30mL"`` (@bf71eba07b ``scripts/performance/run_script.py`` for pp 4 ×
   vp 8 and pp 8 × vp 4, @7af9601c9d ``scripts/performance/configs/deepseek/deepseek_llm_pretrain.py``
-  ``deepseek_v3_h100_config``, pp 8 × vp 4). The MTP symbols follow the model: the recipe builds the
+  ``deepseek_v3_h100_config``, pp 8 × vp 4). **Kimi K2** (61 layers, no MTP): the same 4-, 8- and 16-stage
+  lists — @21b02e0cfb / @0fbfe7d3e9 ``src/megatron/bridge/recipes/kimi/kimi_k2.py`` ``map_pp_vp_to_layout``
+  ((4,1); (8,1), (4,2); (16,1), (8,2), (4,4), (2,8)). The MTP symbols follow the model: the recipe builds the
   last stage as ``["mtp"] * mtp_num_layers + ["loss"]`` (``last_layer``), so a row without MTP
   (25.11 "w/o MTP") has no ``m``. A stage count outside this table is left unset (the row is refused
   with the even-split rule's ConfigError, naming the fields that would state a split).
@@ -75,6 +77,8 @@ FAMILIES: tuple[FamilySplit, ...] = (
     FamilySplit(("deepseek-v3",), False,
                 {4: (16, 16, 16, 13), 8: _stages(8, 8, 6, 5), 16: _stages(4, 4, 14, 1), 32: _stages(1, 2, 30, 0)},
                 _DSV3),
+    FamilySplit(("kimi k2",), False, {4: (16, 16, 16, 13), 8: _stages(8, 8, 6, 5), 16: _stages(4, 4, 14, 1)},
+                f"{_BRIDGE}@21b02e0cfb,0fbfe7d3e9 src/megatron/bridge/recipes/kimi/kimi_k2.py map_pp_vp_to_layout"),
 )
 
 

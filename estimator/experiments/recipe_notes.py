@@ -6,7 +6,8 @@ The Megatron-Bridge performance-summary rows (``source_id`` ``mbridge_perf_summa
 Megatron's default). :func:`recipe_items` reads them; :func:`apply_recipe_items` turns those the
 estimator models into config values (cited in ``model.source_facts`` as ``notes: key=value``) and
 lists the others in ``model.assumed['recipe_items']`` (recorded, not priced: overlap switches are
-the overlap model's, dispatcher and offloading flags have no term). :func:`precision_recipe` maps a
+the overlap model's, offloading flags have no term; ``dispatcher=flex(...)`` sets
+``parallel.moe_token_dispatcher``). :func:`precision_recipe` maps a
 row's ``precision`` text (and its ``fp8_recipe`` / ``fp4`` items) to a linear recipe
 (:mod:`estimator.inputs.recipes`); :func:`throughput_step_ms` derives the step time of a
 throughput-only row.
@@ -24,7 +25,7 @@ _ITEM = re.compile(r"^([a-z][a-z0-9_.]*)(?:\([^)]*\))?=(.*)$")  # e.g. pp_layout
 PRICED_ITEMS = frozenset({"overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
                           "moe_shared_expert_overlap", "moe_a2a_overlap", "fp8_recipe", "fp4", "cuda_graph", "recompute", "etp", "sequence_parallel",
                           "distributed_optimizer", "pp_layout", "account_for_embedding_in_pipeline_split",
-                          "account_for_loss_in_pipeline_split", "mtp_num_layers"})
+                          "account_for_loss_in_pipeline_split", "mtp_num_layers", "dispatcher", "te_op_fuser"})
 #: overlap switches of the recipe -> the framework flags (estimator.inputs.profiles.OVERLAP_FLAGS); a switch the
 #: notes mark ``[inactive: ...]`` (Bridge turns TP overlap off below TP 2) is off
 OVERLAP_ITEMS = {
@@ -134,6 +135,12 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
         _set(config, "parallel.pipeline_layout", layout, f"pp_layout={items['pp_layout']}", cited)
         for item in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"):
             config["parallel"].pop(item, None)  # a layout places E and L itself
+    if (dispatcher := items.get("dispatcher", "")).startswith(("flex", "alltoall")) and \
+            config["model"].get("num_experts", 0) > 1:
+        _set(config, "parallel.moe_token_dispatcher", "flex" if dispatcher.startswith("flex") else "alltoall",
+             f"dispatcher={dispatcher[:60]}", cited)
+    if _flag(items.get("te_op_fuser", "")) and config["model"].get("num_experts", 0) > 1:
+        _set(config, "train.te_op_fuser", True, f"te_op_fuser={items['te_op_fuser']}", cited)
     mtp = items.get("mtp_num_layers", "")
     if mtp[:1].isdigit() and not (row.get("mtp_layers") or "").strip():
         _set(config, "model.mtp_layers", int(mtp[0]), f"mtp_num_layers={mtp}", cited)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from estimator.importers.common import Imported, as_bool, as_int, bad
+from ndval.core.yamlsrc import read_regular_text
 
 #: keys that do not change memory or time, with the reason (read, never mapped)
 IGNORED: dict[str, str] = {
@@ -53,13 +54,15 @@ def read_json(path: Path) -> dict[str, Any]:
     """The file's top-level mapping; malformed JSON names the file, line and rule."""
     file = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular_text(path))
     except OSError as exc:
         raise bad(file, "<file>", f"cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise bad(file, "<json>", f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except UnicodeDecodeError:
         raise bad(file, "<json>", "not UTF-8 text") from None
+    except ValueError as exc:  # a FIFO, a device or a folder (never read), or over the size bound
+        raise bad(file, "<file>", str(exc)) from None
     if not isinstance(data, dict):
         raise bad(file, "<json>", "top level must be a JSON object (a Hugging Face config.json)")
     return data

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from estimator.importers.common import bad
-from ndval.core.yamlsrc import CaseError, parse_text
+from ndval.core.yamlsrc import CaseError, parse_text, read_regular_text
 
 #: torchrun options that are not Megatron arguments (the world size is read from two of them)
 LAUNCHER_FLAGS = ("--nproc_per_node", "--nproc-per-node", "--nnodes", "--node_rank", "--node-rank",
@@ -30,11 +30,13 @@ def read_arguments(path: Path) -> tuple[dict[str, Any], int | None]:
     """(arguments, world size or None) of a Megatron launch file."""
     file = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except OSError as exc:
         raise bad(file, "<file>", f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise bad(file, "<file>", "not UTF-8 text") from None
+    except ValueError as exc:  # a FIFO, a device or a folder (never read), or over the size bound
+        raise bad(file, "<file>", str(exc)) from None
     if "MODEL_ARGS:" in text:
         return _ci_yaml(file, text), None
     return _script(file, text)

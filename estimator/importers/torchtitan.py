@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from estimator.importers.common import Imported, as_bool, as_int, bad
+from ndval.core.yamlsrc import read_regular_text
 
 #: torchtitan flavours: pytorch/torchtitan@9dec370 torchtitan/models/llama/__init__.py ``llama3_configs``
 #: (dim, n_layers, n_heads, n_kv_heads, ffn_dim_multiplier, multiple_of); vocab 128256 = the Llama 3
@@ -47,11 +48,13 @@ def llama_ffn(dim: int, multiplier: float, multiple_of: int) -> int:
 def _read(path: Path) -> dict[str, Any]:
     file = str(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_regular_text(path))
     except OSError as exc:
         raise bad(file, "<file>", f"cannot read: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise bad(file, "<toml>", f"malformed TOML: {exc}") from None
+    except ValueError as exc:  # a FIFO, a device or a folder (never read), or over the size bound
+        raise bad(file, "<file>", str(exc)) from None
 
 
 def _model(out: Imported, file: str, model: dict[str, Any]) -> None:

@@ -110,6 +110,28 @@ def _simumax_eff(file: str, hbm_gb_s: float, hbm_source: str, matmul: float, sdp
     }
 
 
+#: SimuMax's measured B200 grouped-GEMM table (``group_matmul.accurate_efficient_factor`` of
+#: b200_bf16_ceperm.json: 108 measurements of ``ng`` experts × ``M`` tokens each on the DeepSeek-V2 / V3
+#: expert shapes): per power-of-two bin of ``M`` (154 and 128 → the first row, 256 / 308 → 256, 512 / 616
+#: → 512, 1024 / 1232 → 1024, 2460 → 2048, 9832 → 8192) the median over the shapes of the ``fwd``
+#: entries (forward) and of the ``bwd_grad_act`` + ``bwd_grad_w`` entries (backward), 4 digits
+_B200_GROUPED_BY_TOKENS = {
+    "grouped_matmul_fwd_by_tokens": [(0.0, 0.1915), (256.0, 0.2889), (512.0, 0.3799), (1024.0, 0.4262),
+                                     (2048.0, 0.4913), (8192.0, 0.4597)],
+    "grouped_matmul_bwd_by_tokens": [(0.0, 0.1415), (256.0, 0.2381), (512.0, 0.2917), (1024.0, 0.3815),
+                                     (2048.0, 0.4343), (8192.0, 0.4410)],
+}
+_B200_GROUPED_SOURCE = (f"{_SIMUMAX.format('b200_bf16_ceperm.json')}: accelerator.op.group_matmul."
+                        "accurate_efficient_factor, median per power-of-two bin of tokens per expert "
+                        "(estimator.inputs.device_presets._B200_GROUPED_BY_TOKENS)")
+
+
+def _with_grouped_table(eff: dict[str, Any]) -> dict[str, Any]:
+    """``eff`` with SimuMax's measured B200 grouped-GEMM efficiency by tokens per expert."""
+    sources = {**eff["sources"], **{k: _B200_GROUPED_SOURCE for k in _B200_GROUPED_BY_TOKENS}}
+    return {**eff, **_B200_GROUPED_BY_TOKENS, "sources": sources}
+
+
 #: the torchtitan H100 benchmark's hardware section (Grand Teton hosts)
 _TITAN_H100 = "pytorch/torchtitan@b5bcd76c66 benchmarks/llama3_h100_202412_torchtitan.md 'Hardware'"
 #: SimuMax's H100 file (h100_nvlink.json, read at 160921ca96): group_matmul 0.60, permute_fwd / _bwd 0.25
@@ -226,11 +248,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "devices_per_node": 8,
         "levels": NVIDIA_LEVELS["b200"],
         "fp8_gemm_any_layout": True,
-        "efficiency": _simumax_eff("b200_bf16_ceperm.json", 8000.0, "NVIDIA DGX B200 datasheet: 64 TB/s HBM3e "
-                                   "for 8 GPUs = 8 TB/s per GPU", 0.48780765792034037, 0.7059717796465379,
-                                   0.6943225842672003, 0.666, 30.0,
-                                   moe=("MooreThreads/SimuMax@4dcaae513b", 0.30199308868813257, 0.5008136513816437,
-                                        0.5108178337365621)),
+        "efficiency": _with_grouped_table(_simumax_eff(
+            "b200_bf16_ceperm.json", 8000.0, "NVIDIA DGX B200 datasheet: 64 TB/s HBM3e for 8 GPUs = 8 TB/s per GPU",
+            0.48780765792034037, 0.7059717796465379, 0.6943225842672003, 0.666, 30.0,
+            moe=("MooreThreads/SimuMax@4dcaae513b", 0.30199308868813257, 0.5008136513816437, 0.5108178337365621))),
         "provenance": {
             "hbm_gib": "DGX B200: 1,440 GB HBM3e for 8 GPUs = 180 GB per GPU (decimal); rounded",
             "peak_tflops": "NVIDIA DGX B200 datasheet per GPU, dense (no sparsity): 72 PFLOPS FP8 training and "

@@ -122,6 +122,9 @@ class DeviceEfficiency(BaseModel):
     term. ``grouped_matmul``: the routed-expert GEMMs of a MoE layer (grouped GEMM) against peak, and
     ``permute_memory_fwd`` / ``_bwd``: the HBM share of the MoE token permute / unpermute forward and
     backward, where the source publishes them (None: the ``matmul`` / ``memory`` tables apply).
+    ``grouped_matmul_fwd_by_tokens`` / ``_bwd_by_tokens``: the grouped GEMM's efficiency by the
+    tokens each expert's GEMM holds (its ``M``, :data:`SizeTable`) in the forward / backward where a
+    source measured it (None: the flat ``grouped_matmul`` applies).
     ``sources``: field -> citation. All efficiencies in (0, 1].
     """
 
@@ -136,6 +139,8 @@ class DeviceEfficiency(BaseModel):
     grouped_matmul: float | None = Field(default=None, gt=0, le=1)
     permute_memory_fwd: float | None = Field(default=None, gt=0, le=1)
     permute_memory_bwd: float | None = Field(default=None, gt=0, le=1)
+    grouped_matmul_fwd_by_tokens: SizeTable | None = Field(default=None, min_length=1)
+    grouped_matmul_bwd_by_tokens: SizeTable | None = Field(default=None, min_length=1)
     #: a low-precision GEMM's share of the FP8 / FP4 peak where a source states it (None: the
     #: ``matmul`` table applies at that peak, estimator.perf.lowp)
     fp8_matmul: float | None = Field(default=None, gt=0, le=1)
@@ -144,8 +149,8 @@ class DeviceEfficiency(BaseModel):
 
     @model_validator(mode="after")
     def _efficiencies_in_range(self) -> DeviceEfficiency:
-        for name in ("matmul", "memory"):
-            for threshold, eff in getattr(self, name):
+        for name in ("matmul", "memory", "grouped_matmul_fwd_by_tokens", "grouped_matmul_bwd_by_tokens"):
+            for threshold, eff in getattr(self, name) or ():
                 if not (0 < eff <= 1) or threshold < 0 or math.isnan(threshold):
                     raise ValueError(f"{name}: each row is (min size >= 0, efficiency in (0, 1]); got "
                                      f"({threshold}, {eff})")
@@ -154,6 +159,12 @@ class DeviceEfficiency(BaseModel):
     def low_precision_matmul(self, peak: str) -> float | None:
         """The stated share of the ``fp8`` / ``fp4`` peak a low-precision GEMM achieves, or None."""
         return self.fp8_matmul if peak == "fp8" else self.fp4_matmul if peak == "fp4" else None
+
+    def grouped_matmul_by_tokens(self, tokens: float, backward: bool) -> float | None:
+        """Grouped-GEMM efficiency when each expert's GEMM holds ``tokens`` rows (forward or backward
+        table), or None where the hardware has no such table."""
+        table = self.grouped_matmul_bwd_by_tokens if backward else self.grouped_matmul_fwd_by_tokens
+        return None if table is None else table_value(table, tokens)
 
     def matmul_eff(self, gflop: float) -> float:
         """GEMM efficiency of one GEMM of ``gflop`` GFLOP."""

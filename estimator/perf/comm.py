@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from estimator.shared.arrays import ARRAY, all_true, any_true, is_array, where
+from estimator.shared.arrays import ARRAY, all_true, any_true, is_array, maximum, where
 
 CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"]
 
@@ -83,6 +83,28 @@ def tp_layer_collectives(
 def ep_dispatch_tokens_balanced(tokens: float, topk: int) -> float:
     """Token copies one device sends+keeps per dispatch with balanced routing: ``k·T``."""
     return topk * tokens
+
+
+def ep_dispatch_tokens_flex(tokens: float, topk: int, experts: int, ep: int) -> float:
+    """Token copies one device sends+keeps per dispatch with the flex dispatcher (DeepEP / HybridEP) and
+    uniformly random routing (Megatron ``moe_router_force_load_balancing``: random logits, top-k):
+    ``T·ep·(1 − Π_{i<k} (E − E/ep − i)/(E − i))``.
+
+    A token goes once to each EP rank holding at least one of its ``k`` experts (DeepEP's dispatch
+    layout ``is_token_in_rank`` / ``num_tokens_per_rank``, deepseek-ai/DeepEP@dd758ca docs/legacy.md;
+    Megatron-Core ``_HybridEPManager`` / ``_DeepepManager`` permute to experts after the
+    communication, NVIDIA/Megatron-LM@d98e8a64dd ``moe/token_dispatcher.py``; HybridEP's benchmark
+    counts the received bytes before that permute, deepseek-ai/DeepEP@94a9f8f (hybrid-ep)
+    ``tests/test_hybrid_ep.py``), and a rank of ``E/ep`` experts misses all ``k`` distinct uniformly
+    drawn experts with the hypergeometric probability ``C(E − E/ep, k)/C(E, k)``. ``k = 1`` gives ``T``
+    (one rank per token), ``ep = E/k`` or fewer ranks no fewer copies than the ranks can hold.
+    Group-limited routing (DeepSeek-V3's node groups) would send fewer: not modelled (an upper bound).
+    """
+    local = experts / ep
+    miss = 1.0
+    for i in range(topk):
+        miss = miss * maximum(0.0, (experts - local - i) / (experts - i))
+    return tokens * ep * (1.0 - miss)
 
 
 def ep_dispatch_tokens_imbalanced(

@@ -32,7 +32,7 @@ re-runs the operators of the listed modules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from estimator.inputs.derive import attended_keys
@@ -73,6 +73,7 @@ class Op:
     # "@fp8" / "@fp4" suffix: a GEMM on the low-precision tensor cores (estimator.perf.lowp)
     shape: tuple[float, float, float] | None = None  # a GEMM's (m, k, n)
     peak_scale: float = 1.0  # its peak over the compute dtype's (the low-precision recipe's, estimator.perf.lowp)
+    grouped_tokens: float = 0.0  # a grouped GEMM priced by tokens per expert: each expert GEMM's M (0: flat factor)
 
 
 def gemm(name: str, modules: tuple[str, ...], m: float, k: float, n: float, b: int, count: float = 1.0,
@@ -106,6 +107,9 @@ class LayerDims:
     imbalance: float  # busiest EP rank's routed load / mean
     lowp: LowpGemms | None = None  # the linear layers' low-precision recipe (estimator.perf.lowp)
     adapter: Adapter | None = None  # adapter fine-tuning (estimator.inputs.adapters)
+    grouped_activation: bool = False  # the local experts' activation as one kernel (options.grouped_expert_activation)
+    grouped_by_tokens: bool = False  # grouped GEMMs priced by tokens per expert (options.grouped_gemm_by_tokens)
+    grouped_fused: bool = False  # the experts' casts and GEMMs as TE's op fuser runs them (fused_grouped_experts)
     main_grad_add_bytes: float = 0.0  # bytes per weight of the unfused main_grad add (0: none, main_grad_add_op)
 
 
@@ -184,13 +188,66 @@ def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> 
                 elementwise("permute", ("moe",), (1 + k) * tn * h * b, variant="permute"),
                 elementwise("unpermute", ("moe",), (1 + k) * tn * h * b, variant="permute")]
         per_expert = k * t * d.imbalance / maximum(1, local_experts)
-        ops += _ffn_ops("expert", ("moe",), ("moe", "moe_act"), h, model.expert_ffn / d.tp, per_expert, b,
-                        model.activation, count=as_float(local_experts), variant="grouped")
+        experts = _ffn_ops("expert", ("moe",), ("moe", "moe_act"), h, model.expert_ffn / d.tp, per_expert, b,
+                           model.activation, count=as_float(local_experts), variant="grouped")
+        ops += grouped_experts(experts, d, per_expert)
         if model.shared_ffn_total:
             ops += _ffn_ops("shared", ("moe", "shared_experts"), ("moe", "shared_experts"), h,
                             model.shared_ffn_total / d.tp, t, b, model.activation)
     ops.append(elementwise("residual_mlp", ("residual",), (3 * b + 1) * tn * h))
     return ops
+
+
+def grouped_experts(experts: list[Op], d: LayerDims, per_expert: float) -> list[Op]:
+    """The routed experts' fc1, activation, fc2 as Megatron-Core's ``TEGroupedMLP`` runs them.
+
+    ``d.grouped_activation``: the activation is one kernel over the ``E_local·T_e`` permuted tokens of
+    all local experts (``count`` copies of ``bytes`` become one operator of ``count·bytes``, one kernel per
+    pass): ``TEGroupedMLP.forward`` applies ``bias_act_func`` (``weighted_bias_swiglu_impl`` /
+    ``weighted_bias_quick_geglu_impl``, one fused kernel) to the whole fc1 output of the grouped linear
+    (NVIDIA/Megatron-LM@d98e8a64dd ``megatron/core/transformer/moe/experts.py``).
+    ``d.grouped_by_tokens``: each grouped GEMM carries ``T_e`` = ``per_expert`` tokens, the ``M`` of
+    every expert's GEMM, which the roofline's efficiency table by tokens per expert reads
+    (:func:`estimator.perf.roofline.kernel_group_s`). Both off: ``experts`` unchanged."""
+    out = []
+    for op in experts:
+        if op.op_class == "gemm" and d.grouped_by_tokens:
+            op = replace(op, grouped_tokens=per_expert)
+        elif op.op_class == "elementwise" and d.grouped_activation:
+            op = replace(op, bytes=op.count * op.bytes, bw_bytes=op.count * op.bw_bytes, count=1.0)
+        out.append(op)
+    return out
+
+
+#: linear recipes whose grouped quantization TE's op fuser runs as one ``group_quantize`` (None: BF16)
+GROUPED_TENSOR_RECIPES = frozenset({None, "mxfp8", "nvfp4", "tensorwise"})
+
+
+def fused_grouped_experts(ops: list[Op], d: LayerDims) -> list[Op]:
+    """The routed experts' GEMMs and their casts (``count`` = local experts) as one operator each when
+    ``d.grouped_fused``: ``count`` copies of FLOPs and bytes in one kernel group of the operator's own kernels
+    per pass (one grouped GEMM forward, its dgrad and wgrad backward; one cast per tensor role).
+
+    Megatron-Core's ``TEGroupedMLP`` with ``use_transformer_engine_op_fuser`` builds
+    ``te.pytorch.ops.Sequential(GroupedLinear, activation, GroupedLinear)`` (NVIDIA/Megatron-LM@d98e8a64dd
+    ``moe/experts.py``); TE's op-fuser grouped-tensor path quantizes every expert's input, weight and
+    gradient with one ``tex.group_quantize`` and runs one ``general_grouped_gemm_for_grouped_tensor``
+    (``nvte_grouped_gemm_with_discrete_inputA``) for MXFP8 / NVFP4 on Blackwell, FP8 current scaling and
+    BF16; delayed scaling and FP8 block scaling fall back to per-expert split quantization
+    (NVIDIA/TransformerEngine@d0067d0d ``pytorch/ops/basic/grouped_linear.py``
+    ``is_op_fuser_grouped_tensor_path_supported``): the caller sets ``d.grouped_fused`` for
+    :data:`GROUPED_TENSOR_RECIPES` only. Off: ``ops`` unchanged."""
+    if not d.grouped_fused:
+        return ops
+    out = []
+    for op in ops:
+        grouped = op.variant.startswith("grouped") or (op.variant == "quantize" and op.name.startswith("expert_"))
+        if grouped:
+            c = op.count
+            op = replace(op, flops=c * op.flops, bytes=c * op.bytes, bw_flops=c * op.bw_flops, bw_bytes=c * op.bw_bytes,
+                         count=1.0)
+        out.append(op)
+    return out
 
 
 def _ffn_ops(name: str, modules: tuple[str, ...], act_modules: tuple[str, ...], h: int, ffn: float, tokens: float,

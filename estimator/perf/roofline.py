@@ -49,11 +49,14 @@ def roofline_active(cfg: EstimatorConfig) -> bool:
 
 
 def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, backward: bool,
-                   eff: DeviceEfficiency, peak_flops: float, variant: str = "", peak_scale: float = 1.0) -> float:
+                   eff: DeviceEfficiency, peak_flops: float, variant: str = "", peak_scale: float = 1.0,
+                   grouped_tokens: float = 0.0) -> float:
     """Seconds of ``kernels`` equal kernels doing ``flops`` and moving ``moved`` bytes in all (roofline).
 
     A ``grouped`` GEMM (MoE routed experts) takes ``eff.grouped_matmul`` and a ``permute`` operator
-    ``eff.permute_memory_fwd`` / ``_bwd`` when the hardware has them (else the matmul / memory tables).
+    ``eff.permute_memory_fwd`` / ``_bwd`` when the hardware has them (else the matmul / memory tables);
+    with ``grouped_tokens`` (the tokens of each expert's GEMM, > 0) and a hardware table by tokens per
+    expert, the grouped GEMM takes that table's efficiency (:func:`grouped_eff`).
     A low-precision GEMM (variant ``…@fp8`` / ``…@fp4``, :mod:`estimator.perf.lowp`) runs at
     ``peak_flops·peak_scale`` with ``eff.fp8_matmul`` / ``fp4_matmul`` where given."""
     per_kernel = maximum(kernels, 1.0)
@@ -64,6 +67,9 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
             e = eff.attention_bwd if backward else eff.attention_fwd
         elif low and eff.low_precision_matmul(low) is not None:
             e = cast(float, eff.low_precision_matmul(low))
+        elif base == "grouped" and (type(grouped_tokens) is ARRAY or grouped_tokens) and \
+                eff.grouped_matmul_by_tokens(0.0, backward) is not None:
+            e = grouped_eff(eff, grouped_tokens, backward)
         elif base == "grouped" and eff.grouped_matmul is not None:
             e = eff.grouped_matmul
         else:
@@ -79,13 +85,23 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
     return maximum(compute_s, memory_s)
 
 
+def grouped_eff(eff: DeviceEfficiency, tokens: float, backward: bool) -> float:
+    """Grouped-GEMM efficiency at ``tokens`` tokens per expert (``eff``'s table by tokens; rows of an
+    array of layouts with 0 tokens take the flat ``grouped_matmul``, else the matmul table's first row)."""
+    by_tokens = cast(float, eff.grouped_matmul_by_tokens(tokens, backward))
+    if type(tokens) is not ARRAY:
+        return by_tokens
+    flat = eff.grouped_matmul if eff.grouped_matmul is not None else eff.matmul[0][1]
+    return where(tokens > 0, by_tokens, flat)
+
+
 def op_pass_s(op: ops_.Op, backward: bool, eff: DeviceEfficiency, peak_flops: float) -> float:
     """Seconds of one pass (forward or backward) of ``op`` and its ``count`` copies."""
     if backward:
         return op.count * kernel_group_s(op.bw_flops, op.bw_bytes, op.bw_kernels, op.op_class, True, eff, peak_flops,
-                                         op.variant, op.peak_scale)
+                                         op.variant, op.peak_scale, op.grouped_tokens)
     return op.count * kernel_group_s(op.flops, op.bytes, op.kernels, op.op_class, False, eff, peak_flops, op.variant,
-                                     op.peak_scale)
+                                     op.peak_scale, op.grouped_tokens)
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,11 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
         tokens=local, norm_tokens=local / where(ctx.sp, ctx.tp, 1), batch=ctx.tokens / ctx.seq, seq=ctx.seq,
         tp=ctx.tp, cp=ctx.cp, b=ctx.b_compute, flash=cfg.train.flash_attention, ring_blocks=ring,
         imbalance=ctx.expert_imbalance, lowp=lowp.lowp_of(cfg, cfg.num_micro_batches), adapter=adapter_of(cfg),
+        grouped_activation=cfg.options.grouped_expert_activation,
+        grouped_by_tokens=cfg.options.grouped_gemm_by_tokens,
+        grouped_fused=cfg.train.te_op_fuser and cfg.options.grouped_op_fuser and (
+            (low.recipe.name if (low := lowp.lowp_of(cfg, cfg.num_micro_batches)) else None)
+            in ops_.GROUPED_TENSOR_RECIPES),
         main_grad_add_bytes=main_grad_add_bytes(cfg, ctx),
     )
 
@@ -129,7 +150,8 @@ def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: 
     moe = is_moe_layer(m, index)
     ep = derive.layer_ep(cfg, index) if layer_ep is None else layer_ep
     local = maximum(1, m.num_experts // maximum(1, ep)) if moe else 0
-    out = lowp.lowp_ops(ops_.attention_ops(m, dims) + ops_.mlp_ops(m, dims, moe, local), dims.lowp, dims.b)
+    out = ops_.fused_grouped_experts(
+        lowp.lowp_ops(ops_.attention_ops(m, dims) + ops_.mlp_ops(m, dims, moe, local), dims.lowp, dims.b), dims)
     if derive.layer_kind(m, index) == "mtp":
         out += ops_.mtp_extra_ops(m, dims)
     if dims.adapter is not None:
@@ -172,7 +194,7 @@ def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[s
 
 
 #: the numbers of an :class:`operators.Op` (any may be an array of layouts)
-_OP_NUMBERS = ("flops", "bytes", "kernels", "bw_flops", "bw_bytes", "bw_kernels", "count")
+_OP_NUMBERS = ("flops", "bytes", "kernels", "bw_flops", "bw_bytes", "bw_kernels", "count", "grouped_tokens")
 
 
 def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[str],
@@ -190,10 +212,11 @@ def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: fr
     for (op_class, variant), at in kinds.items():
         col = {f: _stacked([getattr(ops[i], f) for i in at], shape) for f in _OP_NUMBERS}
         scale = ops[at[0]].peak_scale  # (one recipe per config: every op of a variant has its scale)
+        rows = cast(float, col["grouped_tokens"]) if np.any(col["grouped_tokens"]) else 0.0
         fw[at] = col["count"] * kernel_group_s(*_numbers(col, "flops", "bytes", "kernels"), op_class, False, eff,
-                                               peak, variant, scale) * derate
+                                               peak, variant, scale, rows) * derate
         bw[at] = col["count"] * kernel_group_s(*_numbers(col, "bw_flops", "bw_bytes", "bw_kernels"), op_class, True,
-                                               eff, peak, variant, scale) * derate
+                                               eff, peak, variant, scale, rows) * derate
         if layer and shares is not None and mode == "selective":
             part = np.array([sac.op_share(ops[i], shares) for i in at]).reshape(-1, *([1] * len(shape)))
             rec[at] = fw[at] * part
@@ -307,7 +330,8 @@ _EFFICIENCY_KEYS = cache.store("estimator.efficiency_keys", bound=256, key="id(D
 def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
     return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
             tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.grouped_matmul, eff.permute_memory_fwd,
-            eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul)
+            eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul,
+            *(tuple(map(tuple, t or ())) for t in (eff.grouped_matmul_fwd_by_tokens, eff.grouped_matmul_bwd_by_tokens)))
 
 
 def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,

@@ -280,13 +280,17 @@ def _hidden(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, values: 
 
 def _per_layer_traffic(cfg: EstimatorConfig, ctx: Ctx) -> tuple[float, float, str, list[comm.Collective]]:
     """What every layer of the config sends, whatever its stage: the TP activation ``b·(s/cp)·h·B_c``,
-    the EP dispatch tokens (balanced or from the given routing load), the CP dimension and a layer's
+    the EP dispatch tokens (balanced, the flex dispatcher's one copy per rank, or from the given routing
+    load), the CP dimension and a layer's
     forward CP collectives (:func:`stage_cost` reads them once per config)."""
     m = cfg.model
     local_tokens = ctx.tokens / ctx.cp
     act_bytes = local_tokens * m.hidden_size * ctx.b_compute
     sent = local_tokens / where(ctx.sp, ctx.tp, 1)
-    if ctx.tokens_per_expert is None:
+    if ctx.tokens_per_expert is None and cfg.parallel.moe_token_dispatcher == "flex" and \
+            cfg.options.flex_dispatch_per_rank and m.num_experts > 1:
+        dispatch = comm.ep_dispatch_tokens_flex(sent, m.moe_topk, m.num_experts, ctx.ep)
+    elif ctx.tokens_per_expert is None:
         dispatch = comm.ep_dispatch_tokens_balanced(sent, m.moe_topk)
     else:
         dispatch = comm.ep_dispatch_tokens_imbalanced(sent, m.moe_topk, ctx.tokens_per_expert, ctx.ep)

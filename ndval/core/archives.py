@@ -39,3 +39,21 @@ def check_zip(path: Path, what: str = "archive", max_bytes: int = MAX_UNCOMPRESS
     if worst is not None and worst.file_size > MIB_BYTES and worst.file_size / max(worst.compress_size, 1) > MAX_RATIO:
         raise ArchiveError(f"{path}: member {worst.filename} is compressed {worst.file_size / max(worst.compress_size, 1):,.0f}:1, "
                            f"beyond {MAX_RATIO}:1 (a zip bomb?): refused before reading it")
+
+
+def check_parquet(path: Path, max_rows: int, max_bytes: int = MAX_UNCOMPRESSED_BYTES) -> None:
+    """Refuse a Parquet file whose footer declares more than ``max_rows`` rows or column pages that uncompress to
+    more than ``max_bytes`` (a small compressed file can declare gigabytes), read from its metadata only."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
+        raise ArchiveError(f"{path}: not a readable Parquet file ({exc})") from None
+    if meta.num_rows > max_rows:
+        raise ArchiveError(f"{path}: {meta.num_rows:,} rows, more than {max_rows:,}: refused before reading it "
+                           "(split the table)")
+    total = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if total > max_bytes:
+        raise ArchiveError(f"{path}: the Parquet pages unpack to {total / MIB_BYTES:,.0f} MiB, more than "
+                           f"{max_bytes / MIB_BYTES:,.0f} MiB: refused before reading it")

@@ -223,11 +223,11 @@ def read_table(path: Path, sheet: str | None, text: bool = False) -> list[dict[s
     """Rows of a CSV/XLSX/Parquet table; ``text`` keeps every CSV cell as written (empty = '').
 
     Bounded before reading: a workbook's zip must unpack to at most ``ndval.core.archives`` bounds (a 4 MB
-    file declaring 1 GB is refused, and a CSV named ``.xlsx`` is named as not a workbook); at most
-    :data:`MAX_TABLE_ROWS` rows are read, more is an error."""
+    file declaring 1 GB is refused, and a CSV named ``.xlsx`` is named as not a workbook), a Parquet file's
+    footer is checked the same way; at most :data:`MAX_TABLE_ROWS` rows are read, more is an error."""
     import pandas as pd
 
-    from ndval.core.archives import check_zip
+    from ndval.core.archives import check_parquet, check_zip
 
     suffix = path.suffix.lower()
     if suffix == ".csv" and text:
@@ -242,6 +242,7 @@ def read_table(path: Path, sheet: str | None, text: bool = False) -> list[dict[s
         check_zip(path, "xlsx workbook")
         frame = pd.read_excel(path, sheet_name=sheet or 0, engine="openpyxl", nrows=MAX_TABLE_ROWS + 1)
     elif suffix == ".parquet":
+        check_parquet(path, MAX_TABLE_ROWS)
         frame = pd.read_parquet(path)
     else:
         raise ValueError(f"unsupported data file type {suffix!r} (csv, xlsx, parquet)")

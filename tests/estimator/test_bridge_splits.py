@@ -31,7 +31,7 @@ def _row(model_name: str, notes: str = "recipe layout matches table", mtp: str =
 
 @pytest.mark.parametrize(("name", "family"), [
     ("DeepSeek-V3 (w/o MTP)", "deepseek-v3"), ("DeepSeek-V3", "deepseek-v3"), ("Llama3.1 405B", "llama3.1 405b"),
-    ("Qwen3 235B-A22B (tokendrop)", "qwen3 235b-a22b"), ("Llama3 70B", None), ("Kimi K2", None),
+    ("Qwen3 235B-A22B (tokendrop)", "qwen3 235b-a22b"), ("Llama3 70B", None), ("Kimi K2", "kimi k2"),
 ])
 def test_family_of_model_names(name: str, family: str | None) -> None:
     found = bridge_splits.family_of(name)
@@ -82,6 +82,15 @@ def test_deepseek_any_pp_vpp_of_a_known_stage_count_loads(pp: int, vpp: int) -> 
     assert "pipeline_layout" in config["model"]["assumed"]  # not the release's preset: an assumption, said so
     cfg = estimator.load_config(_full(config))
     assert sum(decoder_layers_per_virtual_stage(cfg.parallel, 61)) == 61
+
+
+def test_kimi_k2_layout_has_no_mtp_and_no_32_stage_entry() -> None:
+    config = _config(2, 8, 61)
+    bridge_splits.apply_bridge_split(_row("Kimi K2"), config)
+    assert config["parallel"]["pipeline_layout"] == bridge_splits.layout_string(bridge_splits.FAMILIES[2].layouts[16], 0)
+    wide = _config(8, 4, 61)
+    bridge_splits.apply_bridge_split(_row("Kimi K2"), wide)
+    assert "pipeline_layout" not in wide["parallel"]  # the Kimi recipe has no 32-stage layout
 
 
 def test_deepseek_mtp_from_the_run_script_item_and_unknown_stage_count() -> None:

@@ -18,6 +18,7 @@ NOTES = ("release '26.08' | tokens_per_s_per_gpu=6288 | recipe (pinned): x | rec
          "fp8_recipe=mxfp8(fp8=e4m3,fp8_param_gather=true) | cuda_graph=transformer_engine(scope=[attn,moe_router]) | "
          "recompute=selective(mla_up_proj) | etp=1 | sequence_parallel=true | distributed_optimizer=true | "
          'pp_layout(list, 4 stages)="Et*2|t*2|t*2|tmL" | mtp_num_layers=1 | moe_a2a_overlap=true | dispatcher=flex(hybridep) | '
+         "te_op_fuser=true | "
          "tp_comm_overlap=true [inactive: Bridge comm_overlap.py disables TP overlap when TP<2]")
 
 
@@ -47,7 +48,10 @@ def test_apply_recipe_items_sets_and_cites() -> None:
     assert p["pipeline_layout"] == "Et*2|t*2|t*2|tmL" and config["model"]["mtp_layers"] == 1
     assert config["model"]["source_facts"]["train.cuda_graph"].startswith("notes: cuda_graph=")
     assert p["overlap_moe_expert_parallel_comm"] is True and p["tp_comm_overlap"] is False  # the recipe's overlap switch, priced by the overlap model
-    assert "dispatcher=flex(hybridep)" in config["model"]["assumed"]["recipe_items"]  # recorded, not priced
+    assert p["moe_token_dispatcher"] == "flex"  # priced: one copy per destination rank (comm.ep_dispatch_tokens_flex)
+    assert config["model"]["source_facts"]["parallel.moe_token_dispatcher"] == "notes: dispatcher=flex(hybridep)"
+    assert "dispatcher" not in config["model"]["assumed"].get("recipe_items", "")
+    assert config["train"]["te_op_fuser"] is True  # priced: the experts' casts and GEMMs as one kernel each
 
 
 def test_throughput_step_by_hand() -> None:

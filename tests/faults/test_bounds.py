@@ -139,3 +139,59 @@ def test_serve_port_out_of_range_exits_2(port: str, capsys: pytest.CaptureFixtur
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument --port: {port} is outside 0..65535" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_table_rows_bounded_before_reading(tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A data table beyond the row bound is one error naming the file (SYNTHETIC tables; the bound lowered to 5)."""
+    import pandas as pd
+
+    from ndval.harness import cases
+
+    monkeypatch.setattr(cases, "MAX_TABLE_ROWS", 5)
+    path = tmp_path / f"t{suffix}"
+    frame = pd.DataFrame({"config": [f"c{i}" for i in range(6)], "measured_mb": range(6)})
+    frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path)
+    with pytest.raises(ValueError, match=r"t\.(csv|parquet): (more than 5 rows|6 rows, more than 5)"):
+        cases.read_table(path, None)
+    frame.head(5).to_csv(path, index=False) if suffix == ".csv" else frame.head(5).to_parquet(path)
+    assert len(cases.read_table(path, None)) == 5
+
+
+def test_parquet_declaring_more_data_than_the_bound_is_refused_from_its_footer(tmp_path: Path) -> None:
+    """A small compressed Parquet file declaring more column data than the bound is refused before it is read."""
+    import pandas as pd
+
+    from ndval.core.archives import ArchiveError, check_parquet
+
+    path = tmp_path / "zeros.parquet"  # SYNTHETIC: ~3 MB of pages compressed to a few KB
+    pd.DataFrame({"x": ["a" * 100] * 30_000}).to_parquet(path, use_dictionary=False, compression="zstd")
+    assert path.stat().st_size < 100_000
+    with pytest.raises(ArchiveError, match=r"zeros\.parquet: the Parquet pages unpack to \d+ MiB, more than 1 MiB"):
+        check_parquet(path, max_rows=10**6, max_bytes=1 << 20)
+    (tmp_path / "not.parquet").write_text("config,measured_mb\n")
+    with pytest.raises(ArchiveError, match="not a readable Parquet file"):
+        check_parquet(tmp_path / "not.parquet", max_rows=10)
+
+
+@pytest.mark.parametrize("value", [str(2**70), "abc", "-3"])
+def test_validate_workers_beyond_int64_or_not_a_count_is_the_usage_error(value: str,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """``validate -n 2**70`` gave an xdist OverflowError traceback and ``-n abc`` a ValueError one: now exit 2."""
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", f"-n={value}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument -n/--workers" in err and "is not auto, no or a worker count" in err and "Traceback" not in err
+
+
+def test_validate_workers_capped_at_the_usable_cpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``validate -n 300`` would fork 300 xdist workers; capped at the usable CPUs, said on stderr."""
+    import argparse
+
+    from ndval.harness.commands import validate
+    from ndval.harness.workers import usable_cpus
+
+    assert validate.workers(argparse.Namespace(workers="300"), tmp_path) == min(300, usable_cpus())
+    assert f"-n 300 capped at the {usable_cpus()} usable CPUs" in capsys.readouterr().err
+    assert validate.workers(argparse.Namespace(workers="1"), tmp_path) == 1

@@ -93,3 +93,12 @@ def test_invalid_utf8_in_a_name_is_named_not_bad_ts(tmp_path: Path) -> None:
     text = "\n".join(rank.warnings)
     assert "dropped 1 unreadable events (invalid UTF-8 1)" in text, text
     assert rank.dropped_events.count == 1 and len(rank.events) == 20
+
+
+@pytest.mark.parametrize("wrap", [True, False])  # Kineto object / bare array
+def test_dur_integer_beyond_float_range_is_a_bad_dur_not_an_overflow_traceback(tmp_path: Path, wrap: bool) -> None:
+    """Found in the audit: ``"dur": 10**400`` (an integer no float holds) gave an OverflowError traceback."""
+    events = [dict(e, dur=10**400) if i == 3 else e for i, e in enumerate(EVENTS)]
+    data = json.dumps({"traceEvents": events} if wrap else events).encode()
+    rank = load_dataset(_write(tmp_path, "t.json", data)).ranks[0]
+    assert "dropped 1 unreadable events (bad dur 1;" in "\n".join(rank.warnings) and len(rank.events) == 20

@@ -143,3 +143,23 @@ def test_sigint_stops_a_long_search_cleanly() -> None:
     assert proc.returncode == 130, err
     assert "ndval search: interrupted (SIGINT)" in err and "Traceback" not in err, err
     assert len(err.strip().splitlines()) <= 2, err
+
+
+@pytest.mark.parametrize("option", ["--hf-config", "--from-megatron", "--from-torchtitan", "--from-mindformers"])
+def test_import_from_a_fifo_is_refused_without_hanging(option: str, fifo: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``ndval import --hf-config FIFO`` read until killed (the importers read any path); now exit 2, one line."""
+    from ndval.harness.cli import main
+
+    assert main(["import", option, str(fifo)]) == 2
+    err = capsys.readouterr().err
+    assert str(fifo) in err and ("is a FIFO" in err or "not a regular file" in err) and "Traceback" not in err, err
+
+
+def test_add_case_from_a_fifo_names_it_not_not_found(fifo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ndval.harness.cli import main
+
+    assert main(["add-case", "--from", str(fifo), "--cases-dir", str(fifo.parent / "cases"), "--model",
+                 "models/llama3-8b.yaml", "--profile", "megatron", "--hardware", "h100-80g"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a regular file" in err and "not found" not in err, err

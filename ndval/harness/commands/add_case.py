@@ -135,7 +135,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     src = Path(args.source_file)
     if not src.is_file():
-        print(f"ndval add-case: {src} not found", file=sys.stderr)
+        why = "not found" if not src.exists() else "is not a regular file (a FIFO, device or folder): refused"
+        print(f"ndval add-case: {src} {why}", file=sys.stderr)
         return gate.EXIT_BROKEN_INPUT
     try:
         rows = read_table(src, args.sheet)

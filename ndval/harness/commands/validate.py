@@ -22,7 +22,7 @@ from ndval.harness.workers import choose_workers, previous_work_s, usable_cpus
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cases", action="append", default=[], metavar="GLOB", help="only case files matching GLOB")
-    parser.add_argument("-n", "--workers", default="auto",
+    parser.add_argument("-n", "--workers", default="auto", type=worker_option,
                         help="pytest-xdist workers (default auto: chosen by the amount of work, serial on 2 cores; "
                              "0 = no xdist)")
     parser.add_argument("--lf", "--last-failed", dest="last_failed", action="store_true",
@@ -75,12 +75,23 @@ def selection(args: argparse.Namespace) -> str:
     return " ".join(words)
 
 
+def worker_option(text: str) -> str:
+    """``-n``: ``auto``, ``no``, or a count ≥ 0 (anything else, or a count beyond int64, is the usage error)."""
+    if text in ("auto", "no") or (text.isdigit() and len(text) < 19):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r} is not auto, no or a worker count (an integer ≥ 0)")
+
+
 def workers(args: argparse.Namespace, reports: Path) -> int:
-    """The worker count: as given, or (``auto``) chosen by the work of the last full run."""
+    """The worker count: as given (capped at the usable CPUs, said on stderr), or (``auto``) chosen by the work
+    of the last full run."""
     if str(args.workers) in ("0", "no"):
         return 0
     if str(args.workers) != "auto":
-        return int(args.workers)
+        n, cpus = int(args.workers), usable_cpus()
+        if n > cpus:
+            print(f"ndval validate: -n {n} capped at the {cpus} usable CPUs", file=sys.stderr)
+        return min(n, cpus)
     return choose_workers(usable_cpus(), previous_work_s(reports / "summary.json"))
 
 
