@@ -459,6 +459,12 @@ class OptionsConfig(StrictSection):
                     "keep the recipe's bytes in memory (estimator.perf.lowp); off: every GEMM at the compute "
                     "dtype's peak and precision.fp8_linear's per-tensor FP8 memory (the model before recipes)",
     )
+    fused_quantize: bool = Field(default=True, description="TE's fused norm + cast, no transposed FP8 copy on "
+                                 "hardware.fp8_gemm_any_layout (estimator.perf.lowp); off: as before")
+    quantized_tp_gather: bool = Field(default=True, description="TE's quantized sequence-parallel all-gathers "
+                                      "(estimator.perf.lowp); off: compute-dtype all-gathers as before")
+    main_grad_add: bool = Field(default=True, description="train.gradient_accumulation_fusion false: Megatron's "
+                                "main_grad add per micro-batch (operators.main_grad_add_op); off: not priced")
     cuda_graphs: bool = Field(
         default=True,
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "

@@ -150,6 +150,16 @@ def layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) -> LayerF
     return LayerFlops(fwd, _recompute_fraction(cfg, stage, ctx.tokens, attn, mlp, moe), moe)
 
 
+def quantized_gather_blocks(model: ModelConfig, index: int, moe: bool) -> float:
+    """TP blocks of layer ``index`` whose SP all-gather TE runs quantized (:func:`estimator.perf.lowp.quantized_tp_gathers`):
+    a transformer layer's non-MLA QKV and dense fc1 (a MoE block gathers in the compute dtype); a hybrid layer's
+    one block: a Mamba in_proj (``TELayerNormColumnParallelLinear``), a non-MLA QKV or a dense fc1."""
+    if derive.layer_kind(model, index) not in hybrid.HYBRID_KINDS:
+        return float(model.attention != "mla") + (0.0 if moe else 1.0)
+    mixer, mlp_block = derive.layer_blocks(model, index)
+    return float(mixer == "mamba" or (mixer == "attention" and model.attention != "mla") or mlp_block == "dense")
+
+
 def tp_blocks(model: ModelConfig, index: int, t_exp: int) -> int:
     """TP-sharded blocks of layer ``index`` (each one TP collective per pass, :func:`comm.tp_layer_collectives`):
     a transformer layer 2, a MoE one 1 when its experts are not TP-sharded (``t_exp`` 1); a hybrid layer its

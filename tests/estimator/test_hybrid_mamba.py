@@ -241,3 +241,13 @@ def test_megatron_hybrid_arguments_import(tmp_path: Path) -> None:
     cfg = load_config({"profile": "megatron", "model": model, "train": {"seq_length": 512, "num_micro_batches": 2},
                        "hardware": "b200"})
     assert layer_params(cfg.model, 0).non_expert == 217176
+
+
+def test_a_moe_only_layer_without_tp_blocks_prices_under_quantized_gathers() -> None:
+    """An ``E`` layer whose experts are not TP-sharded (etp 1) has no TP collective; with TE's quantized SP
+    all-gathers (MXFP8, tp 2, sequence parallelism) the stage still prices (no division by its 0 blocks)."""
+    cfg = load_config({"profile": "megatron", "model": SYNTH,
+                       "train": {"seq_length": 512, "num_micro_batches": 2},
+                       "parallel": {"tp": 2, "sequence_parallel": True, "ep": 1, "etp": 1},
+                       "precision": {"linear_recipe": "mxfp8"}, "hardware": "b200"})
+    assert estimator.estimate_perf(cfg).total > 0
