@@ -6,7 +6,14 @@ from (file and line when it was read from YAML), plus a "did you mean" hint for 
 
 from __future__ import annotations
 
+from pydantic_core import PydanticCustomError
+
 from ndval.core.yamlsrc import did_you_mean as did_you_mean  # re-exported: estimator.config.schema uses it
+
+
+def config_rule(field: str, rule: str) -> PydanticCustomError:
+    """A validation error that carries its dotted field name (read back by ``load_config``)."""
+    return PydanticCustomError("config_rule", "{rule}", {"field": field, "rule": rule})
 
 
 class ConfigError(ValueError):

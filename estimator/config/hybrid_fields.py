@@ -30,3 +30,7 @@ class HybridFields(BaseModel):
     moe_latent_size: int | None = Field(default=None, ge=1)
     #: Megatron's ``--mtp-use-repeated-layer``: the ``mtp_layers`` passes run one MTP layer (weights held once)
     mtp_repeated_layer: bool = False
+
+    def hybrid_rule(self) -> tuple[str, str] | None:
+        """(field, rule) of the first hybrid-stack rule the model breaks (:func:`hybrid.pattern_rule`), or None."""
+        return hybrid.pattern_rule(self)  # type: ignore[arg-type]  # (called on the whole ModelConfig)

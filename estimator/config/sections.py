@@ -8,11 +8,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 
+from estimator.config.errors import config_rule as config_rule
 from estimator.config.errors import did_you_mean
 from estimator.config.hybrid_fields import HybridFields
-from estimator.inputs import hybrid
 from estimator.inputs.recipes import RecipeName
 from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
 from estimator.shared.numbers import no_boolean
@@ -24,11 +23,6 @@ RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "layernorm", "mlp", "moe", "moe
 PERF_PART_NAMES = (
     "FW_COMPUTE", "BW_COMPUTE", "RECOMPUTE", "DP_COMM", "MP_COMM", "EP_COMM", "CP_COMM", "PP_COMM", "BUBBLE",
 )
-
-
-def config_rule(field: str, rule: str) -> PydanticCustomError:
-    """A validation error that carries its dotted field name (read back by ``load_config``)."""
-    return PydanticCustomError("config_rule", "{rule}", {"field": field, "rule": rule})
 
 
 #: largest integer any field may hold: beyond 2**53 an int no longer converts to a float exactly, and
@@ -76,8 +70,7 @@ class StrictSection(BaseModel):
 
 
 class ModelConfig(StrictSection, HybridFields):
-    """Model dimensions (spec §3 ``model``; the hybrid-stack fields: :class:`HybridFields`). ``assumed`` maps
-    field -> reason for assumed values."""
+    """Model dimensions (spec §3 ``model``; hybrid stacks: :class:`HybridFields`); ``assumed``: field -> why."""
 
     name: str = "model"
     num_layers: int = Field(ge=1, le=MAX_LAYERS)
@@ -184,7 +177,7 @@ class ModelConfig(StrictSection, HybridFields):
         if self.global_attention_every and self.sliding_window is None:
             raise config_rule("model.global_attention_every", "needs model.sliding_window (the window of the "
                               "other layers); a valid example: {sliding_window: 128, global_attention_every: 2}")
-        if (broken := hybrid.pattern_rule(self)) is not None:
+        if (broken := self.hybrid_rule()) is not None:
             raise config_rule(*broken)
         return self
 

@@ -17,14 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.config.errors import ConfigError
-from estimator.experiments import recipe_notes
-from estimator.experiments.architecture_notes import (
-    HYBRID_SOURCE_FACTS,
-    MODELLED_ACTIVATIONS,
-    REPEATED_MTP_REASON,
-    architecture_from_notes,
-    check_hybrid_facts,
-)
+from estimator.experiments import architecture_notes, recipe_notes
+from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
 from estimator.experiments.bridge_splits import apply_bridge_split
 from estimator.experiments.row_corrections import apply_corrections, batch_section
 from estimator.inputs.recipes import RECIPES
@@ -175,7 +169,7 @@ SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
     ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental"): _mcore_moe_facts(
         "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental", "18e953661e", layout="Et*3|(tt|)*6tmL"
     ),
-    **HYBRID_SOURCE_FACTS,
+    **architecture_notes.HYBRID_SOURCE_FACTS,
 }
 
 
@@ -330,7 +324,7 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
         **architecture_from_notes(notes, attention),
     }
     if model["mtp_layers"] and not _int(row, "mtp_layers"):
-        assumed["mtp_layers"] = REPEATED_MTP_REASON
+        assumed["mtp_layers"] = architecture_notes.REPEATED_MTP_REASON
     if attention == "mla":
         for column in ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim"):
             model[column] = _int(row, column)
@@ -439,7 +433,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
     if options := _options(row):
         config["options"] = options
     _apply_facts(row, config)
-    check_hybrid_facts(row, model)
+    architecture_notes.check_hybrid_facts(row, model)
     recipe_notes.apply_recipe_items(row, config)
     apply_bridge_split(row, config, enabled=recipe_splits)
     apply_corrections(row, config, enabled=recipe_splits)
