@@ -369,6 +369,8 @@ class PrecisionConfig(StrictSection):
     #: Megatron ``--fp8-param-gather`` (Bridge ``fp8_param_gather``): with the distributed optimizer the
     #: updated parameters are all-gathered in the recipe's quantized form (``estimator.perf.stage.gather_bytes``)
     fp8_param_gather: bool = False
+    #: Transformer Engine FP8 fused attention (Megatron-Core ``--fp8-dot-product-attention``): operators.fp8_attention_ops
+    fp8_attention: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -467,6 +469,8 @@ class OptionsConfig(StrictSection):
     grouped_gemm_by_tokens: bool = Field(default=True, description="grouped GEMM efficiency by tokens per expert")
     grouped_op_fuser: bool = Field(default=True, description="train.te_op_fuser: one grouped kernel per cast / GEMM")
     flex_dispatch_per_rank: bool = Field(default=True, description="flex dispatcher: one copy per destination rank")
+    attention_head_dim: bool = Field(default=True, description="flash attention by head dim (HEAD_DIM_EFFICIENCY)")
+    fp8_attention: bool = Field(default=True, description="precision.fp8_attention: attention at the FP8 peak")
     op_sac_recompute: bool = Field(
         default=True,
         description="recompute.selective_ac_option op re-runs what torchtitan's op-level policy recomputes (the "
