@@ -15,8 +15,9 @@ Usage::
 
     .venv/bin/python benchmarks/recipe_accuracy.py [--rows] [--json] [--off]
 
-``--off`` prices with the recipe / CUDA-graph / op-level-SAC mechanisms switched off and without the Bridge
-recipe splits and row corrections (``config_from_measured_row(recipe_splits=False)``): the model before them.
+``--off`` prices with the recipe / CUDA-graph / op-level-SAC / fused-cast / quantized-gather / main_grad-add
+mechanisms switched off and without the Bridge recipe splits, row corrections and the GA / footnote rules
+(``config_from_measured_row(recipe_splits=False, row_rules=False)``): the model before them.
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ BRIDGE = "mbridge_perf_summary_blackwell"
 TITAN = "torchtitan_llama3_h100_202412"
 OFF = {"low_precision_gemms": False, "cuda_graphs": False, "op_sac_recompute": False,
        "grouped_expert_activation": False, "grouped_gemm_by_tokens": False, "flex_dispatch_per_rank": False,
-       "grouped_op_fuser": False, "attention_head_dim": False, "fp8_attention": False}
+       "grouped_op_fuser": False, "fused_quantize": False, "quantized_tp_gather": False, "main_grad_add": False,
+       "attention_head_dim": False, "fp8_attention": False}
 
 
 def _config(row: dict[str, str], off: bool) -> Any:
-    raw = config_from_measured_row(row, recipe_splits=not off)
+    raw = config_from_measured_row(row, recipe_splits=not off, row_rules=not off)
     if off:
         raw["options"] = {**raw.get("options", {}), **OFF}
     return estimator.load_config(raw)

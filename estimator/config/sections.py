@@ -369,8 +369,7 @@ class PrecisionConfig(StrictSection):
     #: Megatron ``--fp8-param-gather`` (Bridge ``fp8_param_gather``): with the distributed optimizer the
     #: updated parameters are all-gathered in the recipe's quantized form (``estimator.perf.stage.gather_bytes``)
     fp8_param_gather: bool = False
-    #: Transformer Engine FP8 fused attention (Megatron-Core ``--fp8-dot-product-attention``): operators.fp8_attention_ops
-    fp8_attention: bool = False
+    fp8_attention: bool = False  #: TE FP8 fused attention (``--fp8-dot-product-attention``; perf.operators)
 
     @model_validator(mode="before")
     @classmethod
@@ -437,25 +436,28 @@ class OptionsConfig(StrictSection):
     tp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of TP comm hidden by compute")
     cp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of CP comm hidden by compute")
     part_coefficients: dict[str, float] | None = Field(
-        default=None, description="optional per-part multipliers (calibration), keys = PerfParts names"
-    )
+        default=None, description="optional per-part multipliers (calibration), keys = PerfParts names")
     ep_tokens_per_expert: list[float] | None = Field(
-        default=None, description="routed tokens per expert (any scale, length num_experts); None = balanced"
-    )
+        default=None, description="routed tokens per expert (any scale, length num_experts); None = balanced")
     torch_compile: bool = Field(
         default=False,
         description="torch.compile of each block (torchtitan); no memory effect modelled: no published source "
                     "states one (estimator.memory.fsdp2.TORCH_COMPILE_MEMORY)",
     )
     expandable_segments: bool = Field(
-        default=False, description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no idle-block reserve terms"
-    )
+        default=False, description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no idle-block reserve terms")
     low_precision_gemms: bool = Field(
         default=True,
         description="price the GEMMs of the linear layers at the recipe's FP8 / FP4 peak with its cast kernels and "
                     "keep the recipe's bytes in memory (estimator.perf.lowp); off: every GEMM at the compute "
                     "dtype's peak and precision.fp8_linear's per-tensor FP8 memory (the model before recipes)",
     )
+    fused_quantize: bool = Field(default=True, description="TE's fused norm + cast, no transposed FP8 copy on "
+                                 "hardware.fp8_gemm_any_layout (estimator.perf.lowp); off: as before")
+    quantized_tp_gather: bool = Field(default=True, description="TE's quantized sequence-parallel all-gathers "
+                                      "(estimator.perf.lowp); off: compute-dtype all-gathers as before")
+    main_grad_add: bool = Field(default=True, description="train.gradient_accumulation_fusion false: Megatron's "
+                                "main_grad add per micro-batch (operators.main_grad_add_op); off: not priced")
     cuda_graphs: bool = Field(
         default=True,
         description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "

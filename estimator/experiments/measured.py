@@ -20,7 +20,7 @@ from estimator.config.errors import ConfigError
 from estimator.experiments import recipe_notes
 from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
 from estimator.experiments.bridge_splits import apply_bridge_split
-from estimator.experiments.row_corrections import apply_corrections
+from estimator.experiments.row_corrections import apply_corrections, batch_section
 from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
 
@@ -326,7 +326,7 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
     return model
 
 
-def _precision(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
+def _precision(row: Mapping[str, str], assumed: dict[str, str], footnote_rule: bool = True) -> dict[str, Any]:
     text = _text(row, "precision").lower() or _default("precision", assumed)
     precision: dict[str, Any] = {"compute": "fp16" if text.startswith("fp16") else "bf16"}
     if "fp8" in text:  # e.g. "bf16+fp8 (--fp8-format hybrid, --fp8-recipe tensorwise)"
@@ -335,7 +335,9 @@ def _precision(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any
             precision["linear_recipe"] = flag.group(1)
     notes = _text(row, "notes")
     items = recipe_notes.recipe_items(notes)
-    if "cuda_graph" in items or "fp8_recipe" in items or text in ("mxfp8", "nvfp4", "fp8-mx", "fp8-cs"):
+    # (row rule: a 25.09 "fp8 (32x32 ...)" row takes the footnote's recipe even without recipe items)
+    stated = text in ("mxfp8", "nvfp4", "fp8-mx", "fp8-cs") or (footnote_rule and text.startswith("fp8 (32x32"))
+    if "cuda_graph" in items or "fp8_recipe" in items or stated:
         recipe, reason = recipe_notes.precision_recipe(_text(row, "precision"), items, notes)
         precision.pop("fp8_linear", None)
         if recipe is not None:
@@ -369,12 +371,14 @@ def _options(row: Mapping[str, str]) -> dict[str, Any]:
 
 
 def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", *,
-                             recipe_splits: bool = True) -> dict[str, Any]:
+                             recipe_splits: bool = True, row_rules: bool = True) -> dict[str, Any]:
     """Config dict (spec §3) for one measured row; ``distributed_optimizer: fsdp`` selects ``fsdp2``.
 
     ``recipe_splits``: the Bridge recipe families' pipeline splits where the notes state none
     (:mod:`estimator.experiments.bridge_splits`) and the documented row corrections
-    (:mod:`estimator.experiments.row_corrections`); False = the row as its notes give it.
+    (:mod:`estimator.experiments.row_corrections`); False = the row as its notes give it. ``row_rules``: a
+    throughput-only row whose GA contradicts its GBS runs the GBS (:func:`row_corrections.batch_section`), and a 25.09 "fp8 (32x32 ...)"
+    row takes its footnote's recipe without recipe items (:func:`_precision`); False = as before them.
     Raises ``ConfigError`` whose ``field`` is the offending CSV column.
     """
     assumed: dict[str, str] = {}
@@ -397,10 +401,8 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
         "micro_batch_size": _int(row, "micro_batch_size", required=True),
         "flash_attention": flash,
     }
-    if (m := _int(row, "num_micro_batches")) is not None:
-        train["num_micro_batches"] = m
-    elif (gbs := _int(row, "global_batch_size")) is not None:
-        train["global_batch_size"] = gbs
+    ga, gbs, mbs, dp = (_int(row, c) for c in ("num_micro_batches", "global_batch_size", "micro_batch_size", "dp"))
+    train.update(batch_section(ga, gbs, mbs, dp, bool(_text(row, "measured_step_ms")), assumed, enabled=row_rules))
     parallel: dict[str, Any] = {
         "tp": _int(row, "tp", required=True),
         "pp": _int(row, "pp", required=True),
@@ -420,7 +422,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
         "train": train,
         "parallel": parallel,
         "recompute": _recompute(row),
-        "precision": _precision(row, assumed),
+        "precision": _precision(row, assumed, row_rules),
         "hardware": {"preset": hardware_preset(_text(row, "hardware")), **({"devices": world} if world else {})},
     }
     if options := _options(row):

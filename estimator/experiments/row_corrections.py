@@ -1,4 +1,4 @@
-"""Explicit corrections of measured rows whose published configuration cannot be what ran.
+"""Explicit corrections of measured rows whose published configuration cannot be what ran, and the GA rule.
 
 The shared CSVs are transcribed as published and read-only. Where a row's own columns contradict a
 rule the framework enforces (the run could not have started with them), the value the estimate uses
@@ -39,3 +39,18 @@ def apply_corrections(row: Mapping[str, str], config: dict[str, Any], *, enabled
         section, key = path.split(".", 1)
         config[section][key] = value
         config["model"].setdefault("assumed", {})[f"correction {path}"] = why
+
+
+def batch_section(ga: int | None, gbs: int | None, mbs: int | None, dp: int | None, step_measured: bool,
+                  assumed: dict[str, str], *, enabled: bool = True) -> dict[str, int]:
+    """``train``'s ``num_micro_batches`` (the published GA) or ``global_batch_size``. The GA rule (``enabled``;
+    off = the published GA as before): a throughput-only row (no measured step: its step is
+    ``GBS · seq / (tokens/s/GPU · GPUs)``, the shared README) whose GA contradicts its GBS (``GA · mbs · dp ≠
+    GBS``) takes the GBS, so the estimate runs the samples its measured step counts; recorded in ``assumed``."""
+    if enabled and ga is not None and gbs is not None and mbs and dp and ga * mbs * dp != gbs and not step_measured:
+        assumed["num_micro_batches"] = (f"published GA {ga} contradicts GBS {gbs} (GA·mbs·dp = {ga * mbs * dp}); the "
+                                        "step derived from throughput counts GBS samples, so global_batch_size is used")
+        return {"global_batch_size": gbs}
+    if ga is not None:
+        return {"num_micro_batches": ga}
+    return {"global_batch_size": gbs} if gbs is not None else {}

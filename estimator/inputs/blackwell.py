@@ -21,6 +21,7 @@ from typing import Any
 from estimator.inputs.device_presets import (
     _ASSUMED_EFF,
     _NET_LAT_US,
+    FP8_ANY_LAYOUT,
     NVIDIA_LEVELS,
     PRESETS,
     _level,
@@ -75,6 +76,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
         "hbm_gib": 268.0,
         "peak_tflops": {"bf16": 2250.0, "fp16": 2250.0, "fp32": 75.0, "fp8": 4500.0, "fp4": 13500.0},
         "devices_per_node": 8,
+        "fp8_gemm_any_layout": True,
         "levels": [_nvlink5(8, "B300"), _scale_out("ib-xdr", 100.0)],
         "efficiency": _efficiency("B300"),
         "provenance": {
@@ -84,6 +86,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
                            "2.25 PFLOPS; fp32 approximate (75 TFLOPS)",
             "levels": f"NVLink 5 1.8 TB/s bidirectional = 900 GB/s per direction in a node of 8; {_CX8}",
             "network": _NET,
+            "fp8_gemm_any_layout": FP8_ANY_LAYOUT,
         },
     },
     "gb200-nvl72": {
@@ -91,6 +94,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
         "hbm_gib": 173.0,
         "peak_tflops": {"bf16": 2500.0, "fp16": 2500.0, "fp32": 80.0, "fp8": 5000.0, "fp4": 10000.0},
         "devices_per_node": 4,
+        "fp8_gemm_any_layout": True,
         "levels": [_nvlink5(72, "GB200 NVL72"), _scale_out("ib-ndr", 50.0)],
         "efficiency": _efficiency("GB200"),
         "provenance": {
@@ -102,6 +106,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
             "levels": f"NVLink 5: 130 TB/s / 72 = 1.8 TB/s per GPU bidirectional = 900 GB/s per direction, one "
                       f"domain of 72 GPUs; {_CX7}",
             "network": _NET,
+            "fp8_gemm_any_layout": FP8_ANY_LAYOUT,
         },
     },
     "gb300-nvl72": {
@@ -109,6 +114,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
         "hbm_gib": 268.0,
         "peak_tflops": {"bf16": 2500.0, "fp16": 2500.0, "fp32": 80.0, "fp8": 5000.0, "fp4": 15000.0},
         "devices_per_node": 4,
+        "fp8_gemm_any_layout": True,
         "levels": [_nvlink5(72, "GB300 NVL72"), _scale_out("ib-xdr", 100.0)],
         "efficiency": _efficiency("GB300"),
         "provenance": {
@@ -120,6 +126,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
             "levels": f"NVLink 5: 130 TB/s / 72 = 1.8 TB/s per GPU bidirectional = 900 GB/s per direction, one "
                       f"domain of 72 GPUs; {_CX8}",
             "network": _NET,
+            "fp8_gemm_any_layout": FP8_ANY_LAYOUT,
         },
     },
 }

@@ -137,6 +137,12 @@ _TITAN_H100 = "pytorch/torchtitan@b5bcd76c66 benchmarks/llama3_h100_202412_torch
 #: SimuMax's H100 file (h100_nvlink.json, read at 160921ca96): group_matmul 0.60, permute_fwd / _bwd 0.25
 _SIMUMAX_H100_MOE = ("MooreThreads/SimuMax@160921ca96", 0.60, 0.25, 0.25)
 
+#: the source of ``fp8_gemm_any_layout`` (compute capability 10.x: B200, B300, GB200, GB300)
+FP8_ANY_LAYOUT = ("NVIDIA/TransformerEngine transformer_engine/pytorch/utils.py is_non_tn_fp8_gemm_supported(): "
+                  "compute capability 10.0 to < 12.0 (or >= 13.0); transformer_engine/common/gemm/cublaslt_gemm.cu: "
+                  "per-tensor FP8 operands read row-wise in either orientation there ('Hopper only supports TN "
+                  "GEMMs for FP8')")
+
 PRESETS: dict[str, dict[str, Any]] = {
     "ascend-910b": {
         "name": "ascend-910b",
@@ -241,6 +247,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "peak_tflops": {"bf16": 2250.0, "fp16": 2250.0, "fp32": 80.0, "fp8": 4500.0, "fp4": 9000.0},
         "devices_per_node": 8,
         "levels": NVIDIA_LEVELS["b200"],
+        "fp8_gemm_any_layout": True,
         "efficiency": _with_grouped_table(_simumax_eff(
             "b200_bf16_ceperm.json", 8000.0, "NVIDIA DGX B200 datasheet: 64 TB/s HBM3e for 8 GPUs = 8 TB/s per GPU",
             0.48780765792034037, 0.7059717796465379, 0.6943225842672003, 0.666, 30.0,
@@ -252,6 +259,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                            "PFLOPS per GPU; bf16 2.25 PFLOPS; fp32 approximate",
             "levels": "NVLink5 1.8 TB/s bidirectional = 900 GB/s per direction; 400 Gb/s InfiniBand per GPU",
             "network": _NVIDIA_NET,
+            "fp8_gemm_any_layout": FP8_ANY_LAYOUT,
         },
     },
 }

@@ -197,6 +197,9 @@ class HardwareSpec(BaseModel):
     levels: list[NetworkLevel] = Field(min_length=1)
     devices: int | None = Field(default=None, ge=1)
     efficiency: DeviceEfficiency | None = None
+    #: the FP8 GEMM takes per-tensor-scaled operands in any layout (non-TN; Blackwell, compute capability
+    #: 10.x), so per-tensor FP8 casts need no transposed copy (estimator.perf.lowp); false: TN only (Hopper)
+    fp8_gemm_any_layout: bool = False
     provenance: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("*", mode="before")

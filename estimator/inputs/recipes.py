@@ -19,7 +19,7 @@ scale inside the cast kernel. Sources per recipe in :data:`RECIPES`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 #: a validated configuration: estimator.config.schema.EstimatorConfig, which imports this module (not imported here, even
@@ -105,6 +105,22 @@ def recipe_of(linear_recipe: str | None, fp8_linear: bool, profile: str) -> Line
     if fp8_linear:
         return RECIPES[DEFAULT_RECIPE.get(profile, "delayed")]
     return None
+
+
+#: per-tensor TE FP8 recipes: on a device with non-TN FP8 GEMMs (``hardware.fp8_gemm_any_layout``) the GEMM
+#: reads their row-wise data in either orientation, so no transposed copy is written or kept
+PER_TENSOR_TE = frozenset({"delayed", "tensorwise"})
+
+
+def on_device(recipe: LinearRecipe, cfg: EstimatorConfig) -> LinearRecipe:
+    """``recipe`` as the device runs it: a per-tensor TE FP8 recipe keeps one (row-wise) copy on
+    ``hardware.fp8_gemm_any_layout`` with ``options.fused_quantize`` on (TransformerEngine
+    ``transformer_engine/pytorch/utils.py`` ``is_non_tn_fp8_gemm_supported``: compute capability 10.x;
+    ``transformer_engine/common/gemm/cublaslt_gemm.cu``: "Hopper only supports TN GEMMs for FP8"; TE's memory
+    test: "FP8 tensor-scaling caches one byte per element" there, two on Hopper); else unchanged."""
+    if recipe.name in PER_TENSOR_TE and cfg.hardware.fp8_gemm_any_layout and cfg.options.fused_quantize:
+        return replace(recipe, columnwise_copy=False)
+    return recipe
 
 
 def stored_recipe(cfg: EstimatorConfig) -> LinearRecipe | None:

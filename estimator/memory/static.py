@@ -28,7 +28,7 @@ from estimator.inputs.params import (
     position_embedding_params,
 )
 from estimator.inputs.profiles import ADAM_STATES, ResolvedBytes, profile_of, resolved_bytes
-from estimator.inputs.recipes import stored_recipe
+from estimator.inputs.recipes import on_device, stored_recipe
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -115,10 +115,13 @@ def _edp_shard(cfg: EstimatorConfig) -> int:
 def fp8_weight_cache(cfg: EstimatorConfig, linear_weights: float) -> StaticBytes:
     """TE's cached quantized weight copies for ``linear_weights`` held elements (0 without FP8): row-wise and
     column-wise, each data + block scales of the recipe (:mod:`estimator.inputs.recipes`: 2 B per-tensor
-    FP8, 2·(1 + 1/32) MXFP8, 2·(0.5 + 1/16) NVFP4)."""
+    FP8, 2·(1 + 1/32) MXFP8, 2·(0.5 + 1/16) NVFP4); per-tensor FP8 on a device with non-TN FP8 GEMMs keeps
+    the row-wise copy only, 1 B (:func:`estimator.inputs.recipes.on_device`)."""
     if not cfg.precision.fp8_linear:
         return StaticBytes()
     recipe = stored_recipe(cfg)
+    if recipe is not None:
+        recipe = on_device(recipe, cfg)
     if recipe is None or recipe.stored_bytes * recipe.copies == FP8_WEIGHT_CACHE_BYTES:
         return StaticBytes(params=linear_weights * FP8_WEIGHT_CACHE_BYTES)
     return StaticBytes(params=linear_weights * recipe.copies * recipe.stored_bytes)  # block scales, FP4

@@ -17,9 +17,39 @@ GEMM of a transformer layer's linear layers (:data:`estimator.inputs.recipes.LIN
   ``c·m·n·q``). A recipe with an ``amax_pass`` reads each of these tensors once more (``+ B`` per element,
   one more kernel per tensor).
 
-Everything else (attention, norms, softmax, router, embedding, output layer, loss, optimizer) keeps
-its own precision. ``options.low_precision_gemms: false`` prices every GEMM at the compute dtype as
-before recipes (bit-identical numbers).
+Transformer Engine's fused casts (``options.fused_quantize``, on by default; off: the casts above
+exactly, bit-identical numbers):
+
+* **the norm quantizes its output** for the GEMMs whose input a ``te.LayerNormLinear`` produces
+  (:data:`NORM_FUSED_GEMMS`: Megatron-Core's TE layer spec builds ``linear_qkv`` and a dense MLP's
+  ``linear_fc1`` as ``TELayerNormColumnParallelLinear``; a MoE layer's pre-MLP norm is a separate
+  ``TENorm``, the router needs its output). TE's ``rmsnorm_fwd`` / ``layernorm_fwd``
+  (``transformer_engine/pytorch/csrc/extensions/normalization.cpp``) pick per quantizer: per-tensor
+  delayed scaling ``FULLY_FUSED`` (the norm kernel writes the FP8 data itself: no cast kernel, no
+  re-read, the 1-byte copy replaces the norm's ``B``-byte output; a transposed copy where the device
+  needs one is one transpose pass), current scaling and NVFP4
+  ``FUSED_NORM_AMAX_FP8`` / ``_NVFP4`` (the norm kernel also reduces the amax: the cast that follows
+  needs no amax pass, one read and one kernel), MXFP8 and blockwise ``UNFUSED`` (a separate cast, as
+  above; cuDNN's fused MXFP8 norm only with ``NVTE_NORM_FWD_USE_CUDNN``);
+* **no transposed FP8 copy on devices with non-TN FP8 GEMMs** (``hardware.fp8_gemm_any_layout``:
+  Blackwell, compute capability 10.x): TE's GEMM reads the row-wise data of a per-tensor FP8 operand
+  in either orientation there (``transformer_engine/common/gemm/cublaslt_gemm.cu``: "Hopper only
+  supports TN GEMMs for FP8"; ``is_non_tn_fp8_gemm_supported``), so the delayed and current-scaling
+  casts write one copy (``c = 1``). MXFP8 / NVFP4 / blockwise scales run along the reduction dimension,
+  so their column-wise copies stay.
+
+**Quantized sequence-parallel all-gathers** (``options.quantized_tp_gather``, on by default; off: BF16
+all-gathers, bit-identical numbers): with sequence parallelism TE quantizes a ``LayerNormLinear``'s
+input *before* its tensor-parallel all-gather and gathers the row-wise quantized data
+(``transformer_engine/pytorch/module/layernorm_linear.py``, "Cast to expected dtype and perform
+tensor-parallel communication": ``gather_along_first_dim(ln_out, tp_group, quantizer=...)``; the
+userbuffers all-gather holds the quantized buffer too), and a row-parallel linear's backward gathers
+its quantized output gradient (``module/base.py`` ``grad_output_preprocess``: "FP8 with all-gather").
+So those all-gathers move ``q`` bytes per element instead of ``B`` (:func:`tp_gather_share`,
+:func:`quantized_tp_gathers`): a dense layer's two
+(into ``qkv`` and ``fc1``), a MoE layer's attention block only (the MoE block's all-gather is the
+token dispatcher's, in the compute dtype); MLA attention gathers before its unfused down-projections
+(not counted). Reduce-scatters carry the GEMMs' high-precision outputs (unchanged).
 """
 
 from __future__ import annotations
@@ -28,7 +58,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from estimator.inputs.profiles import profile_of
-from estimator.inputs.recipes import LINEAR_GEMMS, LinearRecipe, recipe_of
+from estimator.inputs.recipes import LINEAR_GEMMS, LinearRecipe, on_device, recipe_of
+from estimator.perf.comm import Collective
 from estimator.perf.operators import Op, gemm
 
 if TYPE_CHECKING:
@@ -36,6 +67,10 @@ if TYPE_CHECKING:
 
 #: weight-cast share per framework: TE casts once per step (1/micro-batches), torchao every forward
 _CASTS_ONCE_PER_STEP = frozenset({"delayed", "tensorwise", "blockwise", "mxfp8", "nvfp4"})
+#: GEMMs whose input a TE LayerNormLinear (norm + linear in one module) produces (see the module docstring)
+NORM_FUSED_GEMMS = frozenset({"qkv", "mlp_fc1"})
+#: TE's fused norm per recipe (normalization.cpp): "quantized" = FULLY_FUSED, "amax" = FUSED_NORM_AMAX_*
+NORM_FUSION: dict[str, str] = {"delayed": "quantized", "tensorwise": "amax", "nvfp4": "amax"}
 
 
 @dataclass(frozen=True)
@@ -46,6 +81,8 @@ class LowpGemms:
     recipe: LinearRecipe
     peak_scale: float
     weight_cast_share: float
+    #: Transformer Engine's fused norm + cast for :data:`NORM_FUSED_GEMMS` (``options.fused_quantize``)
+    norm_fusion: bool = False
 
 
 def lowp_of(cfg: EstimatorConfig, micro_batches: int) -> LowpGemms | None:
@@ -57,7 +94,8 @@ def lowp_of(cfg: EstimatorConfig, micro_batches: int) -> LowpGemms | None:
         return None
     peaks = cfg.hardware.peak_tflops
     share = 1.0 / max(1, micro_batches) if recipe.name in _CASTS_ONCE_PER_STEP else 1.0
-    return LowpGemms(recipe, peaks[recipe.peak] / peaks[pr.compute], share)
+    fused = o.fused_quantize and recipe.name in _CASTS_ONCE_PER_STEP  # TE recipes (torchao: its own casts)
+    return LowpGemms(on_device(recipe, cfg), peaks[recipe.peak] / peaks[pr.compute], share, fused)
 
 
 def cast_bytes(elements: float, b: int, recipe: LinearRecipe) -> float:
@@ -77,10 +115,29 @@ def quantized_gemm(op: Op, lowp: LowpGemms, b: int) -> list[Op]:
     bw_bytes = (m * n + k * n) * q + m * k * b + (m * k + m * n) * q + k * n * b
     low = replace(op, bytes=fw_bytes, bw_bytes=bw_bytes, variant=f"{op.variant}@{r.peak}", peak_scale=lowp.peak_scale)
     per_tensor = 2.0 if r.amax_pass else 1.0
-    fw_cast = cast_bytes(m * k, b, r) + lowp.weight_cast_share * cast_bytes(k * n, b, r)
-    cast = Op(f"{op.name}_quantize", "elementwise", op.modules, 0.0, fw_cast, per_tensor * (1.0 + lowp.weight_cast_share),
+    fusion = NORM_FUSION.get(r.name) if lowp.norm_fusion and op.name in NORM_FUSED_GEMMS else None
+    if fusion is None:
+        fw_cast = cast_bytes(m * k, b, r) + lowp.weight_cast_share * cast_bytes(k * n, b, r)
+        fw_kernels = per_tensor * (1.0 + lowp.weight_cast_share)
+    else:
+        x_bytes, x_kernels = norm_fused_input_cast(m * k, b, r, fusion)
+        fw_cast = x_bytes + lowp.weight_cast_share * cast_bytes(k * n, b, r)
+        fw_kernels = x_kernels + per_tensor * lowp.weight_cast_share
+    cast = Op(f"{op.name}_quantize", "elementwise", op.modules, 0.0, fw_cast, fw_kernels,
               0.0, cast_bytes(m * n, b, r), per_tensor, op.count, "quantize")
     return [low, cast]
+
+
+def norm_fused_input_cast(elements: float, b: int, recipe: LinearRecipe, fusion: str) -> tuple[float, float]:
+    """(bytes, kernels) the cast of a LayerNormLinear's input adds beside the norm kernel (see the module
+    docstring), ``e`` elements: ``quantized`` (the norm kernel writes the row-wise copy instead of its
+    ``B``-byte output; a transposed copy, where the device needs one, is one more pass reading and
+    writing ``q``): ``max(0, q − B)·e + (c − 1)·2·q·e`` bytes, ``c − 1`` kernels; ``amax`` (the norm
+    reduces the amax): one read and the copies, ``e·B + c·e·q``, one kernel."""
+    q, c = recipe.stored_bytes, recipe.copies
+    if fusion == "quantized":
+        return max(0.0, q - b) * elements + (c - 1) * 2.0 * q * elements, float(c - 1)
+    return elements * b + c * elements * q, 1.0
 
 
 def lowp_ops(ops: list[Op], lowp: LowpGemms | None, b: int) -> list[Op]:
@@ -107,4 +164,28 @@ def frozen_ops(ops: list[Op], gemms: frozenset[str], rank: int, b: int) -> list[
             m, k, n = op.shape
             out += [gemm(f"{op.name}_lora_a", op.modules, m, k, rank, b, op.count),
                     gemm(f"{op.name}_lora_b", op.modules, m, rank, n, b, op.count)]
+    return out
+
+
+def tp_gather_share(cfg: EstimatorConfig, b: int) -> float | None:
+    """``q / B`` of a TE recipe's quantized sequence-parallel all-gather (row-wise data + scales), or None
+    (no TE recipe, ``options.quantized_tp_gather`` off, no sequence parallelism)."""
+    low = lowp_of(cfg, cfg.num_micro_batches)
+    if low is None or not cfg.options.quantized_tp_gather or low.recipe.name not in _CASTS_ONCE_PER_STEP:
+        return None
+    return low.recipe.stored_bytes / b
+
+
+def quantized_tp_gathers(cs: list[Collective], share: float, quantized: float, blocks: float) -> list[Collective]:
+    """A layer's TP collectives ``cs`` with ``quantized`` of its ``blocks`` all-gathers at ``share`` of
+    their bytes (see the module docstring); the rest unchanged. Calls are kept: ``count·f`` quantized
+    and ``count·(1 − f)`` as before, ``f = quantized / blocks``."""
+    f = quantized / blocks
+    out: list[Collective] = []
+    for c in cs:
+        if c.kind != "all_gather":
+            out.append(c)
+            continue
+        out += [Collective("all_gather", c.size_bytes * share, c.group_size, c.count * f),
+                Collective("all_gather", c.size_bytes, c.group_size, c.count * (1.0 - f))]
     return out

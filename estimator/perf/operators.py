@@ -123,6 +123,7 @@ class LayerDims:
     grouped_fused: bool = False  # the experts' casts and GEMMs as TE's op fuser runs them (fused_grouped_experts)
     head_dim_eff: bool = False  # flash attention's efficiency by head dim (options.attention_head_dim, HEAD_DIM_EFFICIENCY)
     fp8_attention: float = 0.0  # TE FP8 fused attention: FP8 peak / compute peak (0: off; precision.fp8_attention)
+    main_grad_add_bytes: float = 0.0  # bytes per weight of the unfused main_grad add (0: none, main_grad_add_op)
 
 
 def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
@@ -318,6 +319,20 @@ def mtp_extra_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
     return [elementwise("mtp_norms", (), 4 * t * h * b, kernels=2, bw_kernels=4),
             elementwise("mtp_concat", (), 4 * t * h * b),
             gemm("mtp_proj", (), t, 2 * h / d.tp, h, b), *head_ops(model, d)]
+
+
+def main_grad_add_op(ops: list[Op], bytes_per_weight: float) -> Op:
+    """Megatron's ``param.main_grad.add_(param.grad.data)`` after each micro-batch's backward when the
+    weight gradient is not accumulated into ``main_grad`` by the GEMM (``--no-gradient-accumulation-fusion``:
+    the wgrad GEMM returns the gradient in the params dtype and the DDP backward hook adds it,
+    NVIDIA/Megatron-LM megatron/core/distributed/distributed_data_parallel.py ``_make_backward_post_hook``).
+    Per weight element of the GEMMs in ``ops`` (``k·n`` per GEMM and copy) it reads ``main_grad`` and the
+    gradient and writes ``main_grad``: ``bytes_per_weight = 2·B_g + B``; one kernel per weight; backward only
+    (not recomputed)."""
+    weights = [op for op in ops if op.op_class == "gemm" and op.shape is not None]
+    elements = sum(op.shape[1] * op.shape[2] * op.count for op in weights if op.shape is not None)
+    kernels = sum(op.count for op in weights)
+    return Op("main_grad_add", "elementwise", (), 0.0, 0.0, 0.0, 0.0, elements * bytes_per_weight, kernels)
 
 
 def optimizer_ops(params_local: float, bytes_per_param: float, grad_bytes: int) -> list[Op]:

@@ -132,6 +132,7 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
         grouped_fused=cfg.train.te_op_fuser and cfg.options.grouped_op_fuser and (
             (low.recipe.name if (low := lowp.lowp_of(cfg, cfg.num_micro_batches)) else None)
             in ops_.GROUPED_TENSOR_RECIPES),
+        main_grad_add_bytes=main_grad_add_bytes(cfg, ctx),
     )
 
 
@@ -143,6 +144,16 @@ def fp8_attention_scale(cfg: EstimatorConfig) -> float:
     if not (cfg.precision.fp8_attention and o.fp8_attention and cfg.train.flash_attention) or o.perf_mode == "score":
         return 0.0
     return peaks["fp8"] / peaks[cfg.precision.compute]
+
+
+def main_grad_add_bytes(cfg: EstimatorConfig, ctx: Ctx) -> float:
+    """Bytes per weight element of Megatron's unfused ``main_grad`` add (:func:`operators.main_grad_add_op`):
+    ``2·B_g + B`` with ``train.gradient_accumulation_fusion`` off under the ``megatron`` profile (no adapter:
+    frozen weights have no gradient) and ``options.main_grad_add`` on; else 0 (not priced, as before)."""
+    tr, o = cfg.train, cfg.options
+    if tr.gradient_accumulation_fusion or not o.main_grad_add or cfg.profile != "megatron" or adapter_of(cfg):
+        return 0.0
+    return float(2 * ctx.b_grad + ctx.b_compute)
 
 
 def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: int | None = None) -> list[ops_.Op]:
@@ -158,6 +169,8 @@ def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: 
         out += ops_.mtp_extra_ops(m, dims)
     if dims.adapter is not None:
         out = lowp.frozen_ops(out, dims.adapter.gemms, dims.adapter.rank, dims.b)
+    if dims.main_grad_add_bytes:
+        out.append(ops_.main_grad_add_op(out, dims.main_grad_add_bytes))
     return out
 
 
@@ -306,6 +319,8 @@ def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_gra
         ops = ops_.head_ops(cfg.model, d) if head else ops_.embedding_ops(cfg.model, d, b_grad)
         if d.adapter is not None:  # the frozen output layer: no weight gradient
             ops = lowp.frozen_ops(ops, frozenset(), d.adapter.rank, d.b)
+        if head and d.main_grad_add_bytes:  # the output layer's weight gradient
+            ops = [*ops, ops_.main_grad_add_op(ops, d.main_grad_add_bytes)]
         return ops_seconds(ops, False, "none", frozenset(), eff, peak, derate)
 
     if is_array(*_dims_arrays(dims)):  # arrays of layouts

@@ -16,7 +16,7 @@ from estimator.inputs import derive, params
 from estimator.inputs.adapters import adapter_of, layer_adapter_params
 from estimator.inputs.profiles import resolved_bytes
 from estimator.inputs.recipes import stored_recipe
-from estimator.perf import comm, compute, graphs, kernels, layers, operators, overlap, roofline
+from estimator.perf import comm, compute, graphs, kernels, layers, lowp, operators, overlap, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context, prices
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
 from estimator.shared.memo import config_memo, kept_property, pricing_key, with_kept_values
@@ -182,6 +182,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         memo["calls", full] = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim)}
     calls = memo["calls", full]
     launches = kernels.PassKernels(0.0, 0.0, 0.0)
+    gather_share = lowp.tp_gather_share(cfg, ctx.b_compute) if any_true(ctx.sp) else None
     for (index, n), (kind, _) in zip(layers.stage_groups(cfg, layout), layout.kind_runs(m), strict=True):
         kind_key = (kind, mode)
         lc = memo.get(("flops", kind_key))
@@ -195,7 +196,11 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
                 eager = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
                 memo["kernels", kind_key] = graphs.layer_launches(graphs.graph_mode(cfg), eager)
             launches += memo["kernels", kind_key].scaled(n)
-        tp_cs += comm.scaled(comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks), calls["tp"] * n)
+        tp_layer = comm.tp_layer_collectives(act_bytes, ctx.tp, ctx.sp, blocks)
+        if gather_share is not None:  # TE's quantized SP all-gathers (estimator.perf.lowp)
+            quantized = float(m.attention != "mla") + (0.0 if lc.moe else 1.0)
+            tp_layer = lowp.quantized_tp_gathers(tp_layer, gather_share, quantized, blocks)
+        tp_cs += comm.scaled(tp_layer, calls["tp"] * n)
         cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n)
         layer_ep = derive.kind_ep(cfg, kind)
         if lc.moe and any_true(layer_ep > 1):  # (arrays: rows with ep = 1 price no EP comm)

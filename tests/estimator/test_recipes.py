@@ -99,9 +99,13 @@ def test_fp8_recipe_lowers_compute_and_the_off_switch_restores_it() -> None:
 
 
 def test_recipe_memory_by_hand() -> None:
-    """Cached weight copies per element: per-tensor FP8 2 (as before recipes), MXFP8 2·(1 + 1/32), NVFP4
+    """Cached weight copies per element: per-tensor FP8 2 (as before recipes; 1 on B200, whose FP8 GEMM reads the
+    row-wise copy in either orientation, ``options.fused_quantize`` off: 2), MXFP8 2·(1 + 1/32), NVFP4
     2·(0.5 + 1/16); with the off-switch the per-tensor bytes whatever the recipe."""
-    assert fp8_weight_cache(_b200("precision.linear_recipe=delayed"), 1000).params == 2000.0
+    assert fp8_weight_cache(_cfg("precision.linear_recipe=delayed"), 1000).params == 2000.0
+    assert fp8_weight_cache(_b200("precision.linear_recipe=delayed"), 1000).params == 1000.0
+    assert fp8_weight_cache(_b200("precision.linear_recipe=delayed", "options.fused_quantize=false"),
+                            1000).params == 2000.0
     assert fp8_weight_cache(_b200("precision.linear_recipe=mxfp8"), 1000).params == 2062.5
     assert fp8_weight_cache(_b200("precision.linear_recipe=nvfp4"), 1000).params == 1125.0
     off = _b200("precision.linear_recipe=nvfp4", "options.low_precision_gemms=false")
