@@ -293,6 +293,11 @@ def _train_rules() -> list[Rule]:
              lambda c: (c.recompute.per_stage is not None) and len(c.recompute.per_stage) != c.parallel.pp,
              lambda c: f"needs one entry per pipeline stage ({c.parallel.pp})", structural=True),
         Rule("precision.linear_recipe", _missing_peak_broken, _missing_peak_message),
+        Rule("precision.fp8_attention",
+             lambda c: c.precision.fp8_attention & c.options.fp8_attention & ("fp8" not in c.hardware.peak_tflops),
+             lambda c: f"FP8 attention runs at the fp8 peak, but hardware {c.hardware.name!r} has no fp8 tensor cores "
+                       f"(hardware.peak_tflops has {', '.join(sorted(c.hardware.peak_tflops))}); it needs Hopper or "
+                       "later; a valid example: precision: {fp8_attention: false}"),
         Rule("precision.compute",
              lambda c: (c.precision.compute == "fp8") & c.options.low_precision_gemms,
              lambda c: "'fp8' would price every operator (attention, norms, softmax, optimizer) at the FP8 peak, "

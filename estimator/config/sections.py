@@ -367,6 +367,7 @@ class PrecisionConfig(StrictSection):
     #: Megatron ``--fp8-param-gather`` (Bridge ``fp8_param_gather``): with the distributed optimizer the
     #: updated parameters are all-gathered in the recipe's quantized form (``estimator.perf.stage.gather_bytes``)
     fp8_param_gather: bool = False
+    fp8_attention: bool = False  #: TE FP8 fused attention (``--fp8-dot-product-attention``; perf.operators)
 
     @model_validator(mode="before")
     @classmethod
@@ -433,19 +434,16 @@ class OptionsConfig(StrictSection):
     tp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of TP comm hidden by compute")
     cp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of CP comm hidden by compute")
     part_coefficients: dict[str, float] | None = Field(
-        default=None, description="optional per-part multipliers (calibration), keys = PerfParts names"
-    )
+        default=None, description="optional per-part multipliers (calibration), keys = PerfParts names")
     ep_tokens_per_expert: list[float] | None = Field(
-        default=None, description="routed tokens per expert (any scale, length num_experts); None = balanced"
-    )
+        default=None, description="routed tokens per expert (any scale, length num_experts); None = balanced")
     torch_compile: bool = Field(
         default=False,
         description="torch.compile of each block (torchtitan); no memory effect modelled: no published source "
                     "states one (estimator.memory.fsdp2.TORCH_COMPILE_MEMORY)",
     )
     expandable_segments: bool = Field(
-        default=False, description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no idle-block reserve terms"
-    )
+        default=False, description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no idle-block reserve terms")
     low_precision_gemms: bool = Field(
         default=True,
         description="price the GEMMs of the linear layers at the recipe's FP8 / FP4 peak with its cast kernels and "
@@ -471,6 +469,8 @@ class OptionsConfig(StrictSection):
     grouped_gemm_by_tokens: bool = Field(default=True, description="grouped GEMM efficiency by tokens per expert")
     grouped_op_fuser: bool = Field(default=True, description="train.te_op_fuser: one grouped kernel per cast / GEMM")
     flex_dispatch_per_rank: bool = Field(default=True, description="flex dispatcher: one copy per destination rank")
+    attention_head_dim: bool = Field(default=True, description="flash attention by head dim (HEAD_DIM_EFFICIENCY)")
+    fp8_attention: bool = Field(default=True, description="precision.fp8_attention: attention at the FP8 peak")
     op_sac_recompute: bool = Field(
         default=True,
         description="recompute.selective_ac_option op re-runs what torchtitan's op-level policy recomputes (the "

@@ -25,7 +25,8 @@ _ITEM = re.compile(r"^([a-z][a-z0-9_.]*)(?:\([^)]*\))?=(.*)$")  # e.g. pp_layout
 PRICED_ITEMS = frozenset({"overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
                           "moe_shared_expert_overlap", "moe_a2a_overlap", "fp8_recipe", "fp4", "cuda_graph", "recompute", "etp", "sequence_parallel",
                           "distributed_optimizer", "pp_layout", "account_for_embedding_in_pipeline_split",
-                          "account_for_loss_in_pipeline_split", "mtp_num_layers", "dispatcher", "te_op_fuser"})
+                          "account_for_loss_in_pipeline_split", "mtp_num_layers", "dispatcher", "te_op_fuser",
+                          "fp8_dot_product_attention"})
 #: overlap switches of the recipe -> the framework flags (estimator.inputs.profiles.OVERLAP_FLAGS); a switch the
 #: notes mark ``[inactive: ...]`` (Bridge turns TP overlap off below TP 2) is off
 OVERLAP_ITEMS = {
@@ -116,6 +117,8 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
             _set(config, path, flag and "[inactive" not in value, f"{item}={value[:60]}", cited)
     if "param_gather=true" in items.get("fp8_recipe", "") + items.get("fp4", ""):
         _set(config, "precision.fp8_param_gather", True, "fp8_param_gather=true", cited)
+    if _flag(items.get("fp8_dot_product_attention", "")):  # Megatron-Core --fp8-dot-product-attention
+        _set(config, "precision.fp8_attention", True, "fp8_dot_product_attention=true", cited)
     if (graph := items.get("cuda_graph")) is not None:
         _set(config, "train.cuda_graph", _cuda_graph(graph), f"cuda_graph={graph}", cited)
     if (rec := items.get("recompute")) is not None and (section := _recompute(rec)) is not None:

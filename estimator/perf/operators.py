@@ -53,6 +53,17 @@ OP_CLASSES = ("gemm", "attention", "elementwise", "optimizer")
 ELEMENTWISE_BACKWARD_BYTES = 1.5
 #: flash-attention backward FLOPs over forward (FlashAttention-2 §3.1)
 FLASH_BACKWARD_FLOPS = 2.5
+#: fused-attention efficiency at head dim d over that at head dim 128, (forward, backward), for the presets' flat
+#: attention factors, which are measured at head dim 128 (every measured shape of SimuMax's
+#: ``b200_bf16_ceperm.json`` ``sdp_fwd`` / ``sdp_bwd`` has qk_head_dim 128, or 192 for MLA): cuDNN on H100 SXM5,
+#: sequence 4k, FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608) Fig. 5 forward without causal mask, 408 vs
+#: 609 TFLOP/s, and Fig. 6 backward, 417 vs 499 TFLOP/s. Hopper's ratio carried to every preset (assumption:
+#: no Blackwell figure by head dim is published); head dims not listed keep the measured factor.
+HEAD_DIM_EFFICIENCY = {64: (408.0 / 609.0, 417.0 / 499.0)}
+#: Transformer Engine FP8 attention's cast kernels per pass (FusedAttnFunc, TE@d0067d0d
+#: ``pytorch/attention/dot_product_attention/backends.py``): forward ``combine_and_quantize`` of Q, K, V and the
+#: output's dequantize, backward dO's quantize and ``combine_and_dequantize`` of dQ, dK, dV
+FP8_ATTENTION_CASTS = 2.0
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,8 @@ class LayerDims:
     grouped_activation: bool = False  # the local experts' activation as one kernel (options.grouped_expert_activation)
     grouped_by_tokens: bool = False  # grouped GEMMs priced by tokens per expert (options.grouped_gemm_by_tokens)
     grouped_fused: bool = False  # the experts' casts and GEMMs as TE's op fuser runs them (fused_grouped_experts)
+    head_dim_eff: bool = False  # flash attention's efficiency by head dim (options.attention_head_dim, HEAD_DIM_EFFICIENCY)
+    fp8_attention: float = 0.0  # TE FP8 fused attention: FP8 peak / compute peak (0: off; precision.fp8_attention)
     main_grad_add_bytes: float = 0.0  # bytes per weight of the unfused main_grad add (0: none, main_grad_add_op)
 
 
@@ -158,8 +171,10 @@ def core_attention_ops(d: LayerDims, a: int, n_kv: int, d_qk: int, d_v: int, key
     if d.flash:
         flops = compute.attention_core_flops(t, d.seq if keys is None else keys, a, d_qk, d_v) / d.tp
         k = as_float(d.ring_blocks)
-        return [Op("flash_attention", "attention", ("core_attn",), flops, q + kv + o, k,
-                   FLASH_BACKWARD_FLOPS * flops, 2.0 * (q + kv + o), 2.0 * k)]
+        variant = f"hd{d_qk}" if d.head_dim_eff and d_qk == d_v and d_qk in HEAD_DIM_EFFICIENCY else ""
+        flash = Op("flash_attention", "attention", ("core_attn",), flops, q + kv + o, k,
+                   FLASH_BACKWARD_FLOPS * flops, 2.0 * (q + kv + o), 2.0 * k, variant=variant)
+        return fp8_attention_ops(flash, (q + kv + o) / b, b, d.fp8_attention) if d.fp8_attention else [flash]
     scores = d.batch * heads * (t / d.batch) * d.seq  # b·(a/tp)·(s/cp)·s
     qk = Op("attn_scores", "gemm", ("core_attn",), 2.0 * scores * d_qk, q + kv / 2 + scores * b, 1.0,
             4.0 * scores * d_qk, 2.0 * (q + kv / 2 + scores * b), 2.0)
@@ -172,6 +187,20 @@ def core_attention_ops(d: LayerDims, a: int, n_kv: int, d_qk: int, d_v: int, key
         pv,
         elementwise("attn_permute", ("core_attn",), 2 * o),
     ]
+
+
+def fp8_attention_ops(flash: Op, elements: float, b: int, peak_scale: float) -> list[Op]:
+    """Transformer Engine's FP8 fused attention (cuDNN; Megatron-Core ``--fp8-dot-product-attention``): the
+    kernel at the FP8 peak (``peak_scale`` = FP8 peak / compute peak, the attention efficiency of the compute
+    dtype: assumption, no FP8 attention efficiency is published for the presets) reading and writing 1 byte
+    per element of Q, K, V, O (forward) and dO, dQ, dK, dV (backward) instead of ``b``, and its casts
+    (:data:`FP8_ATTENTION_CASTS` kernels per pass), each element read in ``b`` bytes and written in 1 (or the
+    reverse): ``(b + 1)·elements`` bytes per pass, ``elements`` = those of Q, K, V and O."""
+    low = replace(flash, bytes=flash.bytes / b, bw_bytes=flash.bw_bytes / b, variant=f"{flash.variant}@fp8",
+                  peak_scale=peak_scale)
+    moved = (b + 1) * elements
+    cast = elementwise("attn_fp8_cast", flash.modules, moved, FP8_ATTENTION_CASTS, FP8_ATTENTION_CASTS, moved)
+    return [cast, low]
 
 
 def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> list[Op]:

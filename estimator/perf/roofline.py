@@ -65,6 +65,8 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
         base, _, low = variant.partition("@")
         if op_class == "attention":
             e = eff.attention_bwd if backward else eff.attention_fwd
+            if base.startswith("hd"):  # head dim other than the measured 128 (ops_.HEAD_DIM_EFFICIENCY)
+                e *= ops_.HEAD_DIM_EFFICIENCY[int(base[2:])][1 if backward else 0]
         elif low and eff.low_precision_matmul(low) is not None:
             e = cast(float, eff.low_precision_matmul(low))
         elif base == "grouped" and (type(grouped_tokens) is ARRAY or grouped_tokens) and \
@@ -125,12 +127,23 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
         tp=ctx.tp, cp=ctx.cp, b=ctx.b_compute, flash=cfg.train.flash_attention, ring_blocks=ring,
         imbalance=ctx.expert_imbalance, lowp=lowp.lowp_of(cfg, cfg.num_micro_batches), adapter=adapter_of(cfg),
         grouped_activation=cfg.options.grouped_expert_activation,
-        grouped_by_tokens=cfg.options.grouped_gemm_by_tokens,
+        grouped_by_tokens=cfg.options.grouped_gemm_by_tokens, head_dim_eff=cfg.options.attention_head_dim,
+        fp8_attention=fp8_attention_scale(cfg),
         grouped_fused=cfg.train.te_op_fuser and cfg.options.grouped_op_fuser and (
             (low.recipe.name if (low := lowp.lowp_of(cfg, cfg.num_micro_batches)) else None)
             in ops_.GROUPED_TENSOR_RECIPES),
         main_grad_add_bytes=main_grad_add_bytes(cfg, ctx),
     )
+
+
+def fp8_attention_scale(cfg: EstimatorConfig) -> float:
+    """FP8 peak / compute peak when the fused attention runs in FP8 (``precision.fp8_attention`` with
+    ``options.fp8_attention``, flash attention, not ``score`` mode), else 0. A missing FP8 peak is refused at
+    load (:mod:`estimator.config.rules`)."""
+    o, peaks = cfg.options, cfg.hardware.peak_tflops
+    if not (cfg.precision.fp8_attention and o.fp8_attention and cfg.train.flash_attention) or o.perf_mode == "score":
+        return 0.0
+    return peaks["fp8"] / peaks[cfg.precision.compute]
 
 
 def main_grad_add_bytes(cfg: EstimatorConfig, ctx: Ctx) -> float:
