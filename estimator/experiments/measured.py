@@ -383,12 +383,15 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
     (:mod:`estimator.experiments.bridge_splits`) and the documented row corrections
     (:mod:`estimator.experiments.row_corrections`); False = the row as its notes give it. ``row_rules``: a
     throughput-only row whose GA contradicts its GBS runs the GBS (:func:`row_corrections.batch_section`), and a 25.09 "fp8 (32x32 ...)"
-    row takes its footnote's recipe without recipe items (:func:`_precision`); False = as before them.
+    row takes its footnote's recipe without recipe items (:func:`_precision`), and an empty
+    ``distributed_optimizer`` column with the recipe item ``fsdp=true(...)`` reads as ``fsdp``; False = as before them.
     Raises ``ConfigError`` whose ``field`` is the offending CSV column.
     """
     assumed: dict[str, str] = {}
     model = _model(row, assumed)
     dist = _text(row, "distributed_optimizer").lower()
+    if not dist and row_rules and recipe_notes.recipe_items(row.get("notes") or "").get("fsdp", "").startswith("true"):
+        dist, assumed["distributed_optimizer"] = "fsdp", "fsdp: the notes' recipe item fsdp=true(...) (column empty)"
     dist_opt: bool | None
     if dist == "fsdp":
         profile, dist_opt = "fsdp2", True
