@@ -10,7 +10,9 @@ Three conventions (``Profile.sharding``):
 - ``fsdp2``: fp32 params, grads and Adam states all over dp·cp (experts over expert-DP).
 ``optimizer_states`` includes the fp32 master copy where one exists. With
 ``precision.fp8_linear`` the ``megatron`` profile adds Transformer Engine's cached FP8 weight
-copies to ``params`` (``FP8_WEIGHT_CACHE_BYTES`` per linear weight held).
+copies to ``params`` (``FP8_WEIGHT_CACHE_BYTES`` per linear weight held); with
+``precision.fp8_param_gather`` those copies are the parameters and no BF16 copy is held
+(:func:`fp8_params_in_place`).
 """
 
 from __future__ import annotations
@@ -127,6 +129,18 @@ def fp8_weight_cache(cfg: EstimatorConfig, linear_weights: float) -> StaticBytes
     return StaticBytes(params=linear_weights * recipe.copies * recipe.stored_bytes)  # block scales, FP4
 
 
+def fp8_params_in_place(cfg: EstimatorConfig, linear_weights: float, param_bytes: float) -> StaticBytes:
+    """``precision.fp8_param_gather`` (Megatron ``--fp8-param-gather``): the linear weights are created
+    under TE's ``fp8_model_init`` / ``quantized_model_init``, so the quantized tensor *is* the parameter and
+    no compute-dtype copy is held (Megatron-Core arguments: "Keep the compute param in fp8 (do not use any
+    other intermediate dtype)"; TE docs of ``fp8_model_init``: parameters stored only in FP8, the optimizer
+    keeps the fp32 master copy). Bytes: ``− linear_weights · B_p`` beside :func:`fp8_weight_cache`, whose
+    quantized copies remain; 0 without FP8 linears or the flag (numbers as before)."""
+    if not (cfg.precision.fp8_linear and cfg.precision.fp8_param_gather):
+        return StaticBytes()
+    return StaticBytes(params=-linear_weights * param_bytes)
+
+
 def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> StaticBreakdown:
     """Megatron-Core static memory of one layer: 2 + 4 B held, 12 B over DP (facts §1.2, §4.1).
 
@@ -137,10 +151,13 @@ def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Sta
     linear_non_exp = (lp.non_expert - lp.replicated) / t + lp.mla_replicated
     etp = expert_groups(cfg).etp
     routed, shared = lp.routed / (ep * etp), lp.shared / t
+    def quantized(n: float) -> StaticBytes:
+        return fp8_weight_cache(cfg, n) + fp8_params_in_place(cfg, n, b.params)
+
     return StaticBreakdown(
-        non_expert=_per_param(held_non_exp, b, _dp_shard(cfg), 1, 1) + fp8_weight_cache(cfg, linear_non_exp),
-        routed=_per_param(routed, b, _edp_shard(cfg), 1, 1) + fp8_weight_cache(cfg, routed),
-        shared=_per_param(shared, b, _dp_shard(cfg), 1, 1) + fp8_weight_cache(cfg, shared),
+        non_expert=_per_param(held_non_exp, b, _dp_shard(cfg), 1, 1) + quantized(linear_non_exp),
+        routed=_per_param(routed, b, _edp_shard(cfg), 1, 1) + quantized(routed),
+        shared=_per_param(shared, b, _dp_shard(cfg), 1, 1) + quantized(shared),
     )
 
 

@@ -13,7 +13,7 @@ import estimator
 from estimator.config.errors import ConfigError
 from estimator.inputs import adapters, recipes
 from estimator.inputs.hardware import preset
-from estimator.memory.static import fp8_weight_cache, layer_static
+from estimator.memory.static import fp8_params_in_place, fp8_weight_cache, layer_static
 from estimator.perf import graphs, lowp, operators, roofline
 from estimator.perf.context import context
 from estimator.perf.kernels import PassKernels, head_pass_kernels
@@ -112,6 +112,20 @@ def test_recipe_memory_by_hand() -> None:
     assert fp8_weight_cache(off, 1000).params == 2000.0
     assert estimator.estimate_memory(_b200("precision.linear_recipe=mxfp8")).peak_mb > estimator.estimate_memory(
         _b200("precision.linear_recipe=delayed")).peak_mb
+
+
+def test_fp8_param_gather_holds_no_compute_dtype_copy_by_hand() -> None:
+    """``precision.fp8_param_gather``: the quantized weight is the parameter, so the 2 B BF16 copy of each held
+    linear weight goes (1000 weights: −2000 B) and the quantized copies stay (MXFP8 on B200: 2062.5 B); off
+    without the flag or without FP8 linears (numbers as before)."""
+    on = _b200("precision.linear_recipe=mxfp8", "precision.fp8_param_gather=true")
+    assert fp8_params_in_place(on, 1000, 2.0).params == -2000.0
+    assert fp8_weight_cache(on, 1000).params + fp8_params_in_place(on, 1000, 2.0).params == 62.5
+    assert fp8_params_in_place(_b200("precision.linear_recipe=mxfp8"), 1000, 2.0).params == 0.0
+    assert fp8_params_in_place(_cfg("precision.fp8_param_gather=true"), 1000, 2.0).params == 0.0
+    held = estimator.estimate_memory(_b200("precision.linear_recipe=mxfp8")).stages[0].components["params"]
+    kept = estimator.estimate_memory(on).stages[0].components["params"]
+    assert 0 < kept < held
 
 
 def test_fp4_on_hardware_without_fp4_names_file_field_rule(tmp_path: Path) -> None:
