@@ -135,8 +135,9 @@ def fp8_params_in_place(cfg: EstimatorConfig, linear_weights: float, param_bytes
     no compute-dtype copy is held (Megatron-Core arguments: "Keep the compute param in fp8 (do not use any
     other intermediate dtype)"; TE docs of ``fp8_model_init``: parameters stored only in FP8, the optimizer
     keeps the fp32 master copy). Bytes: ``− linear_weights · B_p`` beside :func:`fp8_weight_cache`, whose
-    quantized copies remain; 0 without FP8 linears or the flag (numbers as before)."""
-    if not (cfg.precision.fp8_linear and cfg.precision.fp8_param_gather):
+    quantized copies remain; 0 without FP8 linears, without the flag, or with the recipe mechanisms off
+    (``options.low_precision_gemms: false``, :func:`estimator.inputs.recipes.stored_recipe`): numbers as before."""
+    if not (cfg.precision.fp8_linear and cfg.precision.fp8_param_gather) or stored_recipe(cfg) is None:
         return StaticBytes()
     return StaticBytes(params=-linear_weights * param_bytes)
 

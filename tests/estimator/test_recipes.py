@@ -123,6 +123,8 @@ def test_fp8_param_gather_holds_no_compute_dtype_copy_by_hand() -> None:
     assert fp8_weight_cache(on, 1000).params + fp8_params_in_place(on, 1000, 2.0).params == 62.5
     assert fp8_params_in_place(_b200("precision.linear_recipe=mxfp8"), 1000, 2.0).params == 0.0
     assert fp8_params_in_place(_cfg("precision.fp8_param_gather=true"), 1000, 2.0).params == 0.0
+    off = _b200("precision.linear_recipe=mxfp8", "precision.fp8_param_gather=true", "options.low_precision_gemms=false")
+    assert fp8_params_in_place(off, 1000, 2.0).params == 0.0  # the recipe mechanisms' off-switch
     held = estimator.estimate_memory(_b200("precision.linear_recipe=mxfp8")).stages[0].components["params"]
     kept = estimator.estimate_memory(on).stages[0].components["params"]
     assert 0 < kept < held
