@@ -469,6 +469,7 @@ class OptionsConfig(StrictSection):
     grouped_gemm_by_tokens: bool = Field(default=True, description="grouped GEMM efficiency by tokens per expert")
     grouped_op_fuser: bool = Field(default=True, description="train.te_op_fuser: one grouped kernel per cast / GEMM")
     flex_dispatch_per_rank: bool = Field(default=True, description="flex dispatcher: one copy per destination rank")
+    flex_dispatch_per_node: bool = Field(default=True, description="flex dispatcher over NVLink domains: one copy per domain")
     attention_head_dim: bool = Field(default=True, description="flash attention by head dim (HEAD_DIM_EFFICIENCY)")
     fp8_attention: bool = Field(default=True, description="precision.fp8_attention: attention at the FP8 peak")
     op_sac_recompute: bool = Field(

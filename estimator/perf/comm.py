@@ -107,6 +107,30 @@ def ep_dispatch_tokens_flex(tokens: float, topk: int, experts: int, ep: int) -> 
     return tokens * ep * (1.0 - miss)
 
 
+def ep_layer_collectives_by_node(
+    rank_copies: float, node_copies: float, width: int, bytes_compute: float, ep: int, ranks_per_node: int
+) -> tuple[list[Collective], list[Collective]]:
+    """Forward EP exchange of one MoE layer for one micro-batch with the flex dispatcher's hierarchical
+    kernels, when the EP group spans ``N = ep/g`` domains of ``g`` members: (inside a domain, between domains).
+
+    Between domains a token crosses the scale-out network once per destination domain holding any of its
+    experts (``node_copies`` = :func:`ep_dispatch_tokens_flex` with the ``N`` domains as the ranks: an
+    all-to-all over the ``N`` domains of ``node_copies·w·B_c``, wire ``(N−1)/N`` of it); inside the domain
+    the receiving GPU forwards each copy to the local ranks holding its experts (``rank_copies`` = the
+    per-rank copies: an all-to-all over the ``g`` local members, wire ``(g−1)/g``). Dispatch + combine
+    each (2 calls); the two levels are summed (serial), as :func:`estimator.perf.network.all_to_all_time_s`.
+
+    Source: DeepEP's internode normal kernels send one RDMA token per destination node carrying the mask
+    of its local ranks (``SourceMeta.is_token_in_nvl_rank_bits``, ``NUM_MAX_NVL_PEERS`` = 8) and forward
+    over NVLink (deepseek-ai/DeepEP ``csrc/kernels/internode.cu``); HybridEP's hierarchical design: RDMA
+    between nodes, NVLink (TMA) inside (deepseek-ai/DeepEP hybrid-ep ``docs/README_Hybrid-EP.md``).
+    """
+    nodes = ep // ranks_per_node
+    inside = [Collective("all_to_all", rank_copies * width * bytes_compute, ranks_per_node, 2)]
+    between = [Collective("all_to_all", node_copies * width * bytes_compute, nodes, 2)]
+    return inside, between
+
+
 def ep_dispatch_tokens_imbalanced(
     tokens: float, topk: int, tokens_per_expert: Sequence[float], ep: int
 ) -> float:

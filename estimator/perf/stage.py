@@ -16,7 +16,7 @@ from estimator.inputs import derive, params
 from estimator.inputs.adapters import adapter_of, layer_adapter_params
 from estimator.inputs.profiles import resolved_bytes
 from estimator.inputs.recipes import stored_recipe
-from estimator.perf import comm, compute, graphs, kernels, layers, lowp, operators, overlap, roofline
+from estimator.perf import comm, compute, graphs, kernels, layers, lowp, network, operators, overlap, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context, prices
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
 from estimator.shared.memo import config_memo, kept_property, pricing_key, with_kept_values
@@ -174,7 +174,8 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
     cp_cs: list[comm.Collective] = []
     if "per_layer" not in memo:
         memo["per_layer"] = _per_layer_traffic(cfg, ctx)
-    act_bytes, dispatch, cp_dim, cp_layer = memo["per_layer"]
+    act_bytes, dispatch, cp_dim, cp_layer, by_node = memo["per_layer"]
+    ep_node_cs: list[comm.Collective] = []
     stage_ep = 1
     mode = cfg.stage_recompute(layout.stage)
     full = mode == "full"
@@ -206,7 +207,13 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         layer_ep = derive.kind_ep(cfg, kind)
         if lc.moe and any_true(layer_ep > 1):  # (arrays: rows with ep = 1 price no EP comm)
             stage_ep = maximum(stage_ep, layer_ep)
-            ep_a2a = comm.ep_layer_collectives(dispatch, m.moe_latent_size or m.hidden_size, ctx.b_compute, layer_ep)
+            width = m.moe_latent_size or m.hidden_size
+            if by_node is None:
+                ep_a2a = comm.ep_layer_collectives(dispatch, width, ctx.b_compute, layer_ep)
+            else:  # the flex dispatcher's hierarchical kernels (an EP group over several NVLink domains)
+                ep_a2a, between = comm.ep_layer_collectives_by_node(dispatch, by_node[0], width, ctx.b_compute,
+                                                                    layer_ep, by_node[1])
+                ep_node_cs += comm.scaled(between, calls["ep"] * n)
             ep_cs += comm.scaled(ep_a2a, calls["ep"] * n)
     if layout.has_head:
         head = compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab) / (ctx.tp * ctx.cp)
@@ -226,7 +233,8 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         timed, optimizer, by_class = [roof.forward, roof.backward, roof.recompute], roof.optimizer, roof.by_class
     values = {
         "tp": comm_value(cfg, ctx, tp_cs, 1, "tp"),
-        "ep": comm_value(cfg, ctx, ep_cs, ctx.t_exp, "ep"),
+        "ep": comm_value(cfg, ctx, ep_cs, ctx.t_exp, "ep") + (
+            comm_value(cfg, ctx, ep_node_cs, by_node[1] * ctx.t_exp, "ep") if by_node is not None else 0.0),
         "cp": comm_value(cfg, ctx, cp_cs, ctx.tp, "cp"),
         "dp": comm_value(cfg, ctx, dp_cs, ctx.tp, "dp") + comm_value(cfg, ctx, dp_cs_exp, dp_stride_exp, "dp"),
     }
@@ -246,7 +254,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         fw_flops=fw,
         cp_dim=cp_dim,
         tp_bytes=sum(map(comm.wire_bytes, tp_cs)),
-        ep_bytes=sum(map(comm.wire_bytes, ep_cs)),
+        ep_bytes=sum(map(comm.wire_bytes, ep_cs + ep_node_cs)),
         cp_bytes=sum(map(comm.wire_bytes, cp_cs)),
         dp_bytes=sum(map(comm.wire_bytes, dp_cs + dp_cs_exp)),
         host_fw=host[0], host_bw=host[1], host_rec=host[2],
@@ -279,24 +287,45 @@ def _hidden(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, values: 
     return {dim: maximum(0.0, values[dim] - exposed[dim]) for dim in values}
 
 
-def _per_layer_traffic(cfg: EstimatorConfig, ctx: Ctx) -> tuple[float, float, str, list[comm.Collective]]:
+def _per_layer_traffic(
+    cfg: EstimatorConfig, ctx: Ctx
+) -> tuple[float, float, str, list[comm.Collective], tuple[float, int] | None]:
     """What every layer of the config sends, whatever its stage: the TP activation ``b·(s/cp)·h·B_c``,
     the EP dispatch tokens (balanced, the flex dispatcher's one copy per rank, or from the given routing
-    load), the CP dimension and a layer's
-    forward CP collectives (:func:`stage_cost` reads them once per config)."""
+    load), the CP dimension, a layer's forward CP collectives and, for the flex dispatcher's hierarchical
+    exchange (:func:`_by_node`), the copies per destination domain and the EP members per domain
+    (:func:`stage_cost` reads them once per config)."""
     m = cfg.model
     local_tokens = ctx.tokens / ctx.cp
     act_bytes = local_tokens * m.hidden_size * ctx.b_compute
     sent = local_tokens / where(ctx.sp, ctx.tp, 1)
+    by_node = None
     if ctx.tokens_per_expert is None and cfg.parallel.moe_token_dispatcher == "flex" and \
             cfg.options.flex_dispatch_per_rank and m.num_experts > 1:
         dispatch = comm.ep_dispatch_tokens_flex(sent, m.moe_topk, m.num_experts, ctx.ep)
+        by_node = _by_node(cfg, ctx, sent)
     elif ctx.tokens_per_expert is None:
         dispatch = comm.ep_dispatch_tokens_balanced(sent, m.moe_topk)
     else:
         dispatch = comm.ep_dispatch_tokens_imbalanced(sent, m.moe_topk, ctx.tokens_per_expert, ctx.ep)
     cp_dim = "cp_a2a" if cfg.parallel.cp_comm_type == "a2a" else "cp"
-    return act_bytes, dispatch, cp_dim, layers.cp_layer_collectives(m, ctx, local_tokens, cp_dim)
+    return act_bytes, dispatch, cp_dim, layers.cp_layer_collectives(m, ctx, local_tokens, cp_dim), by_node
+
+
+def _by_node(cfg: EstimatorConfig, ctx: Ctx, sent: float) -> tuple[float, int] | None:
+    """The flex dispatcher's hierarchical exchange (``options.flex_dispatch_per_node``; priced in seconds
+    only, score mode and P4 bytes keep the flat all-to-all): ``(copies per destination domain, g)`` with
+    ``g`` the EP members inside one innermost network domain (``network.members_per_domain``), or the
+    whole group where ``g`` does not divide ``ep`` — then the exchange is the flat all-to-all
+    (:func:`comm.ep_layer_collectives_by_node` with ``g = ep`` is :func:`comm.ep_layer_collectives`)."""
+    if not cfg.options.flex_dispatch_per_node or ctx.score or not cfg.options.convert_ep_comm_to_time:
+        return None
+    m = cfg.model
+    g = network.members_per_domain(ctx.ep, ctx.t_exp, ctx.levels)[0]
+    g = where(ctx.ep % g == 0, g, ctx.ep)
+    if type(g) is not ARRAY and g == ctx.ep:  # one domain holds the group: the flat all-to-all
+        return None
+    return comm.ep_dispatch_tokens_flex(sent, m.moe_topk, m.num_experts, ctx.ep // g), g
 
 
 def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> tuple[float, float]:

@@ -202,3 +202,49 @@ def test_op_fuser_applies_where_te_has_grouped_quantization(recipe: str | None, 
     assert layer_dims(cfg, config_context(cfg)).grouped_fused is fused
     off = estimator.load_config(cfg, {"options.grouped_op_fuser": False})
     assert layer_dims(off, config_context(off)).grouped_fused is False
+
+
+def test_flex_dispatch_across_nodes_sends_one_copy_per_destination_node() -> None:
+    """E = 16 experts, k = 2, ep = 16 over 2 domains of g = 8 (one expert per rank, 8 per domain).
+    Per rank: a token reaches its k = 2 ranks (C(15,2)/C(16,2) = 105/120 miss → 16·(1 − 7/8) = 2 copies).
+    Per domain: a domain misses both experts with C(8,2)/C(16,2) = 28/120 = 7/30, so a token reaches
+    2·(1 − 7/30) = 46/30 domains, of which (N−1)/N = 1/2 are remote: 23/30 copies cross the network per token,
+    where the flat all-to-all sends 8/16 of its 2 copies = 1 copy per token (30/30)."""
+    from estimator.perf import comm, network
+
+    t, w, b = 1000.0, 64, 2.0
+    rank_copies = comm.ep_dispatch_tokens_flex(t, 2, 16, 16)
+    node_copies = comm.ep_dispatch_tokens_flex(t, 2, 16, 2)
+    assert rank_copies == pytest.approx(2000.0, rel=1e-12)
+    assert node_copies == pytest.approx(t * 46 / 30, rel=1e-12)
+    inside, between = comm.ep_layer_collectives_by_node(rank_copies, node_copies, w, b, 16, 8)
+    assert [(c.kind, c.group_size, c.count) for c in inside + between] == [("all_to_all", 8, 2), ("all_to_all", 2, 2)]
+    assert comm.wire_bytes(between[0]) == pytest.approx(2 * t * 23 / 30 * w * b, rel=1e-12)  # 2 calls
+    assert comm.wire_bytes(inside[0]) == pytest.approx(2 * 2000 * 7 / 8 * w * b, rel=1e-12)
+    # priced on a synthetic two-level network (NVLink domain of 8 at 400 GB/s, network 50 GB/s, no latency):
+    # inside 7·(2000·128/8)/400e9 per call, between over the 2 domains at stride 8: 1·(t·46/30·128/2)/50e9
+    levels = (network.Level(8, 400.0), network.Level(None, 50.0))
+    inner_s = network.collectives_time_s(inside, 1, levels)
+    outer_s = network.collectives_time_s(between, 8, levels)
+    assert inner_s == pytest.approx(2 * 7 * (2000 * 128 / 8) / 400e9, rel=1e-12)
+    assert outer_s == pytest.approx(2 * (t * 46 / 30 * 128 / 2) / 50e9, rel=1e-12)
+    flat_s = network.collectives_time_s(comm.ep_layer_collectives(rank_copies, w, b, 16), 1, levels)
+    assert flat_s == pytest.approx(2 * (7 * 2000 * 128 / 16 / 400e9 + 8 * 2000 * 128 / 16 / 50e9), rel=1e-12)
+    assert inner_s + outer_s < flat_s
+
+
+def test_flex_dispatch_per_node_prices_less_ep_time_across_nodes_and_the_switch_restores_it() -> None:
+    """ep 16 over two 8-GPU nodes (h100-80g): the per-node exchange prices less EP time than the flat
+    all-to-all; options.flex_dispatch_per_node false gives the per-rank numbers bit for bit; inside one
+    node (ep 8) both are the same."""
+    model = {**SYNTHETIC_MOE_MODEL, "num_experts": 16}
+
+    def report(ep: int, switch: bool) -> estimator.PerfReport:
+        run = synthetic_run(model, parallel={"tp": 1, "pp": 1, "dp": 16, "ep": ep, "moe_token_dispatcher": "flex"},
+                            options={"flex_dispatch_per_node": switch})
+        return estimator.estimate_perf(estimator.load_config(run))
+
+    on, off = report(16, True), report(16, False)
+    assert 0 < on.perf_parts["EP_COMM"] < off.perf_parts["EP_COMM"]
+    inside_on, inside_off = report(8, True), report(8, False)
+    assert inside_on.perf_parts == inside_off.perf_parts and inside_on.total == inside_off.total

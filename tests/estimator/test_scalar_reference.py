@@ -30,6 +30,7 @@ def test_same_inputs_as_stored() -> None:
 OFF = {"options.low_precision_gemms": False, "options.cuda_graphs": False, "options.adapters": False,
        "options.op_sac_recompute": False, "options.grouped_expert_activation": False,
        "options.grouped_gemm_by_tokens": False, "options.flex_dispatch_per_rank": False,
+       "options.flex_dispatch_per_node": False,
        "options.grouped_op_fuser": False, "options.fused_quantize": False, "options.quantized_tp_gather": False,
        "options.main_grad_add": False, "options.attention_head_dim": False, "options.fp8_attention": False}
 #: stored configs whose numbers the recipe mechanisms change (FP8 linears: their GEMMs at the FP8 peak;
