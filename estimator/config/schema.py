@@ -25,13 +25,13 @@ from estimator.config.loading import (
     read_yaml,
     resolve_model_ref,
 )
+from estimator.config.options import OptionsConfig
 from estimator.config.rules import first_broken
 from estimator.config.sections import (
     PERF_PART_NAMES,
     RECOMPUTE_MODULES,
     AdapterConfig,
     ModelConfig,
-    OptionsConfig,
     ParallelConfig,
     PrecisionConfig,
     RecomputeConfig,

@@ -1,5 +1,5 @@
 """Sections of the estimator configuration (spec §3, §5): model, train, parallel, recompute,
-precision, options. Each is a frozen pydantic model that rejects unknown fields; ``EstimatorConfig``
+precision (options: ``estimator.config.options``). Each is a frozen pydantic model that rejects unknown fields; ``EstimatorConfig``
 (``estimator.config.schema``) puts them together and checks the cross-field rules.
 """
 
@@ -7,13 +7,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from estimator.config.errors import config_rule as config_rule
 from estimator.config.errors import did_you_mean
 from estimator.config.hybrid_fields import HybridFields
 from estimator.inputs.recipes import RecipeName
-from estimator.inputs.runtime_buffer import SEED_SAFETY_BUFFER_MB
 from estimator.shared.numbers import no_boolean
 
 RecomputeMode = Literal["none", "selective", "full"]
@@ -351,11 +358,12 @@ class PrecisionConfig(StrictSection):
     compute: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
     grads: Literal["fp32", "bf16", "fp16"] | None = None
     optimizer_states: Literal["fp32", "bf16", "fp16"] | None = None
-    #: linear layers run in FP8 (Megatron ``--fp8-format`` through Transformer Engine; torchtitan
-    #: ``--float8.enable_float8_linear`` through torchao ``Float8Linear``); the ``megatron`` profile
-    #: then counts TE's cached FP8 weight copies (``memory.static``), the ``fsdp2`` profile nothing
-    #: more unless ``fsdp_float8_all_gather`` (``memory.fsdp2``)
+    #: linear layers run in FP8 (Megatron ``--fp8-format`` / TE; torchtitan ``--float8.enable_float8_linear`` /
+    #: torchao ``Float8Linear``); ``megatron`` then counts TE's cached FP8 weight copies (``memory.static``)
     fp8_linear: bool = False
+    #: Megatron ``--first-last-layers-bf16`` (start, end): the first / last N main-stack layers outside the
+    #: low-precision recipe (``estimator.perf.lowp.bf16_layers``; time only)
+    bf16_layers_at_ends: tuple[NonNegativeInt, NonNegativeInt] = (0, 0)
     #: FSDP2 all-gathers the Float8Linear weights in float8 (torchtitan
     #: ``--float8.enable_fsdp_float8_all_gather``, default off; ``memory.fsdp2``)
     fsdp_float8_all_gather: bool = False
@@ -385,115 +393,3 @@ class PrecisionConfig(StrictSection):
                 "a valid example: precision: {fp8_linear: true, fsdp_float8_all_gather: true}",
             )
         return self
-
-
-class OptionsConfig(StrictSection):
-    """The seed's fixes as options (spec §5) and the time model's knobs.
-
-    Defaults are the seed's (= ``presets.fixed()``), except ``tp_shardable_overhead_mb`` whose
-    None means the profile's default (``SEED_TP_SHARDABLE_OVERHEAD_MB`` = 2676 under ``sapp-nd``, 0
-    otherwise; spec §5; ``estimator.inputs.runtime_buffer``).
-    """
-
-    safety_buffer_mb: float = Field(default=SEED_SAFETY_BUFFER_MB, ge=0, description="P1: safety buffer (MiB), /tp when scaled")
-    tp_scaled_buffers: bool = Field(default=True, description="P1: false keeps the safety buffer flat")
-    tp_shardable_overhead_mb: float | None = Field(
-        default=None, ge=0, description="P1: runtime overhead (MiB) /tp; None = profile default"
-    )
-    ep_bubble_overlap_ratio: float = Field(default=1.0, ge=0, le=1, description="P3: EP comm hidden in bubble")
-    ep_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="P4: overlap of EP comm time")
-    convert_ep_comm_to_time: bool = Field(default=True, description="P4: EP bytes -> seconds")
-    dp_comm_zero_hack: bool = Field(default=False, description="P3/P4: reference's comm[DP] = 0")
-    tp_comm_half_hack: bool = Field(default=False, description="P3/P4: reference's comm[TP] /= 2")
-    perf_mode: Literal["time", "score"] = "time"
-    compute_efficiency: float = Field(
-        default=1.0, gt=0, le=1,
-        description="derating of the compute passes: time / eff (raw peak model: achieved share of peak FLOP/s)",
-    )
-    operator_roofline: bool = Field(
-        default=True,
-        description="price each operator on the hardware's sourced efficiencies (estimator.perf.roofline); "
-                    "off: GEMM FLOPs at raw peak (legacy())",
-    )
-    host_launch_overhead: bool = Field(
-        default=True,
-        description="stage pass time ≥ host kernel-launch time (kernels × profile per-launch cost); off in legacy()",
-    )
-    host_launch_cost_us: float | None = Field(
-        default=None, gt=0, allow_inf_nan=False,
-        description="host µs per launched kernel; None = the profile's sourced value (estimator.inputs.profiles); "
-                    "set it from a profile of your own run (analyzer indicator host_us_per_launch)",
-    )
-    comm_overlap: bool = Field(
-        default=True,
-        description="overlap mechanisms (estimator.perf.overlap): the framework's overlap switches "
-                    "(parallel.overlap_grad_reduce ...) and the overlap its implementation always has (CP ring "
-                    "under attention blocks); false: every collective fully exposed (the model before them)",
-    )
-    dp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of DP comm hidden by compute")
-    tp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of TP comm hidden by compute")
-    cp_comm_overlap: float = Field(default=0.0, ge=0, le=1, description="share of CP comm hidden by compute")
-    part_coefficients: dict[str, float] | None = Field(
-        default=None, description="optional per-part multipliers (calibration), keys = PerfParts names")
-    ep_tokens_per_expert: list[float] | None = Field(
-        default=None, description="routed tokens per expert (any scale, length num_experts); None = balanced")
-    torch_compile: bool = Field(
-        default=False,
-        description="torch.compile of each block (torchtitan); no memory effect modelled: no published source "
-                    "states one (estimator.memory.fsdp2.TORCH_COMPILE_MEMORY)",
-    )
-    expandable_segments: bool = Field(
-        default=False, description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no idle-block reserve terms")
-    low_precision_gemms: bool = Field(
-        default=True,
-        description="price the GEMMs of the linear layers at the recipe's FP8 / FP4 peak with its cast kernels and "
-                    "keep the recipe's bytes in memory (estimator.perf.lowp); off: every GEMM at the compute "
-                    "dtype's peak and precision.fp8_linear's per-tensor FP8 memory (the model before recipes)",
-    )
-    fused_quantize: bool = Field(default=True, description="TE's fused norm + cast, no transposed FP8 copy on "
-                                 "hardware.fp8_gemm_any_layout (estimator.perf.lowp); off: as before")
-    quantized_tp_gather: bool = Field(default=True, description="TE's quantized sequence-parallel all-gathers "
-                                      "(estimator.perf.lowp); off: compute-dtype all-gathers as before")
-    main_grad_add: bool = Field(default=True, description="train.gradient_accumulation_fusion false: Megatron's "
-                                "main_grad add per micro-batch (operators.main_grad_add_op); off: not priced")
-    cuda_graphs: bool = Field(
-        default=True,
-        description="train.cuda_graph bounds the host by one launch per captured graph instead of one per kernel "
-                    "(estimator.perf.graphs); off: every kernel launched (the model before CUDA graphs)",
-    )
-    #: MoE mechanisms (issue 26, each off: the model before it): the experts' activation one kernel over all
-    #: local experts (TEGroupedMLP, estimator.perf.operators.grouped_experts); grouped GEMMs by tokens per expert
-    #: (the hardware's measured table); train.te_op_fuser's grouped casts and GEMMs (operators.fused_grouped_experts);
-    #: the flex dispatcher's one copy per destination EP rank (estimator.perf.comm.ep_dispatch_tokens_flex)
-    grouped_expert_activation: bool = Field(default=True, description="one activation kernel for the local experts")
-    grouped_gemm_by_tokens: bool = Field(default=True, description="grouped GEMM efficiency by tokens per expert")
-    grouped_op_fuser: bool = Field(default=True, description="train.te_op_fuser: one grouped kernel per cast / GEMM")
-    flex_dispatch_per_rank: bool = Field(default=True, description="flex dispatcher: one copy per destination rank")
-    flex_dispatch_per_node: bool = Field(default=True, description="flex dispatcher over NVLink domains: one copy per domain")
-    attention_head_dim: bool = Field(default=True, description="flash attention by head dim (HEAD_DIM_EFFICIENCY)")
-    fp8_attention: bool = Field(default=True, description="precision.fp8_attention: attention at the FP8 peak")
-    op_sac_recompute: bool = Field(
-        default=True,
-        description="recompute.selective_ac_option op re-runs what torchtitan's op-level policy recomputes (the "
-                    "even mms, every non-matmul op, not SDPA: estimator.perf.sac); off: Megatron's default "
-                    "selective set core_attn (the model before it)",
-    )
-    adapters: bool = Field(
-        default=True,
-        description="adapter.kind lora prices frozen base weights and the adapters (estimator.inputs.adapters); "
-                    "off: full fine-tuning numbers (the model before adapters)",
-    )
-
-    @field_validator("part_coefficients")
-    @classmethod
-    def _known_parts(cls, value: dict[str, float] | None) -> dict[str, float] | None:
-        for key, coef in (value or {}).items():
-            if key not in PERF_PART_NAMES:
-                hint = did_you_mean(key, PERF_PART_NAMES)
-                raise config_rule(
-                    f"options.part_coefficients.{key}",
-                    f"unknown part; known: {', '.join(PERF_PART_NAMES)}" + (f" ({hint})" if hint else ""),
-                )
-            if coef < 0:
-                raise config_rule(f"options.part_coefficients.{key}", "must be ≥ 0")
-        return value

@@ -2,7 +2,8 @@
 
 The Megatron-Bridge performance-summary rows (``source_id`` ``mbridge_perf_summary_blackwell``,
 ``../shared/data/measured/README.md``) carry what the release's pinned recipe code sets after
-``recipe`` in ``notes``: items ``key=value`` separated by `` | `` (``unset`` = the recipe leaves
+``recipe`` in ``notes``: items ``key=value`` separated by `` | `` (labelled lists ``label: a=1, b=2`` and
+namespaced keys ``ddp.x=...`` of older releases too; ``unset`` = the recipe leaves
 Megatron's default). :func:`recipe_items` reads them; :func:`apply_recipe_items` turns those the
 estimator models into config values (cited in ``model.source_facts`` as ``notes: key=value``) and
 lists the others in ``model.assumed['recipe_items']`` (recorded, not priced: overlap switches are
@@ -26,7 +27,7 @@ PRICED_ITEMS = frozenset({"overlap_grad_reduce", "overlap_param_gather", "tp_com
                           "moe_shared_expert_overlap", "moe_a2a_overlap", "fp8_recipe", "fp4", "cuda_graph", "recompute", "etp", "sequence_parallel",
                           "distributed_optimizer", "pp_layout", "account_for_embedding_in_pipeline_split",
                           "account_for_loss_in_pipeline_split", "mtp_num_layers", "dispatcher", "te_op_fuser",
-                          "fp8_dot_product_attention"})
+                          "fp8_dot_product_attention", "recompute_modules", "first_last_layers_bf16"})
 #: overlap switches of the recipe -> the framework flags (estimator.inputs.profiles.OVERLAP_FLAGS); a switch the
 #: notes mark ``[inactive: ...]`` (Bridge turns TP overlap off below TP 2) is off
 OVERLAP_ITEMS = {
@@ -39,13 +40,43 @@ _DESCRIPTIVE = frozenset({"recipe_files", "tokens_per_s_per_gpu"})
 
 
 def recipe_items(notes: str) -> dict[str, str]:
-    """The ``key=value`` items of ``notes`` (first value of a repeated key wins)."""
+    """The ``key=value`` items of ``notes`` (first value of a repeated key wins).
+
+    A segment is one item, or a labelled list ``label: a=1, b=[x,y], c=true (comment)`` (the base-recipe and
+    run-script forms of older releases: ``base recipe (...): tp_comm_overlap=false``, ``run_script.py ...
+    branch: moe_a2a_overlap=false, recompute_modules=[...]``), whose items follow the segment's own. A
+    namespaced key (``ddp.overlap_grad_reduce``, ``comm_overlap.overlap_grad_reduce``) is also read under its
+    last name unless that name has its own item."""
     out: dict[str, str] = {}
+    aliases: dict[str, str] = {}
     for raw in notes.split(" | "):
-        match = _ITEM.match(raw.strip())
-        if match and match.group(1) not in out:
-            out[match.group(1)] = match.group(2).strip()
+        for part in _segment_items(raw.strip()):
+            match = _ITEM.match(part)
+            if not match:
+                continue
+            key, value = match.group(1), match.group(2).strip()
+            out.setdefault(key, value)
+            if "." in key:
+                aliases.setdefault(key.rsplit(".", 1)[1], value)
+    for key, value in aliases.items():
+        out.setdefault(key, value)
     return out
+
+
+def _segment_items(segment: str) -> list[str]:
+    """``segment`` itself when it is an item, else the comma-separated items after its label's ``": "``
+    (commas inside brackets or parentheses stay in their item)."""
+    if _ITEM.match(segment) or ": " not in segment:
+        return [segment]
+    parts, depth, start = [], 0, 0
+    tail = segment.split(": ", 1)[1]
+    for i, ch in enumerate(tail):
+        depth += (ch in "[(") - (ch in "])")
+        if ch == "," and depth == 0:
+            parts.append(tail[start:i].strip())
+            start = i + 1
+    parts.append(tail[start:].strip())
+    return parts
 
 
 def precision_recipe(text: str, items: Mapping[str, str], notes: str = "") -> tuple[str | None, str]:
@@ -70,11 +101,14 @@ def precision_recipe(text: str, items: Mapping[str, str], notes: str = "") -> tu
     return None, f"precision {low or 'unstated'}: BF16 linear layers"
 
 
-def _recompute(value: str) -> dict[str, Any] | None:
-    """``recompute=selective(a,b)`` / ``selective(modules=[])`` / ``full(...)`` / ``none`` as a section."""
+def _recompute(value: str, modules: str = "") -> dict[str, Any] | None:
+    """``recompute=selective(a,b)`` / ``selective(modules=[])`` / ``full(...)`` / ``none`` as a section; a
+    ``selective`` without its own list (``selective (comment)``) takes ``modules`` (a ``recompute_modules=[a,b]``
+    item) when given, else Megatron's default list."""
     low = value.lower()
     if low.startswith("selective"):
-        inner = low[len("selective"):].strip("()")
+        inner = low[len("selective"):]
+        inner = inner.strip("()") if inner.startswith("(") else modules.lower() if modules.startswith("[") else ""
         names = [n.strip() for n in inner.replace("modules=", "").strip("[]").split(",") if n.strip()]
         return {"mode": "selective", "modules": names or ["core_attn"]}  # Megatron's default module list
     if low.startswith("full"):
@@ -107,7 +141,7 @@ def _set(config: dict[str, Any], path: str, value: Any, item: str, cited: dict[s
 def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
     """Set the config values the row's recipe items state (see the module docstring)."""
     items = recipe_items(row.get("notes") or "")
-    if "fp8_recipe" not in items and "cuda_graph" not in items:
+    if not PRICED_ITEMS.intersection(items):
         return  # not a row with recipe facts
     cited: dict[str, str] = dict(config["model"].get("source_facts") or {})
     overlaps = OVERLAP_ITEMS if config["profile"] == "megatron" else {}  # FSDP rows: the profile's own prefetch
@@ -119,11 +153,17 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
         _set(config, "precision.fp8_param_gather", True, "fp8_param_gather=true", cited)
     if _flag(items.get("fp8_dot_product_attention", "")):  # Megatron-Core --fp8-dot-product-attention
         _set(config, "precision.fp8_attention", True, "fp8_dot_product_attention=true", cited)
+    ends = re.match(r"true\(start=(\d+),\s*end=(\d+)\)", items.get("first_last_layers_bf16", ""))
+    if ends:  # Megatron --first-last-layers-bf16 with --num-layers-at-start/end-in-bf16
+        _set(config, "precision.bf16_layers_at_ends", [int(ends.group(1)), int(ends.group(2))],
+             f"first_last_layers_bf16={items['first_last_layers_bf16']}", cited)
     if (graph := items.get("cuda_graph")) is not None:
         _set(config, "train.cuda_graph", _cuda_graph(graph), f"cuda_graph={graph}", cited)
-    if (rec := items.get("recompute")) is not None and (section := _recompute(rec)) is not None:
+    if (rec := items.get("recompute")) is not None and \
+            (section := _recompute(rec, items.get("recompute_modules", ""))) is not None:
         config["recompute"] = section
-        cited["recompute"] = f"notes: recompute={rec}"
+        cited["recompute"] = f"notes: recompute={rec}" + (
+            f", recompute_modules={items['recompute_modules']}" if "recompute_modules" in items else "")
     if (dist := _flag(items.get("distributed_optimizer", ""))) is not None and config["profile"] != "fsdp2":
         _set(config, "parallel.distributed_optimizer", dist, f"distributed_optimizer={items['distributed_optimizer']}",
              cited)
@@ -133,6 +173,10 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
         if (flag := _flag(items.get(item, ""))) is not None:
             _set(config, f"parallel.{item}", flag and (item != "sequence_parallel" or config["parallel"]["tp"] > 1),
                  f"{item}={items[item]}", cited)
+    par = config["parallel"]
+    if par.get("tp_comm_overlap") and (par.get("tp", 1) < 2 or not par.get("sequence_parallel")):
+        _set(config, "parallel.tp_comm_overlap", False, "tp_comm_overlap=true, inactive: Megatron-Bridge "
+             "comm_overlap.py disables TP overlap at TP < 2 and without sequence parallelism", cited)
     matches = "recipe layout matches table" in (row.get("notes") or "")  # else the items describe the preset
     if (layout := items.get("pp_layout", "").strip('"')) and config["parallel"]["pp"] > 1 and matches:
         _set(config, "parallel.pipeline_layout", layout, f"pp_layout={items['pp_layout']}", cited)
@@ -148,7 +192,8 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
     if mtp[:1].isdigit() and not (row.get("mtp_layers") or "").strip():
         _set(config, "model.mtp_layers", int(mtp[0]), f"mtp_num_layers={mtp}", cited)
     config["model"]["source_facts"] = cited
-    unpriced = sorted(k for k in items if k not in PRICED_ITEMS and k not in _DESCRIPTIVE and items[k] != "unset")
+    unpriced = sorted(k for k in items if k not in PRICED_ITEMS and k not in _DESCRIPTIVE and items[k] != "unset"
+                      and k.rsplit(".", 1)[-1] not in PRICED_ITEMS)  # (a namespaced key read under its name)
     if unpriced:
         config["model"].setdefault("assumed", {})["recipe_items"] = (
             "recorded, not priced by this model: " + ", ".join(f"{k}={items[k][:40]}" for k in unpriced))

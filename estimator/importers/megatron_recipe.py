@@ -55,6 +55,10 @@ def linear_recipe(a: _Args) -> None:
         a.out.not_modelled["--fp8-recipe"] = f"recipe {recipe!r}: priced as the profile's default recipe"
     if a.flag("--fp8-param-gather"):
         a.out.put("precision.fp8_param_gather", True, "--fp8-param-gather")
+    if a.flag("--first-last-layers-bf16"):  # Megatron's defaults: 1 layer at each end
+        ends = [a.integer(f"--num-layers-at-{end}-in-bf16", 1, minimum=0) for end in ("start", "end")]
+        a.out.put("precision.bf16_layers_at_ends", ends,
+                  "--first-last-layers-bf16 / --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16 (default 1)")
 
 
 def cuda_graph(a: _Args) -> None:

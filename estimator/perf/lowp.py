@@ -98,6 +98,20 @@ def lowp_of(cfg: EstimatorConfig, micro_batches: int) -> LowpGemms | None:
     return LowpGemms(on_device(recipe, cfg), peaks[recipe.peak] / peaks[pr.compute], share, fused)
 
 
+def bf16_layers(cfg: EstimatorConfig) -> frozenset[int]:
+    """Main-stack layers outside the low-precision recipe (``precision.bf16_layers_at_ends`` = (start, end)):
+    ``i < start`` or ``i ≥ L − end`` — Megatron-Core's ``get_fp8_context`` / ``get_fp4_context`` return a null
+    context for them under ``first_last_layers_bf16`` (``num_layers_at_start_in_bf16`` /
+    ``num_layers_at_end_in_bf16``; NVIDIA/Megatron-LM@d98e8a64dd ``megatron/core/fp8_utils.py``,
+    ``fp4_utils.py``), so their linears, casts and FP8 attention run in the compute dtype. Empty without a recipe
+    (:func:`lowp_of` None)."""
+    start, end = cfg.precision.bf16_layers_at_ends
+    if not (start or end) or lowp_of(cfg, cfg.num_micro_batches) is None:
+        return frozenset()
+    n = cfg.model.num_layers
+    return frozenset(i for i in range(n) if i < start or i >= n - end)
+
+
 def cast_bytes(elements: float, b: int, recipe: LinearRecipe) -> float:
     """Bytes one cast of ``elements`` compute-dtype elements moves: read ``B`` (twice with an amax
     pass), write each quantized copy (data + scales)."""
@@ -123,9 +137,49 @@ def quantized_gemm(op: Op, lowp: LowpGemms, b: int) -> list[Op]:
         x_bytes, x_kernels = norm_fused_input_cast(m * k, b, r, fusion)
         fw_cast = x_bytes + lowp.weight_cast_share * cast_bytes(k * n, b, r)
         fw_kernels = x_kernels + per_tensor * lowp.weight_cast_share
+    if grouped_split_fused(op, lowp):
+        return [low, *grouped_split_casts(op, lowp, b)]
     cast = Op(f"{op.name}_quantize", "elementwise", op.modules, 0.0, fw_cast, fw_kernels,
               0.0, cast_bytes(m * n, b, r), per_tensor, op.count, "quantize")
     return [low, cast]
+
+
+#: recipes whose split quantization of the routed experts' inputs and output gradients TE runs as one fused
+#: kernel over every expert's split (``split_quantize``: ``QuantizationMethod::FUSED_NVFP4``,
+#: ``split_quantize_nvfp4_impl``; MXFP8 and the per-tensor recipes quantize each split on its own)
+GROUPED_SPLIT_FUSED = frozenset({"nvfp4"})
+
+
+def grouped_split_fused(op: Op, lowp: LowpGemms) -> bool:
+    """A routed-experts GEMM (variant ``grouped…``, ``count`` > 1 experts) under a :data:`GROUPED_SPLIT_FUSED`
+    recipe with TE's fused casts (``options.fused_quantize``), both tensors' last dims multiples of 128 (TE
+    falls back to per-split kernels otherwise)."""
+    if not (lowp.norm_fusion and lowp.recipe.name in GROUPED_SPLIT_FUSED and op.variant.startswith("grouped")):
+        return False
+    assert op.shape is not None
+    _, k, n = op.shape
+    return bool(op.count > 1 and k % 128 == 0 and n % 128 == 0)
+
+
+def grouped_split_casts(op: Op, lowp: LowpGemms, b: int) -> list[Op]:
+    """The casts of a :func:`grouped_split_fused` GEMM: the experts' inputs ``X`` (forward) and output gradients
+    ``dY`` (backward) as one operator of ``count`` splits in one kernel per tensor (``per_tensor`` with an amax
+    pass), the weights one cast per expert as before (``w·k·n`` each).
+
+    Source: NVIDIA/TransformerEngine@d0067d0d ``pytorch/csrc/extensions/cast.cpp`` ``split_quantize`` (NVFP4
+    quantizers with contiguous bulk-allocated outputs and an inner dim multiple of 128 take
+    ``FUSED_NVFP4``: one ``split_quantize_nvfp4_impl`` launch for all splits), called by ``GroupedLinear`` for
+    the inputs and the output gradients (``pytorch/module/grouped_linear.py`` ``_split_quantize``)."""
+    assert op.shape is not None
+    m, k, n = op.shape
+    r, c = lowp.recipe, op.count
+    per_tensor = 2.0 if r.amax_pass else 1.0
+    splits = Op(f"{op.name}_quantize", "elementwise", op.modules, 0.0, c * cast_bytes(m * k, b, r), per_tensor,
+                0.0, c * cast_bytes(m * n, b, r), per_tensor, 1.0, "quantize")
+    weights = Op(f"{op.name}_weight_quantize", "elementwise", op.modules, 0.0,
+                 lowp.weight_cast_share * cast_bytes(k * n, b, r), per_tensor * lowp.weight_cast_share,
+                 0.0, 0.0, 0.0, c, "quantize")
+    return [splits, weights]
 
 
 def norm_fused_input_cast(elements: float, b: int, recipe: LinearRecipe, fusion: str) -> tuple[float, float]:

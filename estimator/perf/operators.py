@@ -124,6 +124,7 @@ class LayerDims:
     head_dim_eff: bool = False  # flash attention's efficiency by head dim (options.attention_head_dim, HEAD_DIM_EFFICIENCY)
     fp8_attention: float = 0.0  # TE FP8 fused attention: FP8 peak / compute peak (0: off; precision.fp8_attention)
     main_grad_add_bytes: float = 0.0  # bytes per weight of the unfused main_grad add (0: none, main_grad_add_op)
+    etp: int | None = None  # expert TP size (expert_tokens; options.grouped_gemm_by_tokens; None: tp, as before)
 
 
 def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
@@ -218,8 +219,9 @@ def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> 
             ops += [gemm("latent_fc1", ("moe",), tn, h, w, b), gemm("latent_fc2", ("moe",), tn, w, h, b)]
         ops += [elementwise("permute", ("moe",), (1 + k) * tn * w * b, variant="permute"),
                 elementwise("unpermute", ("moe",), (1 + k) * tn * w * b, variant="permute")]
-        per_expert = k * t * d.imbalance / maximum(1, local_experts)
-        experts = _ffn_ops("expert", ("moe",), ("moe", "moe_act"), w, model.expert_ffn / d.tp, per_expert, b,
+        etp = d.tp if d.etp is None else d.etp
+        per_expert = k * expert_tokens(t, d.tp, etp) * d.imbalance / maximum(1, local_experts)
+        experts = _ffn_ops("expert", ("moe",), ("moe", "moe_act"), w, model.expert_ffn / etp, per_expert, b,
                            model.activation, count=as_float(local_experts), variant="grouped")
         ops += grouped_experts(experts, d, per_expert)
         if model.shared_ffn_total:
@@ -227,6 +229,19 @@ def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> 
                             model.shared_ffn_total / d.tp, t, b, model.activation)
     ops.append(elementwise("residual_mlp", ("residual",), (3 * b + 1) * tn * h))
     return ops
+
+
+def expert_tokens(tokens: float, tp: int, etp: int) -> float:
+    """Tokens one rank's routed experts work on before routing: ``T·etp/tp``.
+
+    MoE parallel folding (Megatron-Core): with TP the MoE layer runs under sequence parallelism (Megatron-LM
+    requires it for MoE with TP), so a rank routes its ``T/tp`` sequence shard; an expert-TP group of ``etp``
+    ranks gathers its members' shards and splits each expert's FFN ``etp`` ways (``expert_ffn/etp``). With
+    ``etp = tp`` this is ``T`` tokens on ``ffn/tp``; with ``etp = 1`` ``T/tp`` tokens on the whole FFN — the
+    same FLOPs, other GEMM shapes (tokens per expert, what the grouped-GEMM table reads). (Megatron-Core
+    ``MoEAlltoAllTokenDispatcher``: the dispatch runs over the EP group of the SP-local tokens, then an
+    all-gather over the expert-TP group; NVIDIA/Megatron-LM@d98e8a64dd ``moe/token_dispatcher.py``.)"""
+    return tokens * (etp / tp)
 
 
 def grouped_experts(experts: list[Op], d: LayerDims, per_expert: float) -> list[Op]:

@@ -132,7 +132,7 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
         grouped_fused=cfg.train.te_op_fuser and cfg.options.grouped_op_fuser and (
             (low.recipe.name if (low := lowp.lowp_of(cfg, cfg.num_micro_batches)) else None)
             in ops_.GROUPED_TENSOR_RECIPES),
-        main_grad_add_bytes=main_grad_add_bytes(cfg, ctx),
+        main_grad_add_bytes=main_grad_add_bytes(cfg, ctx), etp=ctx.t_exp if cfg.options.grouped_gemm_by_tokens else None,
     )
 
 
@@ -287,7 +287,7 @@ def _layer_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, mode:
 
 
 #: the fields of :class:`operators.LayerDims` that may be arrays of layouts
-_DIMS_ARRAYS = ("tokens", "norm_tokens", "batch", "tp", "cp", "ring_blocks", "imbalance")
+_DIMS_ARRAYS = ("tokens", "norm_tokens", "batch", "tp", "cp", "ring_blocks", "imbalance", "etp")
 #: those fields' values of a :class:`operators.LayerDims`, as a tuple
 _dims_arrays = attrgetter(*_DIMS_ARRAYS)
 
@@ -367,12 +367,23 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     mode = cfg.stage_recompute(layout.stage)
     modules = frozenset({sac.OP_SAC}) if sac.uses_op_sac(cfg) else (
         frozenset(cfg.recompute.modules) or frozenset({"core_attn"}))
+    if "bf16_layers" not in memo:
+        memo["bf16_layers"] = lowp.bf16_layers(cfg)
+    high = memo["bf16_layers"]
     groups: list[tuple[GroupSeconds, float]] = []
     for (index, n), (kind, _) in zip(stage_groups(cfg, layout), layout.kind_runs(cfg.model), strict=True):
-        key = (kind, mode)
-        if key not in memo:
-            memo[key] = _layer_seconds(cfg, dims, index, mode, modules, eff, peak, derate)
-        groups.append((memo[key], float(n)))
+        n_high = sum(1 for i in layout.layers if i in high and derive.layer_kind(cfg.model, i) == kind) if high else 0
+        if n > n_high:
+            key = (kind, mode)
+            if key not in memo:
+                memo[key] = _layer_seconds(cfg, dims, index, mode, modules, eff, peak, derate)
+            groups.append((memo[key], float(n - n_high)))
+        if n_high:  # the group's layers outside the recipe (lowp.bf16_layers): no recipe, no FP8 attention
+            high_key = (kind, mode, "bf16")
+            if high_key not in memo:
+                plain = replace(dims, lowp=None, fp8_attention=0.0)
+                memo[high_key] = _layer_seconds(cfg, plain, index, mode, modules, eff, peak, derate)
+            groups.append((memo[high_key], float(n_high)))
     if layout.has_embedding:
         groups.append((_extra_seconds(cfg, dims, False, ctx.b_grad, eff, peak, derate), 1.0))
     if layout.has_head:

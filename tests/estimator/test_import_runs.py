@@ -182,3 +182,8 @@ def test_megatron_recipe_flags_map_to_the_landed_fields(tmp_path: Path) -> None:
     sapp = import_megatron(args, world_size=8, hardware="b200", profile="sapp-nd")
     assert "--overlap-grad-reduce" in sapp.not_modelled and "overlap_grad_reduce" not in sapp.data["parallel"]
     load_config(sapp.data)
+    assert cfg.precision.bf16_layers_at_ends == (0, 0)  # no --first-last-layers-bf16
+    args.write_text(args.read_text(encoding="utf-8") + " --first-last-layers-bf16 --num-layers-at-end-in-bf16 2",
+                    encoding="utf-8")
+    ends = load_config(import_megatron(args, world_size=8, hardware="b200").data).precision.bf16_layers_at_ends
+    assert ends == (1, 2)  # Megatron's default 1 at the start

@@ -54,6 +54,45 @@ def test_apply_recipe_items_sets_and_cites() -> None:
     assert config["train"]["te_op_fuser"] is True  # priced: the experts' casts and GEMMs as one kernel each
 
 
+#: synthetic notes in an older release's form: namespaced keys, a labelled base-recipe item, a run-script list
+OLD_FORM = ("release '25.09' | recipe (pinned): perf_matrix entries | cuda_graph=false | sequence_parallel=false | "
+            "base recipe (src/megatron/bridge/recipes/x.py): tp_comm_overlap=true | ddp.overlap_grad_reduce=true | "
+            "ddp.overlap_param_gather=false | distributed_optimizer=true | "
+            "recompute=selective (yaml ConfigContainer.model.recompute_granularity) | "
+            "run_script.py x branch for b200: use_tokendrop default=true (apply_moe_token_drop), moe_a2a_overlap=false, "
+            "moe_shared_expert_overlap=true, recompute_modules=[mla_up_proj,mlp,moe_act], "
+            "comm_overlap.overlap_grad_reduce=false, mtp_num_layers=1 (base recipe)")
+
+
+def test_recipe_items_of_the_older_forms() -> None:
+    """Labelled lists give their items; a namespaced key is read under its last name (the first stated wins:
+    ddp.overlap_grad_reduce=true before comm_overlap.overlap_grad_reduce=false); commas inside brackets stay."""
+    items = recipe_notes.recipe_items(OLD_FORM)
+    assert items["tp_comm_overlap"] == "true" and items["overlap_grad_reduce"] == "true"
+    assert items["overlap_param_gather"] == "false" and items["recompute_modules"] == "[mla_up_proj,mlp,moe_act]"
+    assert items["moe_shared_expert_overlap"] == "true" and items["mtp_num_layers"] == "1 (base recipe)"
+    assert "use_tokendrop default" not in items and "ddp.overlap_grad_reduce" in items
+
+
+def test_apply_recipe_items_of_the_older_forms() -> None:
+    """The older form is applied (no fp8_recipe item): overlap switches, the distributed optimizer, the
+    run-script's recompute modules for a bare ``selective``; TP overlap is off without sequence parallelism
+    (Megatron-Bridge comm_overlap.py); the namespaced keys read under their names are not listed as unpriced."""
+    config: dict[str, Any] = {"profile": "megatron", "model": {"num_experts": 8, "source_facts": {}, "assumed": {}},
+                              "train": {}, "parallel": {"tp": 2, "pp": 4}, "recompute": {}}
+    recipe_notes.apply_recipe_items({"notes": OLD_FORM, "mtp_layers": ""}, config)
+    p = config["parallel"]
+    assert (p["overlap_grad_reduce"], p["overlap_param_gather"], p["distributed_optimizer"]) == (True, False, True)
+    assert p["moe_shared_expert_overlap"] is True and p["overlap_moe_expert_parallel_comm"] is False
+    assert p["tp_comm_overlap"] is False and p["sequence_parallel"] is False
+    assert config["recompute"] == {"mode": "selective", "modules": ["mla_up_proj", "mlp", "moe_act"]}
+    assert config["train"]["cuda_graph"] == "none" and config["model"]["mtp_layers"] == 1
+    assert "overlap_grad_reduce" not in config["model"]["assumed"].get("recipe_items", "")
+    bare = {**config, "recompute": {}}
+    recipe_notes.apply_recipe_items({"notes": "cuda_graph=false | recompute=selective (comment)"}, bare)
+    assert bare["recompute"] == {"mode": "selective", "modules": ["core_attn"]}  # Megatron's default list
+
+
 def test_throughput_step_by_hand() -> None:
     """GBS 256 · seq 8192 / (6288 tokens/s/GPU · 64 GPUs) = 5.2112 s."""
     row = {"notes": NOTES, "global_batch_size": "256", "seq_length": "8192", "world_size": "64"}

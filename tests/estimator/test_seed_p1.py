@@ -145,7 +145,7 @@ def test_INT_04_both_p1_terms_not_over_estimating() -> None:
 def test_P1_functions_are_the_models_terms() -> None:
     """The named P1 functions (``estimator.inputs.runtime_buffer``) give the seed's arithmetic, and the
     memory model's stage terms are theirs; the seed's defaults are the options' defaults."""
-    from estimator.config.sections import OptionsConfig
+    from estimator.config.options import OptionsConfig
     from estimator.inputs import runtime_buffer as p1
 
     assert p1.stage_runtime_buffers_mb(True, 1024.0, 2676.0, 2, tp_scaled=True) == (512.0, 1338.0)  # P1-04
