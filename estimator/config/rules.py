@@ -85,6 +85,17 @@ def _recipe_peak(cfg: Cfg) -> str | None:
     return None if recipe is None else recipe.peak
 
 
+def _bf16_ends_broken(cfg: Cfg) -> Any:
+    """Megatron-Core's checks of ``--first-last-layers-bf16`` under FP8 (``transformer_config.py``): not with
+    delayed scaling, and each count at most the layers of one pipeline stage (``num_layers // pp``)."""
+    start, end = cfg.precision.bf16_layers_at_ends
+    if not (start or end):
+        return False
+    recipe = recipes.recipe_of(cfg.precision.linear_recipe, cfg.precision.fp8_linear, cfg.profile)
+    per_stage = cfg.model.num_layers // cfg.parallel.pp
+    return ((recipe is not None) and recipe.name == "delayed") | (start > per_stage) | (end > per_stage)
+
+
 def _missing_peak_broken(cfg: Cfg) -> Any:
     """A recipe whose GEMMs run on tensor cores the hardware lacks (FP4 before Blackwell, FP8 before Hopper),
     unless ``options.low_precision_gemms`` is off (then no GEMM runs at that peak)."""
@@ -293,6 +304,10 @@ def _train_rules() -> list[Rule]:
              lambda c: (c.recompute.per_stage is not None) and len(c.recompute.per_stage) != c.parallel.pp,
              lambda c: f"needs one entry per pipeline stage ({c.parallel.pp})", structural=True),
         Rule("precision.linear_recipe", _missing_peak_broken, _missing_peak_message),
+        Rule("precision.bf16_layers_at_ends", _bf16_ends_broken,
+             lambda c: "Megatron-Core refuses --first-last-layers-bf16 with delayed scaling and counts above the "
+             f"layers of one pipeline stage ({c.model.num_layers // c.parallel.pp}) (transformer_config.py); a valid "
+             "example: precision: {linear_recipe: nvfp4, bf16_layers_at_ends: [0, 2]}"),
         Rule("precision.fp8_attention",
              lambda c: c.precision.fp8_attention & c.options.fp8_attention & ("fp8" not in c.hardware.peak_tflops),
              lambda c: f"FP8 attention runs at the fp8 peak, but hardware {c.hardware.name!r} has no fp8 tensor cores "

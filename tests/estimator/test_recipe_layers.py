@@ -89,3 +89,14 @@ def test_recipe_item_first_last_layers_bf16() -> None:
     recipe_notes.apply_recipe_items({"notes": notes}, config)
     assert config["precision"]["bf16_layers_at_ends"] == [0, 14]
     assert "first_last_layers_bf16" not in config["model"]["assumed"].get("recipe_items", "")
+
+
+@pytest.mark.parametrize("precision", [{"linear_recipe": "delayed", "bf16_layers_at_ends": [1, 1]},
+                                       {"linear_recipe": "tensorwise", "bf16_layers_at_ends": [0, 3]}])
+def test_first_last_layers_bf16_refused_as_megatron_refuses(precision: dict[str, Any]) -> None:
+    """Delayed scaling, or more BF16 layers than one stage holds (4 layers over pp 2): one ConfigError naming the
+    field and Megatron-Core's rule."""
+    run = synthetic_run(SYNTHETIC_DENSE_MODEL, precision=precision, profile="megatron",
+                        parallel={"tp": 1, "pp": 2, "dp": 4, "ep": 1})
+    with pytest.raises(estimator.ConfigError, match=r"precision\.bf16_layers_at_ends.*delayed scaling"):
+        estimator.load_config(run)
