@@ -86,8 +86,19 @@ def te_fp8_saved_inputs(cfg: EstimatorConfig) -> bool:
     columnwise_usage=True)``, or only row-wise kept when a sequence-parallel input is re-gathered in
     backward): one byte per element. ``LayerNormLinear`` saves its FP8 ``ln_out`` the same way and
     ``GroupedLinear`` its quantized inputs.
+
+    Under the ``fsdp2`` sharding a Transformer Engine recipe (any but ``torchao_*``: the Megatron-FSDP rows
+    of Megatron-Bridge, priced with that sharding, run TE linears) saves the same way when the recipe
+    mechanisms are on (``options.low_precision_gemms``; off: the profile rule alone, as before); torchao's
+    ``Float8Linear`` keeps its high-precision input; the reference profile ``sapp-nd`` has no such term.
     """
-    return cfg.precision.fp8_linear and profile_of(cfg).name == "megatron"
+    if not cfg.precision.fp8_linear:
+        return False
+    profile = profile_of(cfg).name
+    if profile != "fsdp2":
+        return profile == "megatron"
+    recipe = stored_recipe(cfg)
+    return recipe is not None and not recipe.name.startswith("torchao")
 
 
 def saved_input_bytes(cfg: EstimatorConfig, te_linears: int, other_holders: bool) -> float:

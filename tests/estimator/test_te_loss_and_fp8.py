@@ -81,6 +81,20 @@ def test_fp8_saved_inputs_only_under_megatron() -> None:
     assert act.saved_input_bytes(_dense(fp8=True, profile="fsdp2"), 2, True) == 2
 
 
+def test_te_recipe_under_another_profile_saves_quantized_inputs() -> None:
+    """A TE recipe under the fsdp2 sharding (Megatron-Bridge's Megatron-FSDP rows run TE linears) saves the
+    quantized inputs as under megatron; torchao's recipe keeps them; options.low_precision_gemms off restores
+    the profile rule (nothing saved quantized under fsdp2, as before)."""
+    def cfg(recipe: str, **options: Any) -> estimator.EstimatorConfig:
+        base = _dense(fp8=True, profile="fsdp2").model_dump(mode="json")
+        return estimator.load_config({**base, "precision": {**base["precision"], "linear_recipe": recipe},
+                                      "options": {**base["options"], **options}})
+
+    assert act.te_fp8_saved_inputs(cfg("tensorwise")) and act.saved_input_bytes(cfg("tensorwise"), 1, False) == 1
+    assert not act.te_fp8_saved_inputs(cfg("torchao_tensorwise"))
+    assert not act.te_fp8_saved_inputs(cfg("tensorwise", low_precision_gemms=False))
+
+
 def test_saved_input_bytes_counts_each_te_copy() -> None:
     fp8, bf16 = _dense(fp8=True), _dense()
     assert [act.saved_input_bytes(fp8, n, other) for n, other in [(1, False), (2, False), (1, True), (0, True)]] == [
