@@ -383,14 +383,16 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
     (:mod:`estimator.experiments.bridge_splits`) and the documented row corrections
     (:mod:`estimator.experiments.row_corrections`); False = the row as its notes give it. ``row_rules``: a
     throughput-only row whose GA contradicts its GBS runs the GBS (:func:`row_corrections.batch_section`), and a 25.09 "fp8 (32x32 ...)"
-    row takes its footnote's recipe without recipe items (:func:`_precision`), and an empty
-    ``distributed_optimizer`` column with the recipe item ``fsdp=true(...)`` reads as ``fsdp``; False = as before them.
+    row takes its footnote's recipe without recipe items (:func:`_precision`), and an empty ``distributed_optimizer``
+    column with the recipe item ``fsdp=true(...)`` reads as ``fsdp`` (not under ``FSDP column = 0``); False = as before.
     Raises ``ConfigError`` whose ``field`` is the offending CSV column.
     """
     assumed: dict[str, str] = {}
     model = _model(row, assumed)
     dist = _text(row, "distributed_optimizer").lower()
-    if not dist and row_rules and recipe_notes.recipe_items(row.get("notes") or "").get("fsdp", "").startswith("true"):
+    notes = row.get("notes") or ""
+    if not dist and row_rules and recipe_notes.recipe_items(notes).get("fsdp", "").startswith("true") and \
+            "FSDP column = 0" not in notes:  # (a table stating FSDP 0 ran DDP: its recipe item is the recipe's own)
         dist, assumed["distributed_optimizer"] = "fsdp", "fsdp: the notes' recipe item fsdp=true(...) (column empty)"
     dist_opt: bool | None
     if dist == "fsdp":

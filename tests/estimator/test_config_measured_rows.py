@@ -52,8 +52,9 @@ def test_fsdp_selects_fsdp2_profile() -> None:
 
 def test_fsdp_recipe_item_with_an_empty_column_selects_fsdp() -> None:
     """Synthetic row: the ``distributed_optimizer`` column is empty and the notes' recipe item says
-    ``fsdp=true(optim_grads_params)`` (as the 25.11 Llama 3.1 405B and Nemotron-3 Ultra Bridge rows): the
-    row reads as FSDP (profile ``fsdp2``) and says why; ``row_rules=False`` keeps the column's default."""
+    ``fsdp=true(optim_grads_params)`` (as the Nemotron-3 Ultra Bridge rows): the row reads as FSDP (profile
+    ``fsdp2``) and says why; ``row_rules=False`` keeps the column's default; a table stating ``FSDP column = 0``
+    (the 25.11 Llama 3.1 405B rows, whose recipe differs from the published layout) ran DDP."""
     row = {**SYNTHETIC_ROW, "distributed_optimizer": "", "notes": "x | fsdp=true(optim_grads_params) | y"}
     data = config_from_measured_row(row)
     assert data["profile"] == "fsdp2"
@@ -61,3 +62,5 @@ def test_fsdp_recipe_item_with_an_empty_column_selects_fsdp() -> None:
     assert config_from_measured_row(row, row_rules=False)["profile"] == "megatron"
     unset = config_from_measured_row({**row, "notes": "x | fsdp=unset | y"})
     assert unset["profile"] == "megatron"
+    ddp = config_from_measured_row({**row, "notes": "FSDP column = 0 (Bridge nomenclature) | fsdp=true(optim_grads_params)"})
+    assert ddp["profile"] == "megatron"
