@@ -96,6 +96,16 @@ def _bf16_ends_broken(cfg: Cfg) -> Any:
     return ((recipe is not None) and recipe.name == "delayed") | (start > per_stage) | (end > per_stage)
 
 
+def _cpu_offloading_broken(cfg: Cfg) -> Any:
+    """Megatron-Core's checks of ``--cpu-offloading`` (``transformer_config.py``): fewer layers than the model,
+    no pipeline parallelism, no activation recompute; the reference profile has no such term."""
+    n = cfg.train.cpu_offloading_num_layers
+    if not n:
+        return False
+    return (n >= cfg.model.num_layers) | (cfg.parallel.pp > 1) | (cfg.recompute.mode != "none") | (
+        cfg.profile == "sapp-nd")
+
+
 def _missing_peak_broken(cfg: Cfg) -> Any:
     """A recipe whose GEMMs run on tensor cores the hardware lacks (FP4 before Blackwell, FP8 before Hopper),
     unless ``options.low_precision_gemms`` is off (then no GEMM runs at that peak)."""
@@ -318,6 +328,12 @@ def _train_rules() -> list[Rule]:
              lambda c: "'fp8' would price every operator (attention, norms, softmax, optimizer) at the FP8 peak, "
              "which no framework does; FP8 linear layers are a recipe: a valid example: precision: {compute: bf16, "
              "linear_recipe: mxfp8} (or options.low_precision_gemms: false for the model before recipes)"),
+        Rule("train.cpu_offloading_num_layers", _cpu_offloading_broken,
+             lambda c: f"Megatron-Core offloads fewer layers than the model has ({c.model.num_layers}), and not with "
+             "pipeline parallelism, activation recompute or the reference profile sapp-nd (transformer_config.py: "
+             "'CPU offloading can be done only for layers less than ...', 'no support for Pipeline parallelism "
+             "with CPU offloading', 'does not work when activation recomputation is enabled'); a valid example: "
+             "parallel.pp 1, recompute.mode none, train.cpu_offloading_num_layers 20"),
         Rule("parallel.optimizer_shard_size",
              lambda c: (c.parallel.optimizer_shard_size is not None)
              & (_modulo(c.parallel.dp * c.parallel.tp, c.parallel.optimizer_shard_size) != 0),

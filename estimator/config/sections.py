@@ -224,6 +224,10 @@ class TrainConfig(StrictSection):
     #: Megatron-Core ``use_transformer_engine_op_fuser``: TEGroupedMLP through TE's op fuser (grouped quantize,
     #: grouped GEMM: one kernel per pass for all local experts, estimator.perf.operators.fused_grouped_experts)
     te_op_fuser: bool = False
+    #: Megatron ``--cpu-offloading`` with ``--cpu-offloading-num-layers`` N (Transformer Engine ``cpu_offload``,
+    #: activations only): the first N layers move their saved activations to host memory after their forward
+    #: and reload them for their backward (``estimator.memory.stage.offloaded_layers``; memory only)
+    cpu_offloading_num_layers: int = Field(default=0, ge=0)
 
 
 class ParallelConfig(StrictSection):

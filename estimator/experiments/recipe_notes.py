@@ -27,7 +27,8 @@ PRICED_ITEMS = frozenset({"overlap_grad_reduce", "overlap_param_gather", "tp_com
                           "moe_shared_expert_overlap", "moe_a2a_overlap", "fp8_recipe", "fp4", "cuda_graph", "recompute", "etp", "sequence_parallel",
                           "distributed_optimizer", "pp_layout", "account_for_embedding_in_pipeline_split",
                           "account_for_loss_in_pipeline_split", "mtp_num_layers", "dispatcher", "te_op_fuser",
-                          "fp8_dot_product_attention", "recompute_modules", "first_last_layers_bf16"})
+                          "fp8_dot_product_attention", "recompute_modules", "first_last_layers_bf16",
+                          "cpu_offloading_num_layers"})
 #: overlap switches of the recipe -> the framework flags (estimator.inputs.profiles.OVERLAP_FLAGS); a switch the
 #: notes mark ``[inactive: ...]`` (Bridge turns TP overlap off below TP 2) is off
 OVERLAP_ITEMS = {
@@ -157,6 +158,14 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
     if ends:  # Megatron --first-last-layers-bf16 with --num-layers-at-start/end-in-bf16
         _set(config, "precision.bf16_layers_at_ends", [int(ends.group(1)), int(ends.group(2))],
              f"first_last_layers_bf16={items['first_last_layers_bf16']}", cited)
+    offload = items.get("cpu_offloading_num_layers", "")
+    if offload.isdigit() and int(offload) and config["parallel"].get("pp", 1) == 1 and \
+            config.get("recompute", {}).get("mode", "none") == "none":  # (Megatron: no PP, no recompute)
+        _set(config, "train.cpu_offloading_num_layers", int(offload), f"cpu_offloading_num_layers={offload}", cited)
+    elif offload.isdigit() and int(offload):  # the recipe's own layout (the published one differs)
+        config["model"].setdefault("assumed", {})["cpu_offloading_num_layers"] = (
+            f"recipe item cpu_offloading_num_layers={offload} not applied: Megatron-Core refuses CPU offloading with "
+            "pipeline parallelism or recompute, so the published layout ran without it")
     if (graph := items.get("cuda_graph")) is not None:
         _set(config, "train.cuda_graph", _cuda_graph(graph), f"cuda_graph={graph}", cited)
     if (rec := items.get("recompute")) is not None and \

@@ -234,6 +234,8 @@ def _train(a: _Args) -> None:
     a.out.put("train.moe_grouped_gemm", a.flag("--moe-grouped-gemm"), "--moe-grouped-gemm")
     fusion = a.text("--cross-entropy-fusion-impl", "native") if a.flag("--cross-entropy-loss-fusion") else "none"
     a.out.put("train.cross_entropy_fusion", fusion, "--cross-entropy-loss-fusion / --cross-entropy-fusion-impl")
+    if a.flag("--cpu-offloading"):  # Megatron's default: 1 layer
+        a.put("train.cpu_offloading_num_layers", "--cpu-offloading-num-layers", 1)
 
 
 def _parallel(a: _Args, world: int | None) -> int:

@@ -228,6 +228,27 @@ def mtp_embedding_on_stage(cfg: EstimatorConfig, layout: StageLayout) -> bool:
     )
 
 
+def offloaded_layers(cfg: EstimatorConfig, layers: Sequence[int]) -> dict[tuple[str, bool], int]:
+    """Layers of ``layers`` (one chunk) per :func:`layer_class` whose activations Transformer Engine's CPU
+    offload moves to host memory: the first ``train.cpu_offloading_num_layers`` of the model.
+
+    Megatron-Core's ``TransformerBlock`` opens ``get_cpu_offload_context(cpu_offloading,
+    cpu_offloading_num_layers, num_layers, ...)`` (NVIDIA/Megatron-LM@d98e8a64dd
+    ``megatron/core/transformer/transformer_block.py``); TE's group offload handler offloads the saved
+    activations of groups (layers) ``0 .. N−1`` after their forward and reloads each before its backward
+    (TransformerEngine ``pytorch/cpu_offload.py``). The stage then holds the other layers' activations plus one
+    offloaded layer in transit (the forward's outgoing copy, the backward's prefetch): :func:`stage_memory`
+    adds the largest of them once. Megatron allows it without pipeline parallelism and recompute only
+    (:mod:`estimator.config.rules`), so the one stage holds layers ``0 .. N−1``."""
+    n = cfg.train.cpu_offloading_num_layers
+    out: dict[tuple[str, bool], int] = {}
+    for index in layers:
+        if index < n:
+            key = layer_class(cfg, index)
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
 def layer_class(cfg: EstimatorConfig, index: int) -> tuple[str, bool]:
     """What the memory of layer ``index`` depends on besides the config: its kind (which fixes its
     ep) and, under torchtitan's layer-level SAC (``selective_ac_option: <n>``), whether it is
@@ -369,10 +390,16 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
         mu = in_flight(p.schedule, p.pp, p.vpp, m_micro, layout.stage, chunk, order=order,
                        extra_warmup=int(p.overlap_moe_expert_parallel_comm))
         mus.append(mu)
+        off = offloaded_layers(cfg, layout.chunks[chunk]) if cfg.train.cpu_offloading_num_layers else {}
+        in_transit = 0.0
         for i, n, key in chunk_groups:
             layer_act, layer_comm = _layer_dynamic(cfg, memo, i, key, mu, mode)
-            activations += layer_act * n
+            n_off = off.get(key, 0)
+            activations += layer_act * (n - n_off)
             comm += layer_comm * n
+            if n_off:
+                in_transit = max(in_transit, layer_act)
+        activations += in_transit
         if layout.embedding_chunk == chunk:
             activations += act.embedding_activation_bytes(cfg) * mu
             comm += buffers.embedding_comm_bytes(cfg)

@@ -168,6 +168,9 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
     warnings = []
     if time_mode and not o.convert_ep_comm_to_time and any(any_true(s.ep_comm) for s in stages):
         warnings.append("EP_COMM left in bytes (convert_ep_comm_to_time: false): TOTAL mixes bytes and seconds")
+    if cfg.train.cpu_offloading_num_layers:
+        warnings.append(f"train.cpu_offloading_num_layers {cfg.train.cpu_offloading_num_layers}: the activation copies "
+                        "to and from host memory run on a side stream and are not priced (memory only)")
     tokens = m * cfg.train.micro_batch_size * cfg.train.seq_length * p.dp
     model_flops = sum(3.0 * s.fw_flops for s in stages) * m * p.tp * p.cp * p.dp
     peak = cfg.hardware.peak_tflops[cfg.precision.compute] * FLOPS_PER_TFLOPS

@@ -187,3 +187,6 @@ def test_megatron_recipe_flags_map_to_the_landed_fields(tmp_path: Path) -> None:
                     encoding="utf-8")
     ends = load_config(import_megatron(args, world_size=8, hardware="b200").data).precision.bf16_layers_at_ends
     assert ends == (1, 2)  # Megatron's default 1 at the start
+    args.write_text(args.read_text(encoding="utf-8") + " --cpu-offloading --cpu-offloading-num-layers 3",
+                    encoding="utf-8")
+    assert import_megatron(args, world_size=8, hardware="b200").data["train"]["cpu_offloading_num_layers"] == 3

@@ -100,3 +100,50 @@ def test_first_last_layers_bf16_refused_as_megatron_refuses(precision: dict[str,
                         parallel={"tp": 1, "pp": 2, "dp": 4, "ep": 1})
     with pytest.raises(estimator.ConfigError, match=r"precision\.bf16_layers_at_ends.*delayed scaling"):
         estimator.load_config(run)
+
+
+def _offload_run(layers: int, **train: Any) -> dict[str, Any]:
+    return synthetic_run(SYNTHETIC_DENSE_MODEL, parallel={"tp": 1, "pp": 1, "dp": 8, "ep": 1}, profile="megatron",
+                         train={"seq_length": 128, "micro_batch_size": 1, "num_micro_batches": 4,
+                                "cpu_offloading_num_layers": layers, **train})
+
+
+def test_cpu_offloading_keeps_the_other_layers_and_one_in_transit() -> None:
+    """4 identical layers of activation a, embedding and head unchanged: offloading 2 holds 2 + 1 in transit, so
+    the activations fall by exactly one layer's a (0 offloaded: every number as without the field); 3 offloaded
+    hold 1 + 1."""
+    def act(layers: int) -> float:
+        mem = estimator.estimate_memory(estimator.load_config(_offload_run(layers)))
+        return float(mem.stages[0].components["activations"])
+
+    from estimator.memory.stage import layer_dynamic_bytes
+    cfg = estimator.load_config(_offload_run(0))
+    a = layer_dynamic_bytes(cfg, 0, 1, "none")[0] / 2**20
+    assert act(2) == pytest.approx(act(0) - a, rel=1e-12)
+    assert act(3) == pytest.approx(act(0) - 2 * a, rel=1e-12)
+    report = estimator.estimate_perf(estimator.load_config(_offload_run(2)))
+    assert any("cpu_offloading_num_layers" in w for w in report.warnings)
+    assert report.total == estimator.estimate_perf(cfg).total  # time: not priced
+
+
+@pytest.mark.parametrize(("layers", "extra"), [(4, {}), (1, {"pp": 2, "dp": 4}), (1, {"recompute": True})])
+def test_cpu_offloading_refused_as_megatron_refuses(layers: int, extra: dict[str, Any]) -> None:
+    """All the layers, pipeline parallelism or recompute: one ConfigError naming the field."""
+    run = _offload_run(layers)
+    if "pp" in extra:
+        run["parallel"] = {**run["parallel"], "pp": 2, "dp": 4}
+    if "recompute" in extra:
+        run["recompute"] = {"mode": "full"}
+    with pytest.raises(estimator.ConfigError, match=r"train\.cpu_offloading_num_layers"):
+        estimator.load_config(run)
+
+
+@pytest.mark.parametrize(("pp", "applied"), [(1, 40), (8, None)])
+def test_recipe_item_cpu_offloading_applied_where_megatron_allows_it(pp: int, applied: int | None) -> None:
+    """``cpu_offloading_num_layers=40``: applied at pp 1; at pp 8 (a published layout other than the recipe's)
+    recorded as not applied, with the reason."""
+    config: dict[str, Any] = {"profile": "megatron", "model": {"num_experts": 0, "source_facts": {}, "assumed": {}},
+                              "train": {}, "parallel": {"tp": 1, "pp": pp}, "recompute": {"mode": "none"}}
+    recipe_notes.apply_recipe_items({"notes": "cuda_graph=none | cpu_offloading_num_layers=40"}, config)
+    assert config["train"].get("cpu_offloading_num_layers") == applied
+    assert ("cpu_offloading_num_layers" in config["model"]["assumed"]) == (applied is None)
