@@ -26,7 +26,7 @@ import numpy as np
 
 from estimator.config.errors import ConfigError
 from estimator.inputs import hybrid, pipeline_split, recipes
-from estimator.inputs.profiles import OVERLAP_FLAGS
+from estimator.inputs.profiles import OVERLAP_FLAGS, tp_comm_overlap_possible
 
 #: a configuration (``estimator.config.schema.EstimatorConfig``, which imports this module: not named here,
 #: even for type checking), or a stand-in whose numeric fields may be numpy arrays
@@ -81,8 +81,13 @@ def _gbs_broken(cfg: Cfg) -> Any:
 
 def _recipe_peak(cfg: Cfg) -> str | None:
     """The hardware peak the config's low-precision recipe needs (None without a recipe)."""
-    recipe = recipes.recipe_of(cfg.precision.linear_recipe, cfg.precision.fp8_linear, cfg.profile)
+    recipe = _recipe(cfg)
     return None if recipe is None else recipe.peak
+
+
+def _recipe(cfg: Cfg) -> recipes.LinearRecipe | None:
+    """The config's low-precision linear recipe (None without one)."""
+    return recipes.recipe_of(cfg.precision.linear_recipe, cfg.precision.fp8_linear, cfg.profile)
 
 
 def _bf16_ends_broken(cfg: Cfg) -> Any:
@@ -91,7 +96,7 @@ def _bf16_ends_broken(cfg: Cfg) -> Any:
     start, end = cfg.precision.bf16_layers_at_ends
     if not (start or end):
         return False
-    recipe = recipes.recipe_of(cfg.precision.linear_recipe, cfg.precision.fp8_linear, cfg.profile)
+    recipe = _recipe(cfg)
     per_stage = cfg.model.num_layers // cfg.parallel.pp
     return ((recipe is not None) and recipe.name == "delayed") | (start > per_stage) | (end > per_stage)
 
@@ -258,7 +263,7 @@ def _overlap_rules() -> list[Rule]:
              "--overlap-param-gather with --overlap-grad-reduce')"),
         Rule("parallel.tp_comm_overlap",
              lambda c: (c.parallel.tp_comm_overlap is True)
-             & np.logical_not(np.logical_and(c.parallel.sequence_parallel, c.parallel.tp > 1)),
+             & np.logical_not(tp_comm_overlap_possible(c.parallel.tp, c.parallel.sequence_parallel)),
              lambda c: "needs parallel.sequence_parallel: true with tp > 1 (Megatron-LM arguments.py: 'Tensor "
              "parallel communication/GEMM overlap can happen only when sequence parallelism is enabled')"),
         Rule("parallel.moe_shared_expert_overlap",

@@ -20,6 +20,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from estimator.inputs.profiles import tp_comm_overlap_possible
+
 #: a ``key=value`` item of the notes
 _ITEM = re.compile(r"^([a-z][a-z0-9_.]*)(?:\([^)]*\))?=(.*)$")  # e.g. pp_layout(list, 16 stages)="..."
 #: the items priced by the estimator (the rest are listed as recorded, not priced)
@@ -183,7 +185,7 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
             _set(config, f"parallel.{item}", flag and (item != "sequence_parallel" or config["parallel"]["tp"] > 1),
                  f"{item}={items[item]}", cited)
     par = config["parallel"]
-    if par.get("tp_comm_overlap") and (par.get("tp", 1) < 2 or not par.get("sequence_parallel")):
+    if par.get("tp_comm_overlap") and not tp_comm_overlap_possible(par.get("tp", 1), bool(par.get("sequence_parallel"))):
         _set(config, "parallel.tp_comm_overlap", False, "tp_comm_overlap=true, inactive: Megatron-Bridge "
              "comm_overlap.py disables TP overlap at TP < 2 and without sequence parallelism", cited)
     matches = "recipe layout matches table" in (row.get("notes") or "")  # else the items describe the preset

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, get_args
 
-from estimator.inputs.profiles import OVERLAP_FLAGS
+from estimator.inputs.profiles import OVERLAP_FLAGS, tp_comm_overlap_possible
 from estimator.inputs.recipes import RecipeName
 
 #: the parsed Megatron arguments: estimator.importers.megatron._Args, which imports this module (not imported here, even
@@ -31,7 +31,8 @@ def overlap(a: _Args, profile: str, tp: int) -> None:
             continue
         if name not in own:
             a.out.not_modelled[flag] = f"profile {profile!r} has no such overlap switch (estimator.inputs.profiles)"
-        elif name == "tp_comm_overlap" and (tp < 2 or not a.out.data["parallel"]["sequence_parallel"]):
+        elif name == "tp_comm_overlap" and not tp_comm_overlap_possible(
+                tp, bool(a.out.data["parallel"]["sequence_parallel"])):
             a.out.not_modelled[flag] = "inactive: TP overlap needs tp > 1 with sequence parallelism"
         else:
             a.out.put(f"parallel.{name}", True, flag)

@@ -297,3 +297,10 @@ def overlap_flag_on(cfg: EstimatorConfig, name: str) -> bool:
     if flag is None:
         return bool(value)
     return flag.default if value is None else bool(value)
+
+
+def tp_comm_overlap_possible(tp: Any, sequence_parallel: Any) -> Any:
+    """Megatron's TP comm overlap can run: ``tp > 1`` with sequence parallelism (Megatron-LM arguments.py:
+    'Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled';
+    Megatron-Bridge ``comm_overlap.py`` turns it off below TP 2 and without SP). Elementwise over arrays of layouts."""
+    return (tp > 1) & sequence_parallel

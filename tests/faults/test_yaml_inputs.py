@@ -102,6 +102,18 @@ def test_golden_that_is_a_folder_breaks_one_item_in_one_line(pytester: pytest.Py
     assert case.is_file()
 
 
+def _interrupted(code: str) -> str:
+    """Run ``code`` on the Llama example, SIGINT it once it prints ``ready`` (inside the command), and return its
+    stderr after asserting exit 130."""
+    proc = subprocess.Popen([sys.executable, "-c", code, str(LLAMA)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    return err
+
+
 def test_sigint_stops_a_long_estimate_cleanly(tmp_path: Path) -> None:
     """Every long command stops cleanly on SIGINT: one line, exit 130, no KeyboardInterrupt traceback."""
     code = textwrap.dedent("""\
@@ -111,12 +123,7 @@ def test_sigint_stops_a_long_estimate_cleanly(tmp_path: Path) -> None:
         estimate.run = lambda args: (print("ready", flush=True), time.sleep(60))
         sys.exit(cli.main(["estimate", sys.argv[1]]))
         """)
-    proc = subprocess.Popen([sys.executable, "-c", code, str(LLAMA)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"  # inside the command now
-    os.kill(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    err = _interrupted(code)
     assert "interrupted" in err and "Traceback" not in err, err
 
 
@@ -135,12 +142,7 @@ def test_sigint_stops_a_long_search_cleanly() -> None:
         run.evaluate = slow
         sys.exit(cli.main(["search", sys.argv[1], "--devices", "8", "--scalar", "--no-progress"]))
         """)
-    proc = subprocess.Popen([sys.executable, "-c", code, str(LLAMA)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"  # inside the sweep now
-    os.kill(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    err = _interrupted(code)
     assert "ndval search: interrupted (SIGINT)" in err and "Traceback" not in err, err
     assert len(err.strip().splitlines()) <= 2, err
 
