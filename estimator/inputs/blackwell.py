@@ -12,6 +12,9 @@ SimuMax's B200 measurements (``configs/system/b200_bf16_ceperm.json``, as the ``
 Blackwell SM and tensor-core generation; that they carry over to B300 / GB200 / GB300 is an
 assumption, stated in each preset's ``efficiency.sources``. The NVLink collective factors likewise
 are SimuMax's measured 8-GPU NVLink 5 factors, applied to the NVL72 switch domain (assumption).
+Blackwell Ultra (B300, GB300) doubles the SFU's exponential throughput (10.7 against 5 TeraExponentials/s):
+each preset states its own rate beside the B200's, on which the attention factors were measured
+(``efficiency.sfu_exp_per_s`` / ``attention_sfu_exp_per_s``, :func:`estimator.perf.roofline.sfu_adjusted_s`).
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from typing import Any
 from estimator.inputs.device_presets import (
     _ASSUMED_EFF,
     _NET_LAT_US,
+    BLACKWELL_SFU_EXP_PER_S,
+    BLACKWELL_ULTRA_SFU_EXP_PER_S,
     FP8_ANY_LAYOUT,
     NVIDIA_LEVELS,
     PRESETS,
+    SFU_SOURCE,
     _level,
 )
 
@@ -45,11 +51,13 @@ _CX7 = "NVIDIA ConnectX-7 400 Gb/s InfiniBand per GPU (GB200 NVL72 reference arc
 _CX8 = "NVIDIA ConnectX-8 SuperNIC 800 Gb/s per GPU (HGX B300 / GB300 NVL72) = 100 GB/s"
 
 
-def _efficiency(system: str) -> dict[str, Any]:
-    """The B200 device efficiencies with each source noting they are carried over to ``system``."""
+def _efficiency(system: str, sfu_exp_per_s: float) -> dict[str, Any]:
+    """The B200 device efficiencies with each source noting they are carried over to ``system``, and
+    ``system``'s own SFU exponential rate (the attention factors keep the B200's as their reference)."""
     sources = {k: v + _SAME_SM.format(system) for k, v in _B200_EFFICIENCY["sources"].items()}
     sources["hbm_gb_s"] = f"{system}: 8 TB/s HBM3e per GPU (see provenance.hbm)"
-    return {**_B200_EFFICIENCY, "hbm_gb_s": 8000.0, "sources": sources}
+    sources["sfu_exp_per_s"] = f"{system}: {sfu_exp_per_s / 1e12:g} TeraExponentials/s; {SFU_SOURCE}"
+    return {**_B200_EFFICIENCY, "hbm_gb_s": 8000.0, "sfu_exp_per_s": sfu_exp_per_s, "sources": sources}
 
 
 def _nvlink5(max_devices: int, system: str) -> dict[str, Any]:
@@ -78,7 +86,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
         "devices_per_node": 8,
         "fp8_gemm_any_layout": True,
         "levels": [_nvlink5(8, "B300"), _scale_out("ib-xdr", 100.0)],
-        "efficiency": _efficiency("B300"),
+        "efficiency": _efficiency("B300", BLACKWELL_ULTRA_SFU_EXP_PER_S),
         "provenance": {
             "hbm_gib": f"{_HGX_B300}: 288 GB (decimal) HBM3e per GPU = 268.2 GiB, rounded down",
             "hbm": "HGX B300: 8 TB/s HBM3e per GPU",
@@ -96,7 +104,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
         "devices_per_node": 4,
         "fp8_gemm_any_layout": True,
         "levels": [_nvlink5(72, "GB200 NVL72"), _scale_out("ib-ndr", 50.0)],
-        "efficiency": _efficiency("GB200"),
+        "efficiency": _efficiency("GB200", BLACKWELL_SFU_EXP_PER_S),
         "provenance": {
             "hbm_gib": f"{_GB200_NVL72}: 13.4 TB / 72 = 186 GB (decimal) per GPU = 173.2 GiB, rounded down",
             "hbm": "GB200 NVL72: 576 TB/s / 72 = 8 TB/s per GPU",
@@ -116,7 +124,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
         "devices_per_node": 4,
         "fp8_gemm_any_layout": True,
         "levels": [_nvlink5(72, "GB300 NVL72"), _scale_out("ib-xdr", 100.0)],
-        "efficiency": _efficiency("GB300"),
+        "efficiency": _efficiency("GB300", BLACKWELL_ULTRA_SFU_EXP_PER_S),
         "provenance": {
             "hbm_gib": f"{_GB300_NVL72}: 288 GB (decimal) HBM3e per GPU = 268.2 GiB, rounded down",
             "hbm": "GB300 NVL72: 576 TB/s / 72 = 8 TB/s per GPU",

@@ -132,6 +132,26 @@ def _with_grouped_table(eff: dict[str, Any]) -> dict[str, Any]:
     return {**eff, **_B200_GROUPED_BY_TOKENS, "sources": sources}
 
 
+#: softmax exponential throughput (SFU ``MUFU.EX2``) per GPU of the Blackwell (B200, GB200) and Blackwell
+#: Ultra (B300, GB300) parts, exponentials per second, with their sources
+BLACKWELL_SFU_EXP_PER_S = 5.0e12
+BLACKWELL_ULTRA_SFU_EXP_PER_S = 10.7e12
+SFU_SOURCE = ("per-GPU 'Attention acceleration (SFU EX2)': Blackwell (B200, GB200) 5 TeraExponentials/s, "
+              "Blackwell Ultra (B300, GB300) 10.7 TeraExponentials/s (NVIDIA's Blackwell Ultra figures as tabled "
+              "in verda.com/blog/gb300-nvl72-architecture); NVIDIA Technical Blog 'Inside NVIDIA Blackwell Ultra: "
+              "The Chip Powering the AI Factory Era' (2x attention-layer acceleration) and 'Making Softmax More "
+              "Efficient with NVIDIA Blackwell Ultra' (SFU MUFU.EX2 throughput doubled; on GB200 the second "
+              "attention GEMM waits for the softmax)")
+
+
+def _with_sfu(eff: dict[str, Any], device_exp_per_s: float) -> dict[str, Any]:
+    """``eff`` (attention factors measured on a B200) with the B200's and this device's SFU rates."""
+    sources = {**eff["sources"], "sfu_exp_per_s": SFU_SOURCE,
+               "attention_sfu_exp_per_s": SFU_SOURCE + "; the attention factors were measured on a B200"}
+    return {**eff, "sfu_exp_per_s": device_exp_per_s, "attention_sfu_exp_per_s": BLACKWELL_SFU_EXP_PER_S,
+            "sources": sources}
+
+
 #: the torchtitan H100 benchmark's hardware section (Grand Teton hosts)
 _TITAN_H100 = "pytorch/torchtitan@b5bcd76c66 benchmarks/llama3_h100_202412_torchtitan.md 'Hardware'"
 #: SimuMax's H100 file (h100_nvlink.json, read at 160921ca96): group_matmul 0.60, permute_fwd / _bwd 0.25
@@ -248,10 +268,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "devices_per_node": 8,
         "levels": NVIDIA_LEVELS["b200"],
         "fp8_gemm_any_layout": True,
-        "efficiency": _with_grouped_table(_simumax_eff(
+        "efficiency": _with_sfu(_with_grouped_table(_simumax_eff(
             "b200_bf16_ceperm.json", 8000.0, "NVIDIA DGX B200 datasheet: 64 TB/s HBM3e for 8 GPUs = 8 TB/s per GPU",
             0.48780765792034037, 0.7059717796465379, 0.6943225842672003, 0.666, 30.0,
             moe=("MooreThreads/SimuMax@4dcaae513b", 0.30199308868813257, 0.5008136513816437, 0.5108178337365621))),
+            BLACKWELL_SFU_EXP_PER_S),
         "provenance": {
             "hbm_gib": "DGX B200: 1,440 GB HBM3e for 8 GPUs = 180 GB per GPU (decimal); rounded",
             "peak_tflops": "NVIDIA DGX B200 datasheet per GPU, dense (no sparsity): 72 PFLOPS FP8 training and "

@@ -125,6 +125,10 @@ class DeviceEfficiency(BaseModel):
     ``grouped_matmul_fwd_by_tokens`` / ``_bwd_by_tokens``: the grouped GEMM's efficiency by the
     tokens each expert's GEMM holds (its ``M``, :data:`SizeTable`) in the forward / backward where a
     source measured it (None: the flat ``grouped_matmul`` applies).
+    ``sfu_exp_per_s``: this device's softmax exponential throughput (SFU ``MUFU.EX2``, exponentials per
+    second) and ``attention_sfu_exp_per_s``: that of the device ``attention_fwd`` / ``_bwd`` were
+    measured on; both given and different, flash attention's exponentials are re-priced at this
+    device's rate (:func:`estimator.perf.roofline.sfu_adjusted_s`).
     ``sources``: field -> citation. All efficiencies in (0, 1].
     """
 
@@ -145,6 +149,8 @@ class DeviceEfficiency(BaseModel):
     #: ``matmul`` table applies at that peak, estimator.perf.lowp)
     fp8_matmul: float | None = Field(default=None, gt=0, le=1)
     fp4_matmul: float | None = Field(default=None, gt=0, le=1)
+    sfu_exp_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    attention_sfu_exp_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     sources: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")

@@ -85,6 +85,7 @@ class Op:
     shape: tuple[float, float, float] | None = None  # a GEMM's (m, k, n)
     peak_scale: float = 1.0  # its peak over the compute dtype's (the low-precision recipe's, estimator.perf.lowp)
     grouped_tokens: float = 0.0  # a grouped GEMM priced by tokens per expert: each expert GEMM's M (0: flat factor)
+    exps: float = 0.0  # flash attention: softmax exponentials on the SFU per pass (0: not priced apart; sfu_exponentials)
 
 
 def gemm(name: str, modules: tuple[str, ...], m: float, k: float, n: float, b: int, count: float = 1.0,
@@ -125,6 +126,7 @@ class LayerDims:
     fp8_attention: float = 0.0  # TE FP8 fused attention: FP8 peak / compute peak (0: off; precision.fp8_attention)
     main_grad_add_bytes: float = 0.0  # bytes per weight of the unfused main_grad add (0: none, main_grad_add_op)
     etp: int | None = None  # expert TP size (expert_tokens; options.grouped_gemm_by_tokens; None: tp, as before)
+    sfu_exps: bool = False  # flash attention carries its softmax exponentials (options.sfu_softmax, sfu_exponentials)
 
 
 def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
@@ -174,7 +176,8 @@ def core_attention_ops(d: LayerDims, a: int, n_kv: int, d_qk: int, d_v: int, key
         k = as_float(d.ring_blocks)
         variant = f"hd{d_qk}" if d.head_dim_eff and d_qk == d_v and d_qk in HEAD_DIM_EFFICIENCY else ""
         flash = Op("flash_attention", "attention", ("core_attn",), flops, q + kv + o, k,
-                   FLASH_BACKWARD_FLOPS * flops, 2.0 * (q + kv + o), 2.0 * k, variant=variant)
+                   FLASH_BACKWARD_FLOPS * flops, 2.0 * (q + kv + o), 2.0 * k, variant=variant,
+                   exps=sfu_exponentials(flops, d_qk, d_v) if d.sfu_exps else 0.0)
         return fp8_attention_ops(flash, (q + kv + o) / b, b, d.fp8_attention) if d.fp8_attention else [flash]
     scores = d.batch * heads * (t / d.batch) * d.seq  # b·(a/tp)·(s/cp)·s
     qk = Op("attn_scores", "gemm", ("core_attn",), 2.0 * scores * d_qk, q + kv / 2 + scores * b, 1.0,
@@ -188,6 +191,17 @@ def core_attention_ops(d: LayerDims, a: int, n_kv: int, d_qk: int, d_v: int, key
         pv,
         elementwise("attn_permute", ("core_attn",), 2 * o),
     ]
+
+
+def sfu_exponentials(flops: float, d_qk: int, d_v: int) -> float:
+    """Softmax exponentials of one flash-attention pass whose score and value GEMMs count ``flops``.
+
+    ``flops = 2·T·keys·a·(d_qk + d_v)`` counts every key of the no-causal-halving convention
+    (:func:`estimator.inputs.derive.attended_keys`: twice the keys a causal or sliding-window query
+    really sees), so the kernel exponentiates ``T·keys·a/2 = flops / (4·(d_qk + d_v))`` scores: one
+    ``exp`` per visited score in the forward and one again in the backward, which recomputes
+    ``P = exp(S − LSE)`` instead of reading it (Dao 2023, FlashAttention-2 Algorithm 2)."""
+    return flops / (4.0 * (d_qk + d_v))
 
 
 def fp8_attention_ops(flash: Op, elements: float, b: int, peak_scale: float) -> list[Op]:

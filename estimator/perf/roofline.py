@@ -31,7 +31,7 @@ from estimator.perf import lowp, mamba, sac
 from estimator.perf import operators as ops_
 from estimator.perf.context import prices
 from estimator.perf.layers import is_moe_layer, stage_groups
-from estimator.shared.arrays import ARRAY, is_array, maximum, unique_rows, where
+from estimator.shared.arrays import ARRAY, is_array, maximum, minimum, unique_rows, where
 from ndval.core import cache
 from ndval.core.units import BYTES_PER_GB, BYTES_PER_MEGABYTE, FLOPS_PER_GFLOP, S_PER_US
 
@@ -50,7 +50,7 @@ def roofline_active(cfg: EstimatorConfig) -> bool:
 
 def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, backward: bool,
                    eff: DeviceEfficiency, peak_flops: float, variant: str = "", peak_scale: float = 1.0,
-                   grouped_tokens: float = 0.0) -> float:
+                   grouped_tokens: float = 0.0, exps: float = 0.0) -> float:
     """Seconds of ``kernels`` equal kernels doing ``flops`` and moving ``moved`` bytes in all (roofline).
 
     A ``grouped`` GEMM (MoE routed experts) takes ``eff.grouped_matmul`` and a ``permute`` operator
@@ -77,6 +77,9 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
         else:
             e = eff.matmul_eff(flops / per_kernel / FLOPS_PER_GFLOP)
         compute_s = flops / (peak_flops * peak_scale * e) if low else flops / (peak_flops * e)
+        if op_class == "attention" and (type(exps) is ARRAY or exps) and eff.sfu_exp_per_s and \
+                eff.attention_sfu_exp_per_s and eff.sfu_exp_per_s != eff.attention_sfu_exp_per_s:
+            compute_s = sfu_adjusted_s(compute_s, exps, eff.sfu_exp_per_s, eff.attention_sfu_exp_per_s)
     memory_s = 0.0
     if type(moved) is ARRAY or moved:
         permute = eff.permute_memory_bwd if backward else eff.permute_memory_fwd
@@ -85,6 +88,23 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
         if type(moved) is ARRAY:  # rows moving nothing price no memory term (the scalar ``if``)
             memory_s = where(moved != 0, memory_s, 0.0)
     return maximum(compute_s, memory_s)
+
+
+def sfu_adjusted_s(measured_s: float, exps: float, device_exp_per_s: float, reference_exp_per_s: float) -> float:
+    """Flash-attention seconds on a device whose SFU exponentiates at ``device_exp_per_s`` when
+    ``measured_s`` prices the pass with attention factors measured on a device at ``reference_exp_per_s``:
+
+    ``t' = max(t + E·(1/R_dev − 1/R_ref), min(t, E/R_dev))``, ``E`` = the pass's exponentials
+    (:func:`estimator.perf.operators.sfu_exponentials`).
+
+    The exponentials are taken as not hidden under the tensor-core work on the reference device: NVIDIA
+    ("Making Softmax More Efficient with NVIDIA Blackwell Ultra") shows the second attention GEMM waiting
+    for the softmax on GB200, so a faster SFU shortens the pass by the whole difference (its measured
+    ~35 % higher FP8 attention forward throughput on GB300 matches that). A faster SFU never lengthens
+    the pass, nor shortens it below its exponentials at the device's rate; a slower one lengthens it by
+    the difference. Equal rates leave ``t`` unchanged."""
+    return maximum(measured_s + exps * (1.0 / device_exp_per_s - 1.0 / reference_exp_per_s),
+                   minimum(measured_s, exps / device_exp_per_s))
 
 
 def grouped_eff(eff: DeviceEfficiency, tokens: float, backward: bool) -> float:
@@ -101,9 +121,9 @@ def op_pass_s(op: ops_.Op, backward: bool, eff: DeviceEfficiency, peak_flops: fl
     """Seconds of one pass (forward or backward) of ``op`` and its ``count`` copies."""
     if backward:
         return op.count * kernel_group_s(op.bw_flops, op.bw_bytes, op.bw_kernels, op.op_class, True, eff, peak_flops,
-                                         op.variant, op.peak_scale, op.grouped_tokens)
+                                         op.variant, op.peak_scale, op.grouped_tokens, op.exps)
     return op.count * kernel_group_s(op.flops, op.bytes, op.kernels, op.op_class, False, eff, peak_flops, op.variant,
-                                     op.peak_scale, op.grouped_tokens)
+                                     op.peak_scale, op.grouped_tokens, op.exps)
 
 
 @dataclass(frozen=True)
@@ -133,6 +153,7 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
             (low.recipe.name if (low := lowp.lowp_of(cfg, cfg.num_micro_batches)) else None)
             in ops_.GROUPED_TENSOR_RECIPES),
         main_grad_add_bytes=main_grad_add_bytes(cfg, ctx), etp=ctx.t_exp if cfg.options.grouped_gemm_by_tokens else None,
+        sfu_exps=cfg.options.sfu_softmax,
     )
 
 
@@ -209,7 +230,7 @@ def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[s
 
 
 #: the numbers of an :class:`operators.Op` (any may be an array of layouts)
-_OP_NUMBERS = ("flops", "bytes", "kernels", "bw_flops", "bw_bytes", "bw_kernels", "count", "grouped_tokens")
+_OP_NUMBERS = ("flops", "bytes", "kernels", "bw_flops", "bw_bytes", "bw_kernels", "count", "grouped_tokens", "exps")
 
 
 def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[str],
@@ -228,10 +249,11 @@ def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: fr
         col = {f: _stacked([getattr(ops[i], f) for i in at], shape) for f in _OP_NUMBERS}
         scale = ops[at[0]].peak_scale  # (one recipe per config: every op of a variant has its scale)
         rows = cast(float, col["grouped_tokens"]) if np.any(col["grouped_tokens"]) else 0.0
+        exps = cast(float, col["exps"]) if np.any(col["exps"]) else 0.0
         fw[at] = col["count"] * kernel_group_s(*_numbers(col, "flops", "bytes", "kernels"), op_class, False, eff,
-                                               peak, variant, scale, rows) * derate
+                                               peak, variant, scale, rows, exps) * derate
         bw[at] = col["count"] * kernel_group_s(*_numbers(col, "bw_flops", "bw_bytes", "bw_kernels"), op_class, True,
-                                               eff, peak, variant, scale, rows) * derate
+                                               eff, peak, variant, scale, rows, exps) * derate
         if layer and shares is not None and mode == "selective":
             part = np.array([sac.op_share(ops[i], shares) for i in at]).reshape(-1, *([1] * len(shape)))
             rec[at] = fw[at] * part
@@ -345,7 +367,7 @@ _EFFICIENCY_KEYS = cache.store("estimator.efficiency_keys", bound=256, key="id(D
 def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
     return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
             tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.grouped_matmul, eff.permute_memory_fwd,
-            eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul,
+            eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul, eff.sfu_exp_per_s, eff.attention_sfu_exp_per_s,
             *(tuple(map(tuple, t or ())) for t in (eff.grouped_matmul_fwd_by_tokens, eff.grouped_matmul_bwd_by_tokens)))
 
 
