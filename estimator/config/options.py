@@ -99,6 +99,8 @@ class OptionsConfig(StrictSection):
     flex_dispatch_per_node: bool = Field(default=True, description="flex dispatcher over NVLink domains: one copy per domain")
     attention_head_dim: bool = Field(default=True, description="flash attention by head dim (HEAD_DIM_EFFICIENCY)")
     fp8_attention: bool = Field(default=True, description="precision.fp8_attention: attention at the FP8 peak")
+    fsdp2_copies: bool = Field(default=True, description="FSDP2's all-gather copy-out and reduce-scatter copy-in "
+                               "on the compute stream (operators.fsdp2_copy_op)")
     sfu_softmax: bool = Field(default=True, description="flash attention's softmax exponentials at the device's SFU "
                               "rate where it differs from the attention factors' device (roofline.sfu_adjusted_s)")
     op_sac_recompute: bool = Field(

@@ -266,6 +266,9 @@ class ParallelConfig(StrictSection):
     #: FSDP2 ``reshard_after_forward`` of the transformer blocks; None = torchtitan's choice
     #: (``apply_fsdp``: true without PP except the last block, false with PP)
     fsdp_reshard_after_forward: bool | None = None
+    #: the fsdp2 sharding's implementation: torch ``fully_shard`` (FSDP2, copies around each collective) or
+    #: Megatron-FSDP (parameters and gradients are views of its buffers; ``estimator.perf.operators.fsdp2_copy_op``)
+    fsdp_implementation: Literal["torch", "megatron"] = "torch"
     #: Megatron ``--overlap-moe-expert-parallel-comm``: the interleaved schedule runs one extra
     #: warm-up forward (``get_pp_rank_microbatches``), so one more micro-batch is in flight
     overlap_moe_expert_parallel_comm: bool = False

@@ -44,6 +44,13 @@ from estimator.inputs.pipeline_split import parse_layout
 
 BRIDGE_SOURCE = "mbridge_perf_summary_blackwell"
 _BRIDGE = "NVIDIA-NeMo/Megatron-Bridge"
+
+#: facts of every Megatron-Bridge source (``mbridge_`` ids; :data:`estimator.experiments.measured.FAMILY_FACTS`):
+#: its FSDP rows run Megatron-FSDP, whose parameters and gradients are views of the bucket buffers
+FSDP_VIEWS = ("NVIDIA/Megatron-LM@d98e8a64dd megatron/core/distributed/fsdp/src/megatron_fsdp/param_and_grad_buffer.py: "
+              "each parameter's data is get_item_from_bucket(bucket, item_id).view(p.shape) and each gradient a view "
+              "of the gradient bucket (no FSDP2 copy-out or copy-in); Bridge's fsdp=true selects Megatron-FSDP")
+BRIDGE_FACTS: dict[str, tuple[Any, str]] = {"parallel.fsdp_implementation": ("megatron", FSDP_VIEWS)}
 _DSV3 = f"{_BRIDGE}@bf71eba07b,7af9601c9d,21b02e0cfb src/megatron/bridge/recipes/deepseek/deepseek_v3.py layout map"
 _DSV3_32 = (f"{_BRIDGE}@bf71eba07b scripts/performance/run_script.py and @7af9601c9d "
             "scripts/performance/configs/deepseek/deepseek_llm_pretrain.py: layout=\"Et|(tt|)*30mL\"")

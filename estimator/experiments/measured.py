@@ -19,7 +19,7 @@ from typing import Any
 from estimator.config.errors import ConfigError
 from estimator.experiments import architecture_notes, recipe_notes
 from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
-from estimator.experiments.bridge_splits import apply_bridge_split
+from estimator.experiments.bridge_splits import BRIDGE_FACTS, apply_bridge_split
 from estimator.experiments.row_corrections import apply_corrections, batch_section
 from estimator.inputs.recipes import RECIPES
 from ndval.core.units import BYTES_PER_MIB
@@ -148,7 +148,7 @@ _VTRAIN_FACTS: dict[str, tuple[Any, str]] = {
     "model.position_embedding": ("learned", _VTRAIN_POSITIONS),
 }
 #: source-id prefix -> facts of every source of that family
-FAMILY_FACTS: dict[str, dict[str, tuple[Any, str]]] = {"vtrain_": _VTRAIN_FACTS}
+FAMILY_FACTS: dict[str, dict[str, tuple[Any, str]]] = {"vtrain_": _VTRAIN_FACTS, "mbridge_": BRIDGE_FACTS}
 
 
 #: published facts about a source's runs that its CSV cells leave empty or cannot express:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from estimator.inputs.derive import attended_keys
 from estimator.perf import compute
-from estimator.shared.arrays import as_float, maximum
+from estimator.shared.arrays import ARRAY, as_float, maximum, where
 
 #: the low-precision GEMM plan: estimator.perf.lowp.LowpGemms, which imports this module (not imported here, even
 #: for type checking: no import cycle)
@@ -127,6 +127,8 @@ class LayerDims:
     main_grad_add_bytes: float = 0.0  # bytes per weight of the unfused main_grad add (0: none, main_grad_add_op)
     etp: int | None = None  # expert TP size (expert_tokens; options.grouped_gemm_by_tokens; None: tp, as before)
     sfu_exps: bool = False  # flash attention carries its softmax exponentials (options.sfu_softmax, sfu_exponentials)
+    fsdp_copies: tuple[float, float, float] = (0.0, 0.0, 0.0)  # FSDP2 copies per weight element (fsdp2_copy_op)
+    fsdp_root_copies: tuple[float, float, float] = (0.0, 0.0, 0.0)  # the same for the root group (embedding, head)
 
 
 def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
@@ -352,6 +354,24 @@ def mtp_extra_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
             gemm("mtp_proj", (), t, 2 * h / d.tp, h, b), *head_ops(model, d)]
 
 
+def weight_elements(ops: list[Op]) -> float:
+    """Weight elements of the GEMMs in ``ops`` on this rank: ``k·n`` per GEMM and copy (``count``), and per
+    expert of a GEMM the op fuser runs over all local experts (:func:`fused_grouped_experts` keeps the
+    per-expert shape with the experts' FLOPs: ``flops / (2·m·k·n)`` experts)."""
+    total = 0.0
+    for op in ops:
+        if op.op_class != "gemm" or op.shape is None:
+            continue
+        m, k, n = op.shape
+        each = compute.matmul_flops(m, k, n)
+        if type(op.count) is ARRAY or op.count != 1.0:
+            copies = op.count
+        else:  # (a fused GEMM, or one expert: flops / each = 1 exactly)
+            copies = where(each > 0, op.flops / maximum(each, 1e-300), 1.0)
+        total = total + k * n * copies
+    return total
+
+
 def main_grad_add_op(ops: list[Op], bytes_per_weight: float) -> Op:
     """Megatron's ``param.main_grad.add_(param.grad.data)`` after each micro-batch's backward when the
     weight gradient is not accumulated into ``main_grad`` by the GEMM (``--no-gradient-accumulation-fusion``:
@@ -360,10 +380,35 @@ def main_grad_add_op(ops: list[Op], bytes_per_weight: float) -> Op:
     Per weight element of the GEMMs in ``ops`` (``k·n`` per GEMM and copy) it reads ``main_grad`` and the
     gradient and writes ``main_grad``: ``bytes_per_weight = 2·B_g + B``; one kernel per weight; backward only
     (not recomputed)."""
-    weights = [op for op in ops if op.op_class == "gemm" and op.shape is not None]
-    elements = sum(op.shape[1] * op.shape[2] * op.count for op in weights if op.shape is not None)
-    kernels = sum(op.count for op in weights)
-    return Op("main_grad_add", "elementwise", (), 0.0, 0.0, 0.0, 0.0, elements * bytes_per_weight, kernels)
+    kernels = sum(op.count for op in ops if op.op_class == "gemm" and op.shape is not None)
+    return Op("main_grad_add", "elementwise", (), 0.0, 0.0, 0.0, 0.0, weight_elements(ops) * bytes_per_weight, kernels)
+
+
+#: the variant of FSDP2's copies (:func:`fsdp2_copy_op`): in a layer's passes, never recomputed
+FSDP_COPY = "fsdp_copy"
+
+
+def fsdp2_copy_op(elements: float, copy_bytes: tuple[float, float, float]) -> Op:
+    """FSDP2's copies on the compute stream around one group's ``elements`` weight elements (its TP / EP
+    slice) per micro-batch, ``copy_bytes`` = (forward copy-out, backward copy-out, backward copy-in) bytes
+    per element:
+
+    * **all-gather copy-out** (``foreach_all_gather_copy_out``, ``FSDPParamGroup.wait_for_unshard`` in the
+      pre-forward and pre-backward hooks, on the current stream): reads the gathered buffer and writes each
+      unsharded parameter, ``2·B_ag`` (``B_ag``: the all-gather dtype's bytes); in backward only when the
+      group was resharded after forward (a re-gather);
+    * **reduce-scatter copy-in** (``foreach_reduce_scatter_copy_in``, ``torch._chunk_cat`` of the unsharded
+      gradients into the reduce-scatter input in the reduce dtype, ``B + B_r``): on the current stream, or on
+      the reduce-scatter stream with the current stream waiting for it (older torch): on the compute path
+      either way.
+
+    One kernel per copy (pytorch/pytorch@002a76fb ``torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py``,
+    ``_fsdp_collectives.py``). Variant :data:`FSDP_COPY`: not re-run by activation recompute (the
+    parameters are unsharded before the recomputed forward)."""
+    fwd, regather, copy_in = copy_bytes
+    bw_kernels = (1.0 if regather else 0.0) + (1.0 if copy_in else 0.0)
+    return Op("fsdp_copies", "elementwise", (), 0.0, elements * fwd, 1.0 if fwd else 0.0, 0.0,
+              elements * (regather + copy_in), bw_kernels, variant=FSDP_COPY)
 
 
 def optimizer_ops(params_local: float, bytes_per_param: float, grad_bytes: int) -> list[Op]:

@@ -27,6 +27,7 @@ import numpy as np
 
 from estimator.inputs import derive
 from estimator.inputs.adapters import adapter_of
+from estimator.memory import fsdp2
 from estimator.perf import lowp, mamba, sac
 from estimator.perf import operators as ops_
 from estimator.perf.context import prices
@@ -153,7 +154,8 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
             (low.recipe.name if (low := lowp.lowp_of(cfg, cfg.num_micro_batches)) else None)
             in ops_.GROUPED_TENSOR_RECIPES),
         main_grad_add_bytes=main_grad_add_bytes(cfg, ctx), etp=ctx.t_exp if cfg.options.grouped_gemm_by_tokens else None,
-        sfu_exps=cfg.options.sfu_softmax,
+        sfu_exps=cfg.options.sfu_softmax, fsdp_copies=fsdp2_copy_bytes(cfg, ctx, root=False),
+        fsdp_root_copies=fsdp2_copy_bytes(cfg, ctx, root=True),
     )
 
 
@@ -177,6 +179,31 @@ def main_grad_add_bytes(cfg: EstimatorConfig, ctx: Ctx) -> float:
     return float(2 * ctx.b_grad + ctx.b_compute)
 
 
+def fsdp2_copy_bytes(cfg: EstimatorConfig, ctx: Ctx, root: bool) -> tuple[float, float, float]:
+    """Bytes per weight element of FSDP2's copies per micro-batch (:func:`operators.fsdp2_copy_op`) for the
+    blocks or the ``root`` group (embedding, final norm, output): forward copy-out ``2·B_ag``, backward copy-out
+    ``2·B_ag`` when the group is resharded after forward (``memory.fsdp2.blocks_reshard_after_forward`` /
+    ``root_resharded``), backward copy-in ``B + B_g`` (unsharded gradients in the compute dtype into the reduce
+    dtype; none for the frozen weights of an adapter run); ``B_ag`` = 1 for the blocks' weights under Float8
+    all-gather, else ``B``. Priced under the ``fsdp2`` sharding by torch's ``fully_shard``
+    (``parallel.fsdp_implementation``; Megatron-FSDP copies nothing) with ``dp > 1``, without PP (each
+    micro-batch re-gathers and reduces) and ``options.fsdp2_copies`` on; else zeros (with PP each group is
+    gathered and reduced once per step: not priced)."""
+    if not (cfg.options.fsdp2_copies and fsdp2.is_fsdp2(cfg) and cfg.parallel.pp == 1
+            and cfg.parallel.fsdp_implementation == "torch"):
+        return (0.0, 0.0, 0.0)
+    sharded = ctx.dp > 1
+    if type(sharded) is ARRAY and sharded.any() != sharded.all():  # (arrays of layouts: one branch per group)
+        raise ValueError("FSDP2 copies: layouts with dp = 1 and dp > 1 in one group")
+    if not np.all(sharded):
+        return (0.0, 0.0, 0.0)
+    b = float(ctx.b_compute)
+    gathered = float(fsdp2.FLOAT8_BYTES) if not root and fsdp2.float8_all_gather(cfg) else b
+    resharded = fsdp2.root_resharded(cfg) if root else fsdp2.blocks_reshard_after_forward(cfg)
+    copy_in = 0.0 if adapter_of(cfg) else b + float(ctx.b_grad)
+    return (2.0 * gathered, 2.0 * gathered if resharded else 0.0, copy_in)
+
+
 def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: int | None = None) -> list[ops_.Op]:
     """Forward operators of layer ``index`` on one rank (attention block, MLP or MoE block, MTP extras);
     ``layer_ep``: the layer's ep when the caller has it (:func:`derive.layer_ep`)."""
@@ -194,6 +221,8 @@ def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: 
         out = lowp.frozen_ops(out, dims.adapter.gemms, dims.adapter.rank, dims.b)
     if dims.main_grad_add_bytes:
         out.append(ops_.main_grad_add_op(out, dims.main_grad_add_bytes))
+    if any(dims.fsdp_copies):
+        out.append(ops_.fsdp2_copy_op(ops_.weight_elements(out), dims.fsdp_copies))
     return out
 
 
@@ -201,6 +230,18 @@ def _recomputed(op: ops_.Op, mode: str, modules: frozenset[str]) -> bool:
     if mode == "full":
         return True
     return mode == "selective" and bool(modules & set(op.modules))
+
+
+def _recompute_share(op: ops_.Op, layer: bool, mode: str, modules: frozenset[str],
+                     shares: Mapping[str, float] | None) -> float:
+    """Share of ``op``'s forward a layer's recompute re-runs: torchtitan's op-level policy (``shares``,
+    :func:`sac.op_share`), else all of a recomputed operator; none outside layers and for FSDP2's copies
+    (:data:`operators.FSDP_COPY`: the parameters are unsharded before the recomputed forward)."""
+    if not layer or op.variant == ops_.FSDP_COPY:
+        return 0.0
+    if shares is not None and mode == "selective":
+        return sac.op_share(op, shares)
+    return 1.0 if _recomputed(op, mode, modules) else 0.0
 
 
 #: seconds of one operator group: (forward, backward, recompute, per operator class)
@@ -220,10 +261,7 @@ def ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: frozenset[s
     for op in ops:
         f = op_pass_s(op, False, eff, peak) * derate
         b = op_pass_s(op, True, eff, peak) * derate
-        if layer and shares is not None and mode == "selective":
-            r = f * sac.op_share(op, shares)
-        else:
-            r = f if layer and _recomputed(op, mode, modules) else 0.0
+        r = f * _recompute_share(op, layer, mode, modules, shares)
         fw, bw, rec = fw + f, bw + b, rec + r
         by_class[op.op_class] += f + b + r
     return fw, bw, rec, by_class
@@ -254,12 +292,8 @@ def _stacked_ops_seconds(ops: list[ops_.Op], layer: bool, mode: str, modules: fr
                                                peak, variant, scale, rows, exps) * derate
         bw[at] = col["count"] * kernel_group_s(*_numbers(col, "bw_flops", "bw_bytes", "bw_kernels"), op_class, True,
                                                eff, peak, variant, scale, rows, exps) * derate
-        if layer and shares is not None and mode == "selective":
-            part = np.array([sac.op_share(ops[i], shares) for i in at]).reshape(-1, *([1] * len(shape)))
-            rec[at] = fw[at] * part
-            continue
-        again = np.array([layer and _recomputed(ops[i], mode, modules) for i in at]).reshape(-1, *([1] * len(shape)))
-        rec[at] = np.where(again, fw[at], 0.0)
+        part = np.array([_recompute_share(ops[i], layer, mode, modules, shares) for i in at])
+        rec[at] = fw[at] * part.reshape(-1, *([1] * len(shape)))
     each = fw + bw + rec
     by_class = {cls: _in_order(each[[i for i, op in enumerate(ops) if op.op_class == cls]])
                 for cls in dict.fromkeys(op.op_class for op in ops)}
@@ -345,6 +379,10 @@ def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_gra
             ops = lowp.frozen_ops(ops, frozenset(), d.adapter.rank, d.b)
         if head and d.main_grad_add_bytes:  # the output layer's weight gradient
             ops = [*ops, ops_.main_grad_add_op(ops, d.main_grad_add_bytes)]
+        if any(d.fsdp_root_copies):  # the root group's embedding table or output weight (a tied one once)
+            table = cfg.model.vocab / d.tp * cfg.model.hidden_size
+            elements = (0.0 if cfg.model.tied_embeddings else ops_.weight_elements(ops)) if head else table
+            ops = [*ops, ops_.fsdp2_copy_op(elements, d.fsdp_root_copies)]
         return ops_seconds(ops, False, "none", frozenset(), eff, peak, derate)
 
     if is_array(*_dims_arrays(dims)):  # arrays of layouts
