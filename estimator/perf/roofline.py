@@ -192,10 +192,10 @@ def fsdp2_copy_bytes(cfg: EstimatorConfig, ctx: Ctx, root: bool) -> tuple[float,
     if not (cfg.options.fsdp2_copies and fsdp2.is_fsdp2(cfg) and cfg.parallel.pp == 1
             and cfg.parallel.fsdp_implementation == "torch"):
         return (0.0, 0.0, 0.0)
-    sharded = ctx.dp > 1
-    if type(sharded) is ARRAY and sharded.any() != sharded.all():  # (arrays of layouts: one branch per group)
+    sharded = np.asarray(ctx.dp) > 1
+    if sharded.any() != sharded.all():  # (arrays of layouts: one branch per group)
         raise ValueError("FSDP2 copies: layouts with dp = 1 and dp > 1 in one group")
-    if not np.all(sharded):
+    if not sharded.all():
         return (0.0, 0.0, 0.0)
     b = float(ctx.b_compute)
     gathered = float(fsdp2.FLOAT8_BYTES) if not root and fsdp2.float8_all_gather(cfg) else b
