@@ -18,7 +18,13 @@ from estimator.experiments.measured import megatron_padded_vocab
 from estimator.importers.common import Imported, as_bool, as_int, bad
 from estimator.importers.megatron_args import read_arguments
 from estimator.importers.megatron_flags import IGNORED_PREFIXES, NOT_MODELLED, RECOMPUTE_MODULE_NAMES, REFUSED
-from estimator.importers.megatron_recipe import cuda_graph, linear_recipe, overlap
+from estimator.importers.megatron_recipe import (
+    cuda_graph,
+    linear_recipe,
+    moe_dispatcher,
+    optimizer_dtypes,
+    overlap,
+)
 from estimator.inputs import hybrid
 
 #: Megatron's defaults used when a flag is absent (megatron/training/arguments.py)
@@ -330,6 +336,8 @@ def import_megatron(path: str | Path, *, world_size: int | None = None, profile:
     _recompute_and_precision(a)
     overlap(a, profile, tp)
     cuda_graph(a)
+    moe_dispatcher(a, bool(a.out.data["model"].get("num_experts")))
+    optimizer_dtypes(a)
     if hardware is not None:
         out.put("hardware", hardware, "given hardware")
     _classify_rest(a)

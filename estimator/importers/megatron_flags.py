@@ -2,7 +2,8 @@
 
 ``NOT_MODELLED``: flag -> what the estimate leaves out (listed in the importer's output, so a user sees
 what the number does not include). The overlap switches, the FP8 / FP4 recipe and CUDA graphs are
-mapped (``estimator.importers.megatron_recipe``). ``IGNORED_PREFIXES``: flags that
+mapped (``estimator.importers.megatron_recipe``), and so are the MoE token dispatcher, the
+precision-aware optimizer's dtypes and CPU offloading. ``IGNORED_PREFIXES``: flags that
 change neither memory nor time (logging, data, checkpointing, learning-rate schedule, numerics of
 init and RoPE).
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 NOT_MODELLED: dict[str, str] = {
     "--overlap-param-gather-with-optimizer-step": "parameter all-gather under the optimizer step: not modelled",
     "--delay-wgrad-compute": "weight-gradient GEMMs delayed to overlap the EP all-to-all: not modelled",
-    "--moe-token-dispatcher-type": "the dispatcher (alltoall / allgather / flex): EP traffic priced as all-to-all",
     "--moe-enable-deepep": "DeepEP dispatch kernels: not modelled",
     "--moe-flex-dispatcher-backend": "the flex dispatcher's backend: not modelled",
     "--moe-permute-fusion": "fused token permutation: kernel counts not reduced",
@@ -21,11 +21,12 @@ NOT_MODELLED: dict[str, str] = {
     "--moe-pad-expert-input-to-capacity": "padding to capacity: routed tokens not padded",
     "--recompute-method": "the recompute method (uniform / block): full recompute priced for every layer",
     "--recompute-num-layers": "recompute of n layers per chunk: full recompute priced for every layer",
-    "--cpu-offloading": "activation / weight offload to host memory: not modelled",
-    "--use-precision-aware-optimizer": "bf16 / fp8 optimizer states by the precision-aware optimizer: not modelled",
-    "--main-grads-dtype": "main-gradient dtype other than fp32: precision.grads is set from --grad-reduce-in-bf16",
     "--lora-rank": "LoRA adapters: not modelled",
     "--deterministic-mode": "deterministic kernels: kernel choice not modelled",
+    "--use-megatron-fsdp": "Megatron-FSDP sharding: import with profile fsdp2 and set parallel.fsdp_implementation: "
+                           "megatron (priced here as DDP with the distributed optimizer)",
+    "--use-torch-fsdp2": "torch FSDP2 sharding: import with profile fsdp2 (priced here as DDP with the distributed "
+                         "optimizer)",
 }
 
 #: flags that change the architecture into one this importer does not read (or the estimator does not model):

@@ -1,6 +1,7 @@
 """The Megatron-LM flags of a recipe that the estimator prices: overlap switches, the low-precision
-recipe of the linear layers and CUDA graphs (``estimator.perf.overlap``, ``estimator.inputs.recipes``,
-``estimator.perf.graphs``). A switch the chosen profile's framework does not have is listed as not
+recipe of the linear layers, CUDA graphs, the MoE token dispatcher and the precision-aware optimizer's
+dtypes (``estimator.perf.overlap``, ``estimator.inputs.recipes``, ``estimator.perf.graphs``,
+``estimator.perf.comm``, ``estimator.memory.static``). A switch the chosen profile's framework does not have is listed as not
 modelled (the rules refuse it in a config), never set silently.
 """
 
@@ -72,3 +73,41 @@ def cuda_graph(a: _Args) -> None:
     scope = a.text("--cuda-graph-scope", "") or ""
     mode = "full_iteration" if "full_iteration" in re.findall(r"[a-z_]+", scope) else "layers"
     a.out.put("train.cuda_graph", mode, "--cuda-graph-impl / --cuda-graph-scope / --enable-cuda-graph")
+
+
+def moe_dispatcher(a: _Args, moe: bool) -> None:
+    """``--moe-token-dispatcher-type`` (Megatron-Core's default ``allgather``): ``alltoall`` and ``flex`` (DeepEP /
+    HybridEP) -> ``parallel.moe_token_dispatcher``; ``allgather`` (each rank gathers its EP group's tokens) has no
+    model of its own and is listed as not modelled for a MoE model."""
+    kind = a.text("--moe-token-dispatcher-type", "allgather") or "allgather"
+    if kind in ("alltoall", "flex"):
+        a.out.put("parallel.moe_token_dispatcher", kind, "--moe-token-dispatcher-type")
+    elif moe:
+        a.out.not_modelled["--moe-token-dispatcher-type"] = (
+            f"{kind} ({'Megatron-Core default' if not a.has('--moe-token-dispatcher-type') else 'given'}): "
+            "EP traffic priced as the all-to-all dispatcher's")
+
+
+#: Megatron's precision-aware optimizer dtypes the ``precision`` section can state
+_STATE_DTYPES = ("fp32", "bf16", "fp16")
+
+
+def optimizer_dtypes(a: _Args) -> None:
+    """``--use-precision-aware-optimizer`` with ``--exp-avg-dtype`` / ``--exp-avg-sq-dtype`` (Megatron default fp32)
+    -> ``precision.optimizer_states`` when both moments share a dtype the estimator has, and ``--main-grads-dtype``
+    -> ``precision.grads``; other choices (fp8 moments, moments of two dtypes, ``--main-params-dtype fp16``)
+    are listed as not modelled."""
+    if not a.flag("--use-precision-aware-optimizer"):
+        return
+    moments = {a.text(flag, "fp32") or "fp32" for flag in ("--exp-avg-dtype", "--exp-avg-sq-dtype")}
+    source = "--use-precision-aware-optimizer / --exp-avg-dtype / --exp-avg-sq-dtype (default fp32)"
+    if len(moments) == 1 and (dtype := moments.pop()) in _STATE_DTYPES:
+        a.out.put("precision.optimizer_states", dtype, source)
+    else:
+        a.out.not_modelled["--exp-avg-dtype"] = (f"Adam moments in {sorted(moments)}: one dtype of "
+                                                 f"{_STATE_DTYPES} per run is modelled (priced as fp32)")
+    grads = a.text("--main-grads-dtype", "fp32") or "fp32"
+    if grads != "fp32":
+        a.out.put("precision.grads", grads, "--main-grads-dtype (precision-aware optimizer)")
+    if (a.text("--main-params-dtype", "fp32") or "fp32") != "fp32":
+        a.out.not_modelled["--main-params-dtype"] = "fp16 main params: the master copy is priced in fp32"

@@ -66,8 +66,10 @@ def test_megatron_ci_arguments_import_to_the_transcribed_row(test: str, measured
     # ones do (tests/data/megatron_ci/*.model_config.yaml); the MoE rows' notes do not mention them, and the
     # row mapper states the switches for the 7B rows only (measured._mcore_7b_facts), leaving them unset
     # (Megatron's default: off) for the MoE rows, which are therefore priced without the overlap. The
-    # import follows the file.
-    moe_gap = {"parallel.overlap_grad_reduce": (True, None), "parallel.overlap_param_gather": (True, None)}
+    # import follows the file. The files' --moe-token-dispatcher-type alltoall is read as such; the rows leave
+    # the dispatcher unset, which the estimator prices as the same all-to-all.
+    moe_gap = {"parallel.overlap_grad_reduce": (True, None), "parallel.overlap_param_gather": (True, None),
+               "parallel.moe_token_dispatcher": ("alltoall", None)}
     assert differences(imported, transcribed) == ({} if "7b" in test else moe_gap)
     assert run.data["parallel"]["overlap_grad_reduce"] is True and run.warnings == []
 
@@ -190,3 +192,24 @@ def test_megatron_recipe_flags_map_to_the_landed_fields(tmp_path: Path) -> None:
     args.write_text(args.read_text(encoding="utf-8") + " --cpu-offloading --cpu-offloading-num-layers 3",
                     encoding="utf-8")
     assert import_megatron(args, world_size=8, hardware="b200").data["train"]["cpu_offloading_num_layers"] == 3
+
+
+def test_megatron_dispatcher_and_precision_aware_optimizer(tmp_path: Path) -> None:
+    args = tmp_path / "args.txt"
+    base = ("--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --vocab-size 32000 "
+            "--num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 8 --use-distributed-optimizer ")
+    args.write_text(base + "--moe-token-dispatcher-type flex --use-precision-aware-optimizer --exp-avg-dtype bf16 "
+                    "--exp-avg-sq-dtype bf16 --main-grads-dtype bf16", encoding="utf-8")
+    run = import_megatron(args, world_size=8, hardware="b200")
+    cfg = load_config(run.data)
+    assert (cfg.parallel.moe_token_dispatcher, cfg.precision.optimizer_states, cfg.precision.grads) == (
+        "flex", "bf16", "bf16")
+    assert run.warnings == [] and not run.not_modelled
+    # Megatron-Core's default dispatcher (allgather) and fp8 moments: named as not modelled, nothing set
+    args.write_text(base + "--use-precision-aware-optimizer --exp-avg-dtype fp8 --main-params-dtype fp16",
+                    encoding="utf-8")
+    run = import_megatron(args, world_size=8, hardware="b200")
+    assert {"--moe-token-dispatcher-type", "--exp-avg-dtype", "--main-params-dtype"} <= set(run.not_modelled)
+    assert "Megatron-Core default" in run.not_modelled["--moe-token-dispatcher-type"]
+    cfg = load_config(run.data)
+    assert (cfg.parallel.moe_token_dispatcher, cfg.precision.optimizer_states) == (None, None)
