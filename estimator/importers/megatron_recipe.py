@@ -1,8 +1,8 @@
 """The Megatron-LM flags of a recipe that the estimator prices: overlap switches, the low-precision
 recipe of the linear layers, CUDA graphs, the MoE token dispatcher and the precision-aware optimizer's
 dtypes (``estimator.perf.overlap``, ``estimator.inputs.recipes``, ``estimator.perf.graphs``,
-``estimator.perf.comm``, ``estimator.memory.static``). A switch the chosen profile's framework does not have is listed as not
-modelled (the rules refuse it in a config), never set silently.
+``estimator.perf.comm``, ``estimator.memory.static``). A switch the chosen profile's framework does not
+have is listed as not modelled (the rules refuse it in a config), never set silently.
 """
 
 from __future__ import annotations
@@ -97,15 +97,19 @@ def optimizer_dtypes(a: _Args) -> None:
     -> ``precision.optimizer_states`` when both moments share a dtype the estimator has, and ``--main-grads-dtype``
     -> ``precision.grads``; other choices (fp8 moments, moments of two dtypes, ``--main-params-dtype fp16``)
     are listed as not modelled."""
+    dtype_flags = ("--exp-avg-dtype", "--exp-avg-sq-dtype", "--main-grads-dtype", "--main-params-dtype")
     if not a.flag("--use-precision-aware-optimizer"):
+        for flag in dtype_flags:
+            if a.has(flag):
+                a.out.ignored[flag] = "no effect without --use-precision-aware-optimizer"
         return
-    moments = {a.text(flag, "fp32") or "fp32" for flag in ("--exp-avg-dtype", "--exp-avg-sq-dtype")}
+    moments = sorted({a.text(flag, "fp32") or "fp32" for flag in dtype_flags[:2]})
     source = "--use-precision-aware-optimizer / --exp-avg-dtype / --exp-avg-sq-dtype (default fp32)"
-    if len(moments) == 1 and (dtype := moments.pop()) in _STATE_DTYPES:
-        a.out.put("precision.optimizer_states", dtype, source)
+    if len(moments) == 1 and moments[0] in _STATE_DTYPES:
+        a.out.put("precision.optimizer_states", moments[0], source)
     else:
-        a.out.not_modelled["--exp-avg-dtype"] = (f"Adam moments in {sorted(moments)}: one dtype of "
-                                                 f"{_STATE_DTYPES} per run is modelled (priced as fp32)")
+        a.out.not_modelled["--exp-avg-dtype"] = (f"Adam moments in {moments}: one dtype of {_STATE_DTYPES} "
+                                                 "per run is modelled (priced as fp32)")
     grads = a.text("--main-grads-dtype", "fp32") or "fp32"
     if grads != "fp32":
         a.out.put("precision.grads", grads, "--main-grads-dtype (precision-aware optimizer)")

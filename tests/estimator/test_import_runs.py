@@ -211,5 +211,11 @@ def test_megatron_dispatcher_and_precision_aware_optimizer(tmp_path: Path) -> No
     run = import_megatron(args, world_size=8, hardware="b200")
     assert {"--moe-token-dispatcher-type", "--exp-avg-dtype", "--main-params-dtype"} <= set(run.not_modelled)
     assert "Megatron-Core default" in run.not_modelled["--moe-token-dispatcher-type"]
+    assert "['fp32', 'fp8']" in run.not_modelled["--exp-avg-dtype"]
     cfg = load_config(run.data)
     assert (cfg.parallel.moe_token_dispatcher, cfg.precision.optimizer_states) == (None, None)
+    # the dtype flags without the precision-aware optimizer change nothing: ignored with the reason
+    args.write_text(base + "--exp-avg-dtype bf16", encoding="utf-8")
+    run = import_megatron(args, world_size=8, hardware="b200")
+    assert "precision-aware" in run.ignored["--exp-avg-dtype"] and run.warnings == []
+    assert load_config(run.data).precision.optimizer_states is None
