@@ -4,8 +4,10 @@ Families and the keys read (transformers' ``configuration_<family>.py`` names): 
 Mistral, Mixtral, Qwen2 / 2.5, Qwen3, Qwen3-MoE, DeepSeek-V2 / V3 (MLA, routed + shared experts,
 ``first_k_dense_replace`` dense layers, ``num_nextn_predict_layers`` MTP) and GPT-OSS (quick-GeGLU
 experts, attention sinks, alternating sliding-window attention) and Nemotron-H / Nemotron-3
-(``NemotronHForCausalLM``: ``hybrid_override_pattern``, the Mamba-2 mixer, latent MoE, ``*E`` MTP layers).
-Gemma 2 / 3 are known and refused (their four norms per layer and logit soft-capping are not modelled);
+(``NemotronHForCausalLM``: ``hybrid_override_pattern``, the Mamba-2 mixer, latent MoE, ``*E`` MTP layers)
+and GLM-4.5 / 4.6 (``glm4_moe``: GQA with q/k norms, DeepSeek-V3's MoE and MTP).
+Gemma 2 / 3 are known and refused (their four norms per layer and logit soft-capping are not modelled), as
+are Llama 4 (chunked local attention), Qwen3-Next (linear attention) and DeepSeek-V3.2 (sparse attention);
 the other hybrid Mamba families (Jamba, Mamba, Falcon-H1, Zamba, Bamba) are refused: their layer layouts
 are not read. Every key of the file is mapped, ignored with a reason (:data:`IGNORED`), or reported as a
 warning.
@@ -51,6 +53,13 @@ REFUSED_TYPES: dict[str, str] = {
               "are not modelled",
     "gemma3": "Gemma 3's four norms per layer (pre/post attention and feed-forward) are not modelled",
     "gemma3_text": "Gemma 3's four norms per layer (pre/post attention and feed-forward) are not modelled",
+    **dict.fromkeys(("llama4", "llama4_text"), "Llama 4's chunked local attention (attention_chunk_size), its "
+                    "NoPE layers and MoE layers interleaved with dense ones (interleave_moe_layer_step) are not "
+                    "modelled"),
+    "qwen3_next": "Qwen3-Next's Gated DeltaNet linear-attention layers (all but every full_attention_interval-th "
+                  "layer) are not modelled",
+    "deepseek_v32": "DeepSeek-V3.2's sparse attention (the lightning indexer and its index_topk keys per query) is "
+                    "not modelled",
     **dict.fromkeys(HYBRID_TYPES, "hybrid Mamba / attention stacks other than Nemotron-H: their layer layout and "
                                   "mixer variants are not read (write model.hybrid_override_pattern and the mamba_* "
                                   "fields by hand)"),
@@ -210,6 +219,20 @@ def _deepseek_moe(r: _Reader) -> None:
         raise bad(r.file, "moe_layer_freq", "MoE on every n-th layer only is not modelled (must be 1)")
 
 
+def _glm4_moe(r: _Reader) -> None:
+    """Glm4MoeConfig (GLM-4.5 / 4.6): GQA with ``head_dim`` and q/k norms when ``use_qk_norm``, partial RoPE,
+    DeepSeek-V3's MoE (``n_routed_experts``, ``n_shared_experts`` of ``moe_intermediate_size``, sigmoid router,
+    ``first_k_dense_replace`` dense layers of ``intermediate_size``) and MTP layers (``num_nextn_predict_layers``)
+    (transformers ``models/glm4_moe``)."""
+    _common(r, tied_default=False)
+    _dense_ffn(r)
+    qk_norm = r.get("use_qk_norm", False)
+    if as_bool(r.file, "use_qk_norm", qk_norm):
+        r.out.put("model.qk_norm", True, "use_qk_norm: Glm4MoeAttention's q_norm / k_norm (RMSNorm of head_dim)")
+    _deepseek_moe(r)
+    r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
+
+
 def _gpt_oss(r: _Reader) -> None:
     _common(r, tied_default=False)
     _dense_ffn(r)
@@ -284,6 +307,7 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "qwen3_moe": ("Qwen3-MoE", _qwen3_moe),
     "deepseek_v2": ("DeepSeek-V2", _deepseek),
     "deepseek_v3": ("DeepSeek-V3", _deepseek),
+    "glm4_moe": ("GLM-4.5 / 4.6", _glm4_moe),
     "gpt_oss": ("GPT-OSS", _gpt_oss),
     "nemotron_h": ("Nemotron-H / Nemotron-3", _nemotron_h),
 }

@@ -58,6 +58,41 @@ def test_deepseek_v3_main_model_is_671b_and_the_mtp_module_shares_embedding_and_
     assert abs(counts.total - counts.main - 11.6e9) < 0.1e9
 
 
+def test_glm45_air_imports_as_gqa_with_deepseek_moe_and_mtp() -> None:
+    # GLM-4.5-Air (glm4_moe): 96 heads of 128 over 8 KV heads, no q/k norm in the Air release, 128 routed experts
+    # of 1408 + 1 shared, top-8, the first layer dense (10944), one MTP layer; 106B published (main model)
+    model = _model("glm-4.5-air.json")
+    assert (model.attention, model.head_size, model.kv_heads, model.qk_norm) == ("gqa", 128, 8, False)
+    assert (model.num_experts, model.moe_topk, model.num_dense_layers, model.mtp_layers) == (128, 8, 1, 1)
+    assert model.shared_expert_ffn_hidden_size == 1408
+    counts = param_counts(model)
+    assert abs(counts.main / float(SOURCES["glm-4.5-air.json"]["published"]["total"]) - 1) <= 0.01
+    assert counts.total > counts.main
+    # GLM-4.5 proper sets use_qk_norm: true
+    doc = json.loads((DATA / "glm-4.5-air.json").read_text(encoding="utf-8"))
+    assert ModelConfig.model_validate(import_hf_config_doc({**doc, "use_qk_norm": True})).qk_norm
+
+
+def import_hf_config_doc(doc: dict[str, object]) -> dict[str, object]:
+    """The imported model section of ``doc`` written to a temporary file."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "config.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        return dict(import_hf_config(path).data["model"])
+
+
+@pytest.mark.parametrize("model_type,words", [("llama4_text", "chunked local attention"),
+                                              ("qwen3_next", "Gated DeltaNet"),
+                                              ("deepseek_v32", "sparse attention")])
+def test_newer_architectures_are_refused_with_the_reason(tmp_path: Path, model_type: str, words: str) -> None:
+    path = _write(tmp_path, {"model_type": model_type, "hidden_size": 1024, "num_hidden_layers": 4})
+    with pytest.raises(ConfigError) as err:
+        import_hf_config(path)
+    assert err.value.field == "model_type" and words in err.value.rule and str(path) in str(err.value)
+
+
 def test_active_counts_follow_each_publisher_convention() -> None:
     mixtral = param_counts(_model("mixtral-8x7b.json"))
     assert abs(mixtral.active / 12.9e9 - 1) <= TOLERANCE  # Mistral counts embedding and output layer
