@@ -1,7 +1,7 @@
 """Hugging Face ``config.json`` -> the estimator's ``model`` section (a local file; no network).
 
 Families and the keys read (transformers' ``configuration_<family>.py`` names): Llama 2 / 3.x,
-Mistral, Mixtral, Qwen2 / 2.5, Qwen3, Qwen3-MoE, DeepSeek-V2 / V3 (MLA, routed + shared experts,
+Mistral, Phi-3 / Phi-4 (``phi3``: Llama's shapes, qkv and gate/up fused in one weight each), Mixtral, Qwen2 / 2.5, Qwen3, Qwen3-MoE, DeepSeek-V2 / V3 (MLA, routed + shared experts,
 ``first_k_dense_replace`` dense layers, ``num_nextn_predict_layers`` MTP) and GPT-OSS (quick-GeGLU
 experts, attention sinks, alternating sliding-window attention) and Nemotron-H / Nemotron-3
 (``NemotronHForCausalLM``: ``hybrid_override_pattern``, the Mamba-2 mixer, latent MoE, ``*E`` MTP layers)
@@ -29,10 +29,11 @@ IGNORED: dict[str, str] = {
                      "transformers_version", "torch_dtype", "dtype", "use_cache", "initializer_range",
                      "_name_or_path", "model_type"), "metadata, token ids or initialisation"),
     **dict.fromkeys(("rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters", "max_position_embeddings",
-                     "pretraining_tp", "initial_context_length", "rope_interleave", "partial_rotary_factor"),
+                     "pretraining_tp", "initial_context_length", "rope_interleave", "partial_rotary_factor",
+                     "original_max_position_embeddings"),
                     "numerics of RoPE / norms: no effect on memory or FLOPs"),
-    **dict.fromkeys(("attention_dropout", "hidden_dropout"), "dropout of the released model (the run's own "
-                     "rate is a train field)"),
+    **dict.fromkeys(("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop"), "dropout of the "
+                     "released model (the run's own rate is a train field)"),
     **dict.fromkeys(("attention_bias", "mlp_bias"), "biases are not counted (each under 0.1 % of its layer)"),
     **dict.fromkeys(("router_aux_loss_coef", "output_router_logits", "norm_topk_prob", "routed_scaling_factor",
                      "scoring_func", "topk_method", "n_group", "topk_group", "aux_loss_alpha", "seq_aux",
@@ -301,6 +302,7 @@ def _nemotron_h(r: _Reader) -> None:
 FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "llama": ("Llama 2 / 3.x", _llama),
     "mistral": ("Mistral", _llama),
+    "phi3": ("Phi-3 / Phi-4 (fused qkv and gate/up weights of Llama's shapes)", _llama),
     "mixtral": ("Mixtral", _mixtral),
     "qwen2": ("Qwen2 / 2.5", _llama),
     "qwen3": ("Qwen3", _qwen3),

@@ -83,6 +83,13 @@ def import_hf_config_doc(doc: dict[str, object]) -> dict[str, object]:
         return dict(import_hf_config(path).data["model"])
 
 
+def test_phi4_imports_as_llama_shapes() -> None:
+    # Phi-4 (phi3): 40 layers, 40 heads over 10 KV heads, SwiGLU 17920, untied 100352 vocabulary: 14.66B
+    model = _model("phi-4.json")
+    assert (model.attention, model.kv_heads, model.ffn_hidden_size, model.tied_embeddings) == ("gqa", 10, 17920, False)
+    assert abs(param_counts(model).total / float(SOURCES["phi-4.json"]["published"]["total"]) - 1) <= TOLERANCE
+
+
 @pytest.mark.parametrize("model_type,words", [("llama4_text", "chunked local attention"),
                                               ("qwen3_next", "Gated DeltaNet"),
                                               ("deepseek_v32", "sparse attention")])
