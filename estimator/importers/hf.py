@@ -1,8 +1,9 @@
 """Hugging Face ``config.json`` -> the estimator's ``model`` section (a local file; no network).
 
 Families and the keys read (transformers' ``configuration_<family>.py`` names): Llama 2 / 3.x,
-Mistral, Phi-3 / Phi-4 (``phi3``: Llama's shapes, qkv and gate/up fused in one weight each), Mixtral, Qwen2 / 2.5, Qwen3, Qwen3-MoE, DeepSeek-V2 / V3 (MLA, routed + shared experts,
-``first_k_dense_replace`` dense layers, ``num_nextn_predict_layers`` MTP) and GPT-OSS (quick-GeGLU
+Mistral, Phi-3 / Phi-4 (``phi3``: Llama's shapes, qkv and gate/up fused in one weight each), Mixtral,
+Qwen2 / 2.5, Qwen1.5-MoE / Qwen2-MoE (one gated shared expert), Qwen3, Qwen3-MoE, DeepSeek-V2 / V3
+(MLA, routed + shared experts, ``first_k_dense_replace`` dense layers, ``num_nextn_predict_layers`` MTP) and GPT-OSS (quick-GeGLU
 experts, attention sinks, alternating sliding-window attention) and Nemotron-H / Nemotron-3
 (``NemotronHForCausalLM``: ``hybrid_override_pattern``, the Mamba-2 mixer, latent MoE, ``*E`` MTP layers)
 and GLM-4.5 / 4.6 (``glm4_moe``: GQA with q/k norms, DeepSeek-V3's MoE and MTP).
@@ -182,6 +183,21 @@ def _qwen3_moe(r: _Reader) -> None:
     _leading_dense(r, r.get("mlp_only_layers") or [], r.get("decoder_sparse_step", 1))
 
 
+def _qwen2_moe(r: _Reader) -> None:
+    """Qwen2MoeConfig (Qwen1.5-MoE, Qwen2-MoE): Qwen2's attention, routed experts of ``moe_intermediate_size``
+    and one shared expert of ``shared_expert_intermediate_size`` (its sigmoid gate, one weight of ``h``, not
+    counted), leading dense layers by ``mlp_only_layers`` (transformers ``models/qwen2_moe``)."""
+    _llama(r)
+    r.get("max_window_layers")
+    r.put("num_experts", "num_experts")
+    r.put("moe_topk", "num_experts_per_tok")
+    r.put("moe_ffn_hidden_size", "moe_intermediate_size")
+    if r.get("shared_expert_intermediate_size"):
+        r.put("shared_expert_ffn_hidden_size", "shared_expert_intermediate_size")
+        r.out.put("model.num_shared_experts", 1, "Qwen2MoeSparseMoeBlock: one gated shared expert")
+    _leading_dense(r, r.get("mlp_only_layers") or [], r.get("decoder_sparse_step", 1))
+
+
 def _leading_dense(r: _Reader, dense_layers: list[Any], step: Any) -> None:
     """Qwen-MoE ``mlp_only_layers`` must be the first k layers and ``decoder_sparse_step`` 1."""
     if as_int(r.file, "decoder_sparse_step", step) != 1:
@@ -305,6 +321,7 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "phi3": ("Phi-3 / Phi-4 (fused qkv and gate/up weights of Llama's shapes)", _llama),
     "mixtral": ("Mixtral", _mixtral),
     "qwen2": ("Qwen2 / 2.5", _llama),
+    "qwen2_moe": ("Qwen1.5-MoE / Qwen2-MoE", _qwen2_moe),
     "qwen3": ("Qwen3", _qwen3),
     "qwen3_moe": ("Qwen3-MoE", _qwen3_moe),
     "deepseek_v2": ("DeepSeek-V2", _deepseek),

@@ -90,6 +90,21 @@ def test_phi4_imports_as_llama_shapes() -> None:
     assert abs(param_counts(model).total / float(SOURCES["phi-4.json"]["published"]["total"]) - 1) <= TOLERANCE
 
 
+def test_qwen2_moe_maps_the_shared_expert(tmp_path: Path) -> None:
+    # synthetic file with Qwen1.5-MoE-A2.7B's dims (its config.json: 24 layers, h 2048, 16 heads, 60 experts of
+    # 1408, top-4, one shared expert of 5632, vocab 151936, untied); the Qwen1.5-MoE release: 14.3B in total
+    doc = {"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
+           "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936, "num_experts": 60,
+           "num_experts_per_tok": 4, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+           "decoder_sparse_step": 1, "tie_word_embeddings": False, "use_sliding_window": False,
+           "sliding_window": 32768, "max_window_layers": 21, "norm_topk_prob": False}
+    model = ModelConfig.model_validate(import_hf_config(_write(tmp_path, doc)).data["model"])
+    assert (model.num_experts, model.moe_topk, model.num_shared_experts, model.shared_expert_ffn_hidden_size) == (
+        60, 4, 1, 5632)
+    assert model.num_dense_layers == 0 and model.sliding_window is None
+    assert abs(param_counts(model).total / 14.3e9 - 1) <= 0.01
+
+
 @pytest.mark.parametrize("model_type,words", [("llama4_text", "chunked local attention"),
                                               ("qwen3_next", "Gated DeltaNet"),
                                               ("deepseek_v32", "sparse attention")])
