@@ -283,6 +283,9 @@ class ParallelConfig(StrictSection):
     tp_comm_overlap: bool | None = None
     #: Megatron-LM ``--moe-shared-expert-overlap`` (needs shared experts)
     moe_shared_expert_overlap: bool | None = None
+    #: Megatron-LM ``--no-overlap-p2p-communication`` unset (the default): the interleaved schedule's p2p
+    #: sends and receives beside the model chunks (off without the interleaved schedule)
+    overlap_p2p_comm: bool | None = None
     #: torchtitan ``parallelism.enable_async_tensor_parallel`` (needs torch.compile)
     enable_async_tensor_parallel: bool | None = None
     #: FSDP2's implicit prefetching of the next block's all-gather and the overlapped reduce-scatter

@@ -188,6 +188,10 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
     if par.get("tp_comm_overlap") and not tp_comm_overlap_possible(par.get("tp", 1), bool(par.get("sequence_parallel"))):
         _set(config, "parallel.tp_comm_overlap", False, "tp_comm_overlap=true, inactive: Megatron-Bridge "
              "comm_overlap.py disables TP overlap at TP < 2 and without sequence parallelism", cited)
+    if config["profile"] == "megatron" and (items.get("comm_overlap", "").startswith("None")
+                                            or "no CommOverlapConfig" in (row.get("notes") or "")):
+        _set(config, "parallel.overlap_p2p_comm", False, "comm_overlap=None (no CommOverlapConfig): Megatron-Core's "
+             "ModelParallelConfig default overlap_p2p_comm=False, which only CommOverlapConfig turns on (vp > 1)", cited)
     matches = "recipe layout matches table" in (row.get("notes") or "")  # else the items describe the preset
     if (layout := items.get("pp_layout", "").strip('"')) and config["parallel"]["pp"] > 1 and matches:
         _set(config, "parallel.pipeline_layout", layout, f"pp_layout={items['pp_layout']}", cited)

@@ -37,6 +37,12 @@ def overlap(a: _Args, profile: str, tp: int) -> None:
             a.out.not_modelled[flag] = "inactive: TP overlap needs tp > 1 with sequence parallelism"
         else:
             a.out.put(f"parallel.{name}", True, flag)
+    if a.flag("--no-overlap-p2p-communication"):  # Megatron-LM's p2p overlap is on by default (interleaved schedule)
+        if "overlap_p2p_comm" in own:
+            a.out.put("parallel.overlap_p2p_comm", False, "--no-overlap-p2p-communication")
+        else:
+            a.out.not_modelled["--no-overlap-p2p-communication"] = (
+                f"profile {profile!r} has no such overlap switch (estimator.inputs.profiles)")
 
 
 def linear_recipe(a: _Args) -> None:

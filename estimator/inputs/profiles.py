@@ -268,6 +268,13 @@ OVERLAP_FLAGS: dict[str, dict[str, OverlapFlag]] = {
             f"{_MEGATRON_ARGS} --moe-shared-expert-overlap (default off); megatron/core/transformer/moe/"
             "shared_experts.py: the shared expert runs on its own stream, FC1 beside the dispatch all-to-all, "
             "FC2 beside the combine"),
+        "overlap_p2p_comm": OverlapFlag(
+            "overlap_p2p_comm", True, "PP_COMM", "the model chunk computed beside each transfer (interleaved 1F1B)",
+            f"{_MEGATRON_ARGS} --no-overlap-p2p-communication (store_false: overlap on by default), set off "
+            "'since non-interleaved schedule does not support overlapping p2p communication'; megatron/core/"
+            "pipeline_parallel/schedules.py forward_backward_pipelining_with_interleaving: the isend / irecv of a "
+            "chunk's output are waited on only before the chunk that needs them. Megatron-Core's "
+            "ModelParallelConfig default is off; Megatron-Bridge's CommOverlapConfig turns it on for vp > 1"),
         "overlap_moe_expert_parallel_comm": OverlapFlag(
             "overlap_moe_expert_parallel_comm", False, "EP_COMM", "the other micro-batch's compute",
             f"{_MEGATRON_ARGS} --overlap-moe-expert-parallel-comm (default off); megatron/core/pipeline_parallel/"

@@ -159,9 +159,11 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
     ctx = config_context(cfg)
     stages = apply_coefficients(stage_costs(cfg, ctx), o.part_coefficients)
     bubble_k = (o.part_coefficients or {}).get("BUBBLE", 1.0)
+    pp_total = pp_comm_value(cfg, ctx)
+    pp_exposed = overlap.exposed_pp(cfg, pp_total, stages)
     perf, real, st = assemble(
         stages, schedule=p.schedule, num_micro_batches=m, vpp=p.vpp, ratio=o.ep_bubble_overlap_ratio,
-        pp_comm=pp_comm_value(cfg, ctx), bubble_coefficient=bubble_k,
+        pp_comm=pp_exposed, bubble_coefficient=bubble_k,
     )
     total = real["TOTAL"]
     time_mode = o.perf_mode == "time"
@@ -189,5 +191,5 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
         pipeline_s=st.pipeline,
         work_bound_s=st.work_bound,
         warnings=warnings,
-        overlap=overlap.report_overlap(stages, st.straggler_stage, m),
+        overlap=overlap.report_overlap(stages, st.straggler_stage, m, (pp_total, pp_exposed)),
     )

@@ -23,6 +23,10 @@ Two ways a collective hides, per stage and micro-batch (DP: per step):
   combine) or beside the other micro-batch's compute (``overlap_moe_expert_parallel_comm``, combined
   1F1B: ``W = (m−1)/m`` of the stage's compute — the first micro-batch has no partner); with both,
   the larger window (the shared experts are part of the other micro-batch's compute).
+- **pipeline p2p** (:func:`exposed_pp`, Megatron ``overlap_p2p_comm``, on by default with the interleaved
+  schedule): each steady-state transfer runs beside half of the straggler's model chunk (a chunk's forward
+  output beside the next chunk's work, its backward gradient likewise), the ``2·(pp − 2)`` fill and drain
+  transfers have nothing beside them (:func:`p2p_exposed`).
 - **CP ring** (:func:`ring_exposed`): ring attention (Megatron ``cp_comm_type p2p`` through Transformer
   Engine ``AttnFuncWithCPAndKVP2P``) sends the next K/V block while it computes the current one: ``cp``
   blocks of attention ``A/cp`` and ``cp−1`` transfers ``C/(cp−1)``, each beside one block:
@@ -258,20 +262,57 @@ def exposed_dp(cfg: EstimatorConfig, ctx: Ctx, groups: list[tuple[list[comm.Coll
     return grad_s + param_s
 
 
-def report_overlap(stages: list[StageCost], straggler: int, m: int) -> dict[str, dict[str, float]]:
+def p2p_exposed(total_s: float, transfers: float, fill_transfers: float, chunk_s: float) -> float:
+    """Exposed seconds of the pipeline's p2p transfers on the critical path with Megatron's
+    ``overlap_p2p_comm``: ``transfers`` equal transfers of ``t = total_s / transfers`` each, of which the
+    ``fill_transfers`` of the fill and drain have nothing beside them and each other one runs beside a model
+    chunk of ``chunk_s`` seconds:
+
+    ``exposed = t·n_fill + (n − n_fill)·max(0, t − chunk_s)`` (``≤ total_s``, ``≥ 0``, never falls when a
+    transfer gets slower, falls by less than the chunk grows)."""
+    if not is_array(transfers) and not transfers:
+        return 0.0
+    each = total_s / transfers
+    return each * fill_transfers + (transfers - fill_transfers) * maximum(0.0, each - chunk_s)
+
+
+def exposed_pp(cfg: EstimatorConfig, total_s: float, stages: list[StageCost]) -> float:
+    """PP comm left exposed: with ``overlap_p2p_comm`` under the interleaved schedule, the fill and drain
+    ``2·(pp − 2)`` transfers exposed and each steady-state one (a chunk's forward output or backward
+    gradient) beside half of the straggler's chunk, ``s_max / (2·vpp)`` (``s_max``: the largest stage's
+    per-micro-batch time, host bound included) (:func:`p2p_exposed`); else all of it. A slower stage hides
+    at most ``m·Δs_max`` more, which the pipeline's own ``m·s_max`` grows by: the step never shortens."""
+    p = cfg.parallel
+    if not on(cfg, "overlap_p2p_comm") or p.vpp <= 1 or p.pp <= 1 or p.schedule != "interleaved":
+        return total_s
+    largest = stages[0].per_micro_batch
+    for s in stages[1:]:
+        largest = maximum(largest, s.per_micro_batch)
+    transfers = comm.p2p_transfers_on_critical_path(p.pp, cfg.num_micro_batches, p.vpp)
+    return p2p_exposed(total_s, transfers, 2.0 * max(p.pp - 2, 0), largest / (2.0 * p.vpp))
+
+
+def report_overlap(stages: list[StageCost], straggler: int, m: int,
+                   pp: tuple[float, float] = (0.0, 0.0)) -> dict[str, dict[str, float]]:
     """Hidden and exposed seconds per step of each comm part of the straggler stage (the stage the parts
-    are taken from): ``m·`` its per-micro-batch values, DP per step; empty when nothing hides."""
+    are taken from): ``m·`` its per-micro-batch values, DP per step, and PP_COMM per step from ``pp`` =
+    (total, exposed) where some of it hides; empty when nothing hides."""
     def of(name: str) -> float:
         values: list[float] = [getattr(s, name) for s in stages]
         return values[straggler] if isinstance(straggler, int) else pick(straggler, values)
 
     parts = {"MP_COMM": ("mp_comm", "tp_hidden", m), "EP_COMM": ("ep_comm", "ep_hidden", m),
              "CP_COMM": ("cp_comm", "cp_hidden", m), "DP_COMM": ("dp_comm", "dp_hidden", 1)}
-    if not any(getattr(s, field) is not None and _nonzero(getattr(s, field))
-               for s in stages for _, field, _ in parts.values()):
+    pp_hidden = pp[0] - pp[1]
+    pp_hides = _nonzero(pp_hidden)
+    if not pp_hides and not any(getattr(s, field) is not None and _nonzero(getattr(s, field))
+                                for s in stages for _, field, _ in parts.values()):
         return {}
-    return {part: {"hidden_s": times * of(hidden), "exposed_s": times * of(exposed)}
-            for part, (exposed, hidden, times) in parts.items()}
+    out = {part: {"hidden_s": times * of(hidden), "exposed_s": times * of(exposed)}
+           for part, (exposed, hidden, times) in parts.items()}
+    if pp_hides:
+        out["PP_COMM"] = {"hidden_s": pp_hidden, "exposed_s": pp[1]}
+    return out
 
 
 def _nonzero(value: float) -> bool:

@@ -205,6 +205,10 @@ def test_megatron_dispatcher_and_precision_aware_optimizer(tmp_path: Path) -> No
     assert (cfg.parallel.moe_token_dispatcher, cfg.precision.optimizer_states, cfg.precision.grads) == (
         "flex", "bf16", "bf16")
     assert run.warnings == [] and not run.not_modelled
+    args.write_text(base.replace("--expert-model-parallel-size 8", "--expert-model-parallel-size 4")
+                    + "--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 "
+                    "--no-overlap-p2p-communication", encoding="utf-8")
+    assert load_config(import_megatron(args, world_size=8, hardware="b200").data).parallel.overlap_p2p_comm is False
     # Megatron-Core's default dispatcher (allgather) and fp8 moments: named as not modelled, nothing set
     args.write_text(base + "--use-precision-aware-optimizer --exp-avg-dtype fp8 --main-params-dtype fp16",
                     encoding="utf-8")
