@@ -143,6 +143,7 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
     """Per-rank shapes shared by the stage's layers."""
     local = ctx.tokens / ctx.cp
     ring = where(ctx.cp > 1, ctx.cp, 1) if cfg.parallel.cp_comm_type != "a2a" else 1
+    blocks, root = fsdp2_copy_bytes(cfg, ctx)
     return ops_.LayerDims(
         tokens=local, norm_tokens=local / where(ctx.sp, ctx.tp, 1), batch=ctx.tokens / ctx.seq, seq=ctx.seq,
         tp=ctx.tp, cp=ctx.cp, b=ctx.b_compute, flash=cfg.train.flash_attention, ring_blocks=ring,
@@ -154,8 +155,7 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
             (low.recipe.name if (low := lowp.lowp_of(cfg, cfg.num_micro_batches)) else None)
             in ops_.GROUPED_TENSOR_RECIPES),
         main_grad_add_bytes=main_grad_add_bytes(cfg, ctx), etp=ctx.t_exp if cfg.options.grouped_gemm_by_tokens else None,
-        sfu_exps=cfg.options.sfu_softmax, fsdp_copies=fsdp2_copy_bytes(cfg, ctx, root=False),
-        fsdp_root_copies=fsdp2_copy_bytes(cfg, ctx, root=True),
+        sfu_exps=cfg.options.sfu_softmax, fsdp_copies=blocks, fsdp_root_copies=root,
     )
 
 
@@ -179,9 +179,12 @@ def main_grad_add_bytes(cfg: EstimatorConfig, ctx: Ctx) -> float:
     return float(2 * ctx.b_grad + ctx.b_compute)
 
 
-def fsdp2_copy_bytes(cfg: EstimatorConfig, ctx: Ctx, root: bool) -> tuple[float, float, float]:
-    """Bytes per weight element of FSDP2's copies per micro-batch (:func:`operators.fsdp2_copy_op`) for the
-    blocks or the ``root`` group (embedding, final norm, output): forward copy-out ``2·B_ag``, backward copy-out
+CopyBytes = tuple[float, float, float]
+
+
+def fsdp2_copy_bytes(cfg: EstimatorConfig, ctx: Ctx) -> tuple[CopyBytes, CopyBytes]:
+    """Bytes per weight element of FSDP2's copies per micro-batch (:func:`operators.fsdp2_copy_op`), for the
+    blocks and for the root group (embedding, final norm, output): forward copy-out ``2·B_ag``, backward copy-out
     ``2·B_ag`` when the group is resharded after forward (``memory.fsdp2.blocks_reshard_after_forward`` /
     ``root_resharded``), backward copy-in ``B + B_g`` (unsharded gradients in the compute dtype into the reduce
     dtype; none for the frozen weights of an adapter run); ``B_ag`` = 1 for the blocks' weights under Float8
@@ -189,19 +192,24 @@ def fsdp2_copy_bytes(cfg: EstimatorConfig, ctx: Ctx, root: bool) -> tuple[float,
     (``parallel.fsdp_implementation``; Megatron-FSDP copies nothing) with ``dp > 1``, without PP (each
     micro-batch re-gathers and reduces) and ``options.fsdp2_copies`` on; else zeros (with PP each group is
     gathered and reduced once per step: not priced)."""
+    none = (0.0, 0.0, 0.0)
     if not (cfg.options.fsdp2_copies and fsdp2.is_fsdp2(cfg) and cfg.parallel.pp == 1
             and cfg.parallel.fsdp_implementation == "torch"):
-        return (0.0, 0.0, 0.0)
+        return none, none
     sharded = np.asarray(ctx.dp) > 1
     if sharded.any() != sharded.all():  # (arrays of layouts: one branch per group)
         raise ValueError("FSDP2 copies: layouts with dp = 1 and dp > 1 in one group")
     if not sharded.all():
-        return (0.0, 0.0, 0.0)
+        return none, none
     b = float(ctx.b_compute)
-    gathered = float(fsdp2.FLOAT8_BYTES) if not root and fsdp2.float8_all_gather(cfg) else b
-    resharded = fsdp2.root_resharded(cfg) if root else fsdp2.blocks_reshard_after_forward(cfg)
     copy_in = 0.0 if adapter_of(cfg) else b + float(ctx.b_grad)
-    return (2.0 * gathered, 2.0 * gathered if resharded else 0.0, copy_in)
+
+    def copies(gathered: float, resharded: bool) -> CopyBytes:
+        return (2.0 * gathered, 2.0 * gathered if resharded else 0.0, copy_in)
+
+    blocks = copies(float(fsdp2.FLOAT8_BYTES) if fsdp2.float8_all_gather(cfg) else b,
+                    fsdp2.blocks_reshard_after_forward(cfg))
+    return blocks, copies(b, fsdp2.root_resharded(cfg))
 
 
 def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: int | None = None) -> list[ops_.Op]:
