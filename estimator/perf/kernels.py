@@ -48,8 +48,11 @@ Per layer (forward ops):
 Stage extras per micro-batch: embedding (lookup, + learned position lookup and add, + dropout) on
 the first stage; final norm, logits GEMM and cross entropy on the last (TP > 1: 3 all-reduces in
 the vocab-parallel cross entropy). Recompute: ``full`` re-runs the layer's forward kernels;
-``selective`` re-runs the forward kernels of the listed modules (``core_attn`` default). Per-step
-work (optimizer, DP collectives) and Python work between kernels are not counted.
+``selective`` re-runs the forward kernels of the listed modules (``core_attn`` default). FSDP2's copies on
+the compute stream, per sharded group (each block, and the root group) and micro-batch: one forward copy-out,
+in backward one copy-out when resharded plus one copy-in, never recomputed
+(:func:`estimator.perf.operators.fsdp2_copy_kernels`). Per-step work (optimizer, DP collectives) and Python
+work between kernels are not counted.
 """
 
 from __future__ import annotations

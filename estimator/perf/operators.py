@@ -406,9 +406,17 @@ def fsdp2_copy_op(elements: float, copy_bytes: tuple[float, float, float]) -> Op
     ``_fsdp_collectives.py``). Variant :data:`FSDP_COPY`: not re-run by activation recompute (the
     parameters are unsharded before the recomputed forward)."""
     fwd, regather, copy_in = copy_bytes
-    bw_kernels = (1.0 if regather else 0.0) + (1.0 if copy_in else 0.0)
-    return Op("fsdp_copies", "elementwise", (), 0.0, elements * fwd, 1.0 if fwd else 0.0, 0.0,
+    fw_kernels, bw_kernels = fsdp2_copy_kernels(copy_bytes)
+    return Op("fsdp_copies", "elementwise", (), 0.0, elements * fwd, fw_kernels, 0.0,
               elements * (regather + copy_in), bw_kernels, variant=FSDP_COPY)
+
+
+def fsdp2_copy_kernels(copy_bytes: tuple[float, float, float]) -> tuple[float, float]:
+    """(forward, backward) kernels of FSDP2's copies around one group per micro-batch (:func:`fsdp2_copy_op`):
+    one per copy that moves bytes, ``copy_bytes`` = (forward copy-out, backward copy-out, backward copy-in)
+    bytes per element. Also the host launches of the copies (:mod:`estimator.perf.kernels`)."""
+    fwd, regather, copy_in = copy_bytes
+    return (1.0 if fwd else 0.0), (1.0 if regather else 0.0) + (1.0 if copy_in else 0.0)
 
 
 def optimizer_ops(params_local: float, bytes_per_param: float, grad_bytes: int) -> list[Op]:

@@ -104,3 +104,21 @@ def test_mixed_dp_groups_fall_back_to_the_scalar_path() -> None:
     assert batched is not None
     assert [float(t) for t in batched.total_s] == pytest.approx([estimator.estimate_perf(c).total for c in same],
                                                                 rel=1e-9)
+
+
+def test_host_launches_count_the_copy_kernels() -> None:
+    # Llama 3 8B: 32 blocks, and the root group on the one stage. Per micro-batch each block adds 1 forward
+    # copy-out, 1 backward copy-out (resharded) + 1 copy-in; the root group the same once:
+    # forward 32 + 1 = 33, backward 2·32 + 2 = 66, recompute 0
+    on = estimator.estimate_perf(estimator.load_config(LLAMA, FSDP8)).stages[0]
+    off = estimator.estimate_perf(estimator.load_config(LLAMA, {**FSDP8, "options.fsdp2_copies": False})).stages[0]
+    assert (on.kernels_fw - off.kernels_fw, on.kernels_bw - off.kernels_bw, on.kernels_rec - off.kernels_rec) == (
+        33.0, 66.0, 0.0)
+    # blocks kept unsharded after forward: no backward copy-out for them, 32 + 2 = 34
+    kept = {**FSDP8, "parallel.fsdp_reshard_after_forward": False}
+    on = estimator.estimate_perf(estimator.load_config(LLAMA, kept)).stages[0]
+    off = estimator.estimate_perf(estimator.load_config(LLAMA, {**kept, "options.fsdp2_copies": False})).stages[0]
+    assert (on.kernels_fw - off.kernels_fw, on.kernels_bw - off.kernels_bw) == (33.0, 34.0)
+    # the host seconds follow the count at the profile's per-launch cost
+    cost = context.host_launch_s(estimator.load_config(LLAMA, FSDP8))
+    assert on.host_fw - off.host_fw == pytest.approx(33 * cost, rel=1e-12)
