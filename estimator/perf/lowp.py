@@ -54,6 +54,7 @@ token dispatcher's, in the compute dtype); MLA attention gathers before its unfu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -144,38 +145,60 @@ def quantized_gemm(op: Op, lowp: LowpGemms, b: int) -> list[Op]:
     return [low, cast]
 
 
-#: recipes whose split quantization of the routed experts' inputs and output gradients TE runs as one fused
-#: kernel over every expert's split (``split_quantize``: ``QuantizationMethod::FUSED_NVFP4``,
-#: ``split_quantize_nvfp4_impl``; MXFP8 and the per-tensor recipes quantize each split on its own)
-GROUPED_SPLIT_FUSED = frozenset({"nvfp4"})
+#: recipes whose split quantization of the routed experts' inputs and output gradients TE runs as fused kernels
+#: over every expert's split (``split_quantize``): NVFP4 as one ``split_quantize_nvfp4_impl`` launch
+#: (``QuantizationMethod::FUSED_NVFP4``); FP8 delayed scaling, where the cast also writes the transposed copy,
+#: as ``nvte_multi_cast_transpose`` (``multi_tensor_quantize_impl``: "Currently only have fused kernel for FP8
+#: delayed scaling"), up to :data:`MULTI_CAST_TENSORS_PER_KERNEL` splits per launch. MXFP8 and the current-scaling
+#: recipes quantize each split on its own.
+GROUPED_SPLIT_FUSED = frozenset({"nvfp4", "delayed"})
+
+#: splits one ``multi_cast_transpose_kernel`` launch takes (``kMaxTensorsPerKernel``, "Args must be <4 KB";
+#: NVIDIA/TransformerEngine@d0067d0d ``common/transpose/multi_cast_transpose.cu``)
+MULTI_CAST_TENSORS_PER_KERNEL = 64
 
 
 def grouped_split_fused(op: Op, lowp: LowpGemms) -> bool:
-    """A routed-experts GEMM (variant ``grouped…``, ``count`` > 1 experts) under a :data:`GROUPED_SPLIT_FUSED`
-    recipe with TE's fused casts (``options.fused_quantize``), both tensors' last dims multiples of 128 (TE
-    falls back to per-split kernels otherwise)."""
-    if not (lowp.norm_fusion and lowp.recipe.name in GROUPED_SPLIT_FUSED and op.variant.startswith("grouped")):
+    """A routed-experts GEMM (variant ``grouped…``, ``count`` > 1 experts) whose split casts TE fuses (options
+    ``fused_quantize``): NVFP4 with both tensors' last dims multiples of 128 (TE falls back to per-split
+    kernels otherwise); FP8 delayed scaling when the cast writes the column-wise copy too (the fused kernel
+    requires it: devices without non-TN FP8 GEMMs, :func:`estimator.inputs.recipes.on_device`)."""
+    name = lowp.recipe.name
+    if not (lowp.norm_fusion and name in GROUPED_SPLIT_FUSED and op.variant.startswith("grouped") and op.count > 1):
         return False
+    if name == "delayed":
+        return lowp.recipe.columnwise_copy
     assert op.shape is not None
     _, k, n = op.shape
-    return bool(op.count > 1 and k % 128 == 0 and n % 128 == 0)
+    return bool(k % 128 == 0 and n % 128 == 0)
+
+
+def split_cast_kernels(recipe: LinearRecipe, splits: float) -> float:
+    """Kernels of one fused split cast over ``splits`` expert splits: NVFP4 one launch, after its amax pass
+    (2); FP8 delayed scaling ``⌈splits / 64⌉`` multi-cast-transpose launches (:data:`MULTI_CAST_TENSORS_PER_KERNEL`;
+    equal splits are all aligned or all not, one kernel class)."""
+    if recipe.name == "delayed":
+        return float(math.ceil(splits / MULTI_CAST_TENSORS_PER_KERNEL))
+    return 2.0 if recipe.amax_pass else 1.0
 
 
 def grouped_split_casts(op: Op, lowp: LowpGemms, b: int) -> list[Op]:
     """The casts of a :func:`grouped_split_fused` GEMM: the experts' inputs ``X`` (forward) and output gradients
-    ``dY`` (backward) as one operator of ``count`` splits in one kernel per tensor (``per_tensor`` with an amax
-    pass), the weights one cast per expert as before (``w·k·n`` each).
+    ``dY`` (backward) as one operator of ``count`` splits in :func:`split_cast_kernels` kernels per tensor, the
+    weights one cast per expert as before (``w·k·n`` each).
 
     Source: NVIDIA/TransformerEngine@d0067d0d ``pytorch/csrc/extensions/cast.cpp`` ``split_quantize`` (NVFP4
     quantizers with contiguous bulk-allocated outputs and an inner dim multiple of 128 take
-    ``FUSED_NVFP4``: one ``split_quantize_nvfp4_impl`` launch for all splits), called by ``GroupedLinear`` for
+    ``FUSED_NVFP4``: one ``split_quantize_nvfp4_impl`` launch for all splits; FP8 delayed-scaling quantizers
+    with row- and column-wise outputs take ``nvte_multi_cast_transpose``), called by ``GroupedLinear`` for
     the inputs and the output gradients (``pytorch/module/grouped_linear.py`` ``_split_quantize``)."""
     assert op.shape is not None
     m, k, n = op.shape
     r, c = lowp.recipe, op.count
     per_tensor = 2.0 if r.amax_pass else 1.0
-    splits = Op(f"{op.name}_quantize", "elementwise", op.modules, 0.0, c * cast_bytes(m * k, b, r), per_tensor,
-                0.0, c * cast_bytes(m * n, b, r), per_tensor, 1.0, "quantize")
+    kernels = split_cast_kernels(r, c)
+    splits = Op(f"{op.name}_quantize", "elementwise", op.modules, 0.0, c * cast_bytes(m * k, b, r), kernels,
+                0.0, c * cast_bytes(m * n, b, r), kernels, 1.0, "quantize")
     weights = Op(f"{op.name}_weight_quantize", "elementwise", op.modules, 0.0,
                  lowp.weight_cast_share * cast_bytes(k * n, b, r), per_tensor * lowp.weight_cast_share,
                  0.0, 0.0, 0.0, c, "quantize")

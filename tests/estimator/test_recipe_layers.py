@@ -5,6 +5,7 @@ MoE parallel folding (estimator.perf.operators.expert_tokens) and Megatron's ``-
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -43,6 +44,31 @@ def test_nvfp4_splits_fall_back_per_expert(k: int, fused: bool) -> None:
     (cast,) = _expert_casts(k, fused)
     assert cast.count == 4.0 and cast.bytes == pytest.approx(5.125 * 256 * k * 1.25) and cast.kernels == 2.5
     assert cast.bw_bytes == pytest.approx(5.125 * 256 * 256)
+
+
+DELAYED = recipes.RECIPES["delayed"]  # FP8 delayed scaling: no amax pass, row- and column-wise copies of 1 B
+
+
+@pytest.mark.parametrize(("experts", "launches"), [(4, 1.0), (64, 1.0), (65, 2.0), (128, 2.0)])
+def test_delayed_scaling_splits_are_multi_cast_transpose_launches(experts: int, launches: float) -> None:
+    """FP8 delayed scaling with the transposed copy (Hopper): TE's ``nvte_multi_cast_transpose`` takes up to 64
+    splits per launch, so E experts' inputs [256, 128] (B = 2) are ⌈E/64⌉ kernels moving E·(2 + 2·1)·256·128 =
+    E·131,072 B forward; backward the output gradients [256, 256], E·262,144 B in as many kernels."""
+    op = operators.gemm("expert_fc1", ("moe",), 256, 128, 256, 2, float(experts), "grouped")
+    splits, weights = lowp.quantized_gemm(op, lowp.LowpGemms(DELAYED, 4.0, 0.25, True), 2)[1:]
+    assert (splits.count, splits.bytes, splits.kernels, splits.bw_bytes, splits.bw_kernels) == (
+        1.0, experts * 131072.0, launches, experts * 262144.0, launches)
+    # the weights stay one cast per expert: 0.25·4·128·256 B, a quarter kernel each
+    assert (weights.count, weights.bytes, weights.kernels) == (float(experts), 32768.0, 0.25)
+
+
+def test_delayed_scaling_without_the_transposed_copy_casts_each_split() -> None:
+    """Blackwell (non-TN FP8 GEMMs) writes no column-wise copy, which the fused kernel needs: one cast per expert,
+    (2 + 1)·256·128 + 0.25·(2 + 1)·128·256 = 122,880 B, 1.25 kernels each."""
+    rowwise = replace(DELAYED, columnwise_copy=False)
+    op = operators.gemm("expert_fc1", ("moe",), 256, 128, 256, 2, 8.0, "grouped")
+    (cast,) = lowp.quantized_gemm(op, lowp.LowpGemms(rowwise, 4.0, 0.25, True), 2)[1:]
+    assert (cast.count, cast.bytes, cast.kernels) == (8.0, 122880.0, 1.25)
 
 
 def test_expert_gemm_shapes_follow_the_expert_tp_size() -> None:
