@@ -31,6 +31,7 @@ from estimator.memory import fsdp2
 from estimator.perf import lowp, mamba, sac
 from estimator.perf import operators as ops_
 from estimator.perf.context import prices
+from estimator.perf.kernels import PassKernels
 from estimator.perf.layers import is_moe_layer, stage_groups
 from estimator.shared.arrays import ARRAY, is_array, maximum, minimum, unique_rows, where
 from ndval.core import cache
@@ -210,6 +211,18 @@ def fsdp2_copy_bytes(cfg: EstimatorConfig, ctx: Ctx) -> tuple[CopyBytes, CopyByt
     blocks = copies(float(fsdp2.FLOAT8_BYTES) if fsdp2.float8_all_gather(cfg) else b,
                     fsdp2.blocks_reshard_after_forward(cfg))
     return blocks, copies(b, fsdp2.root_resharded(cfg))
+
+
+def fsdp2_copy_launches(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> PassKernels:
+    """Host launches of FSDP2's copies per micro-batch on this stage: :func:`operators.fsdp2_copy_kernels` once
+    per block (one ``fully_shard`` group each) and once for the root group (embedding, final norm, output) when
+    the stage holds it; zero where :func:`fsdp2_copy_bytes` prices no copies."""
+    blocks, root = fsdp2_copy_bytes(cfg, ctx)
+    per_block = PassKernels(*ops_.fsdp2_copy_kernels(blocks), 0.0)
+    launches = per_block.scaled(len(layout.layers))
+    if layout.has_embedding or layout.has_head:
+        launches += PassKernels(*ops_.fsdp2_copy_kernels(root), 0.0)
+    return launches
 
 
 def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: int | None = None) -> list[ops_.Op]:

@@ -224,7 +224,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
             launches += graphs.extra_launches(graphed, kernels.embedding_pass_kernels(m.position_embedding == "learned"))
         if layout.has_head:
             launches += graphs.extra_launches(graphed, kernels.head_pass_kernels(ctx.tp))
-        launches += fsdp2_copy_launches(cfg, ctx, layout)
+        launches += roofline.fsdp2_copy_launches(cfg, ctx, layout)
     held = trained_params(cfg, ctx, layout, stage_params(cfg, ctx, layout))
     dp_cs, dp_stride_exp, dp_cs_exp = dp_collectives(cfg, ctx, layout, held)
     timed = [compute_value(ctx, fw), compute_value(ctx, bw), compute_value(ctx, rec)]
@@ -266,18 +266,6 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
 
 
 _NOTHING_HIDDEN = {"tp": 0.0, "ep": 0.0, "cp": 0.0, "dp": 0.0}
-
-
-def fsdp2_copy_launches(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> kernels.PassKernels:
-    """Host launches of FSDP2's copies per micro-batch on this stage: :func:`operators.fsdp2_copy_kernels` once
-    per block (one ``fully_shard`` group each) and once for the root group (embedding, final norm, output) when
-    the stage holds it; zero where :func:`roofline.fsdp2_copy_bytes` prices no copies."""
-    blocks, root = roofline.fsdp2_copy_bytes(cfg, ctx)
-    per_block = kernels.PassKernels(*operators.fsdp2_copy_kernels(blocks), 0.0)
-    launches = per_block.scaled(len(layout.layers))
-    if layout.has_embedding or layout.has_head:
-        launches += kernels.PassKernels(*operators.fsdp2_copy_kernels(root), 0.0)
-    return launches
 
 
 def _hidden(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, values: dict[str, float],
