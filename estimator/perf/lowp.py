@@ -120,6 +120,11 @@ def cast_bytes(elements: float, b: int, recipe: LinearRecipe) -> float:
     return reads + recipe.copies * elements * recipe.stored_bytes
 
 
+def cast_kernels(recipe: LinearRecipe) -> float:
+    """Kernels one cast of one tensor launches: its amax pass, if the recipe has one, and the cast."""
+    return 2.0 if recipe.amax_pass else 1.0
+
+
 def quantized_gemm(op: Op, lowp: LowpGemms, b: int) -> list[Op]:
     """``op`` (a linear layer's GEMM) on the low-precision tensor cores and its cast operator."""
     assert op.shape is not None
@@ -129,7 +134,7 @@ def quantized_gemm(op: Op, lowp: LowpGemms, b: int) -> list[Op]:
     fw_bytes = (m * k + k * n) * q + m * n * b
     bw_bytes = (m * n + k * n) * q + m * k * b + (m * k + m * n) * q + k * n * b
     low = replace(op, bytes=fw_bytes, bw_bytes=bw_bytes, variant=f"{op.variant}@{r.peak}", peak_scale=lowp.peak_scale)
-    per_tensor = 2.0 if r.amax_pass else 1.0
+    per_tensor = cast_kernels(r)
     fusion = NORM_FUSION.get(r.name) if lowp.norm_fusion and op.name in NORM_FUSED_GEMMS else None
     if fusion is None:
         fw_cast = cast_bytes(m * k, b, r) + lowp.weight_cast_share * cast_bytes(k * n, b, r)
@@ -179,7 +184,7 @@ def split_cast_kernels(recipe: LinearRecipe, splits: float) -> float:
     equal splits are all aligned or all not, one kernel class)."""
     if recipe.name == "delayed":
         return float(math.ceil(splits / MULTI_CAST_TENSORS_PER_KERNEL))
-    return 2.0 if recipe.amax_pass else 1.0
+    return cast_kernels(recipe)
 
 
 def grouped_split_casts(op: Op, lowp: LowpGemms, b: int) -> list[Op]:
@@ -195,7 +200,7 @@ def grouped_split_casts(op: Op, lowp: LowpGemms, b: int) -> list[Op]:
     assert op.shape is not None
     m, k, n = op.shape
     r, c = lowp.recipe, op.count
-    per_tensor = 2.0 if r.amax_pass else 1.0
+    per_tensor = cast_kernels(r)
     kernels = split_cast_kernels(r, c)
     splits = Op(f"{op.name}_quantize", "elementwise", op.modules, 0.0, c * cast_bytes(m * k, b, r), kernels,
                 0.0, c * cast_bytes(m * n, b, r), kernels, 1.0, "quantize")

@@ -414,7 +414,7 @@ def fsdp2_copy_op(elements: float, copy_bytes: tuple[float, float, float]) -> Op
 def fsdp2_copy_kernels(copy_bytes: tuple[float, float, float]) -> tuple[float, float]:
     """(forward, backward) kernels of FSDP2's copies around one group per micro-batch (:func:`fsdp2_copy_op`):
     one per copy that moves bytes, ``copy_bytes`` = (forward copy-out, backward copy-out, backward copy-in)
-    bytes per element. Also the host launches of the copies (:mod:`estimator.perf.kernels`)."""
+    bytes per element. Also the copies' host launches (:func:`estimator.perf.roofline.fsdp2_copy_launches`)."""
     fwd, regather, copy_in = copy_bytes
     return (1.0 if fwd else 0.0), (1.0 if regather else 0.0) + (1.0 if copy_in else 0.0)
 
