@@ -126,6 +126,15 @@ def _missing_peak_message(cfg: Cfg) -> str:
             "FP4 (nvfp4) needs Blackwell (b200, b300, gb200-nvl72, gb300-nvl72), FP8 Hopper or later")
 
 
+def _mxfp8_device_broken(cfg: Cfg) -> Any:
+    """MXFP8 on a device without MX block-scaled tensor cores (``hardware.mxfp8_gemm`` false: Hopper, Ada):
+    TransformerEngine's ``check_recipe_support`` refuses ``MXFP8BlockScaling`` below compute capability 10.0,
+    unless ``options.low_precision_gemms`` is off (then no GEMM runs the recipe)."""
+    recipe = _recipe(cfg)
+    return (recipe is not None) and recipe.name == "mxfp8" and cfg.options.low_precision_gemms and (
+        not cfg.hardware.mxfp8_gemm)
+
+
 def _nmb_broken(cfg: Cfg) -> Any:
     t = cfg.train
     if t.global_batch_size is None or t.num_micro_batches is None:
@@ -319,6 +328,11 @@ def _train_rules() -> list[Rule]:
              lambda c: (c.recompute.per_stage is not None) and len(c.recompute.per_stage) != c.parallel.pp,
              lambda c: f"needs one entry per pipeline stage ({c.parallel.pp})", structural=True),
         Rule("precision.linear_recipe", _missing_peak_broken, _missing_peak_message),
+        Rule("precision.linear_recipe", _mxfp8_device_broken,
+             lambda c: f"recipe 'mxfp8' needs MX block-scaled tensor cores, but hardware {c.hardware.name!r} has none "
+                       "(hardware.mxfp8_gemm false; TransformerEngine requires compute capability 10.x: b200, b300, "
+                       "gb200-nvl72, gb300-nvl72); on Hopper use a per-tensor or block FP8 recipe, a valid example: "
+                       "precision: {linear_recipe: tensorwise}"),
         Rule("precision.bf16_layers_at_ends", _bf16_ends_broken,
              lambda c: "Megatron-Core refuses --first-last-layers-bf16 with delayed scaling and counts above the "
              f"layers of one pipeline stage ({c.model.num_layers // c.parallel.pp}) (transformer_config.py); a valid "

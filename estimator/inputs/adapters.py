@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from estimator.inputs.params import gated_mlp
+
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig, ModelConfig
 
@@ -80,7 +82,7 @@ def linear_shapes(model: ModelConfig, moe: bool, tp: int, local_experts: float) 
         d_v = model.head_size
         out.append(("qkv", h, (a + 2 * model.kv_heads) * d_v / tp, 1.0))
     out.append(("out_proj", a * d_v / tp, h, 1.0))
-    gated = 2 if model.activation in ("swiglu", "geglu") else 1
+    gated = 2 if gated_mlp(model.activation) else 1
     if not moe:
         out += _ffn("mlp", h, model.dense_ffn / tp, gated, 1.0)
     else:

@@ -27,6 +27,7 @@ from estimator.inputs.device_presets import (
     BLACKWELL_SFU_EXP_PER_S,
     BLACKWELL_ULTRA_SFU_EXP_PER_S,
     FP8_ANY_LAYOUT,
+    MXFP8_GEMM,
     NVIDIA_LEVELS,
     PRESETS,
     SFU_SOURCE,
@@ -85,6 +86,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
         "peak_tflops": {"bf16": 2250.0, "fp16": 2250.0, "fp32": 75.0, "fp8": 4500.0, "fp4": 13500.0},
         "devices_per_node": 8,
         "fp8_gemm_any_layout": True,
+        "mxfp8_gemm": True,
         "levels": [_nvlink5(8, "B300"), _scale_out("ib-xdr", 100.0)],
         "efficiency": _efficiency("B300", BLACKWELL_ULTRA_SFU_EXP_PER_S),
         "provenance": {
@@ -95,6 +97,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
             "levels": f"NVLink 5 1.8 TB/s bidirectional = 900 GB/s per direction in a node of 8; {_CX8}",
             "network": _NET,
             "fp8_gemm_any_layout": FP8_ANY_LAYOUT,
+            "mxfp8_gemm": MXFP8_GEMM,
         },
     },
     "gb200-nvl72": {
@@ -103,6 +106,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
         "peak_tflops": {"bf16": 2500.0, "fp16": 2500.0, "fp32": 80.0, "fp8": 5000.0, "fp4": 10000.0},
         "devices_per_node": 4,
         "fp8_gemm_any_layout": True,
+        "mxfp8_gemm": True,
         "levels": [_nvlink5(72, "GB200 NVL72"), _scale_out("ib-ndr", 50.0)],
         "efficiency": _efficiency("GB200", BLACKWELL_SFU_EXP_PER_S),
         "provenance": {
@@ -115,6 +119,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
                       f"domain of 72 GPUs; {_CX7}",
             "network": _NET,
             "fp8_gemm_any_layout": FP8_ANY_LAYOUT,
+            "mxfp8_gemm": MXFP8_GEMM,
         },
     },
     "gb300-nvl72": {
@@ -123,6 +128,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
         "peak_tflops": {"bf16": 2500.0, "fp16": 2500.0, "fp32": 80.0, "fp8": 5000.0, "fp4": 15000.0},
         "devices_per_node": 4,
         "fp8_gemm_any_layout": True,
+        "mxfp8_gemm": True,
         "levels": [_nvlink5(72, "GB300 NVL72"), _scale_out("ib-xdr", 100.0)],
         "efficiency": _efficiency("GB300", BLACKWELL_ULTRA_SFU_EXP_PER_S),
         "provenance": {
@@ -135,6 +141,7 @@ BLACKWELL_PRESETS: dict[str, dict[str, Any]] = {
                       f"domain of 72 GPUs; {_CX8}",
             "network": _NET,
             "fp8_gemm_any_layout": FP8_ANY_LAYOUT,
+            "mxfp8_gemm": MXFP8_GEMM,
         },
     },
 }

@@ -162,6 +162,11 @@ FP8_ANY_LAYOUT = ("NVIDIA/TransformerEngine transformer_engine/pytorch/utils.py 
                   "compute capability 10.0 to < 12.0 (or >= 13.0); transformer_engine/common/gemm/cublaslt_gemm.cu: "
                   "per-tensor FP8 operands read row-wise in either orientation there ('Hopper only supports TN "
                   "GEMMs for FP8')")
+#: the source of ``mxfp8_gemm`` (compute capability 10.x: B200, B300, GB200, GB300)
+MXFP8_GEMM = ("NVIDIA/TransformerEngine@d0067d0da transformer_engine/pytorch/quantization.py _compute_mxfp8_support(): "
+              "'Device compute capability 10.0 or higher required for MXFP8 execution', and not on 12.0+ ('MXFP8 "
+              "(for all gemm layouts) is not supported on 12.0+ architectures yet'); check_recipe_support() raises "
+              "for MXFP8BlockScaling elsewhere")
 
 PRESETS: dict[str, dict[str, Any]] = {
     "ascend-910b": {
@@ -268,6 +273,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "devices_per_node": 8,
         "levels": NVIDIA_LEVELS["b200"],
         "fp8_gemm_any_layout": True,
+        "mxfp8_gemm": True,
         "efficiency": _with_sfu(_with_grouped_table(_simumax_eff(
             "b200_bf16_ceperm.json", 8000.0, "NVIDIA DGX B200 datasheet: 64 TB/s HBM3e for 8 GPUs = 8 TB/s per GPU",
             0.48780765792034037, 0.7059717796465379, 0.6943225842672003, 0.666, 30.0,
@@ -281,6 +287,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "levels": "NVLink5 1.8 TB/s bidirectional = 900 GB/s per direction; 400 Gb/s InfiniBand per GPU",
             "network": _NVIDIA_NET,
             "fp8_gemm_any_layout": FP8_ANY_LAYOUT,
+            "mxfp8_gemm": MXFP8_GEMM,
         },
     },
 }

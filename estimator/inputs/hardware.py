@@ -206,6 +206,9 @@ class HardwareSpec(BaseModel):
     #: the FP8 GEMM takes per-tensor-scaled operands in any layout (non-TN; Blackwell, compute capability
     #: 10.x), so per-tensor FP8 casts need no transposed copy (estimator.perf.lowp); false: TN only (Hopper)
     fp8_gemm_any_layout: bool = False
+    #: the tensor cores take MX block-scaled FP8 operands (MXFP8: one E8M0 scale per 32 elements; compute
+    #: capability 10.x), so ``precision.linear_recipe: mxfp8`` can run (estimator.config.rules); false: Hopper, Ada
+    mxfp8_gemm: bool = False
     provenance: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("*", mode="before")

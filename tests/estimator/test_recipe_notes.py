@@ -112,7 +112,8 @@ def test_refused_rows_counted_with_reasons() -> None:
 
 def test_batched_search_with_a_recipe_and_graphs_equals_the_scalar_path() -> None:
     base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml",
-                                 ["precision.linear_recipe=mxfp8", "train.cuda_graph=layers"])
+                                 ["hardware.preset=b200", "precision.linear_recipe=mxfp8",
+                                  "train.cuda_graph=layers"])
     space = {"parallel.tp": (2, 8), "parallel.pp": (8,), "parallel.ep": (8, 64), "train.micro_batch_size": (1, 2)}
     fast = search.search(base, 1024, space, top_k=None)
     slow = search.search(base, 1024, space, top_k=None, batched=False)

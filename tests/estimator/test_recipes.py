@@ -143,6 +143,20 @@ def test_fp4_on_hardware_without_fp4_names_file_field_rule(tmp_path: Path) -> No
     estimator.load_config(_b200("precision.linear_recipe=nvfp4"))  # Blackwell has FP4
 
 
+def test_mxfp8_on_hopper_is_refused_with_the_device_rule() -> None:
+    """TransformerEngine refuses MXFP8 below compute capability 10.0 although Hopper has an fp8 peak."""
+    with pytest.raises(ConfigError) as err:
+        _cfg("precision.linear_recipe=mxfp8")  # the default hardware of _cfg: h100-80g
+    e = err.value
+    assert e.field == "precision.linear_recipe" and "hardware.mxfp8_gemm" in e.rule and "h100-80g" in e.rule
+    _cfg("precision.linear_recipe=tensorwise")  # per-tensor FP8 runs on Hopper
+    _cfg("precision.linear_recipe=mxfp8", "options.low_precision_gemms=false")  # the off-switch: no recipe GEMMs
+    estimator.load_config(_b200("precision.linear_recipe=mxfp8"))
+    assert all(preset(n).mxfp8_gemm for n in ("b200", "b300", "gb200-nvl72", "gb300-nvl72"))
+    assert not any(preset(n).mxfp8_gemm for n in ("h100-80g", "h200", "a100-80g"))
+    assert "_compute_mxfp8_support" in preset("b300").provenance["mxfp8_gemm"]
+
+
 def test_compute_fp8_is_refused_unless_the_off_switch() -> None:
     with pytest.raises(ConfigError) as err:
         _cfg("precision.compute=fp8")
@@ -205,6 +219,12 @@ def test_lora_params_by_hand() -> None:
     assert adapter is not None
     assert adapters.layer_adapter_params(cfg.model, adapter, False, 2, 0.0) == (688128.0, 0.0)
     assert adapters.lora_params(8, 4096, 4096) == 65536
+    # quick-GeGLU (GPT-OSS) is gated like SwiGLU: fc1 keeps its 2·ffn/tp = 14336 outputs
+    quick = _cfg("adapter.kind=lora", "adapter.rank=16", "model.activation=quick_geglu")
+    assert adapters.layer_adapter_params(quick.model, adapter, False, 2, 0.0) == (688128.0, 0.0)
+    # GeLU: fc1 is one 4096 × 7168 matrix per rank -> 16·(4096 + 7168) fewer by 16·7168
+    plain = _cfg("adapter.kind=lora", "adapter.rank=16", "model.activation=gelu")
+    assert adapters.layer_adapter_params(plain.model, adapter, False, 2, 0.0) == (688128.0 - 16 * 7168, 0.0)
 
 
 def test_lora_memory_frozen_base_and_trained_adapters() -> None:
