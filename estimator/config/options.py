@@ -103,6 +103,13 @@ class OptionsConfig(StrictSection):
                                "on the compute stream (operators.fsdp2_copy_op)")
     sfu_softmax: bool = Field(default=True, description="flash attention's softmax exponentials at the device's SFU "
                               "rate where it differs from the attention factors' device (roofline.sfu_adjusted_s)")
+    per_layer_recompute: bool = Field(
+        default=True,
+        description="recompute.method block and torchtitan's layer-level SAC (selective_ac_option <n>) re-run only "
+                    "their chosen layers, the others none (estimator.inputs.derive.recomputed_layers); off: block "
+                    "re-runs every layer and layer-level SAC's step time prices Megatron's core_attn set (the model "
+                    "before it; memory keeps its per-layer layer-level SAC)",
+    )
     op_sac_recompute: bool = Field(
         default=True,
         description="recompute.selective_ac_option op re-runs what torchtitan's op-level policy recomputes (the "

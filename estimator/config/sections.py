@@ -304,6 +304,13 @@ class RecomputeConfig(StrictSection):
     mode: RecomputeMode = "none"
     per_stage: list[RecomputeMode] | None = None
     modules: list[str] = Field(default_factory=list)
+    #: Megatron ``--recompute-method`` with full recompute (megatron/core/recompute.py): ``uniform`` re-runs
+    #: every layer from one saved input per ``num_layers`` layers (only 1, what unset means, is modelled);
+    #: ``block`` re-runs only the first ``num_layers`` decoder layers of each model chunk (virtual stage) and
+    #: keeps every activation of the others (``estimator.inputs.derive.recomputed_layers``)
+    method: Literal["uniform", "block"] | None = None
+    #: ``--recompute-num-layers`` (with ``method``; 0 under ``block``: no layer re-run)
+    num_layers: int | None = Field(default=None, ge=0, le=MAX_INT)
     #: torchtitan ``activation_checkpoint.selective_ac_option`` with ``mode: selective``: ``"op"`` =
     #: op-level selective checkpointing (torchtitan's save list), ``"<n>"`` = layer-level: every n-th
     #: block fully checkpointed, the others keep everything (``estimator.memory.sac``)
@@ -328,6 +335,22 @@ class RecomputeConfig(StrictSection):
                 "needs mode 'selective' without modules or per_stage (the policy replaces Megatron's module list); "
                 "a valid example: {mode: selective, selective_ac_option: op}",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _method_needs_full(self) -> RecomputeConfig:
+        full = self.mode == "full" or "full" in (self.per_stage or ())
+        if (self.method is not None or self.num_layers is not None) and not full:
+            raise config_rule("recompute.method", "recompute.method and recompute.num_layers need mode full (Megatron-"
+                              "Core: recompute_num_layers must be None with selective granularity); a valid example: "
+                              "{mode: full, method: block, num_layers: 4}")
+        if self.method == "block" and self.num_layers is None:
+            raise config_rule("recompute.num_layers", "method block needs num_layers (the layers re-run per model "
+                              "chunk); a valid example: {mode: full, method: block, num_layers: 4}")
+        if (self.num_layers or 0) > 1 and self.method != "block":
+            raise config_rule("recompute.num_layers", f"{self.num_layers}: uniform units of more than one layer (one "
+                              "saved input per unit, the unit's activations live together in its backward) are not "
+                              "modelled; a valid example: {mode: full, method: uniform, num_layers: 1}")
         return self
 
     @field_validator("modules")

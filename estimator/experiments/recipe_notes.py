@@ -30,7 +30,7 @@ PRICED_ITEMS = frozenset({"overlap_grad_reduce", "overlap_param_gather", "tp_com
                           "distributed_optimizer", "pp_layout", "account_for_embedding_in_pipeline_split",
                           "account_for_loss_in_pipeline_split", "mtp_num_layers", "dispatcher", "te_op_fuser",
                           "fp8_dot_product_attention", "recompute_modules", "first_last_layers_bf16",
-                          "cpu_offloading_num_layers"})
+                          "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers"})
 #: overlap switches of the recipe -> the framework flags (estimator.inputs.profiles.OVERLAP_FLAGS); a switch the
 #: notes mark ``[inactive: ...]`` (Bridge turns TP overlap off below TP 2) is off
 OVERLAP_ITEMS = {
@@ -104,10 +104,12 @@ def precision_recipe(text: str, items: Mapping[str, str], notes: str = "") -> tu
     return None, f"precision {low or 'unstated'}: BF16 linear layers"
 
 
-def _recompute(value: str, modules: str = "") -> dict[str, Any] | None:
+def _recompute(value: str, modules: str = "", method: str = "") -> dict[str, Any] | None:
     """``recompute=selective(a,b)`` / ``selective(modules=[])`` / ``full(...)`` / ``none`` as a section; a
     ``selective`` without its own list (``selective (comment)``) takes ``modules`` (a ``recompute_modules=[a,b]``
-    item) when given, else Megatron's default list."""
+    item) when given, else Megatron's default list. ``full`` reads Megatron's recompute method and layer count
+    from its parentheses or from ``method`` (the ``recompute_method=`` / ``recompute_num_layers=`` items):
+    ``full(method=block,num_layers=5)`` re-runs the first 5 layers of each model chunk."""
     low = value.lower()
     if low.startswith("selective"):
         inner = low[len("selective"):]
@@ -115,7 +117,13 @@ def _recompute(value: str, modules: str = "") -> dict[str, Any] | None:
         names = [n.strip() for n in inner.replace("modules=", "").strip("[]").split(",") if n.strip()]
         return {"mode": "selective", "modules": names or ["core_attn"]}  # Megatron's default module list
     if low.startswith("full"):
-        return {"mode": "full", "modules": []}
+        section: dict[str, Any] = {"mode": "full", "modules": []}
+        text = f"{low} {method.lower()}"
+        if (kind := re.search(r"\b(block|uniform)\b", text)) is not None:
+            section["method"] = kind.group(1)
+        if (count := re.search(r"num_layers\s*[=:]\s*(\d+)", text)) is not None:
+            section["num_layers"] = int(count.group(1))
+        return section
     if low.startswith("none") or low == "unset":
         return {"mode": "none", "modules": []}
     return None
@@ -170,11 +178,17 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
             "pipeline parallelism or recompute, so the published layout ran without it")
     if (graph := items.get("cuda_graph")) is not None:
         _set(config, "train.cuda_graph", _cuda_graph(graph), f"cuda_graph={graph}", cited)
+    layers = items.get("recompute_num_layers", "").strip()
+    if layers.isdigit() and items.get("recompute", "unset").lower().startswith(("unset", "none")):
+        # Bridge scripts/performance/utils/overrides.py _set_recompute_overrides: a layer count alone sets
+        # recompute_granularity full, recompute_method block
+        items = {**items, "recompute": f"full(method=block,num_layers={layers})"}
     if (rec := items.get("recompute")) is not None and \
-            (section := _recompute(rec, items.get("recompute_modules", ""))) is not None:
+            (section := _recompute(rec, items.get("recompute_modules", ""), " ".join(
+                f"{k}={items[k]}" for k in ("recompute_method", "recompute_num_layers") if k in items))) is not None:
         config["recompute"] = section
-        cited["recompute"] = f"notes: recompute={rec}" + (
-            f", recompute_modules={items['recompute_modules']}" if "recompute_modules" in items else "")
+        cited["recompute"] = f"notes: recompute={rec}" + "".join(
+            f", {k}={items[k]}" for k in ("recompute_modules", "recompute_method", "recompute_num_layers") if k in items)
     if (dist := _flag(items.get("distributed_optimizer", ""))) is not None and config["profile"] != "fsdp2":
         _set(config, "parallel.distributed_optimizer", dist, f"distributed_optimizer={items['distributed_optimizer']}",
              cited)

@@ -303,8 +303,19 @@ def _recompute_and_precision(a: _Args) -> None:
     if mode == "selective" and raw:
         names = [RECOMPUTE_MODULE_NAMES.get(n, n) for n in re.findall(r"[A-Za-z_]+", raw)]
         a.out.put("recompute.modules", names, "--recompute-modules")
-    if mode == "full" and a.text("--recompute-method") == "block":
-        a.out.not_modelled["--recompute-method"] = "block (first n layers per stage): priced as full recompute of every layer"
+    method = a.text("--recompute-method")
+    layers = a.integer("--recompute-num-layers", minimum=0)
+    if mode == "full":  # (selective: Megatron-Core refuses a layer count; the rules name the field)
+        if method is not None:
+            if method not in ("uniform", "block"):
+                raise bad(a.file, "--recompute-method", f"{method!r}: must be uniform or block")
+            a.out.put("recompute.method", method, "--recompute-method")
+        if layers is not None:
+            a.out.put("recompute.num_layers", layers, "--recompute-num-layers")
+    else:
+        for flag in ("--recompute-method", "--recompute-num-layers"):
+            if flag in a.args:
+                a.out.ignored[flag] = "read with --recompute-granularity full only (Megatron-Core): no effect here"
     compute = "fp16" if a.flag("--fp16") else "bf16"
     a.out.put("precision.compute", compute, "--fp16 / --bf16")
     a.out.put("precision.grads", "bf16" if a.flag("--grad-reduce-in-bf16") else "fp32",

@@ -23,6 +23,7 @@ from ndval.core import cache
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig, ModelConfig
+    from estimator.config.sections import RecomputeMode
 
 #: a transformer layer (attention + MLP: ``dense``, ``moe``, ``mtp``) or a hybrid pattern's one-block layer
 #: (``mamba``, ``attention``, ``mlp``, ``moe_mlp``: :data:`estimator.inputs.hybrid.HYBRID_SYMBOLS`)
@@ -405,3 +406,61 @@ def _stage_layouts(cfg: EstimatorConfig) -> tuple[StageLayout, ...]:
         )
         for s in range(p)
     )
+
+
+def recomputed_layers(cfg: EstimatorConfig) -> frozenset[int] | None:
+    """The layers re-run whole when recompute is chosen per layer; None when every layer of a stage follows
+    the stage's mode (:meth:`EstimatorConfig.stage_recompute`). With ``options.per_layer_recompute``:
+
+    * Megatron ``recompute.method: block`` with ``num_layers`` N (``--recompute-method block``,
+      ``megatron/core/recompute.py``: ``use_checkpoint = layer_idx < recompute_num_layers`` over the
+      ``num_layers_per_pipeline_rank`` layers of one ``TransformerBlock``, i.e. one model chunk): the first N
+      decoder layers of each chunk of the stages whose mode is ``full``; MTP layers are not re-run
+      (``multi_token_prediction.py``: "recompute_method == 'block' is not supported for MTP yet");
+    * torchtitan's layer-level SAC (``recompute.selective_ac_option: "<n>"``, mode ``selective``): every n-th
+      layer, 0-based index i with (i + 1) % n == 0 (``estimator.memory.sac.layer_checkpointed``).
+
+    Built once per config instance. (Megatron's FP8 exception, a chunk's first layers skipped while their
+    input needs no gradient, never applies to a trained model's chunks: the embedding output and the
+    received activations carry gradients.)"""
+    r = cfg.recompute
+    option = r.selective_ac_option
+    if not cfg.options.per_layer_recompute or not (r.method == "block" or (option is not None and option.isdigit())):
+        return None
+    return derived(cfg, "recomputed_layers", lambda: _recomputed_layers(cfg))
+
+
+def _recomputed_layers(cfg: EstimatorConfig) -> frozenset[int]:
+    r, n_main = cfg.recompute, cfg.model.num_layers
+    if r.method != "block":
+        every = int(r.selective_ac_option or 1)
+        return frozenset(i for i in range(n_main + cfg.model.mtp_layers) if (i + 1) % every == 0)
+    n = r.num_layers or 0
+    chosen: set[int] = set()
+    for layout in stage_layouts(cfg):
+        if cfg.stage_recompute(layout.stage) == "full":
+            for chunk in layout.chunks:
+                chosen.update([i for i in chunk if i < n_main][:n])
+    return frozenset(chosen)
+
+
+def layer_recompute(cfg: EstimatorConfig, stage: int, index: int) -> RecomputeMode:
+    """Recompute mode of layer ``index`` on pipeline stage ``stage``: ``full`` or ``none`` where
+    :func:`recomputed_layers` chooses per layer, else the stage's mode (under Megatron's ``block``
+    method a stage that is not ``full`` keeps its own)."""
+    chosen = recomputed_layers(cfg)
+    mode = cfg.stage_recompute(stage)
+    if chosen is None or (mode != "full" and cfg.recompute.method == "block"):
+        return mode
+    return "full" if index in chosen else "none"
+
+
+def recomputed_by_kind(cfg: EstimatorConfig, layout: StageLayout) -> tuple[tuple[LayerKind, int], ...] | None:
+    """(kind, layers re-run whole) of the stage where :func:`recomputed_layers` chooses per layer, in the order
+    of the stage's kind runs; None otherwise (what per-stage prices add to their keys)."""
+    chosen = recomputed_layers(cfg)
+    if chosen is None:
+        return None
+    m = cfg.model
+    return tuple((kind, sum(1 for i in layout.layers if i in chosen and layer_kind(m, i) == kind))
+                 for kind, _ in layout.kind_runs(m))

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from estimator.inputs.derive import layer_kind, layer_kind_groups
+from estimator.inputs.derive import layer_kind, layer_kind_groups, recomputed_layers
 from estimator.inputs.params import weight_copies
 from estimator.inputs.profiles import profile_of, tp_shardable_overhead_mb
 from estimator.inputs.runtime_buffer import stage_runtime_buffers_mb
@@ -29,7 +29,7 @@ from estimator.memory.static import (
     layer_static,
 )
 from estimator.shared.arrays import is_array
-from estimator.shared.memo import pricing_memo
+from estimator.shared.memo import derived, pricing_memo
 from ndval.core.units import BYTES_PER_MIB
 
 if TYPE_CHECKING:
@@ -253,13 +253,34 @@ def layer_class(cfg: EstimatorConfig, index: int) -> tuple[str, bool]:
     """What the memory of layer ``index`` depends on besides the config: its kind (which fixes its
     ep) and, under torchtitan's layer-level SAC (``selective_ac_option: <n>``), whether it is
     checkpointed. Layers of one class hold the same static and dynamic bytes."""
+    chosen = checkpointed_layers(cfg)
+    return layer_kind(cfg.model, index), chosen is not None and index in chosen
+
+
+def checkpointed_layers(cfg: EstimatorConfig) -> frozenset[int] | None:
+    """The layers memory holds as fully recomputed where the choice is per layer
+    (:func:`estimator.inputs.derive.recomputed_layers`); torchtitan's layer-level SAC also with
+    ``options.per_layer_recompute`` off (its memory was per layer before that switch)."""
+    chosen = recomputed_layers(cfg)
     every = sac.layer_level_every(cfg)
-    return layer_kind(cfg.model, index), every is not None and sac.layer_checkpointed(index, every)
+    if chosen is not None or every is None:
+        return chosen
+    n = cfg.model.num_layers + cfg.model.mtp_layers
+    return derived(cfg, "sac_checkpointed", lambda: frozenset(i for i in range(n) if sac.layer_checkpointed(i, every)))
+
+
+def class_mode(cfg: EstimatorConfig, mode: RecomputeMode, key: tuple[str, bool]) -> RecomputeMode:
+    """Recompute mode of the layers of :func:`layer_class` ``key`` on a stage of ``mode``: under Megatron's
+    ``recompute.method: block`` a full stage re-runs its chosen layers (``full``) and no other (``none``);
+    otherwise the stage's mode (layer-level SAC maps its layers in :func:`act.layer_activation_bytes`)."""
+    if mode == "full" and cfg.recompute.method == "block" and recomputed_layers(cfg) is not None:
+        return "full" if key[1] else "none"
+    return mode
 
 
 def layer_classes(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
     """(representative index, count) per :func:`layer_class` among ``layers``, in first-seen order."""
-    if sac.layer_level_every(cfg) is None:
+    if checkpointed_layers(cfg) is None:
         return layer_kind_groups(cfg.model, layers)
     groups: dict[tuple[str, bool], list[int]] = {}
     for index in layers:
@@ -270,7 +291,7 @@ def layer_classes(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int
 def chunk_classes(cfg: EstimatorConfig, layout: StageLayout) -> list[Sequence[tuple[int, int]]]:
     """:func:`layer_classes` of each chunk of ``layout`` (the kind runs kept on the layout, when the
     class is the kind)."""
-    if sac.layer_level_every(cfg) is None:
+    if checkpointed_layers(cfg) is None:
         return [layout.kind_groups(cfg.model, c) for c in range(len(layout.chunks))]
     return [layer_classes(cfg, layers) for layers in layout.chunks]
 
@@ -308,10 +329,10 @@ def stage_signature(cfg: EstimatorConfig, layout: StageLayout,
                     groups: Sequence[Sequence[tuple[int, int]]], mode: RecomputeMode) -> tuple[object, ...]:
     """What :class:`StageFixed` depends on besides the config: per chunk the classes of its layers in
     order (the (kind, count) runs: a chunk's layers ascend, so kinds come in runs, dense, moe, mtp;
-    under layer-level SAC every layer's :func:`layer_class`), where the embedding, head and MTP
+    under per-layer recompute every layer's :func:`layer_class`), where the embedding, head and MTP
     layers sit, and the recompute mode."""
     m = cfg.model
-    if sac.layer_level_every(cfg) is not None:
+    if checkpointed_layers(cfg) is not None:
         chunks: tuple[object, ...] = tuple(tuple(layer_class(cfg, i) for i in c) for c in layout.chunks)
     else:
         chunks = tuple(layout.kind_runs(m, c) for c in range(len(groups)))  # (groups: the layout's kind runs)
@@ -359,7 +380,7 @@ def _stage_fixed_of(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMo
     layer-level SAC the signature is built from the chunks' kind runs kept on the layout)."""
     groups: Sequence[Sequence[tuple[int, int]]]
     signature: tuple[object, ...]
-    if sac.layer_level_every(cfg) is None:
+    if checkpointed_layers(cfg) is None:
         m = cfg.model
         groups, runs = layout.chunk_kinds(m)
         signature = ("fixed", (runs, layout.embedding_chunk, layout.head_chunk, layout.mtp_chunk(m.num_layers), mode))
@@ -393,7 +414,7 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
         off = offloaded_layers(cfg, layout.chunks[chunk]) if cfg.train.cpu_offloading_num_layers else {}
         in_transit = 0.0
         for i, n, key in chunk_groups:
-            layer_act, layer_comm = _layer_dynamic(cfg, memo, i, key, mu, mode)
+            layer_act, layer_comm = _layer_dynamic(cfg, memo, i, key, mu, class_mode(cfg, mode, key))
             n_off = off.get(key, 0)
             activations += layer_act * (n - n_off)
             comm += layer_comm * n

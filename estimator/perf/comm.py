@@ -225,12 +225,13 @@ def cp_ulysses_layer_collectives(
 BACKWARD_COMM_FACTOR = {"tp": 1.0, "ep": 1.0, "cp": 2.0, "cp_a2a": 1.0}
 
 
-def pass_comm_factors(dim: str, full_recompute: bool) -> tuple[float, float, float]:
+def pass_comm_factors(dim: str, full_recompute: float) -> tuple[float, float, float]:
     """Calls of a dimension's forward collectives per pass (forward, backward, recompute):
     ``(1, BACKWARD_COMM_FACTOR[dim], f)`` with ``f`` = 1 when full recompute re-runs the forward
-    (reference §3.2; TP/EP ``1 : 1 : f``, ring CP ``1 : 2 : f``). Their sum scales a layer's forward
-    collectives to one micro-batch."""
-    return 1.0, BACKWARD_COMM_FACTOR[dim], 1.0 if full_recompute else 0.0
+    (reference §3.2; TP/EP ``1 : 1 : f``, ring CP ``1 : 2 : f``); ``f`` = the share of a stage's layers
+    re-run whole (``recompute.method: block``) splits a stage's comm by pass. Their sum scales a layer's
+    forward collectives to one micro-batch."""
+    return 1.0, BACKWARD_COMM_FACTOR[dim], float(full_recompute)
 
 
 def scaled(cs: list[Collective], factor: float) -> list[Collective]:

@@ -19,6 +19,7 @@ from ndval.core import cache
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig, ModelConfig
+    from estimator.config.sections import RecomputeMode
     from estimator.perf.context import Ctx
 
 
@@ -112,11 +113,10 @@ def _selective_share_flops(model: ModelConfig, tokens: float, modules: set[str],
     return share
 
 
-def _recompute_fraction(cfg: EstimatorConfig, stage: int, tokens: float, attn: tuple[float, float], mlp: float,
-                        moe: bool) -> float:
-    """Share of a layer's forward re-run in the backward (full: 1; selective: the listed modules,
-    default ``core_attn`` as Megatron's ``--recompute-granularity selective``)."""
-    mode = cfg.stage_recompute(stage)
+def _recompute_fraction(cfg: EstimatorConfig, mode: RecomputeMode, tokens: float, attn: tuple[float, float],
+                        mlp: float, moe: bool) -> float:
+    """Share of a layer's forward re-run in the backward under the layer's recompute ``mode`` (full: 1;
+    selective: the listed modules, default ``core_attn`` as Megatron's ``--recompute-granularity selective``)."""
     if mode != "selective":
         return compute.recompute_forward_fraction(mode, 0.0)
     if sac.uses_op_sac(cfg) and not moe:  # torchtitan's op-level policy: its re-run mms (estimator.perf.sac)
@@ -136,8 +136,10 @@ class LayerFlops:
     moe: bool
 
 
-def layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) -> LayerFlops:
-    """Per-device forward FLOPs (``/(tp·cp)``) of one transformer (or MTP) layer."""
+def layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int, mode: RecomputeMode | None = None) -> LayerFlops:
+    """Per-device forward FLOPs (``/(tp·cp)``) of one transformer (or MTP) layer under recompute ``mode``
+    (default: :func:`derive.layer_recompute` of the layer on ``stage``)."""
+    mode = derive.layer_recompute(cfg, stage, index) if mode is None else mode
     m = cfg.model
     moe = is_moe_layer(m, index)
     attn, mlp = block_flops(m, ctx, index, moe)
@@ -147,7 +149,7 @@ def layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) -> LayerF
     fwd = (attn[0] + attn[1] + mlp) / (ctx.tp * ctx.cp)
     if derive.layer_blocks(m, index)[0] == "mamba":  # no core attention to recompute selectively
         attn = (attn[0] + attn[1], 0.0)
-    return LayerFlops(fwd, _recompute_fraction(cfg, stage, ctx.tokens, attn, mlp, moe), moe)
+    return LayerFlops(fwd, _recompute_fraction(cfg, mode, ctx.tokens, attn, mlp, moe), moe)
 
 
 def quantized_gather_blocks(model: ModelConfig, index: int, moe: bool) -> float:
@@ -171,21 +173,22 @@ def tp_blocks(model: ModelConfig, index: int, t_exp: int) -> int:
     return where(t_exp == 1, 0, 1) if moe else 1
 
 
-def shared_layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int) -> LayerFlops:
+def shared_layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int,
+                      mode: RecomputeMode | None = None) -> LayerFlops:
     """:func:`layer_cost`, memoised across configs on everything it reads: the model (by identity;
     the entry holds it, so the id cannot be reused while cached), the layer kind, the micro-batch's
     tokens, the sequence, tp, cp, the expert load imbalance, the stage's recompute mode and (selective)
     the recompute modules. (Arrays of layouts: computed, not kept.)"""
     model = cfg.model
-    mode = cfg.stage_recompute(stage)
+    mode = derive.layer_recompute(cfg, stage, index) if mode is None else mode
     if is_array(ctx.tokens, ctx.seq, ctx.tp, ctx.cp, ctx.expert_imbalance):
-        return layer_cost(cfg, ctx, index, stage)
+        return layer_cost(cfg, ctx, index, stage, mode)
     modules = tuple(cfg.recompute.modules) if mode == "selective" else ()
     if mode == "selective" and sac.uses_op_sac(cfg):
         modules = (sac.OP_SAC,)
     key = (id(model), derive.layer_kind(model, index), ctx.tokens, ctx.seq, ctx.tp, ctx.cp, ctx.expert_imbalance,
            mode, modules)
-    return cache.held_value(_LAYER_FLOPS, key, model, lambda: layer_cost(cfg, ctx, index, stage))
+    return cache.held_value(_LAYER_FLOPS, key, model, lambda: layer_cost(cfg, ctx, index, stage, mode))
 
 
 #: :func:`layer_cost` shared across configs (a sweep repeats the same shapes): key -> (model, flops)
@@ -228,6 +231,28 @@ def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int,
     """(representative index, count) per distinct (layer kind, ep): identical layers are priced once.
     A layer's ep follows from its kind (:func:`derive.layer_ep`), so this is :func:`derive.layer_kind_groups`."""
     return derive.layer_kind_groups(cfg.model, layers)
+
+
+def mode_groups(cfg: EstimatorConfig, layout: derive.StageLayout, kind: derive.LayerKind, n: int,
+                mode: RecomputeMode) -> list[tuple[RecomputeMode, int]]:
+    """(recompute mode, count) of the stage's ``n`` layers of ``kind`` on a stage of ``mode``: ``[(mode, n)]``,
+    or where :func:`derive.recomputed_layers` chooses per layer, those re-run whole (``full``) and the others
+    (``none``); a stage that is not ``full`` keeps its mode under Megatron's ``block`` method."""
+    chosen = derive.recomputed_by_kind(cfg, layout)
+    if chosen is None or (mode != "full" and cfg.recompute.method == "block"):
+        return [(mode, n)]
+    k = dict(chosen)[kind]
+    split: tuple[tuple[RecomputeMode, int], ...] = (("full", k), ("none", n - k))
+    return [(m, c) for m, c in split if c]
+
+
+def stage_mode_groups(cfg: EstimatorConfig, layout: derive.StageLayout,
+                      mode: RecomputeMode) -> list[tuple[int, derive.LayerKind, RecomputeMode, int]]:
+    """(representative index, kind, recompute mode, count) of the stage's layers on a stage of ``mode``:
+    :func:`stage_groups` split by :func:`mode_groups`."""
+    return [(index, kind, layer_mode, count)
+            for (index, n), (kind, _) in zip(stage_groups(cfg, layout), layout.kind_runs(cfg.model), strict=True)
+            for layer_mode, count in mode_groups(cfg, layout, kind, n, mode)]
 
 
 def stage_groups(cfg: EstimatorConfig, layout: derive.StageLayout) -> Sequence[tuple[int, int]]:

@@ -133,9 +133,9 @@ def _selected_s(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, pick_op: Ca
     """Seconds per micro-batch of the stage's operators ``pick_op`` selects: forward + backward, and the
     forward again under full recompute (when the collectives re-run too)."""
     dims = roofline.layer_dims(cfg, ctx)
-    again = 1.0 if cfg.stage_recompute(layout.stage) == "full" else 0.0
     total = 0.0
-    for index, n in layers.stage_groups(cfg, layout):
+    for index, _, mode, n in layers.stage_mode_groups(cfg, layout, cfg.stage_recompute(layout.stage)):
+        again = 1.0 if mode == "full" else 0.0
         for op in roofline.layer_ops(cfg, dims, index):
             if pick_op(op):
                 f, b = _op_seconds(cfg, ctx, op)

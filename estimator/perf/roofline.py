@@ -32,7 +32,7 @@ from estimator.perf import lowp, mamba, sac
 from estimator.perf import operators as ops_
 from estimator.perf.context import prices
 from estimator.perf.kernels import PassKernels
-from estimator.perf.layers import is_moe_layer, stage_groups
+from estimator.perf.layers import is_moe_layer, stage_mode_groups
 from estimator.shared.arrays import ARRAY, is_array, maximum, minimum, unique_rows, where
 from ndval.core import cache
 from ndval.core.units import BYTES_PER_GB, BYTES_PER_MEGABYTE, FLOPS_PER_GFLOP, S_PER_US
@@ -445,15 +445,15 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     if "dims" not in memo:
         memo["dims"] = layer_dims(cfg, ctx)
     dims = memo["dims"]
-    mode = cfg.stage_recompute(layout.stage)
     modules = frozenset({sac.OP_SAC}) if sac.uses_op_sac(cfg) else (
         frozenset(cfg.recompute.modules) or frozenset({"core_attn"}))
     if "bf16_layers" not in memo:
         memo["bf16_layers"] = lowp.bf16_layers(cfg)
     high = memo["bf16_layers"]
     groups: list[tuple[GroupSeconds, float]] = []
-    for (index, n), (kind, _) in zip(stage_groups(cfg, layout), layout.kind_runs(cfg.model), strict=True):
-        n_high = sum(1 for i in layout.layers if i in high and derive.layer_kind(cfg.model, i) == kind) if high else 0
+    for index, kind, mode, n in stage_mode_groups(cfg, layout, cfg.stage_recompute(layout.stage)):
+        n_high = sum(1 for i in layout.layers if i in high and derive.layer_kind(cfg.model, i) == kind
+                     and derive.layer_recompute(cfg, layout.stage, i) == mode) if high else 0
         if n > n_high:
             key = (kind, mode)
             if key not in memo:

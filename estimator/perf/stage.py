@@ -70,7 +70,7 @@ class StageCost:
     host_fw: float = 0.0
     host_bw: float = 0.0
     host_rec: float = 0.0
-    full_recompute: bool = False
+    full_recompute: float = 0.0  # share of the stage's layers re-run whole (1: full recompute; block: its layers)
     kernels_fw: float = 0.0
     kernels_bw: float = 0.0
     kernels_rec: float = 0.0
@@ -177,18 +177,20 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
     act_bytes, dispatch, cp_dim, cp_layer, by_node = memo["per_layer"]
     ep_node_cs: list[comm.Collective] = []
     stage_ep = 1
-    mode = cfg.stage_recompute(layout.stage)
-    full = mode == "full"
-    if ("calls", full) not in memo:
-        memo["calls", full] = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim)}
-    calls = memo["calls", full]
+    stage_mode = cfg.stage_recompute(layout.stage)
     launches = kernels.PassKernels(0.0, 0.0, 0.0)
     gather_share = lowp.tp_gather_share(cfg, ctx.b_compute) if any_true(ctx.sp) else None
-    for (index, n), (kind, _) in zip(layers.stage_groups(cfg, layout), layout.kind_runs(m), strict=True):
+    n_full = n_all = 0
+    for index, kind, mode, n in layers.stage_mode_groups(cfg, layout, stage_mode):
+        full = mode == "full"
+        n_full, n_all = n_full + (n if full else 0), n_all + n
+        if ("calls", full) not in memo:
+            memo["calls", full] = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim)}
+        calls = memo["calls", full]
         kind_key = (kind, mode)
         lc = memo.get(("flops", kind_key))
         if lc is None:
-            lc = memo["flops", kind_key] = layers.shared_layer_cost(cfg, ctx, index, layout.stage)
+            lc = memo["flops", kind_key] = layers.shared_layer_cost(cfg, ctx, index, layout.stage, mode)
         f, b, r = compute.pass_flops(lc.forward * n, lc.recompute_fraction)
         fw, bw, rec = fw + f, bw + b, rec + r
         blocks = layers.tp_blocks(m, index, ctx.t_exp)
@@ -259,7 +261,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         cp_bytes=sum(map(comm.wire_bytes, cp_cs)),
         dp_bytes=sum(map(comm.wire_bytes, dp_cs + dp_cs_exp)),
         host_fw=host[0], host_bw=host[1], host_rec=host[2],
-        full_recompute=full,
+        full_recompute=n_full / n_all if n_all else float(stage_mode == "full"),
         kernels_fw=launches.forward, kernels_bw=launches.backward, kernels_rec=launches.recompute,
         optimizer=optimizer, by_class=by_class,
     )
@@ -425,17 +427,18 @@ def stage_costs(cfg: EstimatorConfig, ctx: Ctx | None = None) -> list[StageCost]
     shared = pricing_key(cfg) if config_memo(cfg).get(CONTEXT_KEY) is ctx else None
     for layout in derive.stage_layouts(cfg):
         kinds = tuple(sorted(layout.kind_runs(cfg.model)))
-        key = (kinds, layout.has_embedding, layout.has_head, cfg.stage_recompute(layout.stage))
+        key = (kinds, layout.has_embedding, layout.has_head, cfg.stage_recompute(layout.stage),
+               derive.recomputed_by_kind(cfg, layout))
         if key not in seen:
             seen[key] = _priced(cfg, ctx, layout, shared, key[1:])
         out.append(seen[key] if seen[key].stage == layout.stage else relabelled(seen[key], layout.stage))
     return out
 
 
-#: stage costs shared across configs: (pricing key, kind runs in order, embedding, head, recompute mode)
-#: -> (the instances the pricing key names, cost); cleared when full
+#: stage costs shared across configs: (pricing key, kind runs in order, embedding, head, recompute mode, layers
+#: re-run whole per kind) -> (the instances the pricing key names, cost); cleared when full
 _STAGE_COSTS = cache.store("estimator.stage_costs", bound=4096, key="(pricing key, kind runs in order, embedding, "
-                           "head, recompute mode)", holds="(the instances the pricing key names, StageCost)")
+                           "head, recompute mode, recomputed layers per kind)", holds="(the instances the pricing key names, StageCost)")
 #: a stage cost for another stage with the same layers (:func:`relabelled`): (id(cost), stage) -> (cost, copy)
 _RELABELLED = cache.store("estimator.relabelled_stage_costs", bound=4096, key="(id(stage cost), stage)",
                           holds="(the cost, its record for that stage)")
@@ -445,7 +448,7 @@ def _priced(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
             shared: tuple[tuple[object, ...], tuple[object, ...]] | None, extras: tuple[object, ...]) -> StageCost:
     """:func:`stage_cost` of ``layout`` with its ``per_micro_batch`` derived (the relabelled copies carry
     it), kept in :data:`_STAGE_COSTS` under ``shared`` (:func:`estimator.shared.memo.pricing_key`), the layout's kind runs
-    in their order (the order of the sums) and ``extras`` (embedding, head, recompute mode)."""
+    in their order (the order of the sums) and ``extras`` (embedding, head, recompute mode, recomputed layers)."""
     def priced() -> StageCost:
         cost = stage_cost(cfg, ctx, layout)
         cost.per_micro_batch  # noqa: B018

@@ -33,11 +33,13 @@ OFF = {"options.low_precision_gemms": False, "options.cuda_graphs": False, "opti
        "options.flex_dispatch_per_node": False,
        "options.grouped_op_fuser": False, "options.fused_quantize": False, "options.quantized_tp_gather": False,
        "options.main_grad_add": False, "options.attention_head_dim": False, "options.fp8_attention": False,
-       "options.sfu_softmax": False, "options.fsdp2_copies": False}
+       "options.sfu_softmax": False, "options.fsdp2_copies": False, "options.per_layer_recompute": False}
 #: stored configs whose numbers the recipe mechanisms change (FP8 linears: their GEMMs at the FP8 peak;
-#: torchtitan's op-level SAC: what it re-runs, estimator.perf.sac)
+#: torchtitan's op-level SAC: what it re-runs, estimator.perf.sac; its layer-level SAC: the layers it re-runs,
+#: estimator.inputs.derive.recomputed_layers)
 CHANGED_BY_RECIPES = {i for i, c in enumerate(STORED["configs"]) if c["overrides"].get("precision.fp8_linear")
-                      or c["overrides"].get("recompute.selective_ac_option") == "op"}
+                      or c["overrides"].get("recompute.selective_ac_option") == "op"
+                      or str(c["overrides"].get("recompute.selective_ac_option", "")).isdigit()}
 #: the overlap mechanisms' off-switch (estimator.perf.overlap): every number as before them
 OVERLAP_OFF = {"options.comm_overlap": False}
 
