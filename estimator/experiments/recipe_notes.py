@@ -149,8 +149,40 @@ def _set(config: dict[str, Any], path: str, value: Any, item: str, cited: dict[s
     cited[path] = f"notes: {item}"
 
 
+#: a row that names LoRA in its case id, model name or notes (``_LoRA``, ``peft=lora``; not MLA's ``q_lora_rank``,
+#: ``kv_lora 512``)
+_LORA = re.compile(r"(?<![a-z])(?<!q_)(?<!kv_)lora(?![a-z]|_rank)", re.IGNORECASE)
+#: the adapter rank a LoRA row states (``dim=16``, ``rank 16``, ``r=16`` after the word LoRA, within one item)
+_LORA_RANK = re.compile(r"lora[^|]*?\b(?:dim|rank|r)\s*[=: ]\s*(\d+)", re.IGNORECASE)
+#: the targeted linears a LoRA row states (``target_modules=[linear_qkv, linear_proj]``)
+_LORA_TARGETS = re.compile(r"target_modules\s*[=:]\s*\[([^\]]*)\]", re.IGNORECASE)
+#: where the adapter defaults come from (the config's ``adapter`` section defaults are these)
+_BRIDGE_LORA = ("Megatron-Bridge peft.LoRA defaults: dim 32 on linear_qkv, linear_proj, linear_fc1, linear_fc2 "
+                "(estimator.config.sections.AdapterConfig)")
+
+
+def apply_adapter(row: Mapping[str, str], config: dict[str, Any]) -> None:
+    """A row that names LoRA (a Bridge LoRA fine-tuning row, a PEFT run) trains adapters beside a frozen base:
+    ``adapter: {kind: lora}`` with the rank and target modules the row states, else Bridge's defaults (cited in
+    ``model.source_facts``); never priced as full training."""
+    text = " ".join(row.get(k) or "" for k in ("case_id", "model_name", "notes"))
+    if not _LORA.search(text):
+        return
+    adapter: dict[str, Any] = {"kind": "lora"}
+    cited = config["model"].setdefault("source_facts", {})
+    if (rank := _LORA_RANK.search(text)) is not None:
+        adapter["rank"] = int(rank.group(1))
+    if (targets := _LORA_TARGETS.search(text)) is not None:
+        adapter["target_modules"] = [t.strip(" '\"") for t in targets.group(1).split(",") if t.strip(" '\"")]
+    config["adapter"] = adapter
+    cited["adapter"] = "the row names LoRA" + ("" if "rank" in adapter and "target_modules" in adapter else
+                                                 f"; not stated: {_BRIDGE_LORA}")
+
+
 def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
-    """Set the config values the row's recipe items state (see the module docstring)."""
+    """Set the config values the row's recipe items state (see the module docstring), and its adapters
+    (:func:`apply_adapter`)."""
+    apply_adapter(row, config)
     items = recipe_items(row.get("notes") or "")
     if not PRICED_ITEMS.intersection(items):
         return  # not a row with recipe facts

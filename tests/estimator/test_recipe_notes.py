@@ -118,3 +118,23 @@ def test_batched_search_with_a_recipe_and_graphs_equals_the_scalar_path() -> Non
     fast = search.search(base, 1024, space, top_k=None)
     slow = search.search(base, 1024, space, top_k=None, batched=False)
     assert [(c.key(), c.total_s, c.peak_mb) for c in fast.ranked] == [(c.key(), c.total_s, c.peak_mb) for c in slow.ranked]
+
+
+@pytest.mark.parametrize(("notes", "case", "adapter"), [
+    ("peft=lora(dim=16, target_modules=[linear_qkv, linear_proj])", "x",
+     {"kind": "lora", "rank": 16, "target_modules": ["linear_qkv", "linear_proj"]}),
+    ("section 'Fine-Tuning (LoRA) Performance'", "x", {"kind": "lora"}),
+    ("", "mbridge__26.04_LLAMA3_70B_DGX-H100_FP8_LoRA", {"kind": "lora"}),
+    ("MLA: q_lora none, kv_lora 512, q_lora_rank 1536", "x", None),  # MLA dims, not an adapter
+    ("peft=none (SFT)", "x", None),
+])
+def test_a_row_naming_lora_trains_adapters(notes: str, case: str, adapter: dict[str, Any] | None) -> None:
+    """A LoRA row gets ``adapter`` (rank / targets as stated, else Bridge's defaults, cited); a full-training row
+    none. Synthetic rows."""
+    config: dict[str, Any] = {"profile": "megatron", "model": {}, "parallel": {"tp": 1}, "train": {}}
+    recipe_notes.apply_recipe_items({"case_id": case, "notes": notes}, config)
+    assert config.get("adapter") == adapter
+    if adapter is not None:
+        assert "LoRA" in config["model"]["source_facts"]["adapter"]
+        if "rank" not in adapter:
+            assert "dim 32" in config["model"]["source_facts"]["adapter"]
