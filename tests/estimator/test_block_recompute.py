@@ -125,6 +125,10 @@ def test_megatron_flags_and_recipe_items_set_the_method(tmp_path: Path) -> None:
     cfg = estimator.load_config(run.data)
     assert (cfg.recompute.mode, cfg.recompute.method, cfg.recompute.num_layers) == ("full", "block", 5)
     assert "--recompute-method" not in run.not_modelled
+    args.write_text(args.read_text(encoding="utf-8").replace("block", "uniform"), encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        import_megatron(args, world_size=8, hardware="h100-80g")
+    assert (err.value.field, err.value.file) == ("--recompute-num-layers", str(args)) and "uniform" in err.value.rule
     for notes in ("recipe: recompute=full(method=block,num_layers=5) | fp8_recipe=tensorwise",
                   "recipe: recompute=unset | recompute_num_layers=5 | fp8_recipe=tensorwise"):  # Bridge's override
         config: dict[str, Any] = {"profile": "megatron", "model": {}, "parallel": {"tp": 1}, "train": {}}
