@@ -50,23 +50,23 @@ _SUPER_PROVIDER = ("NVIDIA-NeMo/Megatron-Bridge@160ccccbb4:src/megatron/bridge/m
 _ULTRA_DEFAULTS = ("not set by the row's launch config (NVIDIA/Megatron-LM@07321821f8 NVIDIA-Nemotron-3-Ultra-"
                    "550B-A55B-BF16.sh), so Megatron-Core's defaults apply: transformer_config.py@d98e8a64dd "
                    "mamba_state_dim = 128, mamba_num_groups = 8")
-#: published facts for hybrid rows whose notes leave a value out: (source_id, model_name) -> {config path:
-#: (value, citation)} (merged into :data:`estimator.experiments.measured.SOURCE_FACTS`)
-_BRIDGE = "mbridge_perf_summary_blackwell"
-HYBRID_SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
-    (_BRIDGE, "Nemotron-3 Nano 30B-A3B"): {"model.vocab_size": _NEMOTRON_VOCAB},
-    (_BRIDGE, "Nemotron-3.5 Lightning 30B-A3B"): {
+#: published facts about hybrid models whose rows' notes leave a value out: model_name -> {config path: (value,
+#: citation)}. Facts of the model, not of one source: they hold for its rows of any source (other hardware,
+#: other releases; :func:`estimator.experiments.measured.source_facts`, a source's own facts win)
+HYBRID_MODEL_FACTS: dict[str, dict[str, tuple[Any, str]]] = {
+    "Nemotron-3 Nano 30B-A3B": {"model.vocab_size": _NEMOTRON_VOCAB},
+    "Nemotron-3.5 Lightning 30B-A3B": {
         "model.vocab_size": _NEMOTRON_VOCAB,
         "model.hybrid_override_pattern": (_NANO_PATTERN, f"the row's notes: dims as {_NANO_PROVIDER}"),
         "model.mamba_state_dim": (128, f"the row's notes: dims as {_NANO_PROVIDER}: state 128"),
         "model.mamba_num_groups": (8, f"the row's notes: dims as {_NANO_PROVIDER}: 8 groups"),
     },
-    (_BRIDGE, "Nemotron-3 Super 120B-A12B"): {
+    "Nemotron-3 Super 120B-A12B": {
         "model.vocab_size": _NEMOTRON_VOCAB,
         "model.mamba_state_dim": (128, _SUPER_PROVIDER),
         "model.mamba_num_groups": (8, _SUPER_PROVIDER),
     },
-    (_BRIDGE, "Nemotron-3 Ultra 550B-A55B"): {
+    "Nemotron-3 Ultra 550B-A55B": {
         "model.vocab_size": _NEMOTRON_VOCAB,
         "model.mamba_state_dim": (128, _ULTRA_DEFAULTS),
         "model.mamba_num_groups": (8, _ULTRA_DEFAULTS),

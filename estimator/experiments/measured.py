@@ -169,16 +169,16 @@ SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
     ("megatron_ci", "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental"): _mcore_moe_facts(
         "gpt3_mcore_te_tp2_pp2_ep4_etp1_selective_recompute_experimental", "18e953661e", layout="Et*3|(tt|)*6tmL"
     ),
-    **architecture_notes.HYBRID_SOURCE_FACTS,
 }
 
 
 def source_facts(row: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
-    """Facts that apply to ``row``: its source family's (:data:`FAMILY_FACTS`), then ``SOURCE_FACTS``
-    source-wide, then per model."""
+    """Facts that apply to ``row``: its source family's (:data:`FAMILY_FACTS`), its model's (any source:
+    ``architecture_notes.HYBRID_MODEL_FACTS``), then ``SOURCE_FACTS`` source-wide, then per model."""
     source, model = _text(row, "source_id"), _text(row, "model_name")
     family = next((facts for prefix, facts in FAMILY_FACTS.items() if source.startswith(prefix)), {})
-    return {**family, **SOURCE_FACTS.get((source, None), {}), **SOURCE_FACTS.get((source, model), {})}
+    return {**family, **architecture_notes.HYBRID_MODEL_FACTS.get(model, {}), **SOURCE_FACTS.get((source, None), {}),
+            **SOURCE_FACTS.get((source, model), {})}
 
 
 #: config path -> CSV column whose non-empty cell wins over a source fact

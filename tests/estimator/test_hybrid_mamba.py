@@ -157,6 +157,11 @@ def test_every_bridge_nemotron_row_is_estimated(measured_dir: Path) -> None:
     assert sup["moe_latent_size"] == 1024 and sup["mtp_layers"] == 2 and sup["mtp_repeated_layer"]
     assert "mtp_layers" in sup["assumed"]
     assert "model.mamba_state_dim" in sup["source_facts"]
+    # the model's facts hold for its rows of any source (another table, other hardware)
+    elsewhere = config_from_measured_row({**super_row, "source_id": "another_table", "hardware": "H100",
+                                          "precision": "bf16", "notes": super_row["notes"].replace("fp8_recipe=", "x=")})
+    assert (elsewhere["model"]["mamba_state_dim"], elsewhere["model"]["mamba_num_groups"]) == (128, 8)
+    assert load_config(elsewhere).model.vocab_size == 131072
 
 
 def test_a_nemotron_h_config_json_imports(tmp_path: Path) -> None:
