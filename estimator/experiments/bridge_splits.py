@@ -43,6 +43,9 @@ from typing import Any
 from estimator.inputs.pipeline_split import parse_layout
 
 BRIDGE_SOURCE = "mbridge_perf_summary_blackwell"
+#: source ids of Megatron-Bridge performance tables (every hardware and release: the recipe families' splits are
+#: Bridge's, not one table's)
+BRIDGE_PREFIX = "mbridge_"
 _BRIDGE = "NVIDIA-NeMo/Megatron-Bridge"
 
 #: facts of every Megatron-Bridge source (``mbridge_`` ids; :data:`estimator.experiments.measured.FAMILY_FACTS`):
@@ -125,10 +128,12 @@ def _recipe_mtp(row: Mapping[str, str], model: dict[str, Any]) -> int:
 
 
 def apply_bridge_split(row: Mapping[str, str], config: dict[str, Any], *, enabled: bool = True) -> None:
-    """Set the family's split in ``config`` when the row is a Bridge row with pp > 1 whose notes gave none."""
+    """Set the family's split in ``config`` when the row is a Bridge row (a ``mbridge_`` source: any hardware,
+    any release) with pp > 1 whose notes gave none."""
     parallel, model = config["parallel"], config["model"]
     family = family_of(row.get("model_name") or "")
-    if not enabled or row.get("source_id") != BRIDGE_SOURCE or family is None or parallel["pp"] < 2:
+    if not enabled or not (row.get("source_id") or "").startswith(BRIDGE_PREFIX) or family is None or \
+            parallel["pp"] < 2:
         return
     if _has_split(parallel):
         return

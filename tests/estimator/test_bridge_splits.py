@@ -51,6 +51,13 @@ def test_llama_405b_accounts_for_embedding_and_loss(pp: int, vpp: int, expected:
     assert "llama31_405b.py" in config["model"]["source_facts"]["parallel.account_for_loss_in_pipeline_split"]
     split = decoder_layers_per_virtual_stage(estimator.load_config(_full(config)).parallel, 126)
     assert split == expected and sum(split) == 126
+    # any Megatron-Bridge table (another hardware's): the family's split; another framework's source: none
+    other = _config(pp, vpp, 126)
+    bridge_splits.apply_bridge_split({**_row("Llama3.1 405B"), "source_id": "mbridge_perf_summary_h100"}, other)
+    assert other["parallel"]["account_for_loss_in_pipeline_split"]
+    foreign = _config(pp, vpp, 126)
+    bridge_splits.apply_bridge_split({**_row("Llama3.1 405B"), "source_id": "torchtitan_llama3"}, foreign)
+    assert "account_for_loss_in_pipeline_split" not in foreign["parallel"]
 
 
 def test_qwen3_235b_by_hand() -> None:
