@@ -179,10 +179,25 @@ def apply_adapter(row: Mapping[str, str], config: dict[str, Any]) -> None:
                                                  f"; not stated: {_BRIDGE_LORA}")
 
 
+#: torchtitan's async TP named among a row's techniques (``techniques: FSDP2, TP, torch.compile, AsyncTP``)
+_ASYNC_TP = re.compile(r"\basync[ -]?tp\b|async tensor parallel", re.IGNORECASE)
+
+
+def apply_techniques(row: Mapping[str, str], config: dict[str, Any]) -> None:
+    """The torchtitan benchmark's ``techniques:`` item: ``AsyncTP`` (torchtitan
+    ``parallelism.enable_async_tensor_parallel``, with torch.compile) on a TP > 1 row under the fsdp2 profile.
+    (``torch.compile`` itself: :func:`estimator.experiments.measured._options`.)"""
+    techniques = next((item for item in (row.get("notes") or "").split("|") if "techniques:" in item), "")
+    if _ASYNC_TP.search(techniques) and config["profile"] == "fsdp2" and config["parallel"].get("tp", 1) > 1:
+        _set(config, "parallel.enable_async_tensor_parallel", True, "techniques: AsyncTP",
+             config["model"].setdefault("source_facts", {}))
+
+
 def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
-    """Set the config values the row's recipe items state (see the module docstring), and its adapters
-    (:func:`apply_adapter`)."""
+    """Set the config values the row's recipe items state (see the module docstring), its adapters
+    (:func:`apply_adapter`) and its techniques (:func:`apply_techniques`)."""
     apply_adapter(row, config)
+    apply_techniques(row, config)
     items = recipe_items(row.get("notes") or "")
     if not PRICED_ITEMS.intersection(items):
         return  # not a row with recipe facts

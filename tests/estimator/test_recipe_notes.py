@@ -138,3 +138,16 @@ def test_a_row_naming_lora_trains_adapters(notes: str, case: str, adapter: dict[
         assert "LoRA" in config["model"]["source_facts"]["adapter"]
         if "rank" not in adapter:
             assert "dim 32" in config["model"]["source_facts"]["adapter"]
+
+
+@pytest.mark.parametrize(("techniques", "profile", "tp", "on"), [
+    ("techniques: FSDP2, TP, torch.compile, Float8, AsyncTP", "fsdp2", 8, True),
+    ("techniques: FSDP2, TP, torch.compile, Float8", "fsdp2", 8, False),
+    ("techniques: FSDP2, torch.compile, async TP", "fsdp2", 1, False),  # no TP to overlap
+    ("techniques: AsyncTP", "megatron", 8, False),  # torchtitan's switch, not Megatron's
+])
+def test_async_tp_from_the_techniques_item(techniques: str, profile: str, tp: int, on: bool) -> None:
+    """torchtitan benchmark rows name AsyncTP among their techniques (synthetic rows)."""
+    config: dict[str, Any] = {"profile": profile, "model": {}, "parallel": {"tp": tp}, "train": {}}
+    recipe_notes.apply_recipe_items({"notes": f"Table 2, row 'x' | {techniques} | local batch size 16"}, config)
+    assert config["parallel"].get("enable_async_tensor_parallel", False) is on
