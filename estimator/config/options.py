@@ -103,6 +103,12 @@ class OptionsConfig(StrictSection):
                                "on the compute stream (operators.fsdp2_copy_op)")
     sfu_softmax: bool = Field(default=True, description="flash attention's softmax exponentials at the device's SFU "
                               "rate where it differs from the attention factors' device (roofline.sfu_adjusted_s)")
+    a2a_unpaired_steps: bool = Field(
+        default=True,
+        description="parallel.overlap_moe_expert_parallel_comm: the steps Megatron's combined 1F1B runs alone "
+                    "(first forward / last backward, warm-up and cool-down) keep their EP all-to-alls exposed "
+                    "(estimator.perf.overlap.a2a_unpaired_share); off: the window (m-1)/m of the compute as before",
+    )
     per_layer_recompute: bool = Field(
         default=True,
         description="recompute.method block and torchtitan's layer-level SAC (selective_ac_option <n>) re-run only "

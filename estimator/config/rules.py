@@ -27,6 +27,7 @@ import numpy as np
 from estimator.config.errors import ConfigError
 from estimator.inputs import hybrid, pipeline_split, recipes
 from estimator.inputs.profiles import OVERLAP_FLAGS, tp_comm_overlap_possible
+from estimator.shared.arrays import any_true
 
 #: a configuration (``estimator.config.schema.EstimatorConfig``, which imports this module: not named here,
 #: even for type checking), or a stand-in whose numeric fields may be numpy arrays
@@ -257,6 +258,34 @@ def _foreign_overlap_message(cfg: Cfg) -> str:
             f"(its overlap switches: {own}; estimator.inputs.profiles.OVERLAP_FLAGS)")
 
 
+#: Megatron-Core's checks of ``--overlap-moe-expert-parallel-comm`` (``transformer_config.py``@d98e8a64dd), in order
+_A2A_CHECKS: tuple[tuple[str, Callable[[Cfg], Any]], ...] = (
+    ("'virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1' (parallel.vpp "
+     "≥ 2 with pp > 1)", lambda c: (c.parallel.pp > 1) & (c.parallel.vpp < 2)),
+    ("'only supported with expert model parallelism' (parallel.ep > 1)", lambda c: c.parallel.ep < 2),
+    ("'disable full recomputation' / 'disable recomputation method' (recompute.mode full, recompute.method)",
+     lambda c: (c.recompute.mode == "full") | ("full" in (c.recompute.per_stage or ())) | (
+         c.recompute.method is not None)),
+    ("'disable moe in recompute_modules'", lambda c: "moe" in c.recompute.modules),
+    ("'disable moe_shared_expert_overlap'", lambda c: c.parallel.moe_shared_expert_overlap is True),
+)
+
+
+def _a2a_overlap_broken(cfg: Cfg) -> Any:
+    if cfg.parallel.overlap_moe_expert_parallel_comm is not True:
+        return False
+    broken: Any = False
+    for _, check in _A2A_CHECKS:
+        broken = broken | check(cfg)
+    return broken
+
+
+def _a2a_overlap_message(cfg: Cfg) -> str:
+    failed = [text for text, check in _A2A_CHECKS if any_true(check(cfg))]
+    return ("Megatron-Core refuses it here (transformer_config.py): " + "; ".join(failed)
+            + "; a valid example: parallel: {pp: 4, vpp: 2, schedule: interleaved, ep: 8, overlap_moe_expert_parallel_comm: true}")
+
+
 def _overlap_rules() -> list[Rule]:
     """Overlap switches: only the profile's framework's own, with the prerequisites that framework checks."""
     return [
@@ -279,6 +308,7 @@ def _overlap_rules() -> list[Rule]:
              lambda c: (c.parallel.moe_shared_expert_overlap is True) & (c.model.shared_ffn_total == 0),
              lambda c: "needs shared experts (model.num_shared_experts > 0): it overlaps the shared expert with "
              "the dispatch and combine all-to-alls", structural=True),
+        Rule("parallel.overlap_moe_expert_parallel_comm", _a2a_overlap_broken, _a2a_overlap_message),
         Rule("parallel.enable_async_tensor_parallel",
              lambda c: (c.parallel.enable_async_tensor_parallel is True) & (not c.options.torch_compile),
              lambda c: "needs options.torch_compile: true (torchtitan parallelize: 'Async TP requires "

@@ -21,8 +21,14 @@ Two ways a collective hides, per stage and micro-batch (DP: per step):
 - **beside independent compute** (:func:`concurrent_exposed`): ``max(0, C − W)``. The EP all-to-alls
   beside the shared experts (``moe_shared_expert_overlap``: FC1 beside the dispatch, FC2 beside the
   combine) or beside the other micro-batch's compute (``overlap_moe_expert_parallel_comm``, combined
-  1F1B: ``W = (m−1)/m`` of the stage's compute — the first micro-batch has no partner); with both,
-  the larger window (the shared experts are part of the other micro-batch's compute).
+  1F1B): a paired step hides its all-to-alls under its partner's compute, ``max(0, C − (F + B))``,
+  while the steps Megatron runs alone keep theirs exposed — the first forward and the last backward
+  without PP (``combined_1f1b_schedule_for_no_pipelining``: "The forward step for the first microbatch
+  is executed alone, no a2a overlapping"), the rank's warm-up forwards and cool-down backwards with
+  interleaving (``get_pp_rank_microbatches``, one extra warm-up forward with the overlap): share
+  ``u = W/(m·vp)`` of :func:`a2a_unpaired_share`, exposed ``u·C + (1 − u)·max(0, C − (F + B))``
+  (``options.a2a_unpaired_steps``; off: the window ``(m−1)/m`` of the compute as before). Megatron-Core
+  refuses it beside ``moe_shared_expert_overlap``; with both set here, the larger window applies.
 - **pipeline p2p** (:func:`exposed_pp`, Megatron ``overlap_p2p_comm``, on by default with the interleaved
   schedule): each steady-state transfer runs beside half of the straggler's model chunk (a chunk's forward
   output beside the next chunk's work, its backward gradient likewise), the ``2·(pp − 2)`` fill and drain
@@ -55,7 +61,7 @@ from estimator.inputs.profiles import overlap_flag_on
 from estimator.perf import comm, layers, roofline
 from estimator.perf import operators as ops_
 from estimator.perf.context import Ctx, comm_value
-from estimator.shared.arrays import any_true, is_array, maximum, pick
+from estimator.shared.arrays import any_true, is_array, maximum, minimum, pick
 
 #: one stage's cost record: estimator.perf.stage.StageCost, which imports this module (not imported here, even
 #: for type checking: no import cycle)
@@ -198,17 +204,35 @@ def exposed_tp(cfg: EstimatorConfig, ctx: Ctx, tp_s: float, w: Windows) -> float
     return tp_s
 
 
-def exposed_ep(cfg: EstimatorConfig, ep_s: float, w: Windows) -> float:
-    """EP all-to-all left exposed beside the shared experts and / or the other micro-batch's compute."""
+def exposed_ep(cfg: EstimatorConfig, ep_s: float, w: Windows, stage: int = 0) -> float:
+    """EP all-to-all left exposed beside the shared experts and / or the other micro-batch's compute
+    (module docstring; ``stage``: the pipeline rank, whose warm-up depth sets the unpaired steps)."""
     window = 0.0
     if on(cfg, "moe_shared_expert_overlap"):
         window = w.shared_experts
-    if on(cfg, "overlap_moe_expert_parallel_comm"):
-        m = cfg.num_micro_batches
-        window = maximum(window, (w.forward + w.backward) * (m - 1.0) / m)
     if not on(cfg, "moe_shared_expert_overlap") and not on(cfg, "overlap_moe_expert_parallel_comm"):
         return ep_s
-    return concurrent_exposed(ep_s, window)
+    if not on(cfg, "overlap_moe_expert_parallel_comm"):
+        return concurrent_exposed(ep_s, window)
+    if not cfg.options.a2a_unpaired_steps:
+        m = cfg.num_micro_batches
+        return concurrent_exposed(ep_s, maximum(window, (w.forward + w.backward) * (m - 1.0) / m))
+    u: float = a2a_unpaired_share(cfg, stage)
+    paired = concurrent_exposed(ep_s, maximum(window, w.forward + w.backward))
+    return u * concurrent_exposed(ep_s, window) + (1.0 - u) * paired
+
+
+def a2a_unpaired_share(cfg: EstimatorConfig, stage: int) -> Any:
+    """Share of a rank's forward and backward steps Megatron's combined 1F1B runs alone, ``u = W/(m·vp)``:
+    without PP the first forward and the last backward (``W`` = 1: ``combined_1f1b_schedule_for_no_pipelining``);
+    interleaved, the warm-up forwards and as many cool-down backwards, ``W = min((p − r − 1)·2 + (vp − 1)·p + 1,
+    m·vp)`` (``get_pp_rank_microbatches``: micro-batch group size p, + 1 with the overlap). (``m`` may be an
+    array of layouts.)"""
+    p, m = cfg.parallel, cfg.num_micro_batches
+    if p.pp == 1:
+        return 1.0 / m
+    total = m * p.vpp
+    return minimum((p.pp - stage - 1) * 2 + (p.vpp - 1) * p.pp + 1, total) / total
 
 
 def exposed_cp(cfg: EstimatorConfig, ctx: Ctx, cp_s: float, w: Windows) -> float:

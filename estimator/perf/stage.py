@@ -282,7 +282,7 @@ def _hidden(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, values: 
     w = overlap.windows(cfg, ctx, layout, passes)
     exposed = {
         "tp": overlap.exposed_tp(cfg, ctx, values["tp"], w),
-        "ep": overlap.exposed_ep(cfg, values["ep"], w) if overlap.ep_active(cfg) else values["ep"],
+        "ep": overlap.exposed_ep(cfg, values["ep"], w, layout.stage) if overlap.ep_active(cfg) else values["ep"],
         "cp": overlap.exposed_cp(cfg, ctx, values["cp"], w),
         "dp": (overlap.exposed_dp(cfg, ctx, dp_groups, overlap.dp_pieces(cfg, ctx, layout, held), w)
                if overlap.dp_overlap_active(cfg) else values["dp"]),

@@ -101,15 +101,45 @@ def test_cp_ring_hides_under_attention_blocks() -> None:
     assert all(s.cp_hidden == 0.0 for s in ulysses.stages)  # no compute beside Ulysses' all-to-alls
 
 
+#: DeepSeek-V3 as Megatron-Core accepts --overlap-moe-expert-parallel-comm: no full recompute, pp 1 (or vpp ≥ 2)
+DSV3_A2A = {"parallel.pp": 1, "parallel.layers_per_stage": None, "parallel.tp": 2, "parallel.dp": 64,
+            "recompute.mode": "none", "hardware.devices": 128, "train.num_micro_batches": 8}
+
+
+def _passes(s: Any) -> float:
+    return (max(s.fw_compute, s.host_fw) + max(s.bw_compute, s.host_bw) + max(s.recompute, s.host_rec))
+
+
 def test_ep_overlap_with_the_other_micro_batch() -> None:
-    """--overlap-moe-expert-parallel-comm: the all-to-alls beside (m−1)/m of the stage's passes."""
-    on = _perf(DSV3, {"parallel.overlap_moe_expert_parallel_comm": True})
-    off = _perf(DSV3, {})
-    m = estimator.load_config(DSV3).num_micro_batches
-    for s_on, s_off in zip(on.stages, off.stages, strict=True):
-        passes = (max(s_off.fw_compute, s_off.host_fw) + max(s_off.bw_compute, s_off.host_bw)
-                  + max(s_off.recompute, s_off.host_rec))
-        assert s_on.ep_comm == pytest.approx(max(0.0, s_off.ep_comm - passes * (m - 1) / m), rel=1e-12, abs=1e-15)
+    """--overlap-moe-expert-parallel-comm without PP (m = 8): the first forward and the last backward run alone
+    (u = 1/8), the other steps hide their all-to-alls beside the partner's passes:
+    exposed = C/8 + 7/8·max(0, C − (F + B)). Off-switch: the window (m−1)/m of the passes."""
+    on = _perf(DSV3, {**DSV3_A2A, "parallel.overlap_moe_expert_parallel_comm": True})
+    off = _perf(DSV3, DSV3_A2A)
+    assert estimator.load_config(DSV3, DSV3_A2A).num_micro_batches == 8
+    (s_on,), (s_off,) = on.stages, off.stages
+    c, w = s_off.ep_comm, _passes(s_off)
+    assert s_on.ep_comm == pytest.approx(c / 8 + 7 / 8 * max(0.0, c - w), rel=1e-12, abs=1e-15)
+    before = _perf(DSV3, {**DSV3_A2A, "parallel.overlap_moe_expert_parallel_comm": True,
+                          "options.a2a_unpaired_steps": False}).stages[0]
+    assert before.ep_comm == pytest.approx(max(0.0, c - w * 7 / 8), rel=1e-12, abs=1e-15)
+
+
+def test_a2a_unpaired_share_follows_megatrons_warmup() -> None:
+    """Interleaved pp 4 × vpp 2, m 8 (16 chunk steps): warm-up (p − r − 1)·2 + (vp − 1)·p + 1 = 11, 9, 7, 5."""
+    from estimator.perf.overlap import a2a_unpaired_share
+
+    cfg = estimator.load_config(DSV3, {"parallel.pp": 4, "parallel.vpp": 2, "parallel.schedule": "interleaved",
+                                       "parallel.layers_per_stage": None, "parallel.pipeline_layout": None,
+                                       "parallel.dp": 512, "recompute.mode": "none", "train.num_micro_batches": 8,
+                                       "model.num_layers": 64, "model.mtp_layers": 0,
+                                       "parallel.overlap_moe_expert_parallel_comm": True})
+    assert cfg.num_micro_batches == 8
+    assert [a2a_unpaired_share(cfg, r) for r in range(4)] == [11 / 16, 9 / 16, 7 / 16, 5 / 16]
+    with pytest.raises(ConfigError) as err:  # Megatron-Core: pp > 1 needs vpp; no full recompute
+        estimator.load_config(DSV3, {"parallel.overlap_moe_expert_parallel_comm": True})
+    assert err.value.field == "parallel.overlap_moe_expert_parallel_comm"
+    assert "virtual_pipeline_model_parallel_size" in err.value.rule and "full recomputation" in err.value.rule
 
 
 def test_report_shows_hidden_and_exposed_per_part() -> None:
@@ -133,12 +163,12 @@ def test_all_overlap_off_is_bit_identical(path: Path) -> None:
     base = estimator.load_config(path)
     flags = {"parallel.overlap_grad_reduce": True, "parallel.overlap_param_gather": base.parallel.distributed_optimizer,
              "parallel.tp_comm_overlap": base.parallel.sequence_parallel and base.parallel.tp > 1,
-             "parallel.moe_shared_expert_overlap": base.model.shared_ffn_total > 0,
-             "parallel.overlap_moe_expert_parallel_comm": base.model.is_moe} if base.profile == "megatron" else {}
+             "parallel.moe_shared_expert_overlap": base.model.shared_ffn_total > 0} if base.profile == "megatron" else {}
+    # (--overlap-moe-expert-parallel-comm: refused beside the shared-expert overlap, full recompute and pp > 1
+    # without vpp, as the DeepSeek-V3 example runs; its off-switch: test_ep_overlap_with_the_other_micro_batch)
     off = {"options.comm_overlap": False}
     a = estimator.estimate_perf(estimator.load_config(path, {**flags, **off}))
-    b = estimator.estimate_perf(estimator.load_config(path, {"parallel.overlap_moe_expert_parallel_comm":
-                                                             bool(flags) and base.model.is_moe, **off}))
+    b = estimator.estimate_perf(estimator.load_config(path, off))
     assert a.perf_parts == b.perf_parts and a.real_parts == b.real_parts and a.stage_times_s == b.stage_times_s
     assert a.overlap == {}
 
