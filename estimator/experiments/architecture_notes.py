@@ -72,6 +72,25 @@ HYBRID_MODEL_FACTS: dict[str, dict[str, tuple[Any, str]]] = {
         "model.mamba_num_groups": (8, _ULTRA_DEFAULTS),
     },
 }
+#: facts of a hybrid Nemotron-H-family model the rows name but :data:`HYBRID_MODEL_FACTS` does not list (another
+#: size, another release): the family's tokenizer. model-name prefix -> {config path: (value, citation)}
+HYBRID_FAMILY_FACTS: dict[str, dict[str, tuple[Any, str]]] = {
+    "Nemotron": {"model.vocab_size": (131072, "not stated by the row; the Nemotron-H family's tokenizer: " +
+                                      _NEMOTRON_VOCAB[1].removeprefix("not stated by the row (tokenizer from HF); "))},
+}
+
+
+def model_facts(row: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+    """Facts about the row's model, whatever its source: :data:`HYBRID_MODEL_FACTS` by name, else, for a hybrid
+    row (notes naming a hybrid Mamba stack), its family's (:data:`HYBRID_FAMILY_FACTS`, by name prefix)."""
+    name = (row.get("model_name") or "").strip()
+    if name in HYBRID_MODEL_FACTS:
+        return HYBRID_MODEL_FACTS[name]
+    if HYBRID_MAMBA_NOTE not in (row.get("notes") or "").lower():
+        return {}
+    return next((facts for prefix, facts in HYBRID_FAMILY_FACTS.items() if name.startswith(prefix)), {})
+
+
 #: where a repeated MTP layer's depth comes from (``model.assumed``: the mtp_layers column is empty)
 REPEATED_MTP_REASON = ("notes: mtp_num_layers=N with a repeated layer: N MTP passes (compute and activations N "
                        "times) over one set of MTP weights (model.mtp_repeated_layer); the MTP layer is attention "

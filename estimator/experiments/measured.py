@@ -174,10 +174,10 @@ SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
 
 def source_facts(row: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
     """Facts that apply to ``row``: its source family's (:data:`FAMILY_FACTS`), its model's (any source:
-    ``architecture_notes.HYBRID_MODEL_FACTS``), then ``SOURCE_FACTS`` source-wide, then per model."""
+    ``architecture_notes.model_facts``), then ``SOURCE_FACTS`` source-wide, then per model."""
     source, model = _text(row, "source_id"), _text(row, "model_name")
     family = next((facts for prefix, facts in FAMILY_FACTS.items() if source.startswith(prefix)), {})
-    return {**family, **architecture_notes.HYBRID_MODEL_FACTS.get(model, {}), **SOURCE_FACTS.get((source, None), {}),
+    return {**family, **architecture_notes.model_facts(row), **SOURCE_FACTS.get((source, None), {}),
             **SOURCE_FACTS.get((source, model), {})}
 
 

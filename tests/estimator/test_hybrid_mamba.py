@@ -162,6 +162,13 @@ def test_every_bridge_nemotron_row_is_estimated(measured_dir: Path) -> None:
                                           "precision": "bf16", "notes": super_row["notes"].replace("fp8_recipe=", "x=")})
     assert (elsewhere["model"]["mamba_state_dim"], elsewhere["model"]["mamba_num_groups"]) == (128, 8)
     assert load_config(elsewhere).model.vocab_size == 131072
+    # another size of the family (a name no fact lists): its tokenizer's vocabulary; the notes state the rest
+    other = {**rows[0], "model_name": "Nemotron-H 8B"}  # a Nano row: its notes state every Mamba-2 dim
+    assert config_from_measured_row(other)["model"]["vocab_size"] == 131072
+    with pytest.raises(ConfigError, match="mamba_state_dim"):  # the Super row's notes do not: refused, not guessed
+        config_from_measured_row({**super_row, "model_name": "Nemotron-H 8B"})
+    assert config_from_measured_row({**other, "notes": "a dense row", "arch": "dense"})["model"].get(
+        "vocab_size") != 131072  # not a hybrid row: no family fact
 
 
 def test_a_nemotron_h_config_json_imports(tmp_path: Path) -> None:
