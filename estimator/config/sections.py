@@ -305,7 +305,7 @@ class RecomputeConfig(StrictSection):
     per_stage: list[RecomputeMode] | None = None
     modules: list[str] = Field(default_factory=list)
     #: Megatron ``--recompute-method`` with full recompute (megatron/core/recompute.py): ``uniform`` re-runs
-    #: every layer from one saved input per ``num_layers`` layers (only 1, what unset means, is modelled);
+    #: every layer from one saved input per unit of ``num_layers`` layers (unset: 1; ``derive.unit_inputs``);
     #: ``block`` re-runs only the first ``num_layers`` decoder layers of each model chunk (virtual stage) and
     #: keeps every activation of the others (``estimator.inputs.derive.recomputed_layers``)
     method: Literal["uniform", "block"] | None = None
@@ -347,10 +347,10 @@ class RecomputeConfig(StrictSection):
         if self.method == "block" and self.num_layers is None:
             raise config_rule("recompute.num_layers", "method block needs num_layers (the layers re-run per model "
                               "chunk); a valid example: {mode: full, method: block, num_layers: 4}")
-        if (self.num_layers or 0) > 1 and self.method != "block":
-            raise config_rule("recompute.num_layers", f"{self.num_layers}: uniform units of more than one layer (one "
-                              "saved input per unit, the unit's activations live together in its backward) are not "
-                              "modelled; a valid example: {mode: full, method: uniform, num_layers: 1}")
+        if self.method == "uniform" and self.num_layers == 0:
+            raise config_rule("recompute.num_layers", "method uniform needs units of at least 1 layer (Megatron: "
+                              "'recompute_num_layers must be between 1 and num_layers_per_pipeline_rank'); a valid "
+                              "example: {mode: full, method: uniform, num_layers: 1}")
         return self
 
     @field_validator("modules")

@@ -310,9 +310,6 @@ def _recompute_and_precision(a: _Args) -> None:
             if method not in ("uniform", "block"):
                 raise bad(a.file, "--recompute-method", f"{method!r}: must be uniform or block")
             a.out.put("recompute.method", method, "--recompute-method")
-        if layers is not None and layers > 1 and method != "block":
-            raise bad(a.file, "--recompute-num-layers", f"{layers} with --recompute-method {method or 'unset'}: uniform "
-                      "units of more than one layer are not modelled (use 1, or --recompute-method block)")
         if layers is not None:
             a.out.put("recompute.num_layers", layers, "--recompute-num-layers")
     else:

@@ -464,3 +464,30 @@ def recomputed_by_kind(cfg: EstimatorConfig, layout: StageLayout) -> tuple[tuple
     m = cfg.model
     return tuple((kind, sum(1 for i in layout.layers if i in chosen and layer_kind(m, i) == kind))
                  for kind, _ in layout.kind_runs(m))
+
+
+def recompute_unit(cfg: EstimatorConfig) -> int:
+    """Layers per Megatron ``uniform`` recompute unit (``recompute.num_layers`` with method ``uniform`` or unset
+    under full recompute; 1 otherwise, or with ``options.per_layer_recompute`` off)."""
+    r = cfg.recompute
+    if not cfg.options.per_layer_recompute or r.method == "block" or not r.num_layers:
+        return 1
+    return r.num_layers
+
+
+def unit_inputs(cfg: EstimatorConfig) -> frozenset[int]:
+    """Layers whose input a ``uniform`` recompute unit saves (``megatron/core/recompute.py``: the layers of one
+    ``TransformerBlock``, i.e. one model chunk, in units of ``recompute_num_layers``, ``chunk_runner(layer_idx,
+    layer_idx + recompute_num_layers, True)``: one checkpoint per unit): the first of each unit of each chunk,
+    and every MTP layer (recomputed on its own). The unit's other layers keep nothing; its backward re-runs
+    the unit's forward, so the unit's activations live together then."""
+    k, n_main = recompute_unit(cfg), cfg.model.num_layers
+
+    def inputs() -> frozenset[int]:
+        heads: set[int] = set(range(n_main, n_main + cfg.model.mtp_layers))
+        for layout in stage_layouts(cfg):
+            for chunk in layout.chunks:
+                heads.update([i for i in chunk if i < n_main][::k])
+        return frozenset(heads)
+
+    return derived(cfg, "unit_inputs", inputs)

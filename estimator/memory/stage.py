@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from estimator.inputs import derive
 from estimator.inputs.derive import layer_kind, layer_kind_groups, recomputed_layers
 from estimator.inputs.params import weight_copies
 from estimator.inputs.profiles import profile_of, tp_shardable_overhead_mb
@@ -209,8 +210,11 @@ def _backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: Re
         if last_chunk and last_chunk[-1] >= n_main:
             total += layer_once(last_chunk[-1])
         return total
-    last_main = next((i for i in reversed(last_chunk) if i < n_main), None)
-    return 0.0 if last_main is None else layer_once(last_main)
+    decoder = [i for i in last_chunk if i < n_main]
+    if decoder and mode == "full" and derive.recompute_unit(cfg) > 1:  # a uniform unit re-runs its layers together
+        heads = derive.unit_inputs(cfg)
+        return sum(layer_once(i) for i in decoder[max(j for j, i in enumerate(decoder) if i in heads):])
+    return layer_once(decoder[-1]) if decoder else 0.0
 
 
 def mtp_embedding_on_stage(cfg: EstimatorConfig, layout: StageLayout) -> bool:
@@ -261,6 +265,8 @@ def checkpointed_layers(cfg: EstimatorConfig) -> frozenset[int] | None:
     """The layers memory holds as fully recomputed where the choice is per layer
     (:func:`estimator.inputs.derive.recomputed_layers`); torchtitan's layer-level SAC also with
     ``options.per_layer_recompute`` off (its memory was per layer before that switch)."""
+    if derive.recompute_unit(cfg) > 1:  # Megatron's uniform units: the layers that keep their unit's input
+        return derive.unit_inputs(cfg)
     chosen = recomputed_layers(cfg)
     every = sac.layer_level_every(cfg)
     if chosen is not None or every is None:
@@ -407,6 +413,7 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
     mus: list[int] = []
     order = profile_of(cfg).interleaved_order
     mtp_chunk = layout.mtp_chunk(cfg.model.num_layers)
+    inner_units = mode == "full" and derive.recompute_unit(cfg) > 1
     for chunk, chunk_groups in enumerate(fixed.groups):
         mu = in_flight(p.schedule, p.pp, p.vpp, m_micro, layout.stage, chunk, order=order,
                        extra_warmup=int(p.overlap_moe_expert_parallel_comm))
@@ -415,6 +422,8 @@ def stage_memory(cfg: EstimatorConfig, layout: StageLayout) -> StageMemory:
         in_transit = 0.0
         for i, n, key in chunk_groups:
             layer_act, layer_comm = _layer_dynamic(cfg, memo, i, key, mu, class_mode(cfg, mode, key))
+            if inner_units and not key[1]:  # inside a uniform unit: its first layer's input stands for it
+                layer_act = 0.0
             n_off = off.get(key, 0)
             activations += layer_act * (n - n_off)
             comm += layer_comm * n

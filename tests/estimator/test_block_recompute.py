@@ -15,6 +15,7 @@ from estimator.config.errors import ConfigError
 from estimator.experiments.recipe_notes import apply_recipe_items
 from estimator.importers import import_megatron
 from estimator.inputs import derive
+from estimator.memory import activation as act
 from estimator.perf.stage import stage_costs
 
 EXAMPLE = Path(estimator.__file__).parent / "examples" / "llama3-8b-h100.yaml"
@@ -75,6 +76,31 @@ def test_block_step_time_reruns_only_its_layers() -> None:
         estimator.estimate_perf(_cfg(*ONE_STAGE, "recompute.mode=none")).total, rel=1e-12)
 
 
+def test_uniform_units_keep_one_input_per_unit() -> None:
+    """Megatron's uniform method with units of 4 (32 layers, one stage): 8 saved inputs instead of 32, the step
+    time of full recompute; on a stage without the head (pp 2, 16 layers a stage) the backward re-runs a unit of 4
+    layers at once: 4 × the one layer full recompute re-materialises."""
+    def stage0(cfg: Any) -> Any:
+        return estimator.estimate_memory(cfg).stages[0]
+
+    full = _cfg(*ONE_STAGE, "recompute.mode=full")
+    units = _cfg(*ONE_STAGE, "recompute.mode=full", "recompute.method=uniform", "recompute.num_layers=4")
+    assert sorted(derive.unit_inputs(units)) == list(range(0, 32, 4))
+    one_input = act.full_recompute_bytes(full) / 2**20
+    assert stage0(units).components["activations"] == pytest.approx(
+        stage0(full).components["activations"] - 24 * one_input, rel=1e-12)
+    assert estimator.estimate_perf(units).total == estimator.estimate_perf(full).total
+    two = ("parallel.pp=2", "parallel.dp=2", "recompute.modules=[]", "recompute.mode=full")
+    full2 = stage0(_cfg(*two)).components["backward_overhead"]
+    units2 = stage0(_cfg(*two, "recompute.method=uniform", "recompute.num_layers=4")).components["backward_overhead"]
+    assert units2 == pytest.approx(4 * full2, rel=1e-12)
+    # a unit of one layer, and the off-switch: full recompute as before
+    assert stage0(_cfg(*ONE_STAGE, "recompute.mode=full", "recompute.method=uniform", "recompute.num_layers=1")
+                  ).components == stage0(full).components
+    assert stage0(_cfg(*ONE_STAGE, "recompute.mode=full", "recompute.method=uniform", "recompute.num_layers=4",
+                       "options.per_layer_recompute=false")).components == stage0(full).components
+
+
 def test_off_switch_prices_block_as_full_recompute() -> None:
     off = ("options.per_layer_recompute=false",)
     full = _cfg(*ONE_STAGE, "recompute.mode=full", *off)
@@ -108,8 +134,8 @@ def test_layer_level_sac_step_time_reruns_every_nth_layer() -> None:
     (("recompute.mode=selective", "recompute.method=block", "recompute.num_layers=2"), "recompute.method",
      "need mode full"),
     (("recompute.mode=full", "recompute.method=block"), "recompute.num_layers", "needs num_layers"),
-    (("recompute.mode=full", "recompute.method=uniform", "recompute.num_layers=4"), "recompute.num_layers",
-     "not modelled"),
+    (("recompute.mode=full", "recompute.method=uniform", "recompute.num_layers=0"), "recompute.num_layers",
+     "at least 1 layer"),
 ])
 def test_bad_recompute_method_names_field_and_rule(overrides: tuple[str, ...], field: str, words: str) -> None:
     with pytest.raises(ConfigError) as err:
@@ -126,9 +152,8 @@ def test_megatron_flags_and_recipe_items_set_the_method(tmp_path: Path) -> None:
     assert (cfg.recompute.mode, cfg.recompute.method, cfg.recompute.num_layers) == ("full", "block", 5)
     assert "--recompute-method" not in run.not_modelled
     args.write_text(args.read_text(encoding="utf-8").replace("block", "uniform"), encoding="utf-8")
-    with pytest.raises(ConfigError) as err:
-        import_megatron(args, world_size=8, hardware="h100-80g")
-    assert (err.value.field, err.value.file) == ("--recompute-num-layers", str(args)) and "uniform" in err.value.rule
+    uniform = estimator.load_config(import_megatron(args, world_size=8, hardware="h100-80g").data)
+    assert (uniform.recompute.method, uniform.recompute.num_layers, derive.recompute_unit(uniform)) == ("uniform", 5, 5)
     for notes in ("recipe: recompute=full(method=block,num_layers=5) | fp8_recipe=tensorwise",
                   "recipe: recompute=unset | recompute_num_layers=5 | fp8_recipe=tensorwise"):  # Bridge's override
         config: dict[str, Any] = {"profile": "megatron", "model": {}, "parallel": {"tp": 1}, "train": {}}
