@@ -1,7 +1,8 @@
 """Per-layer recompute (estimator.inputs.derive.recomputed_layers): Megatron's ``--recompute-method block
 --recompute-num-layers N`` re-runs only the first N layers of each model chunk, torchtitan's layer-level SAC
 every n-th layer; memory and step time price the chosen layers as fully recomputed and the others as not
-recomputed. Hand-computed values and the off-switch ``options.per_layer_recompute``."""
+recomputed. Megatron's uniform units of k layers keep one input per unit (derive.unit_inputs). Hand-computed
+values and the off-switch ``options.per_layer_recompute``."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ def _block(n: int, *overrides: str) -> Any:
 def test_block_chooses_the_first_layers_of_every_model_chunk() -> None:
     """Llama 3 8B (32 layers), pp 2 × vpp 2: virtual stages of 8 layers, v0 = 0..7 and v2 = 16..23 on stage 0,
     v1 = 8..15 and v3 = 24..31 on stage 1; block 3 re-runs 0-2, 8-10, 16-18 and 24-26."""
-    cfg = _cfg("parallel.vpp=2", "parallel.schedule=interleaved", "recompute.mode=full", "recompute.modules=[]", "recompute.method=block",
-               "recompute.num_layers=3")
+    cfg = _cfg("parallel.vpp=2", "parallel.schedule=interleaved", "recompute.mode=full", "recompute.modules=[]",
+               "recompute.method=block", "recompute.num_layers=3")
     assert derive.recomputed_layers(cfg) == frozenset({0, 1, 2, 8, 9, 10, 16, 17, 18, 24, 25, 26})
     assert derive.layer_recompute(cfg, 0, 17) == "full" and derive.layer_recompute(cfg, 0, 19) == "none"
     layout = derive.stage_layouts(cfg)[1]
