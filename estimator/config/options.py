@@ -103,6 +103,8 @@ class OptionsConfig(StrictSection):
                                "on the compute stream (operators.fsdp2_copy_op)")
     sfu_softmax: bool = Field(default=True, description="flash attention's softmax exponentials at the device's SFU "
                               "rate where it differs from the attention factors' device (roofline.sfu_adjusted_s)")
+    muon: bool = Field(default=True, description="train.optimizer muon: one momentum per 2-D weight and the "
+                       "Newton-Schulz GEMMs of its step (estimator.perf.muon); off: priced as Adam, as before")
     a2a_unpaired_steps: bool = Field(
         default=True,
         description="parallel.overlap_moe_expert_parallel_comm: the steps Megatron's combined 1F1B runs alone "

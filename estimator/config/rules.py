@@ -357,6 +357,15 @@ def _train_rules() -> list[Rule]:
         Rule("recompute.per_stage",
              lambda c: (c.recompute.per_stage is not None) and len(c.recompute.per_stage) != c.parallel.pp,
              lambda c: f"needs one entry per pipeline stage ({c.parallel.pp})", structural=True),
+        Rule("train.optimizer", lambda c: (c.train.optimizer != "adam") & (c.profile != "megatron"),
+             lambda c: f"{c.train.optimizer} is Megatron-Core's (--optimizer muon); profile {c.profile!r} has no Muon "
+                       "optimizer: a valid example: profile: megatron, train: {optimizer: dist_muon}"),
+        Rule("train.optimizer", lambda c: (c.train.optimizer != "adam") & (c.precision.compute == "fp16"),
+             lambda c: "Megatron-Core: 'emerging optimizer with fp16 is not supported'; a valid example: precision: "
+                       "{compute: bf16}"),
+        Rule("train.optimizer", lambda c: (c.train.optimizer != "adam") & (c.model.hybrid_override_pattern is not None),
+             lambda c: "Muon's Newton-Schulz shapes of a hybrid Mamba stack's weights are not modelled; a valid "
+                       "example: train: {optimizer: adam}"),
         Rule("precision.linear_recipe", _missing_peak_broken, _missing_peak_message),
         Rule("precision.linear_recipe", _mxfp8_device_broken,
              lambda c: f"recipe 'mxfp8' needs MX block-scaled tensor cores, but hardware {c.hardware.name!r} has none "

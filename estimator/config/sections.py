@@ -208,6 +208,12 @@ class TrainConfig(StrictSection):
     #: turns it off): weight gradients go straight into ``main_grad`` and TE caches a dummy gradient per
     #: weight shape (``estimator.memory.framework``)
     gradient_accumulation_fusion: bool = True
+    #: Megatron ``--optimizer``: ``muon`` keeps one momentum per 2-D weight instead of Adam's two moments
+    #: (norms, router, embedding and output layer stay on Adam, Megatron's ``muon_scalar_optimizer``) and
+    #: orthogonalises each weight's update by Newton-Schulz iterations; ``dist_muon`` (Megatron's deprecated
+    #: name for Muon with the layer-wise distributed optimizer) spreads those states and iterations over the
+    #: data-parallel ranks (``estimator.perf.muon``, ``estimator.memory.static.muon_layer_static``)
+    optimizer: Literal["adam", "muon", "dist_muon"] = "adam"
     #: Megatron's ``--moe-grouped-gemm`` (default off): TE grouped GEMM with its per-stream workspaces
     moe_grouped_gemm: bool = False
     #: Megatron's fused loss: ``--cross-entropy-loss-fusion`` with ``--cross-entropy-fusion-impl``

@@ -30,7 +30,7 @@ PRICED_ITEMS = frozenset({"overlap_grad_reduce", "overlap_param_gather", "tp_com
                           "distributed_optimizer", "pp_layout", "account_for_embedding_in_pipeline_split",
                           "account_for_loss_in_pipeline_split", "mtp_num_layers", "dispatcher", "te_op_fuser",
                           "fp8_dot_product_attention", "recompute_modules", "first_last_layers_bf16",
-                          "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers"})
+                          "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers", "optimizer"})
 #: overlap switches of the recipe -> the framework flags (estimator.inputs.profiles.OVERLAP_FLAGS); a switch the
 #: notes mark ``[inactive: ...]`` (Bridge turns TP overlap off below TP 2) is off
 OVERLAP_ITEMS = {
@@ -223,6 +223,8 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
         config["model"].setdefault("assumed", {})["cpu_offloading_num_layers"] = (
             f"recipe item cpu_offloading_num_layers={offload} not applied: Megatron-Core refuses CPU offloading with "
             "pipeline parallelism or recompute, so the published layout ran without it")
+    if (opt := items.get("optimizer", "").strip().lower()) in ("muon", "dist_muon"):  # Megatron --optimizer
+        _set(config, "train.optimizer", opt, f"optimizer={opt}", cited)
     if (graph := items.get("cuda_graph")) is not None:
         _set(config, "train.cuda_graph", _cuda_graph(graph), f"cuda_graph={graph}", cited)
     layers = items.get("recompute_num_layers", "").strip()

@@ -349,10 +349,25 @@ def import_megatron(path: str | Path, *, world_size: int | None = None, profile:
     cuda_graph(a)
     moe_dispatcher(a, bool(a.out.data["model"].get("num_experts")))
     optimizer_dtypes(a)
+    _optimizer(a)
     if hardware is not None:
         out.put("hardware", hardware, "given hardware")
     _classify_rest(a)
     return out
+
+
+def _optimizer(a: _Args) -> None:
+    """``--optimizer``: ``adam`` (Megatron's default), ``muon`` (``dist_muon``, or with
+    ``--use-layer-wise-distributed-optimizer``: layer-wise distributed) -> ``train.optimizer``; another
+    optimizer is listed as not modelled (priced as Adam)."""
+    name = (a.text("--optimizer", "adam") or "adam").lower()
+    layer_wise = a.flag("--use-layer-wise-distributed-optimizer")
+    if name in ("adam", "muon", "dist_muon"):
+        value = "dist_muon" if name == "muon" and layer_wise else name
+        a.out.put("train.optimizer", value, "--optimizer" + (" with --use-layer-wise-distributed-optimizer"
+                                                            if layer_wise and name == "muon" else ""))
+    else:
+        a.out.not_modelled["--optimizer"] = f"{name!r}: priced as Adam (adam, muon and dist_muon are modelled)"
 
 
 def _classify_rest(a: _Args) -> None:

@@ -17,7 +17,7 @@ copies to ``params`` (``FP8_WEIGHT_CACHE_BYTES`` per linear weight held); with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from estimator.inputs.adapters import Adapter, adapter_of, layer_adapter_params
@@ -180,11 +180,45 @@ _LAYER_STATIC = {"sapp-nd": sapp_layer_static, "megatron": megatron_layer_static
 
 def layer_static(cfg: EstimatorConfig, index: int) -> StaticBreakdown:
     """Static bytes of layer ``index`` on its rank under the config's profile (with an adapter: the
-    frozen base weights' params and the adapters' full bytes, :func:`adapter_layer_static`)."""
+    frozen base weights' params and the adapters' full bytes, :func:`adapter_layer_static`; with Muon:
+    :func:`muon_states`)."""
     lp = layer_params(cfg.model, index)
     base = _LAYER_STATIC[profile_of(cfg).sharding](cfg, lp, layer_ep(cfg, index))
     adapter = adapter_of(cfg)
-    return base if adapter is None else adapter_layer_static(cfg, index, base, adapter)
+    if adapter is not None:
+        return adapter_layer_static(cfg, index, base, adapter)
+    return muon_layer_static(cfg, lp, layer_ep(cfg, index), base) if muon_active(cfg) else base
+
+
+def muon_active(cfg: EstimatorConfig) -> bool:
+    """``train.optimizer`` Muon (``muon``, ``dist_muon``) with ``options.muon`` on."""
+    return cfg.train.optimizer in ("muon", "dist_muon") and cfg.options.muon
+
+
+def muon_shards(cfg: EstimatorConfig) -> tuple[float, float]:
+    """(non-expert, routed) ranks Muon's states and Newton-Schulz work are spread over: ``dist_muon`` (Megatron-Core:
+    ``muon`` with ``use_layer_wise_distributed_optimizer``, whole weights per data-parallel rank) ``dp·cp`` and
+    expert-DP; plain ``muon`` none (Megatron's flat distributed optimizer cannot hold whole matrices, so its
+    Muon groups stay on every rank)."""
+    if cfg.train.optimizer != "dist_muon":
+        return 1.0, 1.0
+    return float(cfg.parallel.dp * cfg.parallel.cp), float(expert_groups(cfg).edp)
+
+
+def muon_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int, base: StaticBreakdown) -> StaticBreakdown:
+    """``base`` with Muon's optimizer states: every linear weight keeps its master copy and one momentum
+    (``momentum_buffer``, the state dtype) instead of Adam's two moments, over :func:`muon_shards`; the norms and
+    the router (``LayerParams.norm``) stay on the scalar Adam (``muon_scalar_optimizer``), sharded as before."""
+    b, t = resolved_bytes(cfg), cfg.parallel.tp
+    dense_shard, expert_shard = muon_shards(cfg)
+    muon_os, adam_os = b.master_params + b.optimizer_state, b.master_params + ADAM_STATES * b.optimizer_state
+    linear = lp.held_non_expert(t) - lp.norm
+    routed, shared = lp.routed / (ep * expert_groups(cfg).etp), lp.shared / t
+    return StaticBreakdown(
+        non_expert=replace(base.non_expert, optimizer_states=lp.norm * adam_os / _dp_shard(cfg)
+                           + linear * muon_os / dense_shard),
+        routed=replace(base.routed, optimizer_states=routed * muon_os / expert_shard),
+        shared=replace(base.shared, optimizer_states=shared * muon_os / dense_shard))
 
 
 def frozen(held: StaticBytes) -> StaticBytes:

@@ -18,6 +18,7 @@ from estimator.inputs.profiles import resolved_bytes
 from estimator.inputs.recipes import stored_recipe
 from estimator.perf import comm, compute, graphs, kernels, layers, lowp, network, operators, overlap, roofline
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context, prices
+from estimator.perf.muon import muon_active, muon_update, newton_schulz_ops
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
 from estimator.shared.memo import config_memo, kept_property, pricing_key, with_kept_values
 from ndval.core import cache
@@ -374,11 +375,14 @@ def optimizer_ops(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     and both moments and writing them back plus the low-precision copy (:func:`resolved_bytes`).
     ``held``: the stage's :func:`stage_params` when the caller has them."""
     dense, routed = held or stage_params(cfg, ctx, layout)
-    if cfg.parallel.distributed_optimizer:
-        dense, routed = dense / (ctx.dp * ctx.cp), routed / ctx.edp
     rb = resolved_bytes(cfg)
     main = rb.master_params or rb.params
-    per_param = 2 * main + rb.grads + 4 * rb.optimizer_state + (rb.params if rb.master_params else 0)
+    per_param: float = 2 * main + rb.grads + 4 * rb.optimizer_state + (rb.params if rb.master_params else 0)
+    if muon_active(cfg):  # (Muon's weights: one momentum, over their own shards; estimator.perf.muon)
+        local, per_param = muon_update(cfg, ctx, layout, dense, routed, per_param)
+        return operators.optimizer_ops(local, per_param, rb.grads) + newton_schulz_ops(cfg, ctx, layout)
+    if cfg.parallel.distributed_optimizer:
+        dense, routed = dense / (ctx.dp * ctx.cp), routed / ctx.edp
     return operators.optimizer_ops(dense + routed, per_param, rb.grads)
 
 
