@@ -27,6 +27,8 @@ but idle. At the loss-backward peak of torchtitan's eager loss (``loss_fn(pred)`
    ``_fsdp_collectives.foreach_all_gather``) and the per-parameter unsharded storage it is copied
    into (compute stream, ``foreach_all_gather_copy_out``), each the root group's unsharded size,
    both freed when the root reshards (without PP only the first; with PP the storage is live);
+   Megatron-FSDP copies nothing out (its parameters are views of the bucket): the bucket alone
+   (:func:`root_idle_copies`);
 3. **idle block intermediates**: what the last block freed during its forward (its activations
    without recompute minus what the policy keeps), smaller than the fp32 logit requests.
 
@@ -146,12 +148,22 @@ def grads_live(cfg: EstimatorConfig) -> bool:
     return cfg.parallel.pp > 1 or profile_of(cfg).grads_live_at_peak_without_pp
 
 
+def root_idle_copies(cfg: EstimatorConfig) -> int:
+    """Copies of the root group's unsharded weights idle in the cache at the peak: FSDP2's all-gather output and
+    the per-parameter storage it is copied into (both when the root reshards, the output alone when its storage
+    stays live); Megatron-FSDP (``parallel.fsdp_implementation: megatron``) copies nothing out — its parameters are
+    views of the all-gather bucket (``estimator.experiments.bridge_splits.FSDP_VIEWS``) —, so one copy when
+    resharded and none otherwise."""
+    copy_out = 0 if cfg.parallel.fsdp_implementation == "megatron" else 1
+    return (1 + copy_out) if root_resharded(cfg) else copy_out
+
+
 def reserve_terms(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode) -> dict[str, float]:
     """Idle cached bytes at the peak, by name (see the module docstring); empty unless FSDP2."""
     if not is_fsdp2(cfg) or not layout.has_head:
         return {}
     root = root_unsharded_bytes(cfg, layout)
-    terms = {"idle_root_all_gather_buffers": root * (2 if root_resharded(cfg) else 1)}
+    terms = {"idle_root_all_gather_buffers": root * root_idle_copies(cfg)}
     if cfg.options.expandable_segments:
         return terms
     b, t = resolved_bytes(cfg), cfg.parallel.tp

@@ -78,6 +78,9 @@ def test_reserve_terms_and_expandable_segments() -> None:
     expandable = estimator.load_config(cfg, {"options.expandable_segments": True})
     kept = estimator.estimate_memory(expandable).stages[0].reserve
     assert set(kept) == {"idle_root_all_gather_buffers"}
+    # Megatron-FSDP: the parameters are views of the all-gather bucket, so no copy-out storage: one buffer
+    mfsdp = estimator.estimate_memory(estimator.load_config(cfg, {"parallel.fsdp_implementation": "megatron"}))
+    assert mfsdp.stages[0].reserve["idle_root_all_gather_buffers"] == pytest.approx((64000 + 64128) * B / MIB)
     megatron = estimator.load_config(synthetic_run(model=SYNTHETIC_DENSE_MODEL, profile="megatron",
                                                    parallel={"tp": 1, "pp": 1, "dp": 4, "ep": 1}))
     m_stage = estimator.estimate_memory(megatron).stages[0]
