@@ -4,7 +4,8 @@ GEMM operators on the step (``estimator.perf.stage.optimizer_ops``).
 
 Megatron-Core@d98e8a64dd (``megatron/core/optimizer/optimizer_config.py``, ``emerging_optimizers.py``):
 ``muon_num_ns_steps = 5`` with the ``quintic`` coefficients, ``muon_tp_mode = "duplicated"`` (every TP rank
-orthogonalises the whole, gathered matrix), ``muon_fp32_matmul_prec = "medium"`` (fp32 operands on the
+orthogonalises the whole, gathered matrix), ``muon_split_qkv = True`` (the fused QKV weight as its Q, K and V
+parts), ``muon_fp32_matmul_prec = "medium"`` (fp32 operands on the
 tensor cores at reduced precision: priced at the compute peak), ``muon_scalar_optimizer = "adam"`` for the
 norms, router, embedding and output layer; ``dist_muon`` (the deprecated name) is Muon with the layer-wise
 distributed optimizer: each data-parallel rank orthogonalises its share of the weights.
@@ -27,7 +28,7 @@ from estimator.perf import operators
 from estimator.perf.layers import is_moe_layer
 
 if TYPE_CHECKING:
-    from estimator.config.schema import EstimatorConfig
+    from estimator.config.schema import EstimatorConfig, ModelConfig
     from estimator.inputs.derive import StageLayout
     from estimator.perf.context import Ctx
 
@@ -61,8 +62,9 @@ def newton_schulz_ops(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout) -> li
         moe = is_moe_layer(m, index)
         local = m.num_experts / layer_ep(cfg, index) if moe else 0.0
         for name, k, n, copies in linear_shapes(m, moe, 1, local):
-            key = (min(k, n), max(k, n))
-            counts[key] = counts.get(key, 0.0) + copies * share[name in _EXPERT]
+            for width in _split_qkv(m, name, n):
+                key = (min(k, width), max(k, width))
+                counts[key] = counts.get(key, 0.0) + copies * share[name in _EXPERT]
     ops: list[operators.Op] = []
     for (small, big), count in counts.items():
         steps = NS_STEPS * count
@@ -70,6 +72,15 @@ def newton_schulz_ops(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout) -> li
                 operators.gemm("muon_ns_aa", (), small, small, small, NS_BYTES, steps),
                 operators.gemm("muon_ns_bx", (), small, small, big, NS_BYTES, steps)]
     return ops
+
+
+def _split_qkv(model: ModelConfig, name: str, n: float) -> tuple[float, ...]:
+    """Output widths Muon orthogonalises for one weight: the fused QKV as its Q, K and V parts
+    (``muon_split_qkv = True``: ``a·d``, ``g·d``, ``g·d``), any other weight whole."""
+    if name != "qkv":
+        return (n,)
+    d, a, g = model.head_size, model.num_attention_heads, model.kv_heads
+    return (a * d, g * d, g * d)
 
 
 def muon_update(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, dense: float, routed: float,

@@ -51,20 +51,24 @@ def test_muon_states_by_hand() -> None:
 
 
 def test_newton_schulz_ops_of_a_stage() -> None:
-    """Stage 0 of Llama 3 8B (16 layers) with dist_muon over dp·cp = 2: per shape 5·16/2 = 40 steps of three GEMMs
-    on the full (TP-gathered) matrices: qkv 4096 × 6144, out 4096 × 4096, fc1 4096 × 28672, fc2 14336 × 4096."""
+    """Stage 0 of Llama 3 8B (16 layers) with dist_muon over dp·cp = 2: per weight 5·16/2 = 40 steps of three GEMMs
+    on the full (TP-gathered) matrices: the QKV split into q 4096 × 4096, k and v 4096 × 1024 (muon_split_qkv), out
+    4096 × 4096, fc1 4096 × 28672, fc2 14336 × 4096."""
     cfg = _cfg("train.optimizer=dist_muon")
     layout = stage_layouts(cfg)[0]
     ops = newton_schulz_ops(cfg, config_context(cfg), layout)
     shapes = {(op.name, op.shape) for op in ops}
-    assert ("muon_ns_xxt", (4096, 28672, 4096)) in shapes and ("muon_ns_bx", (4096, 4096, 6144)) in shapes
-    assert all(op.count == NS_STEPS * 16 / 2 for op in ops)
+    assert ("muon_ns_xxt", (4096, 28672, 4096)) in shapes and ("muon_ns_bx", (1024, 1024, 4096)) in shapes
+    xxt = {op.shape: op.count for op in ops if op.name == "muon_ns_xxt"}
+    assert xxt[1024, 4096, 1024] == NS_STEPS * 16 / 2 * 2  # k and v
+    assert xxt[4096, 4096, 4096] == NS_STEPS * 16 / 2 * 2  # q and out
+    assert xxt[4096, 28672, 4096] == xxt[4096, 14336, 4096] == NS_STEPS * 16 / 2
     total = sum(op.flops * op.count for op in ops)
-    by_hand = 16 / 2 * sum(newton_schulz_flops(k, n) for k, n in ((4096, 6144), (4096, 4096), (4096, 28672),
-                                                                      (14336, 4096)))
+    by_hand = 16 / 2 * sum(newton_schulz_flops(k, n) for k, n in ((4096, 4096), (4096, 1024), (4096, 1024),
+                                                                      (4096, 4096), (4096, 28672), (14336, 4096)))
     assert total == pytest.approx(by_hand, rel=1e-12)
     plain = newton_schulz_ops(_cfg("train.optimizer=muon"), config_context(cfg), layout)
-    assert all(op.count == NS_STEPS * 16 for op in plain)  # plain Muon: every rank runs every matrix
+    assert sum(op.count for op in plain) == 2 * sum(op.count for op in ops)  # plain Muon: every rank runs all
     assert newton_schulz_ops(_cfg(), config_context(cfg), layout) == []
     # the element-wise update reads and writes one momentum, not two, for the Muon weights
     adam_bytes = sum(op.bytes * op.count for op in optimizer_ops(_cfg(), config_context(_cfg()), layout)
