@@ -425,8 +425,8 @@ def recomputed_layers(cfg: EstimatorConfig) -> frozenset[int] | None:
     received activations carry gradients.)"""
     r = cfg.recompute
     option = r.selective_ac_option
-    if not cfg.options.per_layer_recompute or not (r.method == "block" or (option is not None and option.isdigit())):
-        return None
+    if (r.method != "block" and (option is None or not option.isdigit())) or not cfg.options.per_layer_recompute:
+        return None  # (the common case first: this runs for every stage of every estimate)
     return derived(cfg, "recomputed_layers", lambda: _recomputed_layers(cfg))
 
 
@@ -470,7 +470,7 @@ def recompute_unit(cfg: EstimatorConfig) -> int:
     """Layers per Megatron ``uniform`` recompute unit (``recompute.num_layers`` with method ``uniform`` or unset
     under full recompute; 1 otherwise, or with ``options.per_layer_recompute`` off)."""
     r = cfg.recompute
-    if not cfg.options.per_layer_recompute or r.method == "block" or not r.num_layers:
+    if not r.num_layers or r.method == "block" or not cfg.options.per_layer_recompute:
         return 1
     return r.num_layers
 
