@@ -350,10 +350,40 @@ def import_megatron(path: str | Path, *, world_size: int | None = None, profile:
     moe_dispatcher(a, bool(a.out.data["model"].get("num_experts")))
     optimizer_dtypes(a)
     _optimizer(a)
+    _lora(a)
     if hardware is not None:
         out.put("hardware", hardware, "given hardware")
     _classify_rest(a)
     return out
+
+
+#: LoRA target names of MindSpeed-LLM's ``--lora-target-modules`` -> the adapter's (``adapter.target_modules``):
+#: Megatron-Core names as they are, the legacy Megatron names mapped
+LORA_TARGETS = {"linear_qkv": "linear_qkv", "linear_proj": "linear_proj", "linear_fc1": "linear_fc1",
+                "linear_fc2": "linear_fc2", "query_key_value": "linear_qkv", "dense": "linear_proj",
+                "dense_h_to_4h": "linear_fc1", "dense_4h_to_h": "linear_fc2"}
+#: MindSpeed-LLM's ``--lora-r`` default (``_add_lora_args``: ``default=16``)
+MINDSPEED_LORA_R = 16
+
+
+def _lora(a: _Args) -> None:
+    """MindSpeed-LLM LoRA (``--lora-target-modules`` turns it on; ``--lora-r``, or ``--lora-rank``, its rank, default
+    16) -> ``adapter: {kind: lora, rank, target_modules}``; a target the estimator does not know is refused."""
+    raw = a.text("--lora-target-modules")
+    rank = a.integer("--lora-r") or a.integer("--lora-rank")
+    if not raw:
+        if rank is not None:
+            a.out.ignored["--lora-r"] = "no --lora-target-modules: MindSpeed-LLM applies no LoRA"
+        return
+    names = re.findall(r"[A-Za-z_0-9]+", raw)
+    unknown = [n for n in names if n not in LORA_TARGETS]
+    if unknown:
+        raise bad(a.file, "--lora-target-modules", f"{', '.join(unknown)}: not a linear the adapters model "
+                  f"(known: {', '.join(LORA_TARGETS)})")
+    a.out.put("adapter.kind", "lora", "--lora-target-modules")
+    a.out.put("adapter.rank", rank or MINDSPEED_LORA_R, "--lora-r" if rank else "--lora-r absent: MindSpeed-LLM default 16")
+    a.out.put("adapter.target_modules", sorted({LORA_TARGETS[n] for n in names}), "--lora-target-modules")
+    a.has("--lora-alpha")  # the update's scale: no effect on sizes
 
 
 def _optimizer(a: _Args) -> None:

@@ -19,7 +19,6 @@ NOT_MODELLED: dict[str, str] = {
     "--moe-router-force-load-balancing": "forced balanced routing: the estimate assumes balanced routing anyway",
     "--moe-expert-capacity-factor": "token dropping at a capacity factor: routed tokens not capped",
     "--moe-pad-expert-input-to-capacity": "padding to capacity: routed tokens not padded",
-    "--lora-rank": "LoRA adapters: not modelled",
     "--deterministic-mode": "deterministic kernels: kernel choice not modelled",
     "--use-megatron-fsdp": "Megatron-FSDP sharding: import with profile fsdp2 and set parallel.fsdp_implementation: "
                            "megatron (priced here as DDP with the distributed optimizer)",

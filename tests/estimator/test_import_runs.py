@@ -223,3 +223,22 @@ def test_megatron_dispatcher_and_precision_aware_optimizer(tmp_path: Path) -> No
     run = import_megatron(args, world_size=8, hardware="b200")
     assert "precision-aware" in run.ignored["--exp-avg-dtype"] and run.warnings == []
     assert load_config(run.data).precision.optimizer_states is None
+
+
+def test_mindspeed_lora_flags_import_as_an_adapter(tmp_path: Path) -> None:
+    """MindSpeed-LLM's --lora-target-modules / --lora-r (legacy names mapped) -> adapter {kind: lora}; an unknown
+    target is refused with the file and the flag."""
+    path = tmp_path / "tune.sh"
+    base = ("--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000 "
+            "--tensor-model-parallel-size 2 --bf16 --finetune ")
+    path.write_text(base + "--lora-r 8 --lora-alpha 16 --lora-target-modules query_key_value dense linear_fc1",
+                    encoding="utf-8")
+    cfg = load_config(import_megatron(path, world_size=8, hardware="h100-80g").data)
+    assert (cfg.adapter.kind, cfg.adapter.rank) == ("lora", 8)
+    assert sorted(cfg.adapter.target_modules) == ["linear_fc1", "linear_proj", "linear_qkv"]
+    path.write_text(base + "--lora-target-modules linear_qkv", encoding="utf-8")
+    assert load_config(import_megatron(path, world_size=8, hardware="h100-80g").data).adapter.rank == 16
+    path.write_text(base + "--lora-target-modules q_proj", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        import_megatron(path, world_size=8)
+    assert (info.value.field, info.value.file) == ("--lora-target-modules", str(path))
