@@ -52,9 +52,10 @@ def megatron_interleaved_warmup(pp: int, vpp: int, m: int, stage: int, extra: in
     ``get_pp_rank_microbatches`` (megatron/core/pipeline_parallel/schedules.py):
     (p − stage − 1)·2 + (vp − 1)·g with the micro-batch group size g = p
     (``microbatch_group_size_per_vp_stage`` default), + 1 with
-    ``--overlap-moe-expert-parallel-comm`` (``extra``), capped at all m·vp forwards.
+    ``--overlap-moe-expert-parallel-comm`` (``extra``), capped at all m·vp forwards. (``m`` may be an array
+    of layouts: :mod:`estimator.shared.arrays`.)
     """
-    return min((pp - stage - 1) * 2 + (vpp - 1) * pp + extra, m * vpp)
+    return minimum((pp - stage - 1) * 2 + (vpp - 1) * pp + extra, m * vpp)
 
 
 def megatron_forward_chunks(pp: int, vpp: int, m: int) -> list[int]:

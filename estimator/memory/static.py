@@ -181,7 +181,7 @@ _LAYER_STATIC = {"sapp-nd": sapp_layer_static, "megatron": megatron_layer_static
 def layer_static(cfg: EstimatorConfig, index: int) -> StaticBreakdown:
     """Static bytes of layer ``index`` on its rank under the config's profile (with an adapter: the
     frozen base weights' params and the adapters' full bytes, :func:`adapter_layer_static`; with Muon:
-    :func:`muon_states`)."""
+    :func:`muon_layer_static`)."""
     lp = layer_params(cfg.model, index)
     base = _LAYER_STATIC[profile_of(cfg).sharding](cfg, lp, layer_ep(cfg, index))
     adapter = adapter_of(cfg)

@@ -58,10 +58,11 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from estimator.inputs.profiles import overlap_flag_on
+from estimator.memory.schedule import megatron_interleaved_warmup
 from estimator.perf import comm, layers, roofline
 from estimator.perf import operators as ops_
 from estimator.perf.context import Ctx, comm_value
-from estimator.shared.arrays import any_true, is_array, maximum, minimum, pick
+from estimator.shared.arrays import any_true, is_array, maximum, pick
 
 #: one stage's cost record: estimator.perf.stage.StageCost, which imports this module (not imported here, even
 #: for type checking: no import cycle)
@@ -226,13 +227,12 @@ def a2a_unpaired_share(cfg: EstimatorConfig, stage: int) -> Any:
     """Share of a rank's forward and backward steps Megatron's combined 1F1B runs alone, ``u = W/(m·vp)``:
     without PP the first forward and the last backward (``W`` = 1: ``combined_1f1b_schedule_for_no_pipelining``);
     interleaved, the warm-up forwards and as many cool-down backwards, ``W = min((p − r − 1)·2 + (vp − 1)·p + 1,
-    m·vp)`` (``get_pp_rank_microbatches``: micro-batch group size p, + 1 with the overlap). (``m`` may be an
+    m·vp)`` (``memory.schedule.megatron_interleaved_warmup`` with the overlap's extra forward). (``m`` may be an
     array of layouts.)"""
     p, m = cfg.parallel, cfg.num_micro_batches
     if p.pp == 1:
         return 1.0 / m
-    total = m * p.vpp
-    return minimum((p.pp - stage - 1) * 2 + (p.vpp - 1) * p.pp + 1, total) / total
+    return megatron_interleaved_warmup(p.pp, p.vpp, m, stage, extra=1) / (m * p.vpp)
 
 
 def exposed_cp(cfg: EstimatorConfig, ctx: Ctx, cp_s: float, w: Windows) -> float:
