@@ -117,6 +117,17 @@ class LayerParams:
         """
         return (self.non_expert - self.replicated) / tp + self.replicated
 
+    def held_linear(self, tp: int) -> float:
+        """Non-expert linear weights one TP rank holds: :meth:`held_non_expert` less the norms and the router
+        (``norm``), i.e. ``(non_expert − replicated)/tp + mla_replicated + duplicated``: the weights a recipe
+        quantizes and Muon orthogonalises."""
+        return (self.non_expert - self.replicated) / tp + self.mla_replicated + self.duplicated
+
+    def held_experts(self, tp: int, ep: int, etp: int) -> tuple[float, float]:
+        """(routed, shared) expert parameters one rank holds: ``routed/(ep·etp)`` (its ``E/ep`` experts, each
+        split over the expert-TP group) and ``shared/tp``."""
+        return self.routed / (ep * etp), self.shared / tp
+
     @property
     def total(self) -> int:
         return self.non_expert + self.routed + self.shared

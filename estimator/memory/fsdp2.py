@@ -112,11 +112,12 @@ def unsharded_layer_bytes(cfg: EstimatorConfig, index: int) -> float:
     ``float8_all_gather``."""
     t, etp = cfg.parallel.tp, expert_groups(cfg).etp
     lp = layer_params(cfg.model, index)
-    count = lp.held_non_expert(t) + lp.routed / (layer_ep(cfg, index) * etp) + lp.shared / t
+    routed, shared = lp.held_experts(t, layer_ep(cfg, index), etp)
+    count = lp.held_non_expert(t) + routed + shared
     compute = resolved_bytes(cfg).compute
     if not float8_all_gather(cfg):
         return count * compute
-    linear = lp.held_non_expert(t) - lp.norm + lp.shared / t
+    linear = lp.held_linear(t) + shared
     return linear * FLOAT8_BYTES + (count - linear) * compute
 
 

@@ -148,10 +148,8 @@ def megatron_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Sta
     With FP8 linears, + ``FP8_WEIGHT_CACHE_BYTES`` per held linear weight (all but norms and router).
     """
     b, t = resolved_bytes(cfg), cfg.parallel.tp
-    held_non_exp = lp.held_non_expert(t)
-    linear_non_exp = (lp.non_expert - lp.replicated) / t + lp.mla_replicated
-    etp = expert_groups(cfg).etp
-    routed, shared = lp.routed / (ep * etp), lp.shared / t
+    held_non_exp, linear_non_exp = lp.held_non_expert(t), lp.held_linear(t)
+    routed, shared = lp.held_experts(t, ep, expert_groups(cfg).etp)
     def quantized(n: float) -> StaticBytes:
         return fp8_weight_cache(cfg, n) + fp8_params_in_place(cfg, n, b.params)
 
@@ -167,11 +165,11 @@ def fsdp2_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int) -> Static
     b, t = resolved_bytes(cfg), cfg.parallel.tp
     groups = expert_groups(cfg)
     d, e, etp = cfg.parallel.dp * cfg.parallel.cp, groups.edp, groups.etp
-    held_non_exp = lp.held_non_expert(t)
+    routed, shared = lp.held_experts(t, ep, etp)
     return StaticBreakdown(
-        non_expert=_per_param(held_non_exp, b, d, d, d),
-        routed=_per_param(lp.routed / (ep * etp), b, e, e, e),
-        shared=_per_param(lp.shared / t, b, d, d, d),
+        non_expert=_per_param(lp.held_non_expert(t), b, d, d, d),
+        routed=_per_param(routed, b, e, e, e),
+        shared=_per_param(shared, b, d, d, d),
     )
 
 
@@ -212,8 +210,8 @@ def muon_layer_static(cfg: EstimatorConfig, lp: LayerParams, ep: int, base: Stat
     b, t = resolved_bytes(cfg), cfg.parallel.tp
     dense_shard, expert_shard = muon_shards(cfg)
     muon_os, adam_os = b.master_params + b.optimizer_state, b.master_params + ADAM_STATES * b.optimizer_state
-    linear = lp.held_non_expert(t) - lp.norm
-    routed, shared = lp.routed / (ep * expert_groups(cfg).etp), lp.shared / t
+    linear = lp.held_linear(t)
+    routed, shared = lp.held_experts(t, ep, expert_groups(cfg).etp)
     return StaticBreakdown(
         non_expert=replace(base.non_expert, optimizer_states=lp.norm * adam_os / _dp_shard(cfg)
                            + linear * muon_os / dense_shard),

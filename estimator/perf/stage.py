@@ -343,8 +343,8 @@ def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> 
     for index, n in layers.stage_groups(cfg, layout):
         lp = params.layer_params(m, index)
         n = params.weight_copies(m, index, n)
-        dense += n * (lp.held_non_expert(ctx.tp) + lp.shared / ctx.tp)
-        routed += n * lp.routed / (derive.layer_ep(cfg, index) * ctx.t_exp) if lp.routed else 0.0
+        held_routed, held_shared = lp.held_experts(ctx.tp, derive.layer_ep(cfg, index), ctx.t_exp)
+        dense, routed = dense + n * (lp.held_non_expert(ctx.tp) + held_shared), routed + n * held_routed
     if layout.has_embedding:
         dense += (params.embedding_params(m) + params.position_embedding_params(m, ctx.seq)) / ctx.tp
     if layout.has_head:

@@ -101,6 +101,22 @@ def test_latent_moe_params_by_hand() -> None:
     assert lp.non_expert == 256 + 256 * 8 + 2 * 256 * 64 and lp.duplicated == 2 * 256 * 64  # + h·L + L·h
 
 
+def test_latent_projections_are_held_linear_weights_by_hand() -> None:
+    """The latent projections (2·256·64 = 32768, whole on every TP rank) are the MoE layer's only non-expert
+    linear weights: ``held_linear(2)`` = (35072 − 35072)/2 + 0 + 32768; the experts per rank at ep 2, etp 1:
+    8·2·64·128 / 2 routed, 0 shared. With MXFP8 linears their cached copies are 2·(1 + 1/32) B each (before
+    the rule, the FP8 weight cache left them out)."""
+    from estimator.memory.static import megatron_layer_static
+
+    plain = _run(tp=2, moe_latent_size=64)
+    lp = layer_params(plain.model, 1)
+    assert lp.held_linear(2) == 32768 and lp.held_experts(2, 2, 1) == (8 * 2 * 64 * 128 / 2, 0.0)
+    fp8 = load_config({**plain.model_dump(mode="json", exclude={"hardware"}), "hardware": "b200",
+                       "precision": {"linear_recipe": "mxfp8"}})
+    extra = megatron_layer_static(fp8, lp, 2).non_expert.params - megatron_layer_static(plain, lp, 2).non_expert.params
+    assert extra == pytest.approx(32768 * 2 * (1 + 1 / 32))
+
+
 def test_without_a_pattern_nothing_changes() -> None:
     """The hybrid fields at their defaults leave a transformer model's numbers as they were: two transformer
     layers equal a ``*-*-`` pattern's four one-block layers in parameters and (pp 1) in step time."""
