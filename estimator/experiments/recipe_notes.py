@@ -90,6 +90,11 @@ def precision_recipe(text: str, items: Mapping[str, str], notes: str = "") -> tu
         return "nvfp4", "precision nvfp4 (recipe item fp4=e2m1(fp4_recipe=nvfp4))"
     if low in ("mxfp8", "fp8-mx") or fp8_item.startswith("mxfp8"):
         return "mxfp8", f"precision {low or 'unstated'}: MXFP8 block scaling (recipe item fp8_recipe={fp8_item or 'unset'})"
+    if low == "fp8-sc" or fp8_item.startswith("blockwise"):
+        return "blockwise", (f"precision {low or 'unstated'}: FP8 blockwise (subchannel) scaling, 1x128 activation and "
+                             f"128x128 weight blocks (Bridge compute_dtype fp8_sc; fp8_recipe={fp8_item or 'unset'})")
+    if low == "fp8-ds" or fp8_item.startswith("delayed"):
+        return "delayed", f"precision {low or 'unstated'}: FP8 delayed scaling (fp8_recipe={fp8_item or 'unset'})"
     if low == "fp8-cs" or fp8_item.startswith("tensorwise"):
         return "tensorwise", f"precision {low}: FP8 current (tensorwise) scaling (fp8_recipe={fp8_item or 'unset'})"
     if low.startswith("fp8 (32x32"):

@@ -32,9 +32,27 @@ def test_recipe_items_parse_keys_with_a_parenthesised_tail() -> None:
     ("mxfp8", {}, "mxfp8"), ("fp8-mx", {}, "mxfp8"), ("fp8-cs", {}, "tensorwise"), ("nvfp4", {}, "nvfp4"),
     ("fp8", {"fp8_recipe": "tensorwise(fp8=hybrid)"}, "tensorwise"), ("bf16", {"fp8_recipe": "none(bf16 mixed)"}, None),
     ("fp8 (32x32 quantization granularity per table footnote)", {}, "mxfp8"),
+    ("fp8-sc", {}, "blockwise"), ("fp8", {"fp8_recipe": "blockwise(fp8=hybrid,fp8_param_gather=false)"}, "blockwise"),
+    ("fp8-ds", {}, "delayed"), ("fp8", {"fp8_recipe": "delayed(fp8=hybrid)"}, "delayed"),
 ])
 def test_precision_recipe(text: str, items: dict[str, str], recipe: str | None) -> None:
     assert recipe_notes.precision_recipe(text, items)[0] == recipe
+
+
+def test_subchannel_fp8_row_prices_blockwise_on_hopper() -> None:
+    """A synthetic H100 row in Bridge's FP8-SC form (``compute_dtype fp8_sc``: TE Float8BlockScaling) takes the
+    blockwise recipe, not the per-tensor default: 1 B + 4/128 B of scales per element, two copies on Hopper."""
+    from estimator.experiments.measured import config_from_measured_row
+    from estimator.inputs.recipes import on_device, stored_recipe
+
+    from .test_config_measured_rows import SYNTHETIC_ROW
+
+    row = {**SYNTHETIC_ROW, "precision": "FP8-SC", "notes": "recipe (pinned): x | fp8_recipe=blockwise(fp8=hybrid)"}
+    cfg = estimator.load_config(config_from_measured_row(row))
+    assert cfg.precision.linear_recipe == "blockwise" and cfg.hardware.name == "h100-80g"
+    recipe = stored_recipe(cfg)
+    assert recipe is not None and on_device(recipe, cfg).stored_bytes * on_device(recipe, cfg).copies == 2 * (1 + 4 / 128)
+    assert estimator.estimate_perf(cfg).total > 0
 
 
 def test_apply_recipe_items_sets_and_cites() -> None:
