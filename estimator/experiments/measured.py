@@ -22,23 +22,8 @@ from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, archi
 from estimator.experiments.bridge_splits import BRIDGE_FACTS, apply_bridge_split
 from estimator.experiments.row_corrections import apply_corrections, batch_section
 from estimator.inputs.recipes import RECIPES
+from estimator.inputs.variants import hardware_preset
 from ndval.core.units import BYTES_PER_MIB
-
-#: hardware text (lower-case substring) -> preset name, checked in order
-HARDWARE_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("gb300", "gb300-nvl72"),
-    ("gb200", "gb200-nvl72"),
-    ("b300", "b300"),
-    ("h200", "h200"),
-    ("h100 sxm 96gb hbm2e", "h100-sxm-96g-hbm2e"),  # the torchtitan H100 benchmark's Grand Teton GPUs
-    ("h100", "h100-80g"),
-    ("b200", "b200"),
-    ("a100", "a100-80g"),
-    ("910c", "ascend-910c"),
-    ("a3", "ascend-910c"),
-    ("910b", "ascend-910b"),
-    ("a2", "ascend-910b"),
-)
 
 #: source spelling of selective-recompute modules -> estimator module name
 RECOMPUTE_MODULE_ALIASES = {"core_attention": "core_attn"}
@@ -265,15 +250,6 @@ def _bool(row: Mapping[str, str], column: str) -> bool | None:
     if raw in ("false", "no", "0"):
         return False
     raise ConfigError(column, f"expected true/false, got {raw!r}")
-
-
-def hardware_preset(text: str) -> str:
-    """Preset name for a hardware description such as ``"H100 (CI platform dgx_h100)"``."""
-    low = text.lower()
-    for pattern, name in HARDWARE_PATTERNS:
-        if pattern in low:
-            return name
-    raise ConfigError("hardware", f"no hardware preset matches {text!r}")
 
 
 def _default(column: str, assumed: dict[str, str]) -> Any:
