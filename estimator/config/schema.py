@@ -85,11 +85,13 @@ class EstimatorConfig(StrictSection):
     @classmethod
     def _expand_hardware(cls, value: Any) -> Any:
         expanded = expand_hardware(value)
-        if isinstance(expanded, str):
-            hint = did_you_mean(expanded, preset_names())
+        # a name, or a mapping whose ``preset`` names none (a known one is merged in and its key dropped)
+        unknown = expanded.get("preset") if isinstance(expanded, dict) else expanded
+        if isinstance(unknown, str):
+            hint = did_you_mean(unknown, preset_names())
             raise config_rule(
-                "hardware",
-                f"unknown preset {expanded!r}; known: {', '.join(preset_names())}" + (f" ({hint})" if hint else ""),
+                "hardware.preset" if isinstance(expanded, dict) else "hardware",
+                f"unknown preset {unknown!r}; known: {', '.join(preset_names())}" + (f" ({hint})" if hint else ""),
             )
         return expanded
 

@@ -156,6 +156,9 @@ def test_unknown_top_level_and_hardware_preset() -> None:
     with pytest.raises(estimator.ConfigError) as info:
         estimator.load_config(synthetic_run(hardware="h100-80gb"))
     assert info.value.field == "hardware" and "did you mean 'h100-80g'" in info.value.rule
+    with pytest.raises(estimator.ConfigError) as info:  # a mapping naming no preset (was: "hardware.name missing")
+        estimator.load_config(synthetic_run(hardware={"preset": "h100-80gb", "devices": 8}))
+    assert info.value.field == "hardware.preset" and "did you mean 'h100-80g'" in info.value.rule
 
 
 def test_missing_model_ref_and_bad_yaml(tmp_path: Path) -> None:

@@ -154,3 +154,19 @@ def test_estimate_finds_model_ref_in_the_projects_cases_tree(tmp_path: Path, mon
     monkeypatch.delenv("NDVAL_PROJECT_ROOT", raising=False)
     assert cli.main(["estimate", "runs/run.yaml"]) == 0, capsys.readouterr().err
     assert capsys.readouterr().out.startswith("team-model:")
+
+
+def test_run_options_apply_to_a_run_file(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--hardware`` / ``--world-size`` with a RUN.yaml set ``hardware.preset`` / ``hardware.devices`` (they had
+    been read by the launch-file imports only, and ignored here); an unknown preset names ``hardware.preset``."""
+    run = REPO / "estimator" / "examples" / "llama3-8b-h100.yaml"
+    assert cli.main(["estimate", str(run), "--hardware", "h800", "--world-size", "16", "--set", "parallel.dp=4"]) == 0
+    assert "tp=2 pp=2 dp=4 cp=1 ep=1, hardware h800" in capsys.readouterr().out  # 16 devices: 2·2·4
+    assert cli.main(["estimate", str(run), "--hardware", "gh200"]) == 2
+    assert "hardware.preset: unknown preset 'gh200'" in capsys.readouterr().err
+
+
+def test_import_of_a_model_refuses_run_options(capsys: pytest.CaptureFixture[str]) -> None:
+    config = REPO / "tests" / "data" / "hf_configs" / "llama3-8b.json"
+    assert cli.main(["import", "--hf-config", str(config), "--hardware", "h100-80g"]) == 2
+    assert "--hardware describe a run" in capsys.readouterr().err

@@ -3,7 +3,9 @@
 Prints the model's size (``model.params_total``, ``model.params_active``), the per-stage memory
 table (MiB) and the step-time parts (``estimator.perf``). ``--model config.json`` replaces the run's
 model by a Hugging Face config; ``--from-megatron ARGS`` / ``--from-torchtitan TOML`` (with
-``--hardware``, ``--world-size``) take the whole run from a launch file instead of RUN.yaml.
+``--hardware``, ``--world-size``) take the whole run from a launch file instead of RUN.yaml; with a RUN.yaml,
+``--hardware`` / ``--world-size`` / ``--profile`` / ``--vocab-size`` set ``hardware.preset``, ``hardware.devices``,
+``profile`` and ``model.vocab_size`` (before ``--set``, which wins).
 A bad configuration prints one ``ConfigError`` line on stderr and exits with code 2.
 """
 
@@ -69,6 +71,8 @@ def _load(args: argparse.Namespace) -> EstimatorConfig:
     elif args.config is None:
         raise ConfigError("<arguments>", "give a run configuration (RUN.yaml) or --from-megatron / --from-torchtitan"
                           " / --from-mindformers")
+    else:  # the import options on a RUN.yaml: overrides before --set's (which win)
+        overrides = [*run_option_overrides(args), *overrides]
     if args.hf_model:
         data = load_config_mapping(source)
         source = {**data, "model": import_hf_config(args.hf_model).data["model"]}
@@ -77,6 +81,15 @@ def _load(args: argparse.Namespace) -> EstimatorConfig:
     if getattr(args, "hardware_overlay", None):
         cfg = apply_overlay(cfg, args.hardware_overlay)
     return cfg
+
+
+def run_option_overrides(args: argparse.Namespace) -> list[str]:
+    """``--hardware``, ``--world-size``, ``--profile`` and ``--vocab-size`` given with a RUN.yaml, as the overrides
+    ``hardware.preset``, ``hardware.devices``, ``profile`` and ``model.vocab_size`` (before, they applied to the
+    launch-file imports only and were ignored here)."""
+    pairs = (("hardware", "hardware.preset"), ("world_size", "hardware.devices"), ("profile", "profile"),
+             ("vocab_size", "model.vocab_size"))  # (the order of importing.RUN_OPTIONS)
+    return [f"{key}={getattr(args, name)}" for name, key in pairs if getattr(args, name, None) is not None]
 
 
 def load_config_mapping(source: Any) -> dict[str, Any]:

@@ -48,6 +48,10 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
                         help="framework profile (default: megatron / fsdp2; sapp-nd for MindSpeed-LLM)")
 
 
+#: the options of :func:`add_source_arguments` that describe a run, not a model
+RUN_OPTIONS = ("world_size", "vocab_size", "hardware", "profile")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hf-config", metavar="JSON", default=None, help="Hugging Face config.json (local file)")
     add_source_arguments(parser)
@@ -76,6 +80,10 @@ def _import(args: argparse.Namespace) -> Imported:
         raise ConfigError("<arguments>", "give exactly one of --hf-config, --from-megatron, --from-torchtitan, "
                           "--from-mindformers")
     if args.hf_config:
+        run_only = [f"--{f.replace('_', '-')}" for f in RUN_OPTIONS if getattr(args, f, None) is not None]
+        if run_only:
+            raise ConfigError("<arguments>", f"{', '.join(run_only)} describe a run; --hf-config imports a model only "
+                              "(give them to ndval estimate with the run, or import a launch file)")
         return import_hf_config(args.hf_config, name=args.name)
     run = imported_run(args)
     assert run is not None
