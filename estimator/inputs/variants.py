@@ -59,10 +59,29 @@ def _slower_nvlink(base: str, bw_gb_s: float, source: str) -> list[dict[str, Any
     return [{**first, "bandwidth_gb_s": bw_gb_s, "sources": {**first["sources"], "bandwidth_gb_s": source}}, *rest]
 
 
+def _h100_card(name: str, card: str, hbm_gib: float, peaks: tuple[float, float, float], hbm_gb_s: float,
+               figures: str) -> dict[str, Any]:
+    """An H100 PCIe card (``card``: PCIe, NVL): its dense (BF16, FP32, FP8) ``peaks``, HBM, PCIe Gen5 inside a
+    node of 8 (the NVLink bridge of a pair not modelled) and NDR InfiniBand between nodes as h100-80g."""
+    bf16, fp32, fp8 = peaks
+    source = f"{_H100_SPECS}: {figures}"
+    return {
+        "name": name, "hbm_gib": hbm_gib, "peak_tflops": {"bf16": bf16, "fp16": bf16, "fp32": fp32, "fp8": fp8},
+        "devices_per_node": 8,
+        "levels": [_pcie_level("pcie5", 64.0, f"{_H100_SPECS}: H100 {card} 'PCIe Gen5: 128GB/s' (both ways) = 64 "
+                                              "GB/s per direction; factors measured on PCIe Gen4 A100s (assumption)"),
+                   PRESETS["h100-80g"]["levels"][-1]],
+        "efficiency": _with_hbm("h100-80g", hbm_gb_s, source),
+        "provenance": {"hbm_gib": source, "peak_tflops": source,
+                       "levels": f"PCIe Gen5 inside a node of 8; the NVLink bridge of an H100 {card} pair (600 GB/s) "
+                                 "is not modelled; NDR InfiniBand between nodes as the h100-80g preset",
+                       "network": _NVIDIA_NET},
+    }
+
+
 _PCIE_A100 = _simumax_eff("a100_pcie.json", 1935.0, f"{_A100_SPECS}: A100 80GB PCIe 1,935 GB/s HBM2e",
                           0.75, 0.75, 0.75, 0.91, 40.0, moe=("MooreThreads/SimuMax@3005b17c41", 0.75, 0.1879, 0.1879))
 _NET_A100 = PRESETS["a100-80g"]["levels"][-1]
-_NET_H100 = PRESETS["h100-80g"]["levels"][-1]
 
 #: the presets of this module, merged into :data:`estimator.inputs.hardware.PRESETS`
 VARIANT_PRESETS: dict[str, dict[str, Any]] = {
@@ -87,38 +106,11 @@ VARIANT_PRESETS: dict[str, dict[str, Any]] = {
             "network": _NVIDIA_NET,
         },
     },
-    "h100-pcie": {
-        "name": "h100-pcie", "hbm_gib": 80.0,
-        "peak_tflops": {"bf16": 756.0, "fp16": 756.0, "fp32": 51.0, "fp8": 1513.0},
-        "devices_per_node": 8,
-        "levels": [_pcie_level("pcie5", 64.0, f"{_H100_SPECS}: H100 PCIe 'PCIe Gen5: 128GB/s' (both ways) = 64 GB/s "
-                                              "per direction; factors measured on PCIe Gen4 A100s (assumption)"),
-                   _NET_H100],
-        "efficiency": _with_hbm("h100-80g", 2000.0, f"{_H100_SPECS}: H100 PCIe 2 TB/s HBM"),
-        "provenance": {
-            "hbm_gib": f"{_H100_SPECS}: H100 PCIe 80 GB",
-            "peak_tflops": f"{_H100_SPECS}: H100 PCIe dense BF16 1,513/2 = 756, FP8 3,026/2 = 1,513; FP32 51",
-            "levels": "PCIe Gen5 inside a node of 8; the 2-GPU NVLink bridge (600 GB/s) is not modelled; NDR "
-                      "InfiniBand between nodes as the h100-80g preset",
-            "network": _NVIDIA_NET,
-        },
-    },
-    "h100-nvl": {
-        "name": "h100-nvl", "hbm_gib": 94.0,
-        "peak_tflops": {"bf16": 835.0, "fp16": 835.0, "fp32": 60.0, "fp8": 1670.0},
-        "devices_per_node": 8,
-        "levels": [_pcie_level("pcie5", 64.0, f"{_H100_SPECS}: H100 NVL 'PCIe Gen5: 128GB/s' (both ways) = 64 GB/s "
-                                              "per direction; factors measured on PCIe Gen4 A100s (assumption)"),
-                   _NET_H100],
-        "efficiency": _with_hbm("h100-80g", 3900.0, f"{_H100_SPECS}: H100 NVL 3.9 TB/s HBM3"),
-        "provenance": {
-            "hbm_gib": f"{_H100_SPECS}: H100 NVL 94 GB (taken as GiB like the 80 GB preset)",
-            "peak_tflops": f"{_H100_SPECS}: H100 NVL dense BF16 1,671/2 = 835, FP8 3,341/2 = 1,670; FP32 60",
-            "levels": "PCIe Gen5 inside a node of 8; the NVLink bridge of a pair (600 GB/s) is not modelled; NDR "
-                      "InfiniBand between nodes as the h100-80g preset",
-            "network": _NVIDIA_NET,
-        },
-    },
+    "h100-pcie": _h100_card("h100-pcie", "PCIe", 80.0, (756.0, 51.0, 1513.0), 2000.0,
+                            "H100 PCIe 80 GB; dense BF16 1,513/2 = 756, FP8 3,026/2 = 1,513; FP32 51; 2 TB/s HBM"),
+    "h100-nvl": _h100_card("h100-nvl", "NVL", 94.0, (835.0, 60.0, 1670.0), 3900.0,
+                           "H100 NVL 94 GB (taken as GiB like the 80 GB preset); dense BF16 1,671/2 = 835, FP8 "
+                           "3,341/2 = 1,670; FP32 60; 3.9 TB/s HBM3"),
     "h800": {
         **PRESETS["h100-80g"], "name": "h800",
         "levels": _slower_nvlink("h100-80g", 200.0, "H800: NVLink 400 GB/s both ways (H100's 900) = 200 GB/s per "
