@@ -317,7 +317,8 @@ def _precision(row: Mapping[str, str], assumed: dict[str, str], footnote_rule: b
     notes = _text(row, "notes")
     items = recipe_notes.recipe_items(notes)
     # (row rule: a 25.09 "fp8 (32x32 ...)" row takes the footnote's recipe even without recipe items)
-    stated = text in ("mxfp8", "nvfp4", "fp8-mx", "fp8-cs", "fp8-sc", "fp8-ds") or (footnote_rule and text.startswith("fp8 (32x32"))
+    stated = text in ("mxfp8", "nvfp4", "fp8-mx", "fp8-cs", "fp8-sc", "fp8-ds") or (
+        footnote_rule and text.startswith("fp8 (32x32"))
     if "cuda_graph" in items or "fp8_recipe" in items or stated:
         recipe, reason = recipe_notes.precision_recipe(_text(row, "precision"), items, notes)
         precision.pop("fp8_linear", None)
