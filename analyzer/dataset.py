@@ -4,7 +4,9 @@ Accepted paths (spec/analyzer.md §1):
 
 - an Ascend rank directory ``*_ascend_pt``, its ``ASCEND_PROFILER_OUTPUT``, or a bare
   ``trace_view.json``;
-- a parent directory holding one Ascend rank directory per rank (``rank0_ascend_pt``...);
+- a native msprof collection ``PROF_*`` or its ``mindstudio_profiler_output`` (timestamped names mapped,
+  :mod:`analyzer.ingest.msprof`; the rank is its ``device_<id>``);
+- a parent directory holding one Ascend rank directory per rank (``rank0_ascend_pt``..., or ``PROF_*``);
 - a Kineto trace ``.json`` / ``.json.gz`` (a ``traceEvents`` object, or a bare array of Kineto events: a bare
   array is Kineto's or Ascend's by its content, ``kineto.bare_array_shape``), or a directory of them (one per rank).
 
@@ -23,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.ingest import ascend, ascend_db, cluster_output, excluded, kineto
+from analyzer.ingest import ascend, ascend_db, cluster_output, excluded, kineto, msprof
 from analyzer.ingest import events as ev
 from analyzer.ingest.budgets import Budgets
 from analyzer.ingest.columns import TABLE_FILES, read_csv_table
@@ -130,7 +132,9 @@ def _is_kineto_file(p: Path) -> bool:
 
 
 def _ascend_output_dir(p: Path) -> Path | None:
-    """The folder holding the Ascend exports for a rank dir / output dir, else None."""
+    """The folder holding the Ascend exports for a rank dir / output dir (or a native msprof collection), else None."""
+    if (native := msprof.output_dir(p)) is not None:
+        return native
     if (p / OUTPUT_DIR).is_dir():
         return p / OUTPUT_DIR
     if p.name == OUTPUT_DIR or (p / "trace_view.json").is_file() or any(
@@ -146,7 +150,7 @@ def _rank_dirs(parent: Path) -> list[Path]:
 
 def _rank_hint(p: Path) -> int | None:
     m = re.search(r"rank[_-]?(\d+)", p.name)
-    return ev.checked_rank(int(m.group(1)), f"{p} (folder name)") if m else None
+    return ev.checked_rank(int(m.group(1)), f"{p} (folder name)") if m else msprof.rank_hint(p)
 
 
 # ------------------------------------------------------------------------------------- readers
@@ -160,10 +164,11 @@ def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None 
         out_dir, rank_dir, trace = path.parent, path.parent, path
     else:
         out_dir = _ascend_output_dir(path) or path
-        rank_dir = out_dir.parent if out_dir.name == OUTPUT_DIR else out_dir
-        trace = out_dir / "trace_view.json"
+        rank_dir = out_dir.parent if out_dir.name in (OUTPUT_DIR, msprof.MSPROF_DIR) else out_dir
     files: dict[str, Path] = {}
     warnings: list[str] = []
+    exports = _export_paths(out_dir, warnings)
+    trace = path if path.is_file() else exports["trace_view.json"]
     meta = _ascend_meta(rank_dir, files, warnings)
     info_rank = ascend.rank_from_info(meta.get("profiler_info", {}))
     rank = rank if rank is not None else (info_rank if info_rank is not None else _rank_hint(rank_dir))
@@ -186,14 +191,14 @@ def load_ascend_rank(path: Path, rank: int | None = None, progress: bool | None 
         warnings.extend(bad_rows)
         if raw.truncated:
             dropped, totals = DroppedEvents(0, "trace truncated: events after the damage are unknown"), "trace (truncated)"
-            if (out_dir / "step_trace_time.csv").is_file():
+            if exports["step_trace_time.csv"].is_file():
                 totals = "csv (trace truncated: step totals from step_trace_time.csv)"
-        dropped, totals = _apply_budget(raw, dropped, totals, (out_dir / "step_trace_time.csv").is_file(),
-                                        (out_dir / "api_statistic.csv").is_file(), warnings)
+        dropped, totals = _apply_budget(raw, dropped, totals, exports["step_trace_time.csv"].is_file(),
+                                        exports["api_statistic.csv"].is_file(), warnings)
         dev = ascend.device_id(raw)
         if dev is not None:
             meta["device_id"] = dev
-    tables = _ascend_tables(out_dir, base if files.get("trace_view.json") else None, files, warnings, strict)
+    tables = _ascend_tables(exports, base if files.get("trace_view.json") else None, files, warnings, strict)
     communication = None
     comm_path = out_dir / "communication.json"
     if comm_path.is_file():
@@ -269,11 +274,20 @@ def _nested(data: Any, *keys: str) -> Any:
     return data
 
 
-def _ascend_tables(out_dir: Path, base: int | None, files: dict[str, Path], warnings: list[str],
+def _export_paths(out_dir: Path, warnings: list[str]) -> dict[str, Path]:
+    """Export name -> its path in ``out_dir``; a native msprof folder's timestamped files stand for them
+    (:func:`analyzer.ingest.msprof.export_files`)."""
+    paths = {name: out_dir / name for name in ("trace_view.json", *TABLE_FILES)}
+    if out_dir.name == msprof.MSPROF_DIR:
+        paths.update(msprof.export_files(out_dir, warnings))
+    return paths
+
+
+def _ascend_tables(exports: dict[str, Path], base: int | None, files: dict[str, Path], warnings: list[str],
                    strict: bool) -> dict[str, pd.DataFrame]:
     tables: dict[str, pd.DataFrame] = {}
     for fname, key in TABLE_FILES.items():
-        p = out_dir / fname
+        p = exports[fname]
         if not p.is_file():
             continue
         files[fname] = p
@@ -430,8 +444,8 @@ def load_dataset(path: str | Path, progress: bool | None = None, strict: bool = 
         return _finish(p, "kineto", [r for r in rds if ranks is None or not hasattr(r, "rank") or r.rank in ranks])
     raise IngestError(
         p, "<folder>",
-        "no profile found: expected an *_ascend_pt dir (ASCEND_PROFILER_OUTPUT/trace_view.json or CSVs), "
-        "a parent of such dirs, or Kineto *.json / *.json.gz traces",
+        "no profile found: expected an *_ascend_pt dir (ASCEND_PROFILER_OUTPUT/trace_view.json or CSVs), an msprof "
+        "PROF_* collection, a parent of such dirs, or Kineto *.json / *.json.gz traces",
     )
 
 
