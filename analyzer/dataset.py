@@ -5,7 +5,7 @@ Accepted paths (spec/analyzer.md §1):
 - an Ascend rank directory ``*_ascend_pt``, its ``ASCEND_PROFILER_OUTPUT``, or a bare
   ``trace_view.json``;
 - a native msprof collection ``PROF_*`` or its ``mindstudio_profiler_output`` (timestamped names mapped,
-  :mod:`analyzer.ingest.msprof`; the rank is its ``device_<id>``);
+  :mod:`analyzer.ingest.msprof`; the rank is its ``device_<id>``), or a ``PROF_*`` holding ``msprof_<ts>.db``;
 - a parent directory holding one Ascend rank directory per rank (``rank0_ascend_pt``..., or ``PROF_*``);
 - a Kineto trace ``.json`` / ``.json.gz`` (a ``traceEvents`` object, or a bare array of Kineto events: a bare
   array is Kineto's or Ascend's by its content, ``kineto.bare_array_shape``), or a directory of them (one per rank).

@@ -24,6 +24,11 @@ Rows of the event table (categories as in :mod:`analyzer.ingest.events`):
   ``Runtime@`` + name as in the text export (launch vs runtime by the same rule).
 
 Steps: the ``ProfilerStep#N`` rows of ``PYTORCH_API``, else the ``STEP_TIME`` table.
+
+Native msprof DB (``msprof --type=db``: ``PROF_*/msprof_<ts>.db``, :data:`MSPROF_DB_GLOB`): the same tables
+without the framework's — no ``META_DATA`` (no schema version to check) and no ``PYTORCH_API`` (no host ops);
+``STRING_IDS``, ``TASK`` and ``COMPUTE_TASK_INFO`` are required (:data:`MSPROF_REQUIRED_TABLES`), and a
+``COMMUNICATION_OP`` without ``dataType`` / ``count`` columns gives collectives without a message size.
 """
 
 from __future__ import annotations
@@ -59,6 +64,11 @@ LEVEL_TABLES: dict[str, dict[str, str]] = {
 CANN_PREFIX: dict[int, str] = {5000: "Runtime", 5500: "Hccl", 10000: "Node", 15000: "Model", 20000: "AscendCL"}
 API_OP, API_QUEUE, API_TRACE, API_MSTX = 50001, 50002, 50003, 50004
 DB_GLOB = "ascend_pytorch_profiler*.db"
+#: the native msprof DB export and the tables it must hold
+MSPROF_DB_GLOB = "msprof_*.db"
+MSPROF_REQUIRED_TABLES: tuple[str, ...] = ("STRING_IDS", "TASK", "COMPUTE_TASK_INFO")
+#: ``DbRank.schema_version`` of a native msprof DB (it writes no ``META_DATA``)
+MSPROF_SCHEMA = "msprof (no META_DATA)"
 #: pseudo process ids of the device side (the DB has no trace process table).
 PID_HARDWARE, PID_COMM = -10, -11
 
@@ -141,12 +151,14 @@ def schema_version(con: sqlite3.Connection, path: Path) -> str:
     return version or major
 
 
-def check_tables(present: set[str], path: Path, level: str | None) -> list[str]:
-    """IngestError for a missing required table; warnings for the level's expected tables."""
-    missing = [t for t in REQUIRED_TABLES if t not in present]
+def check_tables(present: set[str], path: Path, level: str | None,
+                 required: tuple[str, ...] = REQUIRED_TABLES) -> list[str]:
+    """IngestError for a missing ``required`` table; warnings for the level's expected tables."""
+    missing = [t for t in required if t not in present]
     if missing:
+        kind = "native msprof" if required is MSPROF_REQUIRED_TABLES else (level or "torch_npu")
         raise IngestError(path, ", ".join(missing),
-                          f"required table missing for a {level or 'torch_npu'} DB export "
+                          f"required table missing for a {kind} DB export "
                           f"(found: {', '.join(sorted(present)) or 'none'})")
     warnings = []
     order = list(LEVEL_TABLES)
@@ -160,13 +172,17 @@ def check_tables(present: set[str], path: Path, level: str | None) -> list[str]:
 
 def read_db_rank(db: Path, rank: int, level: str | None = None) -> DbRank:
     """Read ``ascend_pytorch_profiler_<rank>.db`` (and ``analysis.db`` beside it) into a :class:`DbRank`."""
+    native = db.name.startswith("msprof_")
     with closing(connect(db)) as con:
-        version = schema_version(con, db)
         present = tables_of(con, db)
-        warnings = check_tables(present, db, level)
+        if native:
+            version, warnings = MSPROF_SCHEMA, check_tables(present, db, None, MSPROF_REQUIRED_TABLES)
+        else:
+            version, warnings = schema_version(con, db), check_tables(present, db, level)
         strings = dict(query(con, db, "STRING_IDS", "select id, value from STRING_IDS"))
         frames = [_tasks(con, db, strings, present), _comm_ops(con, db, strings, present),
-                  _pytorch_api(con, db, strings), _cann_api(con, db, strings, present)]
+                  _pytorch_api(con, db, strings) if "PYTORCH_API" in present else _frame([], _ROW),
+                  _cann_api(con, db, strings, present)]
         session = None
         if "SESSION_TIME_INFO" in present:
             row = query(con, db, "SESSION_TIME_INFO", "select startTimeNs, endTimeNs from SESSION_TIME_INFO")
@@ -230,8 +246,10 @@ def _comm_ops(con: sqlite3.Connection, db: Path, strings: dict[int, str], presen
     if "COMMUNICATION_OP" not in present:
         return _frame([], _ROW)
     dtypes = _enum(con, db, "ENUM_HCCL_DATA_TYPE", present)
+    cols = {r[1] for r in query(con, db, "COMMUNICATION_OP", "pragma table_info(COMMUNICATION_OP)")}
+    sized = "dataType, count" if {"dataType", "count"} <= cols else "NULL, NULL"  # (a native msprof DB: none)
     rows = query(con, db, "COMMUNICATION_OP",
-                 "select startNs, endNs, opName, groupName, connectionId, dataType, count from COMMUNICATION_OP")
+                 f"select startNs, endNs, opName, groupName, connectionId, {sized} from COMMUNICATION_OP")
     groups: dict[Any, int] = {}
     out = []
     for s, e, op, group, conn, dtype, count in rows:
@@ -363,8 +381,9 @@ def read_analysis_db(path: Path, warnings: list[str]) -> dict[str, pd.DataFrame]
 
 
 def find_db(out_dir: Path) -> Path | None:
-    """The rank DB of an output folder (``ascend_pytorch_profiler_<rank>.db``), None when absent."""
-    found = sorted(out_dir.glob(DB_GLOB))
+    """The rank DB of an output folder (``ascend_pytorch_profiler_<rank>.db``, else a native ``msprof_<ts>.db``),
+    None when absent."""
+    found = sorted(out_dir.glob(DB_GLOB)) or sorted(out_dir.glob(MSPROF_DB_GLOB))
     return found[0] if found else None
 
 

@@ -161,3 +161,39 @@ def test_real_folder_mixing_db_and_text_of_different_runs_warns(profile_path, tm
     assert "different runs" in text
     rc, _ = _cli(root, capsys)
     assert rc in (0, 1)
+
+
+def test_real_db_stripped_to_the_native_msprof_schema(profile_path, tmp_path: Path) -> None:
+    """The real Level0 rank-0 DB with what a native ``msprof --type=db`` export lacks removed (META_DATA,
+    PYTORCH_API, COMMUNICATION_OP's dataType / count) and renamed ``msprof_<ts>.db`` in a PROF folder: it is
+    read, its device Computing is the torch_npu DB's (README: 8843.910 µs), collectives keep no message size."""
+    prof = tmp_path / "PROF_000001_20240101120000_x"
+    prof.mkdir()
+    db = prof / "msprof_20240101120000.db"
+    shutil.copy(_db(profile_path("ascend/msinsight-db-level0/rank0_ascend_pt")), db)
+    with sqlite3.connect(db) as con:
+        con.execute("drop table META_DATA")
+        con.execute("drop table PYTORCH_API")
+        con.execute("alter table COMMUNICATION_OP drop column dataType")
+        con.execute("alter table COMMUNICATION_OP drop column count")
+    con.close()
+    ds = load_dataset(prof)
+    rank = ds.ranks[0]
+    assert rank.meta["db_schema_version"] == ascend_db.MSPROF_SCHEMA and rank.files[db.name] == db
+    comm = rank.events[(rank.events["category"] == ev.COMMUNICATION) & (rank.events["pid"] == ascend_db.PID_COMM)]
+    assert len(comm) and comm["bytes"].isna().all()
+    from analyzer import breakdown
+
+    rows = breakdown.to_frame(breakdown.ascend_step_breakdown(rank.events))
+    assert float(rows["computing_us"].sum()) == pytest.approx(README_VALUES[("msinsight-db-level0", 0)][0], rel=1e-3)
+
+
+def test_synthetic_native_msprof_db_without_its_tables_names_them(tmp_path: Path) -> None:
+    """SYNTHETIC: an ``msprof_*.db`` needs STRING_IDS, TASK and COMPUTE_TASK_INFO (not META_DATA)."""
+    db = tmp_path / "PROF_1" / "msprof_1.db"
+    db.parent.mkdir()
+    with sqlite3.connect(db) as con:
+        con.execute("create table STRING_IDS (id INTEGER, value TEXT)")
+    con.close()
+    with pytest.raises(IngestError, match=r"TASK, COMPUTE_TASK_INFO.*required table missing for a native msprof"):
+        load_dataset(db.parent)
