@@ -133,10 +133,10 @@ def _is_kineto_file(p: Path) -> bool:
 
 def _ascend_output_dir(p: Path) -> Path | None:
     """The folder holding the Ascend exports for a rank dir / output dir (or a native msprof collection), else None."""
-    if (native := msprof.output_dir(p)) is not None:
-        return native
     if (p / OUTPUT_DIR).is_dir():
         return p / OUTPUT_DIR
+    if (native := msprof.output_dir(p)) is not None:  # (a torch_npu rank dir's own output wins)
+        return native
     if p.name == OUTPUT_DIR or (p / "trace_view.json").is_file() or any(
         (p / f).is_file() for f in TABLE_FILES
     ) or ascend_db.find_db(p) is not None:
