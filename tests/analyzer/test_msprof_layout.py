@@ -83,3 +83,14 @@ def test_op_summary_columns_are_kernel_details_columns(tmp_path: Path) -> None:
     table = read_csv_table(csv, "kernel_details")
     assert {"Name", "Type", "Accelerator Core", "Duration(us)", "Wait Time(us)"} <= set(table.columns)
     assert table["Duration(us)"].iloc[0] == 12.5 and table["Name"].iloc[0] == "MatMul_1"
+
+
+def test_a_torch_npu_rank_dir_reads_its_own_output_first(tmp_path: Path,
+                                                         profile_path: Callable[[str], Path]) -> None:
+    """A ``*_ascend_pt`` folder with a ``mindstudio_profiler_output`` beside its ``ASCEND_PROFILER_OUTPUT``: the
+    torch_npu export is read."""
+    rank_dir = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(profile_path(f"{L1}/rank0_ascend_pt"), rank_dir)
+    (rank_dir / msprof.MSPROF_DIR).mkdir()
+    files = load_dataset(rank_dir).ranks[0].files
+    assert files["trace_view.json"].parent.name == "ASCEND_PROFILER_OUTPUT"
