@@ -85,3 +85,17 @@ def test_tp_comm_is_slower_over_the_h800_nvlink() -> None:
     h800 = estimator.estimate_perf(estimator.load_config(EXAMPLE, ["parallel.tp=8", "parallel.dp=1", "parallel.pp=1", "hardware.preset=h800"]))
     assert h800.perf_parts["MP_COMM"] > 2.0 * h100.perf_parts["MP_COMM"] > 0
     assert h800.perf_parts["FW_COMPUTE"] == pytest.approx(h100.perf_parts["FW_COMPUTE"])
+
+
+@pytest.mark.parametrize("name", ["a100-pcie", "h800"])
+def test_batched_search_equals_the_scalar_path_on_the_variants(name: str) -> None:
+    """The PCIe level's per-collective factors and the slower NVLink go through the batched search as through
+    the scalar path: Llama 3 8B on 16 devices, the same ranking to the last bit."""
+    from estimator import search
+
+    base = estimator.load_config(EXAMPLE, [f"hardware.preset={name}", "hardware.devices=16", "parallel.dp=4"])
+    space = {"parallel.tp": (1, 2, 4, 8), "parallel.pp": (1, 2, 4), "recompute.mode": ("full", "selective")}
+    fast, slow = search.search(base, 16, space, top_k=50), search.search(base, 16, space, top_k=50, batched=False)
+    assert (fast.path, slow.path) == ("batched", "scalar") and len(fast.ranked) > 5
+    assert [(c.key(), c.total_s, c.peak_mb) for c in fast.ranked] == [(c.key(), c.total_s, c.peak_mb)
+                                                                       for c in slow.ranked]
