@@ -166,7 +166,8 @@ def test_real_folder_mixing_db_and_text_of_different_runs_warns(profile_path, tm
 def test_real_db_stripped_to_the_native_msprof_schema(profile_path, tmp_path: Path) -> None:
     """The real Level0 rank-0 DB with what a native ``msprof --type=db`` export lacks removed (META_DATA,
     PYTORCH_API, COMMUNICATION_OP's dataType / count) and renamed ``msprof_<ts>.db`` in a PROF folder: it is
-    read, its device Computing is the torch_npu DB's (README: 8843.910 µs), collectives keep no message size."""
+    read, its device Computing is the torch_npu DB's (README: 8843.910 µs), collectives keep no message size, and
+    the rank is the tasks' one ``deviceId`` (0)."""
     prof = tmp_path / "PROF_000001_20240101120000_x"
     prof.mkdir()
     db = prof / "msprof_20240101120000.db"
@@ -180,6 +181,7 @@ def test_real_db_stripped_to_the_native_msprof_schema(profile_path, tmp_path: Pa
     ds = load_dataset(prof)
     rank = ds.ranks[0]
     assert rank.meta["db_schema_version"] == ascend_db.MSPROF_SCHEMA and rank.files[db.name] == db
+    assert rank.rank == 0  # the folder names no rank: the tasks' one deviceId
     comm = rank.events[(rank.events["category"] == ev.COMMUNICATION) & (rank.events["pid"] == ascend_db.PID_COMM)]
     assert len(comm) and comm["bytes"].isna().all()
     from analyzer import breakdown
