@@ -227,7 +227,7 @@ def load_db_rank(db: Path, rank_dir: Path, rank: int, meta: dict[str, Any], file
     ``analysis.db`` totals are kept as ``analysis_db.*`` tables and checked against the recomputation."""
     files[db.name] = db
     data = ascend_db.read_db_rank(db, rank, meta.get("level"))
-    rank = rank if data.device_rank is None else data.device_rank
+    rank = data.rank
     warnings.extend(data.warnings)
     meta["db_schema_version"] = data.schema_version
     if (db.parent / "analysis.db").is_file():

@@ -84,8 +84,8 @@ class DbRank:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     session_ns: tuple[int, int] | None = None
-    #: a native msprof DB's one ``TASK.deviceId`` when the caller had no rank (None: the caller's)
-    device_rank: int | None = None
+    #: the rank the events carry: the caller's, or a native msprof DB's one ``TASK.deviceId`` where it had none
+    rank: int = ev.UNKNOWN_RANK
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -154,13 +154,13 @@ def schema_version(con: sqlite3.Connection, path: Path) -> str:
 
 
 def check_tables(present: set[str], path: Path, level: str | None,
-                 required: tuple[str, ...] = REQUIRED_TABLES) -> list[str]:
-    """IngestError for a missing ``required`` table; warnings for the level's expected tables."""
+                 required: tuple[str, ...] = REQUIRED_TABLES, kind: str | None = None) -> list[str]:
+    """IngestError for a missing ``required`` table (``kind``: the export named in it, default the level or
+    torch_npu); warnings for the level's expected tables."""
     missing = [t for t in required if t not in present]
     if missing:
-        kind = "native msprof" if required is MSPROF_REQUIRED_TABLES else (level or "torch_npu")
         raise IngestError(path, ", ".join(missing),
-                          f"required table missing for a {kind} DB export "
+                          f"required table missing for a {kind or level or 'torch_npu'} DB export "
                           f"(found: {', '.join(sorted(present)) or 'none'})")
     warnings = []
     order = list(LEVEL_TABLES)
@@ -178,14 +178,14 @@ def read_db_rank(db: Path, rank: int, level: str | None = None) -> DbRank:
     with closing(connect(db)) as con:
         present = tables_of(con, db)
         if native:
-            version, warnings = MSPROF_SCHEMA, check_tables(present, db, None, MSPROF_REQUIRED_TABLES)
+            version = MSPROF_SCHEMA
+            warnings = check_tables(present, db, None, MSPROF_REQUIRED_TABLES, kind="native msprof")
         else:
             version, warnings = schema_version(con, db), check_tables(present, db, level)
-        device_rank = None
         if native and rank == ev.UNKNOWN_RANK:  # (the folder said nothing: the tasks' one device, if one)
             ids = query(con, db, "TASK", "select distinct deviceId from TASK")
-            device_rank = ids[0][0] if len(ids) == 1 and isinstance(ids[0][0], int) else None
-            rank = rank if device_rank is None else device_rank
+            if len(ids) == 1 and isinstance(ids[0][0], int):
+                rank = ids[0][0]
         strings = dict(query(con, db, "STRING_IDS", "select id, value from STRING_IDS"))
         frames = [_tasks(con, db, strings, present), _comm_ops(con, db, strings, present),
                   _pytorch_api(con, db, strings) if "PYTORCH_API" in present else _frame([], _ROW),
@@ -206,7 +206,7 @@ def read_db_rank(db: Path, rank: int, level: str | None = None) -> DbRank:
         warnings.append(f"{db}: dropped {sum(bad.values())} events whose startNs/endNs is NULL, not an integer or "
                         f"ends before it starts ({', '.join(f'{k} {n}' for k, n in sorted(bad.items()))})")
     out = DbRank(events=events, base_ts_us=base, schema_version=version, level=level, warnings=warnings,
-                 session_ns=session, device_rank=device_rank)
+                 session_ns=session, rank=rank)
     analysis = db.parent / "analysis.db"
     if analysis.is_file():
         out.tables.update(read_analysis_db(analysis, out.warnings))

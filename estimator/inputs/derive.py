@@ -444,15 +444,21 @@ def _recomputed_layers(cfg: EstimatorConfig) -> frozenset[int]:
     return frozenset(chosen)
 
 
+def stage_choice(cfg: EstimatorConfig, mode: RecomputeMode) -> frozenset[int] | None:
+    """:func:`recomputed_layers` where they apply to a stage of recompute ``mode``, else None: under Megatron's
+    ``block`` method a stage that is not ``full`` keeps its own mode."""
+    chosen = recomputed_layers(cfg)
+    if chosen is None or (mode != "full" and cfg.recompute.method == "block"):
+        return None
+    return chosen
+
+
 def layer_recompute(cfg: EstimatorConfig, stage: int, index: int) -> RecomputeMode:
     """Recompute mode of layer ``index`` on pipeline stage ``stage``: ``full`` or ``none`` where
-    :func:`recomputed_layers` chooses per layer, else the stage's mode (under Megatron's ``block``
-    method a stage that is not ``full`` keeps its own)."""
-    chosen = recomputed_layers(cfg)
+    :func:`stage_choice` chooses per layer, else the stage's mode."""
     mode = cfg.stage_recompute(stage)
-    if chosen is None or (mode != "full" and cfg.recompute.method == "block"):
-        return mode
-    return "full" if index in chosen else "none"
+    chosen = stage_choice(cfg, mode)
+    return mode if chosen is None else ("full" if index in chosen else "none")
 
 
 def recomputed_by_kind(cfg: EstimatorConfig, layout: StageLayout) -> tuple[tuple[LayerKind, int], ...] | None:

@@ -236,10 +236,10 @@ def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int,
 def mode_groups(cfg: EstimatorConfig, layout: derive.StageLayout, kind: derive.LayerKind, n: int,
                 mode: RecomputeMode) -> list[tuple[RecomputeMode, int]]:
     """(recompute mode, count) of the stage's ``n`` layers of ``kind`` on a stage of ``mode``: ``[(mode, n)]``,
-    or where :func:`derive.recomputed_layers` chooses per layer, those re-run whole (``full``) and the others
-    (``none``); a stage that is not ``full`` keeps its mode under Megatron's ``block`` method."""
+    or where :func:`derive.stage_choice` chooses per layer, those re-run whole (``full``) and the others
+    (``none``)."""
     chosen = derive.recomputed_by_kind(cfg, layout)
-    if chosen is None or (mode != "full" and cfg.recompute.method == "block"):
+    if chosen is None or derive.stage_choice(cfg, mode) is None:
         return [(mode, n)]
     k = dict(chosen)[kind]
     split: tuple[tuple[RecomputeMode, int], ...] = (("full", k), ("none", n - k))
