@@ -26,7 +26,7 @@ import numpy as np
 
 from estimator.config.errors import ConfigError
 from estimator.inputs import hybrid, pipeline_split, recipes
-from estimator.inputs.profiles import OVERLAP_FLAGS, tp_comm_overlap_possible
+from estimator.inputs.profiles import OVERLAP_FLAGS, moe_tp_without_sp, tp_comm_overlap_possible
 from estimator.shared.arrays import any_true
 
 #: a configuration (``estimator.config.schema.EstimatorConfig``, which imports this module: not named here,
@@ -407,9 +407,10 @@ def _kv_heads_broken(cfg: Cfg) -> Any:
 def stated_rules(cfg: Cfg) -> list[str]:
     """The rules that hold for ``cfg`` but change what the numbers mean, one sentence each (printed with an
     estimate): a hidden size not divisible by the heads (floored head_dim), KV replication when tp exceeds
-    the KV heads."""
+    the KV heads, MoE with tensor parallelism but no sequence parallelism under Megatron
+    (:func:`moe_tp_without_sp`)."""
     m, t = cfg.model, cfg.parallel.tp
-    out = []
+    out = [note] if (note := moe_tp_without_sp(cfg)) else []
     if m.head_dim is None and m.hidden_size % m.num_attention_heads:
         out.append(f"rule hidden-divisible-by-heads: model.hidden_size ({m.hidden_size}) is not divisible by "
                    f"model.num_attention_heads ({m.num_attention_heads}): head_dim = {m.head_size} (floor), so "

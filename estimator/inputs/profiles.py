@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from estimator.inputs.runtime_buffer import SEED_TP_SHARDABLE_OVERHEAD_MB
+from estimator.shared.arrays import is_array
 from estimator.shared.memo import derived
 from ndval.core.units import S_PER_US
 
@@ -311,3 +312,21 @@ def tp_comm_overlap_possible(tp: Any, sequence_parallel: Any) -> Any:
     'Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled';
     Megatron-Bridge ``comm_overlap.py`` turns it off below TP 2 and without SP). Elementwise over arrays of layouts."""
     return (tp > 1) & sequence_parallel
+
+
+def moe_tp_without_sp(cfg: Any) -> str | None:
+    """The sentence for a MoE model under ``megatron`` with tp > 1 and no sequence parallelism, a layout
+    Megatron-Core does not train (NVIDIA/Megatron-LM@d98e8a64dd ``megatron/core/transformer/moe/moe_layer.py``:
+    ``MoELayer.forward`` raises ``ValueError`` in training when the attention TP group has more than one rank
+    and ``sequence_parallel`` is off; since Megatron-Core 0.8), or None. Priced as given, not refused: the
+    seed's runs and the project's MoE examples predate the check."""
+    p = cfg.parallel
+    if is_array(p.tp, p.sequence_parallel):  # arrays of layouts (the batched search): the scalar reports state it
+        return None
+    if not (cfg.model.is_moe and cfg.profile == "megatron" and p.tp > 1 and not p.sequence_parallel):
+        return None
+    return (f"rule moe-tp-needs-sp: parallel.tp {p.tp} with routed experts and parallel.sequence_parallel false: "
+            "Megatron-Core's MoELayer.forward refuses this layout in training ('performance may degrade if MoE and "
+            "tensor parallelism are enabled without also enabling sequence parallelism'); the estimate prices it as "
+            "given (TP all-reduces, unsharded norm activations): set parallel.sequence_parallel: true for the "
+            "layout Megatron runs")

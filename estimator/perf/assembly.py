@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from estimator.inputs.profiles import moe_tp_without_sp
 from estimator.perf import comm, network, overlap, pipeline
 from estimator.perf.context import Ctx, config_context, context
 from estimator.perf.report import MB_PARTS, PERF_PARTS, PerfReport
@@ -173,6 +174,8 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
     if cfg.train.cpu_offloading_num_layers:
         warnings.append(f"train.cpu_offloading_num_layers {cfg.train.cpu_offloading_num_layers}: the activation copies "
                         "to and from host memory run on a side stream and are not priced (memory only)")
+    if note := moe_tp_without_sp(cfg):
+        warnings.append(note)
     tokens = m * cfg.train.micro_batch_size * cfg.train.seq_length * p.dp
     model_flops = sum(3.0 * s.fw_flops for s in stages) * m * p.tp * p.cp * p.dp
     peak = cfg.hardware.peak_tflops[cfg.precision.compute] * FLOPS_PER_TFLOPS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,3 +200,24 @@ def test_megatron_expert_groups_need_ep_dividing_dp_cp() -> None:
         estimator.load_config(run)
     assert info.value.field == "parallel.ep" and "etp defaults to tp" in info.value.rule
     estimator.load_config(synthetic_run(profile="megatron", parallel={"tp": 4, "dp": 2, "ep": 4, "etp": 1}))
+
+
+
+def test_megatron_moe_with_tp_but_no_sequence_parallel_is_stated() -> None:
+    """Megatron-Core's MoELayer.forward raises in training with TP > 1 and no sequence parallelism: the
+    layout is priced as given and says so (the CLI's notes, both reports' warnings); sequence parallelism on,
+    tp = 1 or the seed's profile state nothing (synthetic MoE model)."""
+    from estimator.config.rules import stated_rules
+
+    def notes(**sections: Any) -> tuple[list[str], list[str], tuple[str, ...]]:
+        cfg = estimator.load_config(synthetic_run(**sections))
+        return stated_rules(cfg), estimator.estimate_perf(cfg).warnings, estimator.estimate_memory(cfg).warnings
+
+    layout = {"tp": 2, "pp": 2, "dp": 2, "ep": 2}
+    stated, perf, memory = notes(profile="megatron", parallel=layout)
+    assert len(stated) == 1 and stated[0].startswith("rule moe-tp-needs-sp: parallel.tp 2")
+    assert "MoELayer.forward" in stated[0] and stated[0] in perf and stated[0] in memory
+    for quiet in ({"profile": "megatron", "parallel": {**layout, "sequence_parallel": True}},
+                  {"profile": "megatron", "parallel": {"tp": 1, "pp": 2, "dp": 4, "ep": 2}},
+                  {"parallel": layout}):
+        assert not any("moe-tp-needs-sp" in n for group in notes(**quiet) for n in group), quiet
