@@ -22,6 +22,7 @@ from estimator.inputs.blackwell import BLACKWELL_ALIASES, BLACKWELL_PRESETS
 from estimator.inputs.device_presets import ALIASES as _BASE_ALIASES
 from estimator.inputs.device_presets import NVIDIA_LEVELS
 from estimator.inputs.device_presets import PRESETS as _BASE_PRESETS
+from estimator.inputs.rubin import RUBIN_ALIASES, RUBIN_PRESETS
 from estimator.inputs.variants import VARIANT_PRESETS
 from estimator.perf.comm import CollectiveKind
 from estimator.shared.arrays import ARRAY
@@ -233,10 +234,11 @@ class HardwareSpec(BaseModel):
         return self.hbm_gib * MIB_PER_GIB
 
 
-#: every built-in preset (estimator.inputs.device_presets, estimator.inputs.blackwell, estimator.inputs.variants)
+#: every built-in preset (estimator.inputs.device_presets, estimator.inputs.blackwell, estimator.inputs.rubin,
+#: estimator.inputs.variants)
 #: and their short names
-PRESETS: dict[str, dict[str, Any]] = {**_BASE_PRESETS, **BLACKWELL_PRESETS, **VARIANT_PRESETS}
-ALIASES: dict[str, str] = {**_BASE_ALIASES, **BLACKWELL_ALIASES}
+PRESETS: dict[str, dict[str, Any]] = {**_BASE_PRESETS, **BLACKWELL_PRESETS, **RUBIN_PRESETS, **VARIANT_PRESETS}
+ALIASES: dict[str, str] = {**_BASE_ALIASES, **BLACKWELL_ALIASES, **RUBIN_ALIASES}
 
 
 def preset_names() -> list[str]:

@@ -137,6 +137,7 @@ VARIANT_PRESETS: dict[str, dict[str, Any]] = {
 
 #: a measured row's hardware text (lower case) -> preset, first match wins; None: refused with the reason
 HARDWARE_PATTERNS: tuple[tuple[str, str | None], ...] = (
+    (r"vr200|vera[\s-]*rubin|\brubin\b", "vr200-nvl72"),
     (r"gb300", "gb300-nvl72"),
     (r"gb200", "gb200-nvl72"),
     (r"b300", "b300"),

@@ -79,7 +79,7 @@ def test_override_parsing() -> None:
 
 def test_hardware_presets_complete() -> None:
     assert set(PRESETS) == {"ascend-910b", "ascend-910c", "a100-80g", "h100-80g", "h100-sxm-96g-hbm2e", "h200", "b200",
-                            "b300", "gb200-nvl72", "gb300-nvl72", "a100-40g", "a100-pcie", "a800", "h100-pcie",
+                            "b300", "gb200-nvl72", "gb300-nvl72", "vr200-nvl72", "a100-40g", "a100-pcie", "a800", "h100-pcie",
                             "h100-nvl", "h800"}
     for name in PRESETS:
         spec = preset(name)
