@@ -22,6 +22,24 @@ NOTE_FEATURES: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 #: a phrase of ``notes`` naming a hybrid Mamba stack (its facts: :data:`HYBRID_NOTE_FACTS`)
 HYBRID_MAMBA_NOTE = "hybrid mamba"
+#: architecture features a row's (lower-case) notes may state that the estimator does not model: pattern -> what
+#: (the row is refused, never estimated as the transformer its columns describe; the Hugging Face importer refuses
+#: the same families by model type, ``estimator.importers.hf.REFUSED_TYPES``)
+UNMODELLED_NOTE_FEATURES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"gated[\s_-]*delta[\s_-]*(?:net|rule|product)|\bdeltanet\b|\bgdn\b"),
+     "Gated DeltaNet (linear-attention) mixers (Qwen3-Next, Qwen3.5; Megatron-Core's 'G' hybrid layers)"),
+    (re.compile(r"\blinear[\s_-]attention\b|\blightning attention\b"), "linear-attention mixers"),
+    (re.compile(r"\b(?:lightning|sparse)[\s_-]*indexer\b|\bsparse attention\b|\bindex_topk\b|\bdsa\b"),
+     "sparse attention (DeepSeek-V3.2's lightning indexer and its top-k keys per query)"),
+    (re.compile(r"\bgated attention\b|\battention output gate\b|\battn_output_gate\b|\boutput gat(?:e|ing)\b"),
+     "gated attention (a sigmoid gate on each head's attention output, Qwen3-Next / Qwen3.5)"),
+    (re.compile(r"\bchunked (?:local )?attention\b|\battention_chunk_size\b"), "chunked local attention (Llama 4)"),
+    (re.compile(r"\bnope layers?\b|\bno[\s_-]rope layers?\b"), "layers without position embedding (NoPE)"),
+    (re.compile(r"\bsoft[\s_-]?capp?ing\b|\bsoftcap\b"), "logit soft-capping"),
+    (re.compile(r"\bsandwich norm\b|\bpost[\s_-]?norms?\b|\bfour norms\b"), "norms after the attention / MLP blocks"),
+    (re.compile(r"\bvision (?:encoder|tower|model)\b|\bvit\b|\bmultimodal\b|\bimage tokens?\b"),
+     "a vision encoder and its image tokens"),
+)
 #: what a hybrid row's (lower-case) notes state, as the Bridge Blackwell rows spell it: model field -> pattern
 #: (the layer pattern as Bridge's ``hybrid_layer_pattern`` or Megatron's ``--hybrid-override-pattern``, the
 #: mamba heads × head dim, the state size, the B/C groups, the latent MoE width)
@@ -127,6 +145,24 @@ def _hybrid_fields(notes: str) -> dict[str, Any]:
         fields["mtp_layers"] = int(mtp.group(1))
         fields["mtp_repeated_layer"] = True
     return fields
+
+
+def check_unmodelled_features(notes: str) -> None:
+    """Refuse a row whose (lower-case) notes state an architecture feature the estimator does not model
+    (:data:`UNMODELLED_NOTE_FEATURES`; a sliding window other than the GPT-OSS phrase the reader parses, Mamba
+    layers outside a hybrid Mamba stack): a ConfigError on ``notes`` naming the feature and the phrase."""
+    for pattern, what in UNMODELLED_NOTE_FEATURES:
+        if (found := pattern.search(notes)) is not None:
+            raise ConfigError("notes", f"{what}: not modelled (the row's notes state {found.group(0)!r}); the row "
+                              "is not evaluable")
+    if "sliding window" in notes and not any(phrase in notes for phrase, values in NOTE_FEATURES
+                                             if "sliding_window" in values):
+        raise ConfigError("notes", "a sliding window in a form the reader does not parse (it reads 'sliding window "
+                          "(128,0) on alternate layers', Bridge's GPT-OSS provider): set model.sliding_window and "
+                          "model.global_attention_every by hand; the row is not evaluable as stated")
+    if re.search(r"\bmamba\b", notes) and HYBRID_MAMBA_NOTE not in notes:
+        raise ConfigError("notes", "the notes name Mamba layers but no hybrid Mamba stack (the reader's phrase "
+                          f"{HYBRID_MAMBA_NOTE!r} with its layer pattern and Mamba-2 dims): the row is not evaluable")
 
 
 def check_hybrid_facts(row: Mapping[str, str], model: Mapping[str, Any]) -> None:

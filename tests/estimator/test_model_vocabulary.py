@@ -107,3 +107,38 @@ def test_qk_norm_kernels_and_operators() -> None:
 
     plain, qk = layer_modules(shape(_run()))["attn_proj"], layer_modules(shape(_run(qk_norm=True)))["attn_proj"]
     assert qk["NORM"] - plain["NORM"] == 2
+
+
+@pytest.mark.parametrize(("phrase", "says"), [
+    ("hybrid gated deltanet/gated attention (3:1)", "Gated DeltaNet"),
+    ("linear_attention layers every 4th full", "linear-attention"),
+    ("lightning indexer, index_topk 2048", "sparse attention"),
+    ("attention output gate (sigmoid)", "gated attention"),
+    ("chunked attention (attention_chunk_size 8192)", "chunked local attention"),
+    ("nope layers every 4th", "NoPE"),
+    ("attention logit soft-capping 50", "soft-capping"),
+    ("sandwich norm per block", "norms after"),
+    ("vision encoder (ViT-H) frozen", "vision encoder"),
+    ("sliding window 4096 on every layer", "sliding window in a form the reader does not parse"),
+    ("mamba layers interleaved 1:7", "no hybrid Mamba stack"),
+])
+def test_unmodelled_architecture_in_notes_is_refused_naming_it(measured_dir: Path, phrase: str, says: str) -> None:
+    """A row whose notes state an architecture feature the estimator does not model is refused on ``notes`` with
+    the feature and the phrase, never estimated as the transformer its columns describe (a published Qwen3 row
+    with one synthetic phrase added)."""
+    row = _row(measured_dir, "mbridge_perf_summary_blackwell__26.08_Qwen3_30B_a3B_DGX-GB300_MXFP8")
+    assert config_from_measured_row(row)["model"]["num_experts"] == 128  # the row as published is estimated
+    with pytest.raises(ConfigError) as info:
+        config_from_measured_row({**row, "notes": row["notes"] + " | " + phrase})
+    assert info.value.field == "notes" and says in info.value.rule, info.value.rule
+
+
+def test_no_shared_row_trips_the_unmodelled_feature_guard(measured_dir: Path) -> None:
+    """Every shared row's notes (both CSVs) pass the guard: the features they state are modelled ('--fp8-format
+    hybrid', the Nemotron rows' 'hybrid Mamba', GPT-OSS's sliding window are not refusals)."""
+    from estimator.experiments.architecture_notes import check_unmodelled_features
+
+    for name in ("step_time_cases.csv", "memory_cases.csv"):
+        with (measured_dir / name).open(newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                check_unmodelled_features(row["notes"].lower())
