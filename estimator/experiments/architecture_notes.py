@@ -147,10 +147,26 @@ def _hybrid_fields(notes: str) -> dict[str, Any]:
     return fields
 
 
-def check_unmodelled_features(notes: str) -> None:
-    """Refuse a row whose (lower-case) notes state an architecture feature the estimator does not model
+#: model families whose name alone says the row holds a feature the estimator does not model (a row naming one is
+#: refused even when its notes leave the feature out): name pattern (lower case) -> the feature
+UNMODELLED_MODEL_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"qwen[\s_-]*3[\s._-]*next|qwen[\s_-]*3\.5"), "Gated DeltaNet mixers and gated attention"),
+    (re.compile(r"deepseek[\s_-]*v3\.2"), "DeepSeek-V3.2's sparse attention (lightning indexer)"),
+    (re.compile(r"llama[\s_-]*4\b"), "Llama 4's chunked local attention and NoPE layers"),
+    (re.compile(r"\bgemma[\s_-]*[23]\b"), "Gemma 2 / 3's post norms (and Gemma 2's soft-capping)"),
+    (re.compile(r"kimi[\s_-]*linear|minimax"), "linear-attention mixers"),
+    (re.compile(r"\bjamba\b|falcon[\s_-]*h1|\bzamba|\bbamba\b"), "a hybrid Mamba stack other than Nemotron-H's"),
+)
+
+
+def check_unmodelled_features(notes: str, model_name: str = "") -> None:
+    """Refuse a row whose model is a family with a feature the estimator does not model
+    (:data:`UNMODELLED_MODEL_NAMES`: a ConfigError on ``model_name``) or whose (lower-case) notes state one
     (:data:`UNMODELLED_NOTE_FEATURES`; a sliding window other than the GPT-OSS phrase the reader parses, Mamba
     layers outside a hybrid Mamba stack): a ConfigError on ``notes`` naming the feature and the phrase."""
+    for pattern, what in UNMODELLED_MODEL_NAMES:
+        if pattern.search(model_name.lower()):
+            raise ConfigError("model_name", f"{model_name!r}: {what}: not modelled; the row is not evaluable")
     for pattern, what in UNMODELLED_NOTE_FEATURES:
         if (found := pattern.search(notes)) is not None:
             raise ConfigError("notes", f"{what}: not modelled (the row's notes state {found.group(0)!r}); the row "

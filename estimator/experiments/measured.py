@@ -274,7 +274,7 @@ def _model(row: Mapping[str, str], assumed: dict[str, str]) -> dict[str, Any]:
     vocab = _int(row, "vocab_size") or _int(row, "padded_vocab_size") or _default("vocab_size", assumed)
     tied = _bool(row, "tied_embeddings")
     notes = _text(row, "notes").lower()
-    architecture_notes.check_unmodelled_features(notes)
+    architecture_notes.check_unmodelled_features(notes, _text(row, "model_name"))
     model: dict[str, Any] = {
         "name": _text(row, "model_name") or "model",
         "num_layers": num_layers,

@@ -133,6 +133,18 @@ def test_unmodelled_architecture_in_notes_is_refused_naming_it(measured_dir: Pat
     assert info.value.field == "notes" and says in info.value.rule, info.value.rule
 
 
+@pytest.mark.parametrize(("name", "says"), [
+    ("Qwen3-Next 80B-A3B", "Gated DeltaNet"), ("Qwen3.5 397B-A17B", "Gated DeltaNet"),
+    ("DeepSeek-V3.2-Exp", "sparse attention"), ("Llama 4 Maverick", "chunked"), ("Gemma 3 27B", "post norms"),
+    ("MiniMax-M1", "linear-attention"), ("Falcon-H1 34B", "hybrid Mamba"),
+])
+def test_a_row_of_an_unmodelled_family_is_refused_by_name(measured_dir: Path, name: str, says: str) -> None:
+    row = _row(measured_dir, "mbridge_perf_summary_blackwell__26.08_Qwen3_30B_a3B_DGX-GB300_MXFP8")
+    with pytest.raises(ConfigError) as info:
+        config_from_measured_row({**row, "model_name": name})
+    assert info.value.field == "model_name" and says in info.value.rule and name in info.value.rule
+
+
 def test_no_shared_row_trips_the_unmodelled_feature_guard(measured_dir: Path) -> None:
     """Every shared row's notes (both CSVs) pass the guard: the features they state are modelled ('--fp8-format
     hybrid', the Nemotron rows' 'hybrid Mamba', GPT-OSS's sliding window are not refusals)."""
@@ -141,4 +153,4 @@ def test_no_shared_row_trips_the_unmodelled_feature_guard(measured_dir: Path) ->
     for name in ("step_time_cases.csv", "memory_cases.csv"):
         with (measured_dir / name).open(newline="", encoding="utf-8") as fh:
             for row in csv.DictReader(fh):
-                check_unmodelled_features(row["notes"].lower())
+                check_unmodelled_features(row["notes"].lower(), row["model_name"])
