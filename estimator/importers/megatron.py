@@ -114,6 +114,31 @@ def _dims(a: _Args) -> None:
         a.out.put("model.attention", "gqa" if (groups or heads) < heads else "mha", "--group-query-attention")
         a.put("model.head_dim", "--kv-channels", h // heads)
     _activation_and_norm(a)
+    _attention_variants(a)
+
+
+def _attention_variants(a: _Args) -> None:
+    """``--window-size (left, right)`` (sliding-window attention, ``model.sliding_window`` = left) with
+    ``--window-attn-skip-freq N`` (every N-th layer full attention, ``model.global_attention_every``; a list
+    pattern is refused) and ``--softmax-type learnable`` (one sink logit per head, ``model.attention_sinks``;
+    ``off-by-one`` is refused) as Megatron-Core's ``TransformerConfig`` reads them."""
+    if a.has("--window-size"):
+        sizes = [int(v) for v in re.findall(r"-?\d+", str(a.args["--window-size"]))]
+        if len(sizes) != 2 or sizes[0] < 1 or sizes[1] != 0:
+            raise bad(a.file, "--window-size", f"{a.args['--window-size']!r}: a causal window (left, 0) with left ≥ 1 "
+                      "is modelled (Megatron-Core window_size = (left, right))")
+        a.out.put("model.sliding_window", sizes[0], "--window-size (left, right): the left window")
+        every = str(a.args.get("--window-attn-skip-freq", "")) if a.has("--window-attn-skip-freq") else ""
+        if every and not every.isdigit():
+            raise bad(a.file, "--window-attn-skip-freq", f"{every!r}: a per-layer list pattern is not modelled (an "
+                      "integer N, every N-th layer full attention, is)")
+        if every:
+            a.out.put("model.global_attention_every", int(every), "--window-attn-skip-freq: every N-th layer full")
+    softmax = a.text("--softmax-type", "vanilla")
+    if softmax not in ("vanilla", "learnable"):
+        raise bad(a.file, "--softmax-type", f"{softmax!r} is not modelled (vanilla, learnable)")
+    if softmax == "learnable":
+        a.out.put("model.attention_sinks", True, "--softmax-type learnable: one sink logit per head")
 
 
 def _mla(a: _Args) -> None:

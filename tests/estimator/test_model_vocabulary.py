@@ -154,3 +154,44 @@ def test_no_shared_row_trips_the_unmodelled_feature_guard(measured_dir: Path) ->
         with (measured_dir / name).open(newline="", encoding="utf-8") as fh:
             for row in csv.DictReader(fh):
                 check_unmodelled_features(row["notes"].lower(), row["model_name"])
+
+
+_ARGS = ("--num-layers 4 --hidden-size 256 --num-attention-heads 4 --group-query-attention --num-query-groups 2 "
+         "--kv-channels 64 --ffn-hidden-size 512 --swiglu --normalization RMSNorm --position-embedding-type rope "
+         "--seq-length 512 --micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 1024 ")
+
+
+def _megatron(tmp_path: Path, extra: str) -> dict[str, Any]:
+    """SYNTHETIC Megatron-LM launch arguments (a small GQA model) plus ``extra``; the imported model section."""
+    from estimator.importers.megatron import import_megatron
+
+    path = tmp_path / "run.sh"
+    path.write_text(_ARGS + extra + "\n", encoding="utf-8")
+    return import_megatron(path, world_size=8).data["model"]
+
+
+def test_megatron_window_and_sink_flags_import(tmp_path: Path) -> None:
+    """GPT-OSS's spelling in Megatron-LM: ``--window-size (128,0) --window-attn-skip-freq 2 --softmax-type
+    learnable`` -> sliding window 128 on alternate layers and sink logits; without a skip frequency every layer
+    is windowed; without the flags nothing changes."""
+    oss = _megatron(tmp_path, "--window-size (128,0) --window-attn-skip-freq 2 --softmax-type learnable")
+    assert (oss["sliding_window"], oss["global_attention_every"], oss["attention_sinks"]) == (128, 2, True)
+    every = _megatron(tmp_path, "--window-size 4096,0")
+    assert every["sliding_window"] == 4096 and "global_attention_every" not in every
+    plain = _megatron(tmp_path, "")
+    assert not {"sliding_window", "global_attention_every", "attention_sinks"} & set(plain)
+
+
+@pytest.mark.parametrize(("extra", "flag"), [
+    ("--experimental-attention-variant gated_delta_net --linear-attention-freq 4", "--experimental-attention-variant"),
+    ("--linear-attention-freq 4", "--linear-attention-freq"),
+    ("--no-rope-freq 4", "--no-rope-freq"),
+    ("--attention-output-gate", "--attention-output-gate"),
+    ("--softmax-type off-by-one", "--softmax-type"),
+    ("--window-size (128,128)", "--window-size"),
+    ("--window-size (128,0) --window-attn-skip-freq [1,1,1,0]*1", "--window-attn-skip-freq"),
+])
+def test_megatron_flags_of_unmodelled_attention_are_refused(tmp_path: Path, extra: str, flag: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        _megatron(tmp_path, extra)
+    assert info.value.field == flag and "modelled" in info.value.rule
