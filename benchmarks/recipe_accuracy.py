@@ -43,6 +43,7 @@ TITAN = "torchtitan_llama3_h100_202412"
 OFF = {"low_precision_gemms": False, "cuda_graphs": False, "op_sac_recompute": False,
        "grouped_expert_activation": False, "grouped_gemm_by_tokens": False, "flex_dispatch_per_rank": False,
        "grouped_op_fuser": False, "flex_dispatch_per_node": False, "fused_quantize": False, "quantized_tp_gather": False, "main_grad_add": False,
+       "cast_kernel_latency": False,
        "attention_head_dim": False, "fp8_attention": False, "sfu_softmax": False,
        "fsdp2_copies": False, "per_layer_recompute": False,
        "a2a_unpaired_steps": False, "muon": False}

@@ -81,6 +81,8 @@ class OptionsConfig(StrictSection):
                                  "hardware.fp8_gemm_any_layout (estimator.perf.lowp); off: as before")
     quantized_tp_gather: bool = Field(default=True, description="TE's quantized sequence-parallel all-gathers "
                                       "(estimator.perf.lowp); off: compute-dtype all-gathers as before")
+    cast_kernel_latency: bool = Field(default=True, description="a cast kernel's fixed time is the hardware's "
+                                      "cast_kernel_latency_us (estimator.perf.efficiency); off: kernel_latency_us")
     main_grad_add: bool = Field(default=True, description="train.gradient_accumulation_fusion false: Megatron's "
                                 "main_grad add per micro-batch (operators.main_grad_add_op); off: not priced")
     cuda_graphs: bool = Field(

@@ -82,6 +82,15 @@ NVIDIA_LEVELS: dict[str, list[dict[str, Any]]] = {
 _SIMUMAX = "MooreThreads/SimuMax@4dcaae513b configs/system/{}"
 
 
+#: a near-empty kernel's device time (µs): ``ndval calibrate --from-profile`` on the shared HTA control trace
+#: (kineto/hta-trace-diff/control.json.gz, 8 NVIDIA A100-PG509-200 ranks' rank 0): the 10th percentile of its
+#: 6,078 element-wise kernel durations, 3.00 µs (tests/estimator/test_cast_latency.py re-derives it)
+CAST_KERNEL_LATENCY_US = 3.0
+CAST_LATENCY_SOURCE = ("ndval calibrate --from-profile kineto/hta-trace-diff/control.json.gz (HTA's test data, NVIDIA "
+                       "A100-PG509-200): p10 duration of 6,078 element-wise kernels = 3.00 us, a near-empty kernel's "
+                       "time; applied to every NVIDIA device (assumption: no per-device figure)")
+
+
 def _simumax_eff(file: str, hbm_gb_s: float, hbm_source: str, matmul: float, sdp_fwd: float, sdp_bwd: float,
                  mem: float, latency_us: float, moe: tuple[str, float, float, float] | None = None) -> dict[str, Any]:
     """A :class:`DeviceEfficiency` mapping from one SimuMax system file (flat tables: one size row);
@@ -97,8 +106,9 @@ def _simumax_eff(file: str, hbm_gb_s: float, hbm_source: str, matmul: float, sdp
                          "permute_memory_bwd": f"{moe_src}: accelerator.bandwidth.permute_bwd.efficient_factor"}
     return extra | {
         "hbm_gb_s": hbm_gb_s, "matmul": [(0.0, matmul)], "attention_fwd": sdp_fwd, "attention_bwd": sdp_bwd,
-        "memory": [(0.0, mem)], "kernel_latency_us": latency_us,
+        "memory": [(0.0, mem)], "kernel_latency_us": latency_us, "cast_kernel_latency_us": CAST_KERNEL_LATENCY_US,
         "sources": {
+            "cast_kernel_latency_us": CAST_LATENCY_SOURCE,
             "hbm_gb_s": hbm_source,
             "matmul": f"{src}: accelerator.op.matmul.efficient_factor",
             "attention_fwd": f"{src}: accelerator.op.sdp_fwd.efficient_factor",

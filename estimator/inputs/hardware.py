@@ -121,7 +121,9 @@ class DeviceEfficiency(BaseModel):
     ``attention_bwd``: fused (flash) attention forward / backward against its full, non-causal FLOP
     count; ``hbm_gb_s``: HBM bandwidth (GB/s, 1e9 B/s) and ``memory``: its achieved share by the
     bytes one kernel moves in MB; ``kernel_latency_us``: fixed time added to each kernel's memory
-    term. ``grouped_matmul``: the routed-expert GEMMs of a MoE layer (grouped GEMM) against peak, and
+    term (SimuMax's per-operator latency, for the operators SimuMax prices); ``cast_kernel_latency_us``: that
+    of a cast kernel, which no SimuMax operator holds (:func:`estimator.perf.efficiency.kernel_latency_us`).
+    ``grouped_matmul``: the routed-expert GEMMs of a MoE layer (grouped GEMM) against peak, and
     ``permute_memory_fwd`` / ``_bwd``: the HBM share of the MoE token permute / unpermute forward and
     backward, where the source publishes them (None: the ``matmul`` / ``memory`` tables apply).
     ``grouped_matmul_fwd_by_tokens`` / ``_bwd_by_tokens``: the grouped GEMM's efficiency by the
@@ -142,6 +144,9 @@ class DeviceEfficiency(BaseModel):
     attention_bwd: float = Field(gt=0, le=1)
     memory: SizeTable = Field(min_length=1)
     kernel_latency_us: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    #: the fixed device time of one cast kernel (a TE / torchao quantize or amax kernel, operator variant
+    #: ``quantize``), where a profile measured a near-empty kernel's time (None: ``kernel_latency_us``)
+    cast_kernel_latency_us: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     grouped_matmul: float | None = Field(default=None, gt=0, le=1)
     permute_memory_fwd: float | None = Field(default=None, gt=0, le=1)
     permute_memory_bwd: float | None = Field(default=None, gt=0, le=1)

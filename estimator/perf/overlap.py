@@ -62,6 +62,7 @@ from estimator.memory.schedule import megatron_interleaved_warmup
 from estimator.perf import comm, layers, roofline
 from estimator.perf import operators as ops_
 from estimator.perf.context import Ctx, comm_value
+from estimator.perf.efficiency import device_efficiency
 from estimator.shared.arrays import any_true, is_array, maximum, pick
 
 #: one stage's cost record: estimator.perf.stage.StageCost, which imports this module (not imported here, even
@@ -128,8 +129,7 @@ class Windows:
 def _op_seconds(cfg: EstimatorConfig, ctx: Ctx, op: ops_.Op) -> tuple[float, float]:
     """(forward, backward) seconds of ``op``: the operator roofline when active, else FLOPs at peak."""
     if roofline.roofline_active(cfg):
-        eff = cfg.hardware.efficiency
-        assert eff is not None
+        eff = device_efficiency(cfg)
         k = cfg.options.compute_efficiency
         peak = ctx.peak_flops / k
         return roofline.op_pass_s(op, False, eff, peak) / k, roofline.op_pass_s(op, True, eff, peak) / k

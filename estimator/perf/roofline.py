@@ -31,6 +31,7 @@ from estimator.memory import fsdp2
 from estimator.perf import lowp, mamba, sac
 from estimator.perf import operators as ops_
 from estimator.perf.context import prices
+from estimator.perf.efficiency import device_efficiency, efficiency_key, kernel_latency_us
 from estimator.perf.kernels import PassKernels
 from estimator.perf.layers import is_moe_layer, stage_mode_groups
 from estimator.shared.arrays import ARRAY, is_array, maximum, minimum, unique_rows, where
@@ -86,7 +87,7 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
     if type(moved) is ARRAY or moved:
         permute = eff.permute_memory_bwd if backward else eff.permute_memory_fwd
         share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MEGABYTE)
-        memory_s = moved / (eff.hbm_gb_s * BYTES_PER_GB * share) + kernels * eff.kernel_latency_us * S_PER_US
+        memory_s = moved / (eff.hbm_gb_s * BYTES_PER_GB * share) + kernels * kernel_latency_us(eff, variant) * S_PER_US
         if type(moved) is ARRAY:  # rows moving nothing price no memory term (the scalar ``if``)
             memory_s = where(moved != 0, memory_s, 0.0)
     return maximum(compute_s, memory_s)
@@ -412,24 +413,6 @@ def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_gra
     return _memo_seconds(cfg.model, key, lambda: price(dims))
 
 
-def efficiency_key(eff: DeviceEfficiency) -> tuple[object, ...]:
-    """The values :func:`kernel_group_s` reads from ``eff`` (sources excluded), hashable; built once per
-    (frozen) instance."""
-    return cache.held_value(_EFFICIENCY_KEYS, id(eff), eff, _efficiency_values, eff)
-
-
-#: :func:`efficiency_key` by instance identity (the entry holds the instance)
-_EFFICIENCY_KEYS = cache.store("estimator.efficiency_keys", bound=256, key="id(DeviceEfficiency)",
-                               holds="(the instance, its values as a hashable tuple)")
-
-
-def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
-    return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
-            tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.grouped_matmul, eff.permute_memory_fwd,
-            eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul, eff.sfu_exp_per_s, eff.attention_sfu_exp_per_s,
-            *(tuple(map(tuple, t or ())) for t in (eff.grouped_matmul_fwd_by_tokens, eff.grouped_matmul_bwd_by_tokens)))
-
-
 def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
                    optimizer_ops: list[ops_.Op]) -> StageRoofline:
     """Forward, backward and recompute seconds of one stage per micro-batch (layers, embedding, head)
@@ -437,8 +420,7 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     optimizer) are derated by ``options.compute_efficiency``. Layers of one kind are priced once and
     multiplied by their count; their prices are kept for the other stages
     (:func:`estimator.perf.context.prices`)."""
-    eff = cfg.hardware.efficiency
-    assert eff is not None
+    eff = device_efficiency(cfg)
     memo = prices(cfg, ctx, "roofline")
     peak = ctx.peak_flops / cfg.options.compute_efficiency
     derate = 1.0 / cfg.options.compute_efficiency
