@@ -76,10 +76,20 @@ NVIDIA_LEVELS: dict[str, list[dict[str, Any]]] = {
     ],
 }
 
-#: SimuMax's published system files (MooreThreads/SimuMax@4dcaae513b configs/system/): per op class
-#: an efficient_factor against the datasheet peak, an HBM efficient_factor and a latency_us added
-#: to every operator's memory-access time (simumax/core/config.py compute_mem_access_time)
-_SIMUMAX = "MooreThreads/SimuMax@4dcaae513b configs/system/{}"
+#: SimuMax's published system files (MooreThreads/SimuMax configs/system/): per op class an efficient_factor
+#: against the datasheet peak, an HBM efficient_factor and a latency_us added to every operator's memory-access
+#: time (simumax/core/config.py compute_mem_access_time), each cited at a commit that holds the file
+#: (a100_bf16.json was removed in 3005b17 and h100_nvlink.json after 160921c; the others are at 4dcaae513b)
+_SIMUMAX_AT = {"a100_bf16.json": "95a0211dda", "h100_nvlink.json": "160921ca96"}
+_SIMUMAX = "MooreThreads/SimuMax@{} configs/system/{}"
+#: SimuMax's own note on its H100 file (``_notes`` of h100_nvlink.json at 160921ca96)
+_H100_STARTER = ("; SimuMax's note on this file: 'Spec-based starter config ... Compute efficiencies are population "
+                 "averages, NOT shape-calibrated ... Expect 10-20% error on iter time'")
+
+
+def simumax_file(file: str) -> str:
+    """``owner/repo@commit path`` of one SimuMax system file, at a commit that holds it."""
+    return _SIMUMAX.format(_SIMUMAX_AT.get(file, "4dcaae513b"), file)
 
 
 #: a near-empty kernel's device time (µs): ``ndval calibrate --from-profile`` on the shared HTA control trace
@@ -92,31 +102,39 @@ CAST_LATENCY_SOURCE = ("ndval calibrate --from-profile kineto/hta-trace-diff/con
 
 
 def _simumax_eff(file: str, hbm_gb_s: float, hbm_source: str, matmul: float, sdp_fwd: float, sdp_bwd: float,
-                 mem: float, latency_us: float, moe: tuple[str, float, float, float] | None = None) -> dict[str, Any]:
+                 mem: float, latency_us: float, moe: tuple[str, float, float, float] | None = None,
+                 fp8: tuple[float, float] | None = None, note: str = "") -> dict[str, Any]:
     """A :class:`DeviceEfficiency` mapping from one SimuMax system file (flat tables: one size row);
-    ``moe``: (``owner/repo@commit`` of the file read, group_matmul, permute_fwd, permute_bwd factors)."""
-    src = _SIMUMAX.format(file)
+    ``moe``: (``owner/repo@commit`` of the file read, group_matmul, permute_fwd, permute_bwd factors);
+    ``fp8``: its (fp8_matmul, fp8_group_matmul) factors against the FP8 peak; ``note``: appended to every
+    factor's source (what the file says of itself)."""
+    src = simumax_file(file)
     extra: dict[str, Any] = {}
+    if fp8 is not None:
+        extra = {"fp8_matmul": fp8[0], "fp8_grouped_matmul": fp8[1]}
     if moe is not None:
         at, grouped, perm_fwd, perm_bwd = moe
-        extra = {"grouped_matmul": grouped, "permute_memory_fwd": perm_fwd, "permute_memory_bwd": perm_bwd}
+        extra |= {"grouped_matmul": grouped, "permute_memory_fwd": perm_fwd, "permute_memory_bwd": perm_bwd}
         moe_src = f"{at} configs/system/{file}"
         extra_sources = {"grouped_matmul": f"{moe_src}: accelerator.op.group_matmul.efficient_factor",
                          "permute_memory_fwd": f"{moe_src}: accelerator.bandwidth.permute_fwd.efficient_factor",
                          "permute_memory_bwd": f"{moe_src}: accelerator.bandwidth.permute_bwd.efficient_factor"}
+    factors = {
+        "matmul": f"{src}: accelerator.op.matmul.efficient_factor",
+        "attention_fwd": f"{src}: accelerator.op.sdp_fwd.efficient_factor",
+        "attention_bwd": f"{src}: accelerator.op.sdp_bwd.efficient_factor",
+        "memory": f"{src}: accelerator.bandwidth efficient_factor",
+        "kernel_latency_us": f"{src}: accelerator.bandwidth latency_us (added per operator memory access)",
+        **(extra_sources if moe is not None else {}),
+        **({"fp8_matmul": f"{src}: accelerator.op.fp8_matmul.efficient_factor (against the FP8 peak)",
+            "fp8_grouped_matmul": f"{src}: accelerator.op.fp8_group_matmul.efficient_factor (against the FP8 peak)"}
+           if fp8 is not None else {}),
+    }
     return extra | {
         "hbm_gb_s": hbm_gb_s, "matmul": [(0.0, matmul)], "attention_fwd": sdp_fwd, "attention_bwd": sdp_bwd,
         "memory": [(0.0, mem)], "kernel_latency_us": latency_us, "cast_kernel_latency_us": CAST_KERNEL_LATENCY_US,
-        "sources": {
-            "cast_kernel_latency_us": CAST_LATENCY_SOURCE,
-            "hbm_gb_s": hbm_source,
-            "matmul": f"{src}: accelerator.op.matmul.efficient_factor",
-            "attention_fwd": f"{src}: accelerator.op.sdp_fwd.efficient_factor",
-            "attention_bwd": f"{src}: accelerator.op.sdp_bwd.efficient_factor",
-            "memory": f"{src}: accelerator.bandwidth efficient_factor",
-            "kernel_latency_us": f"{src}: accelerator.bandwidth latency_us (added per operator memory access)",
-            **(extra_sources if moe is not None else {}),
-        },
+        "sources": {"cast_kernel_latency_us": CAST_LATENCY_SOURCE, "hbm_gb_s": hbm_source,
+                    **{k: v + note for k, v in factors.items()}},
     }
 
 
@@ -131,7 +149,7 @@ _B200_GROUPED_BY_TOKENS = {
     "grouped_matmul_bwd_by_tokens": [(0.0, 0.1415), (256.0, 0.2381), (512.0, 0.2917), (1024.0, 0.3815),
                                      (2048.0, 0.4343), (8192.0, 0.4410)],
 }
-_B200_GROUPED_SOURCE = (f"{_SIMUMAX.format('b200_bf16_ceperm.json')}: accelerator.op.group_matmul."
+_B200_GROUPED_SOURCE = (f"{simumax_file('b200_bf16_ceperm.json')}: accelerator.op.group_matmul."
                         "accurate_efficient_factor, median per power-of-two bin of tokens per expert "
                         "(estimator.inputs.device_presets._B200_GROUPED_BY_TOKENS)")
 
@@ -166,6 +184,8 @@ def _with_sfu(eff: dict[str, Any], device_exp_per_s: float) -> dict[str, Any]:
 _TITAN_H100 = "pytorch/torchtitan@b5bcd76c66 benchmarks/llama3_h100_202412_torchtitan.md 'Hardware'"
 #: SimuMax's H100 file (h100_nvlink.json, read at 160921ca96): group_matmul 0.60, permute_fwd / _bwd 0.25
 _SIMUMAX_H100_MOE = ("MooreThreads/SimuMax@160921ca96", 0.60, 0.25, 0.25)
+#: the same file's FP8 factors against the 1,979 TFLOPS FP8 peak: fp8_matmul 0.65, fp8_group_matmul 0.58
+_SIMUMAX_H100_FP8 = (0.65, 0.58)
 
 #: the source of ``fp8_gemm_any_layout`` (compute capability 10.x: B200, B300, GB200, GB300)
 FP8_ANY_LAYOUT = ("NVIDIA/TransformerEngine transformer_engine/pytorch/utils.py is_non_tn_fp8_gemm_supported(): "
@@ -231,7 +251,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "devices_per_node": 8,
         "levels": NVIDIA_LEVELS["h100-80g"],
         "efficiency": _simumax_eff("h100_nvlink.json", 3350.0, "NVIDIA H100 SXM5 datasheet: 3.35 TB/s",
-                                   0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE),
+                                   0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE,
+                                   fp8=_SIMUMAX_H100_FP8, note=_H100_STARTER),
         "provenance": {
             "hbm_gib": "NVIDIA H100 SXM5 80GB datasheet",
             "peak_tflops": "NVIDIA H100 SXM5 datasheet, dense (no sparsity)",
@@ -246,7 +267,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "devices_per_node": 8,
         "levels": NVIDIA_LEVELS["h100-80g"],
         "efficiency": _simumax_eff("h100_nvlink.json", 2400.0, _TITAN_H100 + ": 96GB HBM2e with 2.4 TB/sec peak "
-                                   "memory bandwidth", 0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE),
+                                   "memory bandwidth", 0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE,
+                                   fp8=_SIMUMAX_H100_FP8, note=_H100_STARTER),
         "provenance": {
             "hbm_gib": _TITAN_H100 + ": 96GB HBM2e (taken as GiB like the 80 GB H100 preset; only the fits check "
                        "reads it)",
@@ -254,7 +276,8 @@ PRESETS: dict[str, dict[str, Any]] = {
                            "'HBM2e-based SXM H100 with lower TDP, the actual peak TFLOPs number is between SXM and "
                            "NVL, and we don't know its exact value' (H100 NVL datasheet: 835 BF16 / 1670 FP8 dense); "
                            "the 500 W power limit's clocks are not modelled",
-            "efficiency": "SimuMax's H100 factors (measured on a 700 W H100 SXM5 80GB) against this HBM bandwidth",
+            "efficiency": "SimuMax's H100 factors (a spec-based starter file for the 700 W H100 SXM5 80GB, not "
+                          "shape-calibrated) against this HBM bandwidth",
             "levels": _TITAN_H100 + ": 8 H100 per host fully connected with NVLink (NVLink4 450 GB/s per "
                       "direction), 400 Gb/s RDMA per GPU",
             "network": _NVIDIA_NET,
@@ -268,7 +291,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "levels": NVIDIA_LEVELS["h100-80g"],
         "efficiency": _simumax_eff("h100_nvlink.json", 4800.0, "NVIDIA H200 SXM datasheet: 4.8 TB/s; the "
                                    "efficiencies are SimuMax's H100 file (same tensor cores; assumption)",
-                                   0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE),
+                                   0.70, 0.72, 0.55, 0.85, 20.0, moe=_SIMUMAX_H100_MOE,
+                                   fp8=_SIMUMAX_H100_FP8, note=_H100_STARTER),
         "provenance": {
             "hbm_gib": "NVIDIA H200 SXM 141 GB (decimal) datasheet; ~140 GiB usable, rounded",
             "peak_tflops": "NVIDIA H200 SXM datasheet, dense (same tensor cores as H100)",

@@ -156,6 +156,9 @@ class DeviceEfficiency(BaseModel):
     #: ``matmul`` table applies at that peak, estimator.perf.lowp)
     fp8_matmul: float | None = Field(default=None, gt=0, le=1)
     fp4_matmul: float | None = Field(default=None, gt=0, le=1)
+    #: a low-precision routed-experts grouped GEMM's share of the FP8 peak where a source states it (None: the
+    #: rules of ``fp8_matmul`` and the grouped tables apply)
+    fp8_grouped_matmul: float | None = Field(default=None, gt=0, le=1)
     sfu_exp_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     attention_sfu_exp_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     sources: dict[str, str] = Field(default_factory=dict)
@@ -169,8 +172,11 @@ class DeviceEfficiency(BaseModel):
                                      f"({threshold}, {eff})")
         return self
 
-    def low_precision_matmul(self, peak: str) -> float | None:
-        """The stated share of the ``fp8`` / ``fp4`` peak a low-precision GEMM achieves, or None."""
+    def low_precision_matmul(self, peak: str, grouped: bool = False) -> float | None:
+        """The stated share of the ``fp8`` / ``fp4`` peak a low-precision GEMM achieves (a routed-experts grouped
+        GEMM: ``fp8_grouped_matmul`` where given), or None."""
+        if grouped and peak == "fp8" and self.fp8_grouped_matmul is not None:
+            return self.fp8_grouped_matmul
         return self.fp8_matmul if peak == "fp8" else self.fp4_matmul if peak == "fp4" else None
 
     def grouped_matmul_by_tokens(self, tokens: float, backward: bool) -> float | None:

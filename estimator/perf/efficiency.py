@@ -61,5 +61,5 @@ def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
     return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
             tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.cast_kernel_latency_us, eff.grouped_matmul,
             eff.permute_memory_fwd,
-            eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul, eff.sfu_exp_per_s, eff.attention_sfu_exp_per_s,
+            eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul, eff.fp8_grouped_matmul, eff.sfu_exp_per_s, eff.attention_sfu_exp_per_s,
             *(tuple(map(tuple, t or ())) for t in (eff.grouped_matmul_fwd_by_tokens, eff.grouped_matmul_bwd_by_tokens)))

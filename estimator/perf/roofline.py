@@ -61,7 +61,8 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
     with ``grouped_tokens`` (the tokens of each expert's GEMM, > 0) and a hardware table by tokens per
     expert, the grouped GEMM takes that table's efficiency (:func:`grouped_eff`).
     A low-precision GEMM (variant ``…@fp8`` / ``…@fp4``, :mod:`estimator.perf.lowp`) runs at
-    ``peak_flops·peak_scale`` with ``eff.fp8_matmul`` / ``fp4_matmul`` where given."""
+    ``peak_flops·peak_scale`` with ``eff.fp8_matmul`` / ``fp4_matmul`` where given (a grouped one
+    ``eff.fp8_grouped_matmul`` where given)."""
     per_kernel = maximum(kernels, 1.0)
     compute_s = 0.0
     if type(flops) is ARRAY or flops:  # (arrays of layouts: rows with 0 FLOPs price 0)
@@ -70,8 +71,8 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
             e = eff.attention_bwd if backward else eff.attention_fwd
             if base.startswith("hd"):  # head dim other than the measured 128 (ops_.HEAD_DIM_EFFICIENCY)
                 e *= ops_.HEAD_DIM_EFFICIENCY[int(base[2:])][1 if backward else 0]
-        elif low and eff.low_precision_matmul(low) is not None:
-            e = cast(float, eff.low_precision_matmul(low))
+        elif low and eff.low_precision_matmul(low, base == "grouped") is not None:
+            e = cast(float, eff.low_precision_matmul(low, base == "grouped"))
         elif base == "grouped" and (type(grouped_tokens) is ARRAY or grouped_tokens) and \
                 eff.grouped_matmul_by_tokens(0.0, backward) is not None:
             e = grouped_eff(eff, grouped_tokens, backward)
