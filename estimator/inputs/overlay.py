@@ -154,7 +154,7 @@ def _check_values(file: str, key: str, value: Any) -> None:
     elif key in ("attention_fwd", "attention_bwd", "grouped_matmul", "permute_memory_fwd", "permute_memory_bwd"):
         if not isinstance(value, int | float) or not 0 < value <= 1:
             raise ConfigError(field, f"efficiency must be in (0, 1]; got {value!r}", file=file)
-    elif key in ("hbm_gb_s", "kernel_latency_us") and (
+    elif key in ("hbm_gb_s", "kernel_latency_us", "cast_kernel_latency_us") and (
             not isinstance(value, int | float) or value < 0 or (key == "hbm_gb_s" and value == 0)):
         raise ConfigError(field, f"must be a number {'> 0' if key == 'hbm_gb_s' else '>= 0'}; got {value!r}",
                           file=file)

@@ -60,6 +60,7 @@ def test_per_class_numbers_match_the_hand_computation(tmp_path: Path) -> None:
     assert ew["count"] == 3 and ew["time_us"] == 60.0
     # p10 of (10, 20, 30) by linear interpolation: 10 + 0.2·10 = 12
     assert ew["kernel_latency_us"] == pytest.approx(12.0) and doc["efficiency"]["kernel_latency_us"] == 12.0
+    assert doc["efficiency"]["cast_kernel_latency_us"] == 12.0  # a near-empty kernel's time, casts' too
     assert fit["collective"]["count"] == 1 and fit["collective"]["time_us"] == 500.0
     assert fit["attention"] == {"count": 0} and fit["memcpy"] == {"count": 0}
     assert "ndval calibrate" in doc["efficiency"]["sources"]["matmul"]
@@ -96,6 +97,7 @@ def test_estimate_reads_the_overlay(tmp_path: Path, capsys: pytest.CaptureFixtur
     ({"matmul": [[0, -0.5]]}, "efficiency.matmul"),
     ({"attention_fwd": 1.5}, "efficiency.attention_fwd"),
     ({"kernel_latency_us": -1}, "efficiency.kernel_latency_us"),
+    ({"cast_kernel_latency_us": -1}, "efficiency.cast_kernel_latency_us"),
 ])
 def test_bad_overlay_is_one_error_naming_file_and_field(tmp_path: Path, efficiency: dict[str, Any],
                                                          field: str) -> None:
@@ -122,8 +124,8 @@ def test_bad_calibrate_input_is_one_error(tmp_path: Path, capsys: pytest.Capture
 
 @pytest.mark.needs_data
 @pytest.mark.parametrize("relative,hardware,written", [
-    ("ascend/msinsight-level1/rank0_ascend_pt", "ascend-910b", {"matmul", "kernel_latency_us"}),
-    ("kineto/hta-trace-diff/control.json.gz", None, {"kernel_latency_us"}),
+    ("ascend/msinsight-level1/rank0_ascend_pt", "ascend-910b", {"matmul", "kernel_latency_us", "cast_kernel_latency_us"}),
+    ("kineto/hta-trace-diff/control.json.gz", None, {"kernel_latency_us", "cast_kernel_latency_us"}),
 ])
 def test_real_profiles_write_an_overlay(tmp_path: Path, profile_path: Any, relative: str, hardware: str | None,
                                         written: set[str]) -> None:

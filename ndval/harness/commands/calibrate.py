@@ -8,7 +8,8 @@ class, what the profile supports:
   (median = the overlay's ``matmul`` efficiency);
 * ``elementwise``: achieved bytes/s over the hardware's HBM bandwidth for the kernels whose shapes and
   dtypes give their bytes (median = ``memory`` efficiency), and the kernel latency = the 10th
-  percentile of their durations (``kernel_latency_us``: a near-empty kernel's time);
+  percentile of their durations (``kernel_latency_us`` and ``cast_kernel_latency_us``: a near-empty kernel's
+  time, which a cast kernel's fixed time is too);
 * ``attention``, ``collective``, ``memcpy``: count and time (reported, not written);
 * host time per layer: where a host thread's top-level ops repeat with the model's layers,
   :mod:`ndval.harness.commands.host_layers` counts the launches and the host time per repetition (reported
@@ -147,9 +148,10 @@ def overlay_from_fit(fit: dict[str, dict[str, Any]], profile: str, hardware: str
         m = e["memory_efficiency"]
         eff["memory"] = [[0.0, round(min(1.0, m["median"]), 6)]]
         sources["memory"] = f"{src}: median achieved/HBM bytes/s of {m['kernels_used']} element-wise kernels"
-    if "kernel_latency_us" in e:
-        eff["kernel_latency_us"] = round(e["kernel_latency_us"], 3)
+    if "kernel_latency_us" in e:  # a near-empty kernel's time: every kernel's, casts' too (estimator.perf.efficiency)
+        eff["kernel_latency_us"] = eff["cast_kernel_latency_us"] = round(e["kernel_latency_us"], 3)
         sources["kernel_latency_us"] = f"{src}: p10 duration of {e['count']} element-wise kernels"
+        sources["cast_kernel_latency_us"] = sources["kernel_latency_us"]
     eff["sources"] = sources
     return {"hardware": hardware, "source": src, "efficiency": eff, "fit": fit}
 
