@@ -128,7 +128,7 @@ def _attention_variants(a: _Args) -> None:
             raise bad(a.file, "--window-size", f"{a.args['--window-size']!r}: a causal window (left, 0) with left ≥ 1 "
                       "is modelled (Megatron-Core window_size = (left, right))")
         a.out.put("model.sliding_window", sizes[0], "--window-size (left, right): the left window")
-        every = str(a.args.get("--window-attn-skip-freq", "")) if a.has("--window-attn-skip-freq") else ""
+        every = a.text("--window-attn-skip-freq") or ""
         if every and not every.isdigit():
             raise bad(a.file, "--window-attn-skip-freq", f"{every!r}: a per-layer list pattern is not modelled (an "
                       "integer N, every N-th layer full attention, is)")

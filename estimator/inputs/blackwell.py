@@ -52,13 +52,21 @@ _CX7 = "NVIDIA ConnectX-7 400 Gb/s InfiniBand per GPU (GB200 NVL72 reference arc
 _CX8 = "NVIDIA ConnectX-8 SuperNIC 800 Gb/s per GPU (HGX B300 / GB300 NVL72) = 100 GB/s"
 
 
+def carried_b200_efficiency(carried: str, hbm_gb_s: float, hbm_source: str, sfu_exp_per_s: float,
+                            sfu_source: str) -> dict[str, Any]:
+    """The B200 device efficiencies carried over to another system: every source ends with ``carried`` (the
+    assumption), with the system's own HBM bandwidth and SFU exponential rate and their sources (the attention
+    factors keep the B200's rate as their reference)."""
+    sources = {k: v + carried for k, v in _B200_EFFICIENCY["sources"].items()}
+    sources["hbm_gb_s"], sources["sfu_exp_per_s"] = hbm_source, sfu_source
+    return {**_B200_EFFICIENCY, "hbm_gb_s": hbm_gb_s, "sfu_exp_per_s": sfu_exp_per_s, "sources": sources}
+
+
 def _efficiency(system: str, sfu_exp_per_s: float) -> dict[str, Any]:
-    """The B200 device efficiencies with each source noting they are carried over to ``system``, and
-    ``system``'s own SFU exponential rate (the attention factors keep the B200's as their reference)."""
-    sources = {k: v + _SAME_SM.format(system) for k, v in _B200_EFFICIENCY["sources"].items()}
-    sources["hbm_gb_s"] = f"{system}: 8 TB/s HBM3e per GPU (see provenance.hbm)"
-    sources["sfu_exp_per_s"] = f"{system}: {sfu_exp_per_s / 1e12:g} TeraExponentials/s; {SFU_SOURCE}"
-    return {**_B200_EFFICIENCY, "hbm_gb_s": 8000.0, "sfu_exp_per_s": sfu_exp_per_s, "sources": sources}
+    """:func:`carried_b200_efficiency` for a Blackwell system: the same SM generation, 8 TB/s HBM3e."""
+    return carried_b200_efficiency(_SAME_SM.format(system), 8000.0, f"{system}: 8 TB/s HBM3e per GPU (see "
+                                   "provenance.hbm)", sfu_exp_per_s,
+                                   f"{system}: {sfu_exp_per_s / 1e12:g} TeraExponentials/s; {SFU_SOURCE}")
 
 
 def _nvlink5(max_devices: int, system: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from estimator.inputs.blackwell import carried_b200_efficiency
 from estimator.inputs.device_presets import (
     _ASSUMED_EFF,
     _NET_LAT_US,
@@ -24,7 +25,6 @@ from estimator.inputs.device_presets import (
     FP8_ANY_LAYOUT,
     MXFP8_GEMM,
     NVIDIA_LEVELS,
-    PRESETS,
     _level,
 )
 
@@ -45,14 +45,10 @@ RUBIN_HBM_GB_S = 22000.0
 
 def _efficiency() -> dict[str, Any]:
     """The B200 preset's device efficiencies, each source stating the carry-over, with Rubin's HBM bandwidth;
-    the SFU rate equal to the attention factors' reference (no SFU adjustment: Rubin's is not published)."""
-    base = PRESETS["b200"]["efficiency"]
-    sources = {k: v + _CARRIED for k, v in base["sources"].items()}
-    sources["hbm_gb_s"] = _RUBIN_HBM
-    sources["sfu_exp_per_s"] = ("Rubin's SFU exponential rate is not published: the attention factors' reference "
-                                "rate (Blackwell's), so flash attention is priced as measured")
-    return {**base, "hbm_gb_s": RUBIN_HBM_GB_S, "sfu_exp_per_s": BLACKWELL_SFU_EXP_PER_S,
-            "attention_sfu_exp_per_s": BLACKWELL_SFU_EXP_PER_S, "sources": sources}
+    the SFU rate the attention factors' own (Blackwell's: no SFU adjustment, Rubin's is not published)."""
+    return carried_b200_efficiency(_CARRIED, RUBIN_HBM_GB_S, _RUBIN_HBM, BLACKWELL_SFU_EXP_PER_S,
+                                   "Rubin's SFU exponential rate is not published: the attention factors' reference "
+                                   "rate (Blackwell's), so flash attention is priced as measured")
 
 
 def _nvlink6() -> dict[str, Any]:

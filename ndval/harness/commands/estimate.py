@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -147,8 +148,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG_ERROR
     from estimator.config.rules import stated_rules
 
+    reported = {*memory.warnings, *perf.warnings}  # printed with the tables (text) or in the document (--json)
     for note in stated_rules(cfg):
-        print(f"ndval estimate: note: {note}", file=sys.stderr)
+        if note not in reported:
+            print(f"ndval estimate: note: {note}", file=sys.stderr)
     size = param_counts(cfg.model)
     if args.json:
         doc: dict[str, Any] = {"ndval_version": ndval_version(), "config": str(args.config or args.from_megatron or args.from_torchtitan
@@ -168,5 +171,5 @@ def run(args: argparse.Namespace) -> int:
           f"(embedding and output layer as the model defines them{', tied' if cfg.model.tied_embeddings else ''})")
     print(format_memory_table(memory))
     print()
-    print(format_perf_table(perf))
+    print(format_perf_table(replace(perf, warnings=[w for w in perf.warnings if w not in memory.warnings])))
     return 0
