@@ -19,35 +19,16 @@ whole group.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from estimator.config.errors import ConfigError
-from estimator.inputs import hybrid, pipeline_split, recipes
+from estimator.config.mixer_rules import mixer_rules
+from estimator.config.rule import Cfg, Rule
+from estimator.inputs import pipeline_split, recipes
 from estimator.inputs.profiles import OVERLAP_FLAGS, moe_tp_without_sp, tp_comm_overlap_possible
 from estimator.shared.arrays import any_true
-
-#: a configuration (``estimator.config.schema.EstimatorConfig``, which imports this module: not named here,
-#: even for type checking), or a stand-in whose numeric fields may be numpy arrays
-Cfg = Any
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One cross-field rule: where it is broken, the field it names and its message."""
-
-    field: str | Callable[[Cfg], str]
-    broken: Callable[[Cfg], Any]
-    message: Callable[[Cfg], str]
-    structural: bool = False
-    #: the rule's name (quoted in its message where given)
-    name: str = ""
-
-    def field_of(self, cfg: Cfg) -> str:
-        """The dotted field this rule names for ``cfg`` (fixed unless the rule is structural)."""
-        return self.field if isinstance(self.field, str) else self.field(cfg)
 
 
 def _etp_or_1(etp: Any) -> Any:
@@ -351,7 +332,8 @@ def _train_rules() -> list[Rule]:
              "train: {cross_entropy_fusion: te}, or cross_entropy_fusion: none)", structural=True),
         Rule("recompute.selective_ac_option",
              lambda c: (c.recompute.selective_ac_option == "op")
-             & (c.model.is_moe | (c.model.attention == "mla") | (c.model.hybrid_override_pattern is not None)),
+             & (c.model.is_moe | (c.model.attention == "mla") | (c.model.hybrid_override_pattern is not None)
+                | (c.model.linear_attention_freq is not None)),
              lambda c: "'op' (torchtitan's op-level policy) is modelled for dense MHA/GQA blocks only; "
              "a valid example: model llama3-8b with {mode: selective, selective_ac_option: op}", structural=True),
         Rule("recompute.per_stage",
@@ -433,36 +415,13 @@ def _head_rules() -> list[Rule]:
              lambda c: f"must divide the KV heads (model.num_kv_heads = {c.model.kv_heads}) or be a multiple of them "
              f"(KV replication); got {c.parallel.tp} (rule tp-divides-kv-heads: each rank holds whole query "
              "groups, Megatron-LM megatron/core/transformer/attention.py)", name="tp-divides-kv-heads"),
-        *_mamba_rules(),
+        *mixer_rules(),
         Rule("model.hidden_size",
              lambda c: (c.model.head_dim is None) & (c.model.hidden_size < c.model.num_attention_heads),
              lambda c: f"must be at least model.num_attention_heads ({c.model.num_attention_heads}) when "
              f"model.head_dim is not given (head_dim = hidden // heads would be 0); got {c.model.hidden_size} "
              "(rule hidden-divisible-by-heads; set model.head_dim for another head size)",
              structural=True, name="hidden-divisible-by-heads"),
-    ]
-
-
-def _mamba(cfg: Cfg) -> bool:
-    return "M" in (cfg.model.hybrid_override_pattern or "")
-
-
-def _mamba_rules() -> list[Rule]:
-    """The Mamba-2 mixer over TP (Megatron-Core ``MambaMixer`` asserts ``nheads % tp == 0`` and
-    ``ngroups % tp == 0``) and over CP (its ``MambaContextParallel`` all-to-alls are not modelled)."""
-    return [
-        Rule("parallel.tp", lambda c: _mamba(c) & (hybrid.mamba_dims(c.model).heads % c.parallel.tp != 0),
-             lambda c: f"must divide the Mamba heads ({hybrid.mamba_dims(c.model).heads}); got {c.parallel.tp} "
-             "(Megatron-Core MambaMixer: nheads % tp == 0)"),
-        Rule("parallel.tp", lambda c: _mamba(c) & (c.model.mamba_num_groups % c.parallel.tp != 0),
-             lambda c: f"must divide model.mamba_num_groups ({c.model.mamba_num_groups}); got {c.parallel.tp} "
-             "(Megatron-Core MambaMixer: ngroups % tp == 0)"),
-        Rule("adapter.kind", lambda c: (c.adapter.kind != "none") & (c.model.hybrid_override_pattern is not None),
-             lambda c: "adapters on a hybrid stack (model.hybrid_override_pattern) are not modelled: the adapter "
-             "targets are a transformer layer's linears; a valid example: adapter.kind: none", structural=True),
-        Rule("parallel.cp", lambda c: _mamba(c) & (c.parallel.cp > 1),
-             lambda c: "context parallelism of Mamba-2 layers (Megatron-Core MambaContextParallel: all-to-alls "
-             "between sequence and head sharding) is not modelled; a valid example: parallel.cp: 1"),
     ]
 
 

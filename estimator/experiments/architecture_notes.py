@@ -25,14 +25,18 @@ HYBRID_MAMBA_NOTE = "hybrid mamba"
 #: architecture features a row's (lower-case) notes may state that the estimator does not model: pattern -> what
 #: (the row is refused, never estimated as the transformer its columns describe; the Hugging Face importer refuses
 #: the same families by model type, ``estimator.importers.hf.REFUSED_TYPES``)
+#: a Gated DeltaNet / linear-attention phrase: modelled (estimator.inputs.gdn), but a row states neither the layers'
+#: layout nor their dims, which only a known family's facts give (:data:`QWEN3_NEXT_FACTS`)
+_GDN_NOTE = re.compile(r"gated[\s_-]*delta[\s_-]*(?:net|rule|product)|\bdeltanet\b|\bgdn\b|\blinear[\s_-]attention\b")
+#: gated attention as a row's notes may state it: ``model.attention_output_gate`` (:func:`architecture_from_notes`)
+_GATED_ATTENTION_NOTE = re.compile(r"\bgated attention\b|\battention output gate\b|\battn_output_gate\b"
+                                   r"|\battention_output_gate\b")
 UNMODELLED_NOTE_FEATURES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"gated[\s_-]*delta[\s_-]*(?:net|rule|product)|\bdeltanet\b|\bgdn\b"),
-     "Gated DeltaNet (linear-attention) mixers (Qwen3-Next, Qwen3.5; Megatron-Core's 'G' hybrid layers)"),
-    (re.compile(r"\blinear[\s_-]attention\b|\blightning attention\b"), "linear-attention mixers"),
+    (_GDN_NOTE, "Gated DeltaNet (linear-attention) mixers whose layout and dims the row does not state (known for "
+     "Qwen3-Next rows by name; set model.linear_attention_freq and the gdn_* fields by hand)"),
+    (re.compile(r"\blightning attention\b"), "lightning (linear) attention mixers (MiniMax)"),
     (re.compile(r"\b(?:lightning|sparse)[\s_-]*indexer\b|\bsparse attention\b|\bindex_topk\b|\bdsa\b"),
      "sparse attention (DeepSeek-V3.2's lightning indexer and its top-k keys per query)"),
-    (re.compile(r"\bgated attention\b|\battention output gate\b|\battn_output_gate\b|\boutput gat(?:e|ing)\b"),
-     "gated attention (a sigmoid gate on each head's attention output, Qwen3-Next / Qwen3.5)"),
     (re.compile(r"\bchunked (?:local )?attention\b|\battention_chunk_size\b"), "chunked local attention (Llama 4)"),
     (re.compile(r"\bnope layers?\b|\bno[\s_-]rope layers?\b"), "layers without position embedding (NoPE)"),
     (re.compile(r"\bsoft[\s_-]?capp?ing\b|\bsoftcap\b"), "logit soft-capping"),
@@ -98,10 +102,32 @@ HYBRID_FAMILY_FACTS: dict[str, dict[str, tuple[Any, str]]] = {
 }
 
 
+#: a Qwen3-Next row's model name (lower case): its Gated DeltaNet layers and gated attention are
+#: :data:`QWEN3_NEXT_FACTS`
+QWEN3_NEXT_NAME = re.compile(r"qwen[\s_-]*3[\s._-]*next")
+_QWEN3_NEXT_PROVIDER = ("NVIDIA-NeMo/Megatron-Bridge@21b02e0cfb:src/megatron/bridge/models/qwen/qwen_provider.py "
+                        "Qwen3NextModelProvider (the base of every Qwen3-Next size)")
+#: what every Qwen3-Next model is beside its rows' columns (Bridge's provider; Megatron-Core's GDN defaults agree)
+QWEN3_NEXT_FACTS: dict[str, tuple[Any, str]] = {
+    "model.linear_attention_freq": (4, f"{_QWEN3_NEXT_PROVIDER}: linear_attention_freq 4 (one gated attention "
+                                       "layer per 4, Gated DeltaNet in the others)"),
+    "model.gdn_num_key_heads": (16, f"{_QWEN3_NEXT_PROVIDER}: linear_num_key_heads 16"),
+    "model.gdn_num_value_heads": (32, f"{_QWEN3_NEXT_PROVIDER}: linear_num_value_heads 32"),
+    "model.gdn_key_head_dim": (128, f"{_QWEN3_NEXT_PROVIDER}: linear_key_head_dim 128"),
+    "model.gdn_value_head_dim": (128, f"{_QWEN3_NEXT_PROVIDER}: linear_value_head_dim 128"),
+    "model.gdn_conv_kernel": (4, f"{_QWEN3_NEXT_PROVIDER}: linear_conv_kernel_dim 4"),
+    "model.attention_output_gate": (True, f"{_QWEN3_NEXT_PROVIDER}: attention_output_gate True (gated attention)"),
+    "model.qk_norm": (True, f"{_QWEN3_NEXT_PROVIDER}: qk_layernorm True (Qwen3MoEModelProvider)"),
+}
+
+
 def model_facts(row: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
-    """Facts about the row's model, whatever its source: :data:`HYBRID_MODEL_FACTS` by name, else, for a hybrid
-    row (notes naming a hybrid Mamba stack), its family's (:data:`HYBRID_FAMILY_FACTS`, by name prefix)."""
+    """Facts about the row's model, whatever its source: :data:`HYBRID_MODEL_FACTS` by name, :data:`QWEN3_NEXT_FACTS`
+    for a Qwen3-Next row, else, for a hybrid row (notes naming a hybrid Mamba stack), its family's
+    (:data:`HYBRID_FAMILY_FACTS`, by name prefix)."""
     name = (row.get("model_name") or "").strip()
+    if QWEN3_NEXT_NAME.search(name.lower()):
+        return QWEN3_NEXT_FACTS
     if name in HYBRID_MODEL_FACTS:
         return HYBRID_MODEL_FACTS[name]
     if HYBRID_MAMBA_NOTE not in (row.get("notes") or "").lower():
@@ -128,6 +154,8 @@ def architecture_from_notes(notes: str, attention: str) -> dict[str, Any]:
             fields.update(values)
     if "qk_layernorm" in notes and attention != "mla":
         fields["qk_norm"] = True
+    if _GATED_ATTENTION_NOTE.search(notes) and attention != "mla":
+        fields["attention_output_gate"] = True
     if HYBRID_MAMBA_NOTE in notes:
         fields.update(_hybrid_fields(notes))
     return fields
@@ -150,13 +178,18 @@ def _hybrid_fields(notes: str) -> dict[str, Any]:
 #: model families whose name alone says the row holds a feature the estimator does not model (a row naming one is
 #: refused even when its notes leave the feature out): name pattern (lower case) -> the feature
 UNMODELLED_MODEL_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"qwen[\s_-]*3[\s._-]*next|qwen[\s_-]*3\.5"), "Gated DeltaNet mixers and gated attention"),
+    (re.compile(r"qwen[\s_-]*3\.5"), "Qwen3.5's vision encoder (a natively multimodal model; Bridge benchmarks "
+     "Qwen3.5-VL) and its own Gated DeltaNet dims, which a row does not state"),
     (re.compile(r"deepseek[\s_-]*v3\.2"), "DeepSeek-V3.2's sparse attention (lightning indexer)"),
     (re.compile(r"llama[\s_-]*4\b"), "Llama 4's chunked local attention and NoPE layers"),
     (re.compile(r"\bgemma[\s_-]*[23]\b"), "Gemma 2 / 3's post norms (and Gemma 2's soft-capping)"),
     (re.compile(r"kimi[\s_-]*linear|minimax"), "linear-attention mixers"),
     (re.compile(r"\bjamba\b|falcon[\s_-]*h1|\bzamba|\bbamba\b"), "a hybrid Mamba stack other than Nemotron-H's"),
 )
+
+
+#: note features a Qwen3-Next row may state that :data:`QWEN3_NEXT_FACTS` gives the layout and dims of
+_QWEN3_NEXT_COVERED = (_GDN_NOTE.pattern,)
 
 
 def check_unmodelled_features(notes: str, model_name: str = "") -> None:
@@ -167,7 +200,10 @@ def check_unmodelled_features(notes: str, model_name: str = "") -> None:
     for pattern, what in UNMODELLED_MODEL_NAMES:
         if pattern.search(model_name.lower()):
             raise ConfigError("model_name", f"{model_name!r}: {what}: not modelled; the row is not evaluable")
+    covered = _QWEN3_NEXT_COVERED if QWEN3_NEXT_NAME.search(model_name.lower()) else ()
     for pattern, what in UNMODELLED_NOTE_FEATURES:
+        if pattern.pattern in covered:
+            continue
         if (found := pattern.search(notes)) is not None:
             raise ConfigError("notes", f"{what}: not modelled (the row's notes state {found.group(0)!r}); the row "
                               "is not evaluable")

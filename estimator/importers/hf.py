@@ -8,7 +8,9 @@ experts, attention sinks, alternating sliding-window attention) and Nemotron-H /
 (``NemotronHForCausalLM``: ``hybrid_override_pattern``, the Mamba-2 mixer, latent MoE, ``*E`` MTP layers)
 and GLM-4.5 / 4.6 (``glm4_moe``: GQA with q/k norms, DeepSeek-V3's MoE and MTP).
 Gemma 2 / 3 are known and refused (their four norms per layer and logit soft-capping are not modelled), as
-are Llama 4 (chunked local attention), Qwen3-Next (linear attention) and DeepSeek-V3.2 (sparse attention);
+are Llama 4 (chunked local attention) and DeepSeek-V3.2 (sparse attention); Qwen3-Next (``qwen3_next``: Gated
+DeltaNet layers beside gated attention every ``full_attention_interval``-th layer, Qwen3-MoE's experts with one
+shared expert) is mapped;
 the other hybrid Mamba families (Jamba, Mamba, Falcon-H1, Zamba, Bamba) are refused: their layer layouts
 are not read. Every key of the file is mapped, ignored with a reason (:data:`IGNORED`), or reported as a
 warning.
@@ -58,8 +60,6 @@ REFUSED_TYPES: dict[str, str] = {
     **dict.fromkeys(("llama4", "llama4_text"), "Llama 4's chunked local attention (attention_chunk_size), its "
                     "NoPE layers and MoE layers interleaved with dense ones (interleave_moe_layer_step) are not "
                     "modelled"),
-    "qwen3_next": "Qwen3-Next's Gated DeltaNet linear-attention layers (all but every full_attention_interval-th "
-                  "layer) are not modelled",
     "deepseek_v32": "DeepSeek-V3.2's sparse attention (the lightning indexer and its index_topk keys per query) is "
                     "not modelled",
     **dict.fromkeys(HYBRID_TYPES, "hybrid Mamba / attention stacks other than Nemotron-H: their layer layout and "
@@ -181,6 +181,35 @@ def _qwen3_moe(r: _Reader) -> None:
     r.put("moe_topk", "num_experts_per_tok")
     r.put("moe_ffn_hidden_size", "moe_intermediate_size")
     _leading_dense(r, r.get("mlp_only_layers") or [], r.get("decoder_sparse_step", 1))
+
+
+def _qwen3_next(r: _Reader) -> None:
+    """Qwen3NextConfig (Qwen3-Next-80B-A3B, Qwen3-Coder-Next): Qwen3-MoE's attention with q/k norms and an output
+    gate (``Qwen3NextAttention``: q_proj projects the query and its gate; ``attn_output_gate``, default true) on
+    every ``full_attention_interval``-th layer (or ``layer_types``), Gated DeltaNet mixers (``linear_*``) on the
+    others, routed experts and one gated shared expert (its sigmoid gate, one weight of h, not counted)
+    (transformers ``models/qwen3_next``; NVIDIA-NeMo/Megatron-Bridge qwen3_next_bridge.py maps the same keys)."""
+    _qwen2_moe(r)
+    r.out.put("model.qk_norm", True, "model_type qwen3_next: Qwen3NextAttention's q_norm / k_norm")
+    r.out.put("model.attention_output_gate", as_bool(r.file, "attn_output_gate", r.get("attn_output_gate", True)),
+              "attn_output_gate (absent: true, Qwen3NextAttention's gated q_proj)")
+    every = r.get("full_attention_interval")
+    kinds = r.get("layer_types")
+    if kinds is not None:
+        full = [i for i, k in enumerate(kinds) if k == "full_attention"]
+        every = full[0] + 1 if full else None
+        if every is None or any(k != ("full_attention" if (i + 1) % every == 0 else "linear_attention")
+                                for i, k in enumerate(kinds)):
+            raise bad(r.file, "layer_types", "this pattern of full and linear attention is not modelled (every n-th "
+                      "layer full_attention, the others linear_attention)")
+    if every is None:
+        raise bad(r.file, "full_attention_interval", "required for qwen3_next (or layer_types)")
+    r.out.put("model.linear_attention_freq", as_int(r.file, "full_attention_interval", every),
+              "full_attention_interval: layer i is full attention when (i + 1) % n == 0, Gated DeltaNet elsewhere")
+    for field, key in (("gdn_num_key_heads", "linear_num_key_heads"), ("gdn_num_value_heads", "linear_num_value_heads"),
+                       ("gdn_key_head_dim", "linear_key_head_dim"), ("gdn_value_head_dim", "linear_value_head_dim"),
+                       ("gdn_conv_kernel", "linear_conv_kernel_dim")):
+        r.put(field, key)
 
 
 def _qwen2_moe(r: _Reader) -> None:
@@ -324,6 +353,7 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "qwen2_moe": ("Qwen1.5-MoE / Qwen2-MoE", _qwen2_moe),
     "qwen3": ("Qwen3", _qwen3),
     "qwen3_moe": ("Qwen3-MoE", _qwen3_moe),
+    "qwen3_next": ("Qwen3-Next (Gated DeltaNet + gated attention)", _qwen3_next),
     "deepseek_v2": ("DeepSeek-V2", _deepseek),
     "deepseek_v3": ("DeepSeek-V3", _deepseek),
     "glm4_moe": ("GLM-4.5 / 4.6", _glm4_moe),

@@ -25,7 +25,7 @@ from estimator.importers.megatron_recipe import (
     optimizer_dtypes,
     overlap,
 )
-from estimator.inputs import hybrid
+from estimator.inputs import gdn, hybrid
 
 #: Megatron's defaults used when a flag is absent (megatron/training/arguments.py)
 DEFAULT_DIVISIBLE_BY = 128
@@ -139,6 +139,39 @@ def _attention_variants(a: _Args) -> None:
         raise bad(a.file, "--softmax-type", f"{softmax!r} is not modelled (vanilla, learnable)")
     if softmax == "learnable":
         a.out.put("model.attention_sinks", True, "--softmax-type learnable: one sink logit per head")
+    if a.flag("--attention-output-gate"):
+        a.out.put("model.attention_output_gate", True, "--attention-output-gate: a sigmoid gate on each head's output")
+    _gated_delta_net(a)
+
+
+#: the GDN fields and their Megatron flags, with Megatron-Core's defaults (estimator.inputs.gdn)
+_GDN_FLAGS = (("gdn_num_key_heads", "--linear-num-key-heads", gdn.GDN_DEFAULT_NUM_KEY_HEADS),
+              ("gdn_num_value_heads", "--linear-num-value-heads", gdn.GDN_DEFAULT_NUM_VALUE_HEADS),
+              ("gdn_key_head_dim", "--linear-key-head-dim", gdn.GDN_DEFAULT_KEY_HEAD_DIM),
+              ("gdn_value_head_dim", "--linear-value-head-dim", gdn.GDN_DEFAULT_VALUE_HEAD_DIM),
+              ("gdn_conv_kernel", "--linear-conv-kernel-dim", gdn.GDN_DEFAULT_CONV_KERNEL))
+
+
+def _gated_delta_net(a: _Args) -> None:
+    """``--experimental-attention-variant gated_delta_net`` (or ``gdn``) with ``--linear-attention-freq N``: a GDN
+    layer wherever (i + 1) % N ≠ 0 (Megatron-Core ``get_linear_attention_pattern``), its shape from the
+    ``--linear-*`` flags; other variants (``gdn2``, DSA sparse attention ...) and a list pattern are refused."""
+    variant = a.text("--experimental-attention-variant")
+    freq = a.text("--linear-attention-freq")
+    if variant is None:
+        if freq is not None:
+            raise bad(a.file, "--linear-attention-freq", "needs --experimental-attention-variant gated_delta_net "
+                      "(Megatron-Core reads it for linear-attention variants only)")
+        return
+    if variant not in ("gated_delta_net", "gdn"):
+        raise bad(a.file, "--experimental-attention-variant", f"{variant!r} is not modelled (gated_delta_net / gdn is)")
+    if freq is None or not freq.isdigit():
+        raise bad(a.file, "--linear-attention-freq", f"{freq!r}: an integer N (every N-th layer full attention) is "
+                  "modelled; Megatron-Core requires it for gated_delta_net (a per-layer list is not modelled)")
+    a.out.put("model.linear_attention_freq", int(freq), "--linear-attention-freq: layer i is full attention when "
+              "(i + 1) % N == 0, Gated DeltaNet elsewhere")
+    for field, flag, default in _GDN_FLAGS:
+        a.put(f"model.{field}", flag, default)
 
 
 def _mla(a: _Args) -> None:

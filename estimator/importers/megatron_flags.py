@@ -30,11 +30,7 @@ NOT_MODELLED: dict[str, str] = {
 #: refused (a ConfigError), never priced as a plain transformer
 REFUSED: dict[str, str] = {
     "--num-experts-per-layer": "a different expert count per layer is not modelled",
-    "--experimental-attention-variant": "Megatron-Core's experimental attention variants (Gated DeltaNet, DSA sparse "
-                                        "attention ...) are not modelled",
-    "--linear-attention-freq": "linear-attention (Gated DeltaNet) layers beside full attention are not modelled",
     "--no-rope-freq": "layers without RoPE (NoPE) interleaved with RoPE layers are not modelled",
-    "--attention-output-gate": "gated attention (a sigmoid gate on each head's output) is not modelled",
 }
 
 IGNORED_PREFIXES: tuple[str, ...] = (

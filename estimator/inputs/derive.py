@@ -10,12 +10,20 @@ Symbols (reference §2): d = dp, t = tp, cp, ep, etp, p = pp, vp = vpp, E = rout
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any
 
-from estimator.inputs import hybrid, pipeline_split
+from estimator.inputs import pipeline_split
+
+# the layer kinds' one place is estimator.inputs.layer_kinds; re-exported here for the derived values' callers
+from estimator.inputs.layer_kinds import LayerKind as LayerKind
+from estimator.inputs.layer_kinds import kind_key as kind_key
+from estimator.inputs.layer_kinds import layer_blocks as layer_blocks
+from estimator.inputs.layer_kinds import layer_kind as layer_kind
+from estimator.inputs.layer_kinds import layer_kind_groups as layer_kind_groups
+from estimator.inputs.layer_kinds import layer_kind_runs as layer_kind_runs
+from estimator.inputs.layer_kinds import mtp_is_moe as mtp_is_moe
 from estimator.inputs.profiles import profile_of
 from estimator.shared.arrays import gcd, where
 from estimator.shared.memo import derived
@@ -25,9 +33,6 @@ if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig, ModelConfig
     from estimator.config.sections import RecomputeMode
 
-#: a transformer layer (attention + MLP: ``dense``, ``moe``, ``mtp``) or a hybrid pattern's one-block layer
-#: (``mamba``, ``attention``, ``mlp``, ``moe_mlp``: :data:`estimator.inputs.hybrid.HYBRID_SYMBOLS`)
-LayerKind = Literal["dense", "moe", "mtp", "mamba", "attention", "mlp", "moe_mlp"]
 
 
 @dataclass(frozen=True)
@@ -158,44 +163,6 @@ def sequence_shard(cfg: EstimatorConfig) -> int:
 # layers
 
 
-def layer_kind(model: ModelConfig, index: int) -> LayerKind:
-    """``dense`` for the first ``num_dense_layers`` (DeepSeek first_k_dense_replace) or a dense model;
-    ``moe`` otherwise; ``mtp`` for indices ≥ num_layers (MTP layers follow the main stack). With
-    ``hybrid_override_pattern`` the layer's symbol names its kind (:data:`hybrid.HYBRID_SYMBOLS`)."""
-    if index >= model.num_layers:
-        return "mtp"
-    if model.hybrid_override_pattern is not None:
-        return cast(LayerKind, hybrid.HYBRID_SYMBOLS[model.hybrid_override_pattern[index]])
-    if not model.is_moe or index < model.num_dense_layers:
-        return "dense"
-    return "moe"
-
-
-def layer_kind_groups(model: ModelConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
-    """(first index, count) per :func:`layer_kind` among ``layers``, in first-seen order: layers of
-    one kind have the same parameters, ep, FLOPs and activations, so they are priced once."""
-    return [(first, n) for _, first, n in layer_kind_runs(model, layers)]
-
-
-def layer_kind_runs(model: ModelConfig, layers: Sequence[int]) -> list[tuple[LayerKind, int, int]]:
-    """(kind, first index, count) of :func:`layer_kind_groups`. (The rule of :func:`layer_kind`,
-    inlined: this runs for every stage of every estimate.)"""
-    n_main, n_dense, moe = model.num_layers, model.num_dense_layers, model.is_moe
-    pattern = model.hybrid_override_pattern
-    first: dict[LayerKind, int] = {}
-    count: dict[LayerKind, int] = {}
-    for index in layers:
-        if pattern is not None and index < n_main:
-            kind = cast(LayerKind, hybrid.HYBRID_SYMBOLS[pattern[index]])
-        else:
-            kind = "mtp" if index >= n_main else ("dense" if not moe or index < n_dense else "moe")
-        if kind in count:
-            count[kind] += 1
-        else:
-            first[kind], count[kind] = index, 1
-    return [(k, first[k], count[k]) for k in first]
-
-
 def attended_keys(model: ModelConfig, seq: int) -> int:
     """Keys per query a flash-attention kernel visits, averaged over the main layers, in the
     convention of :func:`estimator.perf.compute.attention_core_flops` (no causal halving: a full
@@ -217,11 +184,6 @@ def attended_keys(model: ModelConfig, seq: int) -> int:
     return round((n_full * seq + (n_layers - n_full) * windowed) / n_layers)
 
 
-def mtp_is_moe(model: ModelConfig) -> bool:
-    """MTP layers are MoE when any main layer is (reference §2.1, deepseek hook)."""
-    return model.is_moe and model.num_dense_layers < model.num_layers
-
-
 def layer_ep(cfg: EstimatorConfig, index: int) -> int:
     """EP degree a layer runs with: 1 for dense layers (reference hook_dense sets ep := 1)."""
     return kind_ep(cfg, layer_kind(cfg.model, index))
@@ -229,7 +191,7 @@ def layer_ep(cfg: EstimatorConfig, index: int) -> int:
 
 def kind_ep(cfg: EstimatorConfig, kind: LayerKind) -> int:
     """:func:`layer_ep` of a layer of kind ``kind``."""
-    if kind == "dense" or (kind == "mtp" and not mtp_is_moe(cfg.model)):
+    if kind in ("dense", "gdn_dense") or (kind == "mtp" and not mtp_is_moe(cfg.model)):
         return 1
     return cfg.parallel.ep
 
@@ -337,20 +299,6 @@ class StageLayout:
             runs = layer_kind_runs(model, self.layers if chunk is None else self.chunks[chunk])
             hit = kept[chunk] = (tuple((i, n) for _, i, n in runs), tuple((k, n) for k, _, n in runs))
         return hit
-
-
-def kind_key(model: ModelConfig) -> tuple[int, int, bool, str | None]:
-    """Everything :func:`layer_kind` reads from the model: (num_layers, num_dense_layers, is_moe, pattern)."""
-    return model.num_layers, model.num_dense_layers, model.is_moe, model.hybrid_override_pattern
-
-
-#: hybrid layer kinds without a MoE block (ep 1)
-_NO_EXPERTS = frozenset({"mamba", "attention", "mlp"})
-
-
-def layer_blocks(model: ModelConfig, index: int) -> tuple[hybrid.Mixer, hybrid.MlpBlock]:
-    """(mixer, MLP block) of layer ``index`` (:func:`estimator.inputs.hybrid.layer_blocks`)."""
-    return hybrid.layer_blocks(layer_kind(model, index), mtp_is_moe(model))
 
 
 #: most :func:`kind_key` values a layout keeps kind runs for (cleared when full)

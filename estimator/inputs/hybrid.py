@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-#: pattern symbol -> layer kind (Megatron-Core ``mamba_hybrid_layer_allocation.Symbols``: MAMBA 'M',
-#: ATTENTION '*', MLP '-', MOE 'E')
-HYBRID_SYMBOLS: dict[str, str] = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe_mlp"}
+#: pattern symbol -> layer kind (Megatron-Core ``hybrid_layer_allocation.Symbols``: MAMBA 'M', GDN 'G' (a Gated
+#: DeltaNet mixer, :mod:`estimator.inputs.gdn`), ATTENTION '*', MLP '-', MOE 'E')
+HYBRID_SYMBOLS: dict[str, str] = {"M": "mamba", "G": "gdn", "*": "attention", "-": "mlp", "E": "moe_mlp"}
 #: the layer kinds of a hybrid pattern (each one block)
 HYBRID_KINDS = frozenset(HYBRID_SYMBOLS.values())
 
@@ -46,7 +46,7 @@ MAMBA_DEFAULT_CHUNK_SIZE = 128
 #: d_inner = expand·h when ``mamba_num_heads`` is not given (``MambaMixer(expand=2)``)
 MAMBA_DEFAULT_EXPAND = 2
 
-Mixer = Literal["attention", "mamba"] | None
+Mixer = Literal["attention", "mamba", "gdn"] | None
 MlpBlock = Literal["dense", "moe"] | None
 
 
@@ -82,11 +82,12 @@ class HybridModel(Protocol):
 
 def layer_blocks(kind: str, mtp_moe: bool) -> tuple[Mixer, MlpBlock]:
     """(mixer, MLP block) of a layer of ``kind``: a transformer layer (``dense`` / ``moe`` / ``mtp``, whose
-    MLP is MoE when ``mtp_moe``) holds attention and an MLP; a hybrid layer one of them."""
-    if kind == "mamba":
-        return "mamba", None
-    if kind == "attention":
-        return "attention", None
+    MLP is MoE when ``mtp_moe``) holds attention and an MLP, a GDN transformer layer (``gdn_dense`` /
+    ``gdn_moe``: ``linear_attention_freq``) a Gated DeltaNet mixer and an MLP; a hybrid layer one block."""
+    if kind in ("mamba", "gdn", "attention"):
+        return kind, None  # type: ignore[return-value]
+    if kind in ("gdn_dense", "gdn_moe"):
+        return "gdn", ("moe" if kind == "gdn_moe" else "dense")
     if kind == "mlp":
         return None, "dense"
     if kind == "moe_mlp":
@@ -110,8 +111,8 @@ def pattern_rule(model: HybridModel) -> tuple[str, str] | None:
     field = "model.hybrid_override_pattern"
     bad = sorted(set(pattern) - set(HYBRID_SYMBOLS))
     if bad:
-        return field, (f"unknown symbol(s) {''.join(bad)!r}: one character per layer, M (Mamba-2), * (attention), "
-                       "- (dense MLP), E (MoE); a valid example: 'M-M*-E'")
+        return field, (f"unknown symbol(s) {''.join(bad)!r}: one character per layer, M (Mamba-2), G (Gated "
+                       "DeltaNet), * (attention), - (dense MLP), E (MoE); a valid example: 'M-M*-E'")
     if len(pattern) != model.num_layers:
         return field, f"has {len(pattern)} symbols but model.num_layers is {model.num_layers} (one symbol per layer)"
     if "E" in pattern and not model.is_moe:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.inputs import hybrid
+from estimator.inputs import gdn, hybrid
 from estimator.inputs.derive import LayerKind, layer_kind, mtp_is_moe
 from estimator.shared.memo import derived
 
@@ -36,7 +36,8 @@ def attention_params(model: ModelConfig) -> int:
     """Attention weights of one layer.
 
     MHA/GQA: Q h·a·d + K,V 2·h·g·d + O a·d·h (+ a sink logits with ``attention_sinks``, GPT-OSS
-    ``self_attn.sinks`` of shape [a]). MLA (DeepSeek-V2/V3): q path h·q_lora + q_lora (norm)
+    ``self_attn.sinks`` of shape [a]; + the gate h·a·d of ``attention_output_gate``,
+    :func:`estimator.inputs.gdn.output_gate_params`). MLA (DeepSeek-V2/V3): q path h·q_lora + q_lora (norm)
     + q_lora·a·(d_qk + d_rope) (or h·a·(d_qk + d_rope) without q compression); kv path
     h·(kv_lora + d_rope) + kv_lora (norm) + kv_lora·a·(d_qk + d_v); O a·d_v·h.
     """
@@ -44,7 +45,8 @@ def attention_params(model: ModelConfig) -> int:
     sinks = a if model.attention_sinks else 0
     if model.attention != "mla":
         d, g = model.head_size, model.kv_heads
-        return h * a * d + 2 * h * g * d + a * d * h + sinks
+        gate = gdn.output_gate_params(h, a, d) if model.attention_output_gate else 0
+        return h * a * d + 2 * h * g * d + a * d * h + sinks + gate
     assert model.kv_lora_rank and model.qk_head_dim and model.v_head_dim is not None
     d_qk, d_rope, d_v = model.qk_head_dim, model.qk_rope_head_dim or 0, model.v_head_dim
     q_lora, kv_lora = model.q_lora_rank, model.kv_lora_rank
@@ -163,7 +165,9 @@ def _kind_params(model: ModelConfig, kind: LayerKind) -> LayerParams:
     if kind in hybrid.HYBRID_KINDS:
         return hybrid_layer_params(model, kind)
     attn, norms, mla = attention_params(model), norm_params(model), mla_replicated_params(model)
-    moe = kind == "moe" or (kind == "mtp" and mtp_is_moe(model))
+    if kind in ("gdn_dense", "gdn_moe"):  # the GDN mixer in place of attention (no q/k norms, no MLA)
+        attn, norms, mla = gdn.gdn_sharded_params(model.hidden_size, gdn.gdn_dims(model)), gdn_norm_params(model), 0
+    moe = kind in ("moe", "gdn_moe") or (kind == "mtp" and mtp_is_moe(model))
     if moe:
         router, routed, shared = _moe_block(model)
         latent = latent_projection_params(model)
@@ -178,14 +182,30 @@ def _kind_params(model: ModelConfig, kind: LayerKind) -> LayerParams:
     return LayerParams(body.non_expert + extra, body.routed, body.shared, body.norm + mtp_norms, mla, body.duplicated)
 
 
+def gdn_mixer_params(model: ModelConfig) -> int:
+    """Weights of one GDN mixer: :func:`estimator.inputs.gdn.gdn_sharded_params` + its gated norm's d_v."""
+    d = gdn.gdn_dims(model)
+    return gdn.gdn_sharded_params(model.hidden_size, d) + gdn.gdn_replicated_params(d)
+
+
+def gdn_norm_params(model: ModelConfig) -> int:
+    """Replicated norms of a GDN transformer layer: the layer's two norms (no q/k norms: GDN L2-normalises q and
+    k without weights) + the mixer's gated-norm weight d_v."""
+    return NORMS_PER_LAYER * NORM_PARAMS_PER_UNIT[model.norm] * model.hidden_size + model.gdn_value_head_dim
+
+
 def hybrid_layer_params(model: ModelConfig, kind: LayerKind) -> LayerParams:
     """A hybrid pattern's one-block layer (:mod:`estimator.inputs.hybrid`): its pre-norm (h, or 2h for
-    LayerNorm; replicated) and one block: the Mamba-2 mixer (:func:`hybrid.mamba_mixer_params`, TP-sharded),
+    LayerNorm; replicated) and one block: the Mamba-2 mixer (:func:`hybrid.mamba_mixer_params`, TP-sharded), the
+    GDN mixer (:func:`gdn_mixer_params`; its gated-norm weight replicated),
     attention (+ the q/k norms of ``qk_norm``), a dense MLP, or a MoE block (router, routed and shared
     experts, latent projections)."""
     norm = NORM_PARAMS_PER_UNIT[model.norm] * model.hidden_size
     if kind == "mamba":
         return LayerParams(norm + hybrid.mamba_mixer_params(model.hidden_size, hybrid.mamba_dims(model)), 0, 0, norm)
+    if kind == "gdn":
+        d_v = model.gdn_value_head_dim
+        return LayerParams(norm + gdn_mixer_params(model), 0, 0, norm + d_v)
     if kind == "attention":
         qk = norm_params(model) - NORMS_PER_LAYER * norm
         return LayerParams(norm + qk + attention_params(model), 0, 0, norm + qk, mla_replicated_params(model))

@@ -95,6 +95,7 @@ LINEAR_GEMMS = frozenset({
     "qkv", "q_proj", "q_down", "q_up", "kv_down", "kv_up", "out_proj", "mlp_fc1", "mlp_fc2",
     "expert_fc1", "expert_fc2", "shared_fc1", "shared_fc2",
     "mamba_in_proj", "mamba_out_proj", "latent_fc1", "latent_fc2",  # TE linears of hybrid / latent-MoE layers
+    "gdn_in_proj", "gdn_out_proj",  # and of Gated DeltaNet mixers
 })
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator.inputs.derive import layer_blocks, layer_kind, sequence_shard
+from estimator.inputs.gdn import gdn_dims
 from estimator.inputs.hybrid import mamba_dims
 from estimator.inputs.params import gated_mlp
 from estimator.inputs.profiles import profile_of, resolved_bytes
@@ -152,7 +153,8 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     (a·d_v) ·B/t. ``qk_norm`` (Qwen3, Megatron ``--qk-layernorm``): the pre-norm q and k
     T·(a + g)·d ·B/t as well. Flash: softmax stats T·a·4/t; otherwise scores
     ``score_bytes_per_element``·a·T·s/t (Korthikanti: 5). The output dropout mask follows
-    ``hidden_dropout_mask_bytes``.
+    ``hidden_dropout_mask_bytes``. Gated attention (``attention_output_gate``): the gate's multiply keeps the
+    ungated output T·a·d·B/t and the fp32 sigmoid T·a·d·4/t (Megatron-Core ``_apply_output_gate``).
 
     Tensors a TE linear saves take :func:`saved_input_bytes` (Megatron-Core's TE layer spec,
     NVIDIA/Megatron-LM@adc69dba2d megatron/core/models/gpt/gpt_layer_specs.py): the norm output is
@@ -184,6 +186,8 @@ def attention_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
         if m.qk_norm:  # the q and k norms keep their inputs (the norm outputs are the q, k above)
             total += T * (a + g) * d * B / t
         total += T * a * d * proj_input / t  # attention output = out-proj input
+        if m.attention_output_gate:  # the multiply keeps the ungated output and the fp32 sigmoid
+            total += T * a * d * (B + RSTD_BYTES) / t
     if cfg.train.flash_attention:
         total += T * a * SOFTMAX_STATS_BYTES / t
     elif "core_attn" not in drop:
@@ -261,6 +265,30 @@ def mamba_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     return total + T * d.inner * saved_input_bytes(cfg, 1, False) / t
 
 
+def gdn_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
+    """A Gated DeltaNet mixer (Megatron-Core ``GatedDeltaNet``, :mod:`estimator.inputs.gdn`) per micro-batch.
+
+    Norm input T·h·B/r, its output (saved by the fused-norm in_proj: :func:`saved_input_bytes`)/r unless
+    ``layernorm`` is recomputed, the hidden-dropout mask; then, /t (heads split over TP): the conv's input q, k, v
+    T·(2·n_k·d_k + n_v·d_v)·B; the L2 norm's outputs T·2·n_k·d_k·B and fp32 rstd T·2·n_k·4; q and k repeated to
+    the value heads T·2·n_v·d_k·B (n_v > n_k); what FLA's rule saves beside them (fla-org/flash-linear-attention
+    @bc3b101d ``ChunkGatedDeltaRuleFunction.forward``: ``save_for_backward(q, q_rstd, k, k_rstd, v, g, beta_raw,
+    beta, A, ...)``): v T·n_v·d_v·B, g fp32 T·n_v·4, β T·n_v·B, A T·n_v·C·B; α (the softplus input) T·n_v·B; the
+    gated norm's inputs, the rule's output and the gate z, 2·T·n_v·d_v·B, with its fp32 rstd T·n_v·4; its output
+    out_proj saves T·n_v·d_v·:func:`saved_input_bytes`. The chunk states are not saved (the backward re-runs
+    ``chunk_gated_delta_rule_fwd_h``).
+    """
+    sh, d = _shape(cfg), gdn_dims(cfg.model)
+    T, B, t, r, h = sh.tokens, sh.b_c, sh.t, sh.r, cfg.model.hidden_size
+    total = T * h * B / r + T * h * hidden_dropout_mask_bytes(cfg) / r
+    if "layernorm" not in drop:
+        total += T * h * saved_input_bytes(cfg, 1, False) / r
+    repeated = 2 * d.value_heads * d.key_dim if d.value_heads > d.key_heads else 0
+    per_token = ((d.conv_channels + 2 * d.qk_width + repeated + 3 * d.v_width) * B + 2 * d.key_heads * RSTD_BYTES
+                 + d.value_heads * (2 * RSTD_BYTES + (2 + d.chunk) * B))
+    return total + T * per_token / t + T * d.v_width * saved_input_bytes(cfg, 1, False) / t
+
+
 def full_recompute_bytes(cfg: EstimatorConfig) -> float:
     """A fully recomputed layer keeps only its input T·h·B (/t when the profile or SP shards it)."""
     sh = _shape(cfg)
@@ -287,6 +315,7 @@ def layer_activation_bytes(cfg: EstimatorConfig, index: int, mode: RecomputeMode
     mixer, mlp = layer_blocks(cfg.model, index)
     total = attention_block_bytes(cfg, drop) if mixer == "attention" else 0.0
     total += mamba_block_bytes(cfg, drop) if mixer == "mamba" else 0.0
+    total += gdn_block_bytes(cfg, drop) if mixer == "gdn" else 0.0
     total += mlp_block_bytes(cfg, mlp == "moe", drop) if mlp else 0.0
     if kind == "mtp":  # concatenated input of the TE column-parallel ``eh_proj``
         sh = _shape(cfg)

@@ -56,7 +56,7 @@ def tp_buffer(cfg: EstimatorConfig, index: int) -> float:
     4·h²·B + n_mm·h·B·(E/ep·F_e + F_s) bytes. 0 without TP."""
     m, p, tr = cfg.model, cfg.parallel, cfg.train
     kind = layer_kind(m, index)
-    moe = kind in ("moe", "moe_mlp") or (kind == "mtp" and mtp_is_moe(m))
+    moe = kind in ("moe", "moe_mlp", "gdn_moe") or (kind == "mtp" and mtp_is_moe(m))
     s_b = tr.seq_length * tr.micro_batch_size
     if not moe:
         return where(p.tp == 1, 0.0, s_b * (m.hidden_size + m.dense_ffn) / p.cp)
@@ -71,7 +71,7 @@ def cp_buffer(cfg: EstimatorConfig, index: int) -> float:
     m, p, tr = cfg.model, cfg.parallel, cfg.train
     s_b = tr.seq_length * tr.micro_batch_size
     rf = 1.0 if p.pp == 1 else 0.0
-    ffn = m.expert_ffn if layer_kind(m, index) in ("moe", "moe_mlp") else m.dense_ffn
+    ffn = m.expert_ffn if layer_kind(m, index) in ("moe", "moe_mlp", "gdn_moe") else m.dense_ffn
     value = 2 * s_b * (rf + 0.5) * N_ATT_MM * m.hidden_size / p.tp + 2 * s_b * MLP_MATRICES[m.activation] * ffn / p.tp
     return where(p.cp == 1, 0.0, value)
 

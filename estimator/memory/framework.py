@@ -51,6 +51,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from estimator.inputs.derive import expert_groups, mtp_is_moe
+from estimator.inputs.gdn import gdn_dims
 from estimator.inputs.hybrid import mamba_dims
 from estimator.inputs.params import MLP_MATRICES
 from estimator.inputs.profiles import profile_of, resolved_bytes
@@ -147,13 +148,17 @@ def linear_weight_shapes(cfg: EstimatorConfig, layout: StageLayout) -> list[Weig
     """
     m, t, b = cfg.model, cfg.parallel.tp, resolved_bytes(cfg)
     kinds = {kind for kind, _ in layout.kind_runs(m)}
-    shapes = _attention_shapes(m, t, b.params) if kinds - {"mamba", "mlp", "moe_mlp"} else []
+    gdn_kinds = kinds & {"gdn", "gdn_dense", "gdn_moe"}
+    shapes = _attention_shapes(m, t, b.params) if kinds - {"mamba", "mlp", "moe_mlp"} - gdn_kinds else []
     if "mamba" in kinds:  # in_proj (2·d_i + 2·g·N + n_h)/t × h, out_proj h × d_i/t (estimator.inputs.hybrid)
         d = mamba_dims(m)
         shapes += [(d.in_proj_width / t, m.hidden_size, b.params), (m.hidden_size, d.inner / t, b.params)]
-    if "dense" in kinds or "mlp" in kinds or ("mtp" in kinds and not mtp_is_moe(m)):
+    if gdn_kinds:  # in_proj (2·n_k·d_k + 2·n_v·d_v + 2·n_v)/t × h, out_proj h × n_v·d_v/t (estimator.inputs.gdn)
+        g = gdn_dims(m)
+        shapes += [(g.in_proj_width / t, m.hidden_size, b.params), (m.hidden_size, g.v_width / t, b.params)]
+    if kinds & {"dense", "mlp", "gdn_dense"} or ("mtp" in kinds and not mtp_is_moe(m)):
         shapes += _mlp_shapes(m, m.dense_ffn / t, b.params)
-    if "moe" in kinds or "moe_mlp" in kinds or ("mtp" in kinds and mtp_is_moe(m)):
+    if kinds & {"moe", "moe_mlp", "gdn_moe"} or ("mtp" in kinds and mtp_is_moe(m)):
         shapes += _mlp_shapes(m, m.expert_ffn / expert_groups(cfg).etp, b.params, m.moe_latent_size)
         if m.shared_ffn_total:
             shapes += _mlp_shapes(m, m.shared_ffn_total / t, b.params)

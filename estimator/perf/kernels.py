@@ -37,8 +37,11 @@ Per layer (forward ops):
 * a hybrid layer (``model.hybrid_override_pattern``, :mod:`estimator.inputs.hybrid`): its one block with
   its norm and residual; a Mamba-2 mixer: in_proj and out_proj GEMMs, the two layout copies and
   A = −exp(A_log) (3 pointwise, the copies counted at micro-batch 1 too), the gated norm, the causal conv
-  (``CAUSAL_CONV``) and the SSD scan (``SSD_SCAN``: :data:`estimator.perf.mamba.SSD_KERNELS`); no CP
-  collectives outside attention layers.
+  (``CAUSAL_CONV``) and the SSD scan (``SSD_SCAN``: :data:`estimator.perf.mamba.SSD_KERNELS`); a Gated
+  DeltaNet mixer (a hybrid ``G`` layer, or a transformer layer's under ``linear_attention_freq``): in_proj and
+  out_proj GEMMs, FLA's causal conv (``GDN_CONV``), the q/k L2 norm, the gates and the copy back (3
+  pointwise), the gated norm and the delta rule (``GDN_RULE``: :data:`estimator.perf.gdn.RULE_KERNELS`); no CP
+  collectives outside attention layers. Gated attention adds its sigmoid gate (``OUTPUT_GATE``).
 * TP collectives per TP-sharded block: 1 all-reduce, or all-gather + reduce-scatter with sequence
   parallelism (the same blocks :func:`estimator.perf.comm.tp_layer_collectives` prices).
 * CP ring (``cp > 1``): core attention runs once per KV block (``cp`` times), with ``2·(cp−1)`` p2p
@@ -61,7 +64,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from estimator.perf import gdn
 from estimator.perf.mamba import CONV_KERNELS, SSD_KERNELS, mamba_kernel_ops
+from estimator.perf.operators import OUTPUT_GATE_KERNELS
 from estimator.perf.sac import OP_SAC, RECOMPUTED_MMS
 from estimator.shared.arrays import ARRAY, per_unique
 from ndval.core import cache
@@ -79,6 +84,9 @@ OP_KERNELS: dict[str, tuple[int, int]] = {
     "CROSS_ENTROPY": (6, 2),
     "SSD_SCAN": SSD_KERNELS,  # the Mamba-2 chunked scan (estimator.perf.mamba)
     "CAUSAL_CONV": CONV_KERNELS,  # its causal conv
+    "GDN_RULE": gdn.RULE_KERNELS,  # the Gated DeltaNet chunked delta rule (estimator.perf.gdn)
+    "GDN_CONV": gdn.CONV_KERNELS,  # its causal conv (flash-linear-attention's)
+    "OUTPUT_GATE": OUTPUT_GATE_KERNELS,  # gated attention's sigmoid gate (estimator.perf.operators.output_gate_op)
 }
 
 
@@ -116,7 +124,8 @@ class LayerShape:
     cp: int
     cp_a2a: bool = False  # CP by Ulysses all-to-all instead of the ring
     qk_norm: bool = False  # per-head q and k RMSNorm (Qwen3, --qk-layernorm): two norm kernels
-    mixer: str = "attention"  # a hybrid layer's block (estimator.inputs.hybrid): attention, mamba or none
+    mixer: str = "attention"  # the layer's mixer (estimator.inputs.hybrid): attention, mamba, gdn or none
+    output_gate: bool = False  # gated attention (attention_output_gate): the sigmoid gate's kernels
     mlp_block: bool = True  # the layer has an MLP block (dense or MoE)
 
 
@@ -145,6 +154,8 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
     m["layernorm"] = Counter({"NORM": blocks})
     if shape.mixer == "mamba":
         m["mamba"] = mamba_kernel_ops()
+    if shape.mixer == "gdn":
+        m["gdn"] = gdn.gdn_kernel_ops()
     if shape.mixer == "attention":
         _attention_modules(shape, m)
     if shape.mlp_block:
@@ -174,6 +185,7 @@ def _attention_modules(shape: LayerShape, m: dict[str, Counter[str]]) -> None:
         proj["NORM"] += 2 if shape.qk_norm else 0  # q_norm, k_norm (Qwen3 / Megatron --qk-layernorm)
     if shape.rope or shape.attention == "mla":
         proj["POINTWISE"] += 2  # RoPE on q and k
+    proj["OUTPUT_GATE"] += 1 if shape.output_gate and shape.attention != "mla" else 0
     proj["GEMM"] += 1  # output projection
     m["attn_proj"] = proj
     blocks = shape.cp if shape.cp > 1 and not shape.cp_a2a else 1
@@ -296,5 +308,6 @@ def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequen
         cp_a2a=cp_a2a,
         qk_norm=model.qk_norm,
         mixer=blocks[0] or "none",
+        output_gate=model.attention_output_gate,
         mlp_block=blocks[1] is not None,
     )

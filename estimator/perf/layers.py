@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from estimator.config.errors import ConfigError
 from estimator.inputs import derive, hybrid
-from estimator.perf import comm, compute, kernels, mamba, sac
+from estimator.perf import comm, compute, gdn, kernels, mamba, sac
 from estimator.shared.arrays import any_true, is_array, per_unique, where
 from ndval.core import cache
 
@@ -39,6 +39,8 @@ def attention_flops(model: ModelConfig, tokens: float, seq: int) -> tuple[float,
         return proj, core
     d = model.head_size
     proj = compute.attention_projection_flops(tokens, model.hidden_size, a, model.kv_heads, d)
+    if model.attention_output_gate:  # gated attention's gate rows (estimator.perf.gdn.output_gate_flops)
+        proj = proj + gdn.output_gate_flops(tokens, model.hidden_size, a, d)
     return proj, compute.attention_core_flops(tokens, seq, a, d, d)
 
 
@@ -75,7 +77,8 @@ def is_moe_layer(model: ModelConfig, index: int) -> bool:
 def block_flops(model: ModelConfig, ctx: Ctx, index: int, moe: bool) -> tuple[tuple[float, float], float]:
     """((mixer projections, mixer core), MLP block) forward FLOPs of layer ``index`` for the micro-batch's
     tokens, every block counted whole (the caller divides by tp·cp): attention (:func:`attention_flops`), the
-    Mamba-2 mixer (:func:`estimator.perf.mamba.mamba_layer_flops`: projections; scan + conv), or none; the
+    Mamba-2 mixer (:func:`estimator.perf.mamba.mamba_layer_flops`: projections; scan + conv), the GDN mixer
+    (:func:`estimator.perf.gdn.gdn_layer_flops`: projections; delta rule + conv), or none; the
     MLP block (:func:`mlp_flops`, + the latent projections :func:`latent_flops` per rank: on T/tp tokens with
     sequence parallelism, all T without it, so × tp/r before the caller's /tp) or none."""
     mixer, mlp_block = derive.layer_blocks(model, index)
@@ -83,6 +86,8 @@ def block_flops(model: ModelConfig, ctx: Ctx, index: int, moe: bool) -> tuple[tu
         attn = attention_flops(model, ctx.tokens, ctx.seq)
     elif mixer == "mamba":
         attn = mamba.mamba_layer_flops(model, ctx.tokens)
+    elif mixer == "gdn":
+        attn = gdn.gdn_layer_flops(model, ctx.tokens)
     else:
         attn = (0.0, 0.0)
     mlp = mlp_flops(model, ctx.tokens, moe, ctx.expert_imbalance) if mlp_block is not None else 0.0
@@ -147,7 +152,7 @@ def layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int, mode: Rec
         attn = (attn[0] + compute.matmul_flops(ctx.tokens, 2 * m.hidden_size, m.hidden_size), attn[1])
         mlp += compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab)
     fwd = (attn[0] + attn[1] + mlp) / (ctx.tp * ctx.cp)
-    if derive.layer_blocks(m, index)[0] == "mamba":  # no core attention to recompute selectively
+    if derive.layer_blocks(m, index)[0] in ("mamba", "gdn"):  # no core attention to recompute selectively
         attn = (attn[0] + attn[1], 0.0)
     return LayerFlops(fwd, _recompute_fraction(cfg, mode, ctx.tokens, attn, mlp, moe), moe)
 
@@ -155,11 +160,13 @@ def layer_cost(cfg: EstimatorConfig, ctx: Ctx, index: int, stage: int, mode: Rec
 def quantized_gather_blocks(model: ModelConfig, index: int, moe: bool) -> float:
     """TP blocks of layer ``index`` whose SP all-gather TE runs quantized (:func:`estimator.perf.lowp.quantized_tp_gathers`):
     a transformer layer's non-MLA QKV and dense fc1 (a MoE block gathers in the compute dtype); a hybrid layer's
-    one block: a Mamba in_proj (``TELayerNormColumnParallelLinear``), a non-MLA QKV or a dense fc1."""
-    if derive.layer_kind(model, index) not in hybrid.HYBRID_KINDS:
-        return float(model.attention != "mla") + (0.0 if moe else 1.0)
+    one block: a Mamba or GDN in_proj (``TELayerNormColumnParallelLinear``), a non-MLA QKV or a dense fc1; a GDN
+    transformer layer's in_proj in place of the QKV."""
     mixer, mlp_block = derive.layer_blocks(model, index)
-    return float(mixer == "mamba" or (mixer == "attention" and model.attention != "mla") or mlp_block == "dense")
+    if derive.layer_kind(model, index) not in hybrid.HYBRID_KINDS:
+        return float(mixer == "gdn" or model.attention != "mla") + (0.0 if moe else 1.0)
+    return float(mixer in ("mamba", "gdn") or (mixer == "attention" and model.attention != "mla")
+                 or mlp_block == "dense")
 
 
 def tp_blocks(model: ModelConfig, index: int, t_exp: int) -> int:

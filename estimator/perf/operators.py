@@ -65,6 +65,11 @@ HEAD_DIM_EFFICIENCY = {64: (408.0 / 609.0, 417.0 / 499.0)}
 #: output's dequantize, backward dO's quantize and ``combine_and_dequantize`` of dQ, dK, dV
 FP8_ATTENTION_CASTS = 2.0
 
+#: kernels of the output gate ``x * torch.sigmoid(gate.float())`` cast back (forward: cast, sigmoid, multiply,
+#: cast; its backward: the multiply's two gradients and the sigmoid's)
+OUTPUT_GATE_KERNELS = (4, 3)
+#: bytes of a fp32 element (the output gate's sigmoid)
+_FP32_BYTES = 4
 
 @dataclass(frozen=True)
 class Op:
@@ -152,7 +157,8 @@ def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
     else:
         d_qk = d_v = model.head_size
         n_kv = model.kv_heads
-        ops.append(gemm("qkv", ("attn_proj",), t, h, (a + 2 * n_kv) * d_qk / d.tp, b))
+        gate = a if model.attention_output_gate else 0  # gated attention: a·d gate rows in linear_qkv
+        ops.append(gemm("qkv", ("attn_proj",), t, h, (a + 2 * n_kv + gate) * d_qk / d.tp, b))
         if model.qk_norm:  # q_norm and k_norm: read and write q and k (Qwen3, Megatron --qk-layernorm)
             ops += [elementwise("q_norm", ("attn_proj",), 2 * t * a * d_qk / d.tp * b, bw_kernels=2),
                     elementwise("k_norm", ("attn_proj",), 2 * t * n_kv * d_qk / d.tp * b, bw_kernels=2)]
@@ -160,9 +166,21 @@ def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
         ops += [elementwise("rope_q", ("attn_proj",), 2 * t * a * d_qk / d.tp * b),
                 elementwise("rope_k", ("attn_proj",), 2 * t * n_kv * d_qk / d.tp * b)]
     ops += core_attention_ops(d, a, n_kv, d_qk, d_v, attended_keys(model, d.seq))
+    if model.attention_output_gate and model.attention != "mla":
+        ops.append(output_gate_op(t, a * d_v / d.tp, b))
     ops += [gemm("out_proj", ("attn_proj",), t, a * d_v / d.tp, h, b),
             elementwise("residual_attn", ("residual",), (3 * b + 1) * tn * h)]
     return ops
+
+
+def output_gate_op(tokens: float, width_per_rank: float, b: int) -> Op:
+    """``x * torch.sigmoid(gate.float())`` cast back, over the a·d/t gated outputs of ``tokens`` tokens, unfused
+    (Megatron-Core ``_apply_output_gate``): the gate cast to fp32 (B + 4), the sigmoid (4 + 4), the multiply
+    (B + 4 + 4), the cast back (4 + B) = 3·B + 24 bytes per element; its backward reads the saved x and
+    sigmoid and the output gradient and writes both input gradients."""
+    n = tokens * width_per_rank
+    return elementwise("output_gate", ("attn_proj",), n * (3 * b + 6 * _FP32_BYTES), kernels=OUTPUT_GATE_KERNELS[0],
+                       bw_kernels=OUTPUT_GATE_KERNELS[1], bw_bytes=n * (3 * b + 2 * _FP32_BYTES + b))
 
 
 def core_attention_ops(d: LayerDims, a: int, n_kv: int, d_qk: int, d_v: int, keys: int | None = None) -> list[Op]:

@@ -28,7 +28,7 @@ import numpy as np
 from estimator.inputs import derive
 from estimator.inputs.adapters import adapter_of
 from estimator.memory import fsdp2
-from estimator.perf import lowp, mamba, sac
+from estimator.perf import gdn, lowp, mamba, sac
 from estimator.perf import operators as ops_
 from estimator.perf.context import prices
 from estimator.perf.efficiency import device_efficiency, efficiency_key, kernel_latency_us
@@ -235,7 +235,8 @@ def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: 
     ep = derive.layer_ep(cfg, index) if layer_ep is None else layer_ep
     local = maximum(1, m.num_experts // maximum(1, ep)) if moe else 0
     mixer, mlp_block = derive.layer_blocks(m, index)
-    block = ops_.attention_ops(m, dims) if mixer == "attention" else mamba.mamba_ops(m, dims) if mixer else []
+    mixer_ops = {"attention": ops_.attention_ops, "mamba": mamba.mamba_ops, "gdn": gdn.gdn_ops}
+    block = mixer_ops[mixer](m, dims) if mixer else []
     block += ops_.mlp_ops(m, dims, moe, local) if mlp_block else []
     out = ops_.fused_grouped_experts(lowp.lowp_ops(block, dims.lowp, dims.b), dims)
     if derive.layer_kind(m, index) == "mtp":
