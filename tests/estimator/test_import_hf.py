@@ -1,4 +1,4 @@
-"""Hugging Face config.json importer on the public configs of six models (tests/data/hf_configs, provenance
+"""Hugging Face config.json importer on the public configs of seven models (tests/data/hf_configs, provenance
 in its SOURCES.yaml): parameter counts against the published ones, the shipped catalog entries field by
 field, and the errors for bad input."""
 
@@ -24,7 +24,7 @@ SOURCES = yaml.safe_load((DATA / "SOURCES.yaml").read_text(encoding="utf-8"))
 #: config file -> shipped catalog entry imported from it
 CATALOG = {"llama3-8b.json": "llama3-8b", "llama3.1-405b.json": "llama3.1-405b", "deepseek-v3.json": "deepseek-v3-671b",
            "mixtral-8x7b.json": "mixtral-8x7b", "qwen3-30b-a3b.json": "qwen3-30b-a3b",
-           "gpt-oss-120b.json": "gpt-oss-120b"}
+           "gpt-oss-120b.json": "gpt-oss-120b", "qwen3-next-80b-a3b.json": "qwen3-next-80b-a3b"}
 TOLERANCE = 0.005
 
 
