@@ -438,6 +438,36 @@ RULES: tuple[Rule, ...] = (
 NO_RULE = len(RULES)
 
 
+def _moe_tp_without_sp_broken(cfg: Cfg) -> Any:
+    """A MoE model under ``megatron`` at tp > 1 without sequence parallelism (scalars or arrays of layouts)."""
+    p = cfg.parallel
+    return (cfg.model.is_moe & (cfg.profile == "megatron")) & (np.asarray(p.tp) > 1) & ~np.asarray(
+        p.sequence_parallel, dtype=bool)
+
+
+#: rules a strategy search applies on top of :data:`RULES` (both its scalar and batched paths): layouts the
+#: framework does not train, which a single estimate prices as given and states (:func:`stated_rules`) but a
+#: search must not rank
+SEARCH_RULES: tuple[Rule, ...] = (
+    Rule("parallel.sequence_parallel", _moe_tp_without_sp_broken,
+         lambda c: "false at parallel.tp > 1 with routed experts under profile megatron: Megatron-Core's "
+         "MoELayer.forward refuses this layout in training (rule moe-tp-needs-sp), so the search leaves it out; "
+         "set parallel.sequence_parallel: true in the base config to search tp > 1", name="moe-tp-needs-sp"),
+)
+
+
+def first_broken_search(cfg: Cfg) -> tuple[str, str] | None:
+    """(field, message) of the first :data:`SEARCH_RULES` rule a layout that keeps :data:`RULES` breaks, or None."""
+    for rule in SEARCH_RULES:
+        if bool(np.all(rule.broken(cfg))):
+            return rule.field_of(cfg), rule.message(cfg)
+    return None
+
+
+#: the rules of a search, in order: :data:`RULES`, then :data:`SEARCH_RULES`
+SEARCH_TABLE: tuple[Rule, ...] = (*RULES, *SEARCH_RULES)
+
+
 def first_broken(cfg: Cfg) -> tuple[str, str] | None:
     """(field, message) of the first rule ``cfg`` breaks, or None when it keeps them all."""
     for rule in RULES:
@@ -446,11 +476,12 @@ def first_broken(cfg: Cfg) -> tuple[str, str] | None:
     return None
 
 
-def first_broken_index(cfg: Cfg, n: int) -> np.ndarray:
+def first_broken_index(cfg: Cfg, n: int, rules: tuple[Rule, ...] = RULES) -> np.ndarray:
     """Per row of a batch of ``n`` layouts (``cfg``'s numbers arrays of length n or shared
-    scalars): the index in :data:`RULES` of the first rule the row breaks, :data:`NO_RULE` if none."""
-    first = np.full(n, NO_RULE, dtype=np.int64)
-    for index in range(NO_RULE - 1, -1, -1):
-        broken = np.broadcast_to(np.asarray(RULES[index].broken(cfg), dtype=bool), (n,))
+    scalars): the index in ``rules`` (default :data:`RULES`) of the first rule the row breaks, ``len(rules)``
+    (:data:`NO_RULE` for :data:`RULES`) if none."""
+    first = np.full(n, len(rules), dtype=np.int64)
+    for index in range(len(rules) - 1, -1, -1):
+        broken = np.broadcast_to(np.asarray(rules[index].broken(cfg), dtype=bool), (n,))
         first[broken] = index
     return first

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.config.errors import ConfigError
+from estimator.config.rules import first_broken_search
 from estimator.config.schema import EstimatorConfig, load_config
 from estimator.memory import estimate_memory
 from estimator.perf.parts import estimate_perf
@@ -80,6 +81,10 @@ def search_base(base: EstimatorConfig, space: Mapping[str, Any]) -> dict[str, An
     return data
 
 
+#: the hint an error on a field a layout overrides carries (as ``load_config`` words it)
+OVERRIDE_HINT = "value set by an override"
+
+
 def reason_of(exc: ConfigError) -> str:
     """The counting key of an invalid layout: the field whose rule it broke."""
     return f"invalid {exc.field or 'config'}"
@@ -91,9 +96,13 @@ def load_layout(base_data: Mapping[str, Any], layout: Layout | SkippedLayout) ->
         return Rejection(dict(layout.overrides), layout.reason, layout.message)
     overrides = layout.as_dict()
     try:
-        return load_config(base_data, overrides)
+        cfg = load_config(base_data, overrides)
     except ConfigError as exc:
         return Rejection(overrides, reason_of(exc), str(exc))
+    if (broken := first_broken_search(cfg)) is not None:  # a layout the framework does not train
+        exc = ConfigError(broken[0], broken[1], hint=OVERRIDE_HINT if broken[0] in overrides else None)
+        return Rejection(overrides, reason_of(exc), str(exc))
+    return cfg
 
 
 def finish(

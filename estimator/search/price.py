@@ -26,22 +26,23 @@ from typing import Any
 import numpy as np
 
 from estimator.config.errors import ConfigError
-from estimator.config.rules import NO_RULE, RULES, first_broken_index
+from estimator.config.rules import SEARCH_TABLE, first_broken_index
 from estimator.config.schema import EstimatorConfig, load_config
 from estimator.memory import estimate_memory
 from estimator.perf.parts import estimate_perf
 from estimator.search.batched import array_config, group_stage_memory, stage_totals
 from estimator.search.batched_time import batch_step_time
-from estimator.search.evaluate import REASON_OOM, Candidate, reason_of, row_of
+from estimator.search.evaluate import OVERRIDE_HINT, REASON_OOM, Candidate, reason_of, row_of
 from estimator.search.grid import Grid, Group, Rows, Skipped
 from estimator.search.rank import OBJECTIVE_COLUMNS, Partial, Position, chosen_rows
 
-#: the message the one-by-one path adds to an error on a field a layout overrides
-OVERRIDE_HINT = "value set by an override"
 #: a layout's outcome as a flat row (``--csv``) and its place in the sweep
 KeptRow = tuple[Position, dict[str, Any]]
 #: rejected rows of a group: reason, row indices, message of row i
 Rejections = tuple[str, np.ndarray, Callable[[int], str]]
+
+#: the index :func:`first_broken_index` gives a row that keeps every rule of a search (:data:`SEARCH_TABLE`)
+_VALID = len(SEARCH_TABLE)
 
 
 @dataclass
@@ -94,14 +95,14 @@ class Pricing:
         except ConfigError as exc:
             text = str(exc)
             return None, [(reason_of(exc), np.arange(len(g)), lambda i: text)], np.arange(0)
-        first = first_broken_index(array_config(rep, g.columns), len(g))
+        first = first_broken_index(array_config(rep, g.columns), len(g), SEARCH_TABLE)
         by_reason: dict[str, list[int]] = {}
-        for index in np.unique(first[first < NO_RULE]).tolist():
-            by_reason.setdefault(f"invalid {RULES[index].field_of(rep)}", []).append(index)
+        for index in np.unique(first[first < _VALID]).tolist():
+            by_reason.setdefault(f"invalid {SEARCH_TABLE[index].field_of(rep)}", []).append(index)
         rejections = [(reason, np.flatnonzero(np.isin(first, indices)),
                        _rule_message(g, rep, first, overrides.keys()))
                       for reason, indices in by_reason.items()]
-        return rep, rejections, np.flatnonzero(first == NO_RULE)
+        return rep, rejections, np.flatnonzero(first == _VALID)
 
     def _price_valid(self, g: Group, rep: EstimatorConfig, valid: np.ndarray) -> None:
         columns = {k: c[valid] for k, c in g.columns.items()}
@@ -165,7 +166,7 @@ def _rule_message(g: Group, rep: EstimatorConfig, first: np.ndarray, keys: Any) 
     """The message of row i of ``g``: its first broken rule on its own values, worded as
     ``load_config`` words it (the override hint on a field the layout sets)."""
     def message(i: int) -> str:
-        rule = RULES[int(first[i])]
+        rule = SEARCH_TABLE[int(first[i])]
         row = array_config(rep, {k: c[i].item() for k, c in g.columns.items()})
         field = rule.field_of(rep)
         return str(ConfigError(field, rule.message(row), hint=OVERRIDE_HINT if field in keys else None))

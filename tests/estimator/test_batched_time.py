@@ -24,7 +24,7 @@ SPACES: tuple[tuple[str, int, dict[str, tuple[Any, ...]]], ...] = (
     ("deepseek-v3-671b-h100.yaml", 1024, {
         "parallel.tp": (1, 2, 4, 8), "parallel.pp": (1, 2, 4, 8, 16), "parallel.vpp": (1, 2),
         "parallel.ep": (8, 16, 32, 64), "train.micro_batch_size": (1, 2, 4),
-        "recompute.mode": ("none", "selective", "full"),
+        "recompute.mode": ("none", "selective", "full"), "parallel.sequence_parallel": (False, True),
     }),
     ("llama3-8b-h100.yaml", 256, {
         "parallel.tp": (1, 2, 4, 8), "parallel.pp": (1, 2, 4, 8), "parallel.vpp": (1, 2), "parallel.cp": (1, 2, 4),
@@ -34,6 +34,7 @@ SPACES: tuple[tuple[str, int, dict[str, tuple[Any, ...]]], ...] = (
     ("deepseek-v3-mini-A.yaml", 64, {
         "parallel.tp": (1, 2, 4), "parallel.pp": (1, 2, 4), "parallel.ep": (1, 2, 4, 8), "parallel.cp": (1, 2),
         "train.micro_batch_size": (1, 2, 4, 8), "recompute.mode": ("none", "selective", "full"),
+        "parallel.sequence_parallel": (False, True),  # (MoE at tp > 1 under megatron: a search needs it on)
     }),
 )
 PROFILES = ("sapp-nd", "megatron", "fsdp2")

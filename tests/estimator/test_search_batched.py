@@ -113,8 +113,9 @@ def test_search_batched_equals_scalar_ranking_and_rejections() -> None:
 
 def test_swept_batch_and_sequence_price_every_layout_as_the_scalar_path() -> None:
     """The global batch as an array field (beside a swept sequence length): every feasible layout (not
-    only the top K) equal."""
-    base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml")
+    only the top K) equal (sequence parallelism on: Megatron-Core trains MoE at tp > 1 with it only, the search's
+    rule moe-tp-needs-sp)."""
+    base = estimator.load_config(EXAMPLES / "deepseek-v3-671b-h100.yaml", {"parallel.sequence_parallel": True})
     space = {"parallel.tp": (2, 8), "parallel.pp": (8,), "parallel.ep": (8, 64), "train.micro_batch_size": (1, 2),
              "train.global_batch_size": (1024, 4096, 6144), "train.seq_length": (2048, 8192)}
     fast = search.search(base, 1024, space, top_k=None)

@@ -16,7 +16,7 @@ import estimator
 from estimator.config.errors import ConfigError
 from estimator.config.rules import RULES, first_broken
 from estimator.search import Partial, search_base
-from estimator.search.evaluate import reason_of
+from estimator.search.evaluate import Rejection, load_layout
 from estimator.search.grid import Grid, Group, Skipped
 from estimator.search.price import Pricing
 from estimator.search.space import SPLIT_DIM, Layout, SkippedLayout, layouts
@@ -37,11 +37,9 @@ PER_CASE = 1150  # × 9 cases ≥ 10,000 layouts
 
 
 def _scalar_outcome(data: dict[str, Any], overrides: dict[str, Any]) -> tuple[str, str] | None:
-    try:
-        estimator.load_config(data, overrides)
-    except ConfigError as exc:
-        return reason_of(exc), str(exc)
-    return None
+    """The one-by-one path's outcome: the config rules, then the search's own (:data:`SEARCH_RULES`)."""
+    outcome = load_layout(data, Layout(tuple(overrides.items())))
+    return (outcome.reason, outcome.message) if isinstance(outcome, Rejection) else None
 
 
 def _batched_outcomes(pricing: Pricing, g: Group, wanted: list[int]) -> dict[int, tuple[str, str] | None]:
@@ -135,3 +133,29 @@ def test_first_broken_index_over_arrays_matches_row_by_row() -> None:
         want = next((k for k, r in enumerate(RULES) if r.broken(row)), NO_RULE)
         assert first[i] == want
     assert first[1] == 0  # tp 3 does not divide the heads: the first rule
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_search_leaves_out_moe_layouts_megatron_does_not_train(batched: bool) -> None:
+    """Rule moe-tp-needs-sp: under ``megatron`` a MoE model at tp > 1 without sequence parallelism is a layout
+    Megatron-Core refuses in training; a single estimate prices and states it, a search rejects it (both paths,
+    the same reason), and with sequence parallelism on, under another profile or for a dense model it stays."""
+    from estimator import search
+
+    space = {"parallel.tp": (1, 2), "parallel.ep": (4,)}
+    base = estimator.load_config(EXAMPLES / "deepseek-v3-mini-A.yaml", {"profile": "megatron",
+                                                                         "parallel.sequence_parallel": False})
+    res = search.search(base, 16, space, top_k=None, batched=batched)
+    assert {c.overrides["parallel.tp"] for c in res.ranked} <= {1}
+    assert res.rejected.get("invalid parallel.sequence_parallel", 0) >= 1
+    assert "moe-tp-needs-sp" in res.partial.examples["invalid parallel.sequence_parallel"]
+    on = search.search(estimator.load_config(EXAMPLES / "deepseek-v3-mini-A.yaml", {
+        "profile": "megatron", "parallel.sequence_parallel": True}), 16, space, top_k=None, batched=batched)
+    assert "invalid parallel.sequence_parallel" not in on.rejected
+    other = search.search(estimator.load_config(EXAMPLES / "deepseek-v3-mini-A.yaml", {
+        "profile": "sapp-nd", "parallel.sequence_parallel": False}), 16, space, top_k=None, batched=batched)
+    assert "invalid parallel.sequence_parallel" not in other.rejected
+    dense = search.search(estimator.load_config(EXAMPLES / "llama3-8b-h100.yaml", {
+        "profile": "megatron", "parallel.sequence_parallel": False}), 16, {"parallel.tp": (1, 2)}, top_k=None,
+        batched=batched)
+    assert "invalid parallel.sequence_parallel" not in dense.rejected
