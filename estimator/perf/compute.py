@@ -41,6 +41,12 @@ def attention_projection_flops(
     )
 
 
+def depthwise_conv_flops(tokens: float, kernel: int, channels: int) -> float:
+    """A depthwise causal conv of ``kernel`` taps over ``channels`` channels: 2·k·C per token (one multiply-add per
+    tap; the Mamba-2 and Gated DeltaNet mixers' short convs)."""
+    return 2.0 * kernel * channels * tokens
+
+
 def attention_core_flops(
     tokens: float, seq_length: int, num_heads: int, qk_head_dim: int, v_head_dim: int
 ) -> float:

@@ -73,8 +73,8 @@ def delta_rule_bytes(tokens: float, d: GdnDims, b: int) -> float:
 
 
 def gdn_conv_flops(tokens: float, d: GdnDims) -> float:
-    """Depthwise causal conv over q, k, v: 2·k·(2·n_k·d_k + n_v·d_v) per token."""
-    return 2.0 * d.conv * d.conv_channels * tokens
+    """Depthwise causal conv over q, k, v: 2·k·(2·n_k·d_k + n_v·d_v) per token (:func:`compute.depthwise_conv_flops`)."""
+    return compute.depthwise_conv_flops(tokens, d.conv, d.conv_channels)
 
 
 def gdn_projection_flops(tokens: float, hidden: int, d: GdnDims) -> float:

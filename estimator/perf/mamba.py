@@ -78,8 +78,8 @@ def ssd_scan_bytes(tokens: float, d: MambaDims, b: int) -> float:
 
 
 def conv1d_flops(tokens: float, d: MambaDims) -> float:
-    """Depthwise causal conv over x, B, C: 2·k·(d_i + 2·g·N) per token (one multiply-add per tap)."""
-    return 2.0 * d.conv * d.conv_channels * tokens
+    """Depthwise causal conv over x, B, C: 2·k·(d_i + 2·g·N) per token (:func:`compute.depthwise_conv_flops`)."""
+    return compute.depthwise_conv_flops(tokens, d.conv, d.conv_channels)
 
 
 def mamba_projection_flops(tokens: float, hidden: int, d: MambaDims) -> float:
