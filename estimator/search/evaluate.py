@@ -100,8 +100,8 @@ def load_layout(base_data: Mapping[str, Any], layout: Layout | SkippedLayout) ->
     except ConfigError as exc:
         return Rejection(overrides, reason_of(exc), str(exc))
     if (broken := first_broken_search(cfg)) is not None:  # a layout the framework does not train
-        exc = ConfigError(broken[0], broken[1], hint=OVERRIDE_HINT if broken[0] in overrides else None)
-        return Rejection(overrides, reason_of(exc), str(exc))
+        error = ConfigError(broken[0], broken[1], hint=OVERRIDE_HINT if broken[0] in overrides else None)
+        return Rejection(overrides, reason_of(error), str(error))
     return cfg
 
 
