@@ -48,7 +48,7 @@ UNMODELLED_NOTE_FEATURES: tuple[tuple[re.Pattern[str], str], ...] = (
 #: (the layer pattern as Bridge's ``hybrid_layer_pattern`` or Megatron's ``--hybrid-override-pattern``, the
 #: mamba heads × head dim, the state size, the B/C groups, the latent MoE width)
 HYBRID_NOTE_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("hybrid_override_pattern", re.compile(r"(?:hybrid_layer_pattern|--hybrid-override-pattern) ([m*e\-]+)")),
+    ("hybrid_override_pattern", re.compile(r"(?:hybrid_layer_pattern|--hybrid-override-pattern) ([mg*e\-]+)")),
     ("mamba_num_heads", re.compile(r"mamba (\d+) ?(?:heads )?x ?\d+")),
     ("mamba_head_dim", re.compile(r"mamba \d+ ?(?:heads )?x ?(\d+)")),
     ("mamba_state_dim", re.compile(r"\bstate (\d+)")),
@@ -222,6 +222,9 @@ def check_hybrid_facts(row: Mapping[str, str], model: Mapping[str, Any]) -> None
     estimate needs: a ConfigError naming the missing model fields (never a guess)."""
     if HYBRID_MAMBA_NOTE not in (row.get("notes") or "").lower():
         return
+    if "G" in str(model.get("hybrid_override_pattern") or ""):
+        raise ConfigError("notes", "hybrid stack with Gated DeltaNet layers ('G'): the row states neither their dims "
+                          "(model.gdn_*) nor a family whose facts give them; the row is not evaluable")
     missing = [name for name in HYBRID_REQUIRED if model.get(name) is None]
     if missing:
         raise ConfigError("notes", "hybrid Mamba-2 / attention / MoE stack: the row states no "

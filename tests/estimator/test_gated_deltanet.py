@@ -219,3 +219,17 @@ def test_gated_attention_in_notes_is_read(measured_dir: Path) -> None:
     model = config_from_measured_row({**row, "notes": row["notes"] + " | attention output gate (sigmoid)"})["model"]
     assert model["attention_output_gate"] is True
     assert "attention_output_gate" not in config_from_measured_row(row)["model"]
+
+
+def test_a_hybrid_row_with_gdn_layers_is_refused_naming_them(measured_dir: Path) -> None:
+    """A SYNTHETIC variant of a published Nemotron-3 Nano row whose layer pattern holds Gated DeltaNet layers
+    ('G'): no row states their dims, so it is refused on ``notes`` (the published row is estimated)."""
+    path = measured_dir / "step_time_cases.csv"
+    with path.open(newline="", encoding="utf-8") as fh:
+        row = next(r for r in csv.DictReader(fh)
+                   if r["case_id"] == "mbridge_perf_summary_blackwell__26.08_Nemotron_3_Nano_DGX-GB300_MXFP8")
+    assert config_from_measured_row(row)["model"]["hybrid_override_pattern"].startswith("MEMEM*E")
+    gdn_row = {**row, "notes": row["notes"].replace("hybrid_layer_pattern MEMEM", "hybrid_layer_pattern GEMEM")}
+    with pytest.raises(ConfigError) as info:
+        config_from_measured_row(gdn_row)
+    assert info.value.field == "notes" and "'G'" in info.value.rule
