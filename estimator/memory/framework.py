@@ -114,15 +114,16 @@ def dummy_wgrad_bytes(shapes: Sequence[WeightShape]) -> float:
 def _attention_shapes(m: ModelConfig, t: int, width: int) -> list[WeightShape]:
     """Megatron-Core TE attention linears (out, in) on one TP rank.
 
-    MHA/GQA: ``linear_qkv`` ((a + 2g)·d/t, h), ``linear_proj`` (h, a·d/t). MLA: ``linear_q_down_proj``
+    MHA/GQA: ``linear_qkv`` ((a + 2g)·d/t, h; + a·d/t gate rows with ``attention_output_gate``), ``linear_proj``
+    (h, a·d/t). MLA: ``linear_q_down_proj``
     (q_lora, h) and ``linear_kv_down_proj`` (kv_lora + d_rope, h) duplicated over TP,
     ``linear_q_up_proj`` (a·(d_qk + d_rope)/t, q_lora) (or ``linear_q_proj`` from h without q
     compression), ``linear_kv_up_proj`` (a·(d_qk + d_v)/t, kv_lora), ``linear_proj`` (h, a·d_v/t).
     """
     h, a = m.hidden_size, m.num_attention_heads
     if m.attention != "mla":
-        d = m.head_size
-        return [((a + 2 * m.kv_heads) * d / t, h, width), (h, a * d / t, width)]
+        d, gate = m.head_size, a if m.attention_output_gate else 0  # gated attention: a·d gate rows
+        return [((a + 2 * m.kv_heads + gate) * d / t, h, width), (h, a * d / t, width)]
     d_qk, d_rope, d_v = m.qk_head_dim or 0, m.qk_rope_head_dim or 0, m.v_head_dim or 0
     kv_lora = m.kv_lora_rank or 0
     shapes = [(kv_lora + d_rope, h, width), (a * (d_qk + d_v) / t, kv_lora, width), (h, a * d_v / t, width)]
