@@ -22,15 +22,15 @@ NOTE_FEATURES: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 #: a phrase of ``notes`` naming a hybrid Mamba stack (its facts: :data:`HYBRID_NOTE_FACTS`)
 HYBRID_MAMBA_NOTE = "hybrid mamba"
-#: architecture features a row's (lower-case) notes may state that the estimator does not model: pattern -> what
-#: (the row is refused, never estimated as the transformer its columns describe; the Hugging Face importer refuses
-#: the same families by model type, ``estimator.importers.hf.REFUSED_TYPES``)
 #: a Gated DeltaNet / linear-attention phrase: modelled (estimator.inputs.gdn), but a row states neither the layers'
 #: layout nor their dims, which only a known family's facts give (:data:`QWEN3_NEXT_FACTS`)
 _GDN_NOTE = re.compile(r"gated[\s_-]*delta[\s_-]*(?:net|rule|product)|\bdeltanet\b|\bgdn\b|\blinear[\s_-]attention\b")
 #: gated attention as a row's notes may state it: ``model.attention_output_gate`` (:func:`architecture_from_notes`)
 _GATED_ATTENTION_NOTE = re.compile(r"\bgated attention\b|\battention output gate\b|\battn_output_gate\b"
                                    r"|\battention_output_gate\b")
+#: architecture features a row's (lower-case) notes may state that the estimator does not model: pattern -> what
+#: (the row is refused, never estimated as the transformer its columns describe; the Hugging Face importer refuses
+#: the same families by model type, ``estimator.importers.hf.REFUSED_TYPES``)
 UNMODELLED_NOTE_FEATURES: tuple[tuple[re.Pattern[str], str], ...] = (
     (_GDN_NOTE, "Gated DeltaNet (linear-attention) mixers whose layout and dims the row does not state (known for "
      "Qwen3-Next rows by name; set model.linear_attention_freq and the gdn_* fields by hand)"),
