@@ -10,7 +10,8 @@ and GLM-4.5 / 4.6 (``glm4_moe``: GQA with q/k norms, DeepSeek-V3's MoE and MTP).
 Gemma 2 / 3 are known and refused (their four norms per layer and logit soft-capping are not modelled), as
 are Llama 4 (chunked local attention) and DeepSeek-V3.2 (sparse attention); Qwen3-Next (``qwen3_next``: Gated
 DeltaNet layers beside gated attention every ``full_attention_interval``-th layer, Qwen3-MoE's experts with one
-shared expert) is mapped;
+shared expert) is mapped, and so is Qwen3.5's text tower (``qwen3_5_text`` / ``qwen3_5_moe_text``: the same layers,
+dense or MoE, with MTP layers; a wrapper's vision encoder is reported as not modelled);
 the other hybrid Mamba families (Jamba, Mamba, Falcon-H1, Zamba, Bamba) are refused: their layer layouts
 are not read. Every key of the file is mapped, ignored with a reason (:data:`IGNORED`), or reported as a
 warning.
@@ -45,7 +46,7 @@ IGNORED: dict[str, str] = {
     "quantization_config": "how the released weights are stored (e.g. MXFP4, FP8 blocks), not the training precision",
     **dict.fromkeys(("layer_norm_epsilon", "residual_in_fp32", "rescale_prenorm_residual", "time_step_min",
                      "time_step_max", "time_step_floor", "time_step_limit", "use_mamba_kernels", "num_logits_to_keep",
-                     "use_conv_bias", "mamba_proj_bias", "use_bias", "mamba_hidden_act"),
+                     "use_conv_bias", "mamba_proj_bias", "use_bias", "mamba_hidden_act", "mamba_ssm_dtype"),
                     "Nemotron-H numerics, kernels or biases (not counted): no effect on sizes"),
 }
 
@@ -190,9 +191,29 @@ def _qwen3_next(r: _Reader) -> None:
     others, routed experts and one gated shared expert (its sigmoid gate, one weight of h, not counted)
     (transformers ``models/qwen3_next``; NVIDIA-NeMo/Megatron-Bridge qwen3_next_bridge.py maps the same keys)."""
     _qwen2_moe(r)
-    r.out.put("model.qk_norm", True, "model_type qwen3_next: Qwen3NextAttention's q_norm / k_norm")
+    _gated_delta_layers(r)
+
+
+def _qwen3_5(r: _Reader) -> None:
+    """Qwen3.5's text tower, dense (``qwen3_5_text``): Qwen3-Next's layers (:func:`_gated_delta_layers`) with a
+    dense SwiGLU MLP, and its MTP layers (``mtp_num_hidden_layers``) (transformers ``models/qwen3_5``)."""
+    _llama(r)
+    _gated_delta_layers(r)
+    r.put("mtp_layers", "mtp_num_hidden_layers", default=0, minimum=0)
+
+
+def _qwen3_5_moe(r: _Reader) -> None:
+    """Qwen3.5's text tower, MoE (``qwen3_5_moe_text``): :func:`_qwen3_next` and its MTP layers."""
+    _qwen3_next(r)
+    r.put("mtp_layers", "mtp_num_hidden_layers", default=0, minimum=0)
+
+
+def _gated_delta_layers(r: _Reader) -> None:
+    """Qwen3-Next / Qwen3.5 attention: q/k norms, the output gate (``attn_output_gate``, default true) and Gated
+    DeltaNet layers by ``full_attention_interval`` or ``layer_types`` with the ``linear_*`` dims."""
+    r.out.put("model.qk_norm", True, "Qwen3-Next / Qwen3.5 attention's q_norm / k_norm")
     r.out.put("model.attention_output_gate", as_bool(r.file, "attn_output_gate", r.get("attn_output_gate", True)),
-              "attn_output_gate (absent: true, Qwen3NextAttention's gated q_proj)")
+              "attn_output_gate (absent: true, the family's gated q_proj)")
     every = r.get("full_attention_interval")
     kinds = r.get("layer_types")
     if kinds is not None:
@@ -354,6 +375,10 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "qwen3": ("Qwen3", _qwen3),
     "qwen3_moe": ("Qwen3-MoE", _qwen3_moe),
     "qwen3_next": ("Qwen3-Next (Gated DeltaNet + gated attention)", _qwen3_next),
+    **dict.fromkeys(("qwen3_5_text", "qwen3_5"), ("Qwen3.5 text tower (Gated DeltaNet + gated attention, dense)",
+                                                 _qwen3_5)),
+    **dict.fromkeys(("qwen3_5_moe_text", "qwen3_5_moe"), ("Qwen3.5 text tower (Gated DeltaNet + gated attention, "
+                                                         "MoE)", _qwen3_5_moe)),
     "deepseek_v2": ("DeepSeek-V2", _deepseek),
     "deepseek_v3": ("DeepSeek-V3", _deepseek),
     "glm4_moe": ("GLM-4.5 / 4.6", _glm4_moe),
@@ -372,6 +397,7 @@ def import_hf_config(path: str | Path, name: str | None = None) -> Imported:
     path = Path(path)
     file = str(path)
     cfg = read_json(path)
+    vision = [k for k in ("vision_config", "audio_config") if isinstance(cfg.get(k), dict)]
     if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers keep the decoder here
         cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
     model_type = cfg.get("model_type")
@@ -382,6 +408,9 @@ def import_hf_config(path: str | Path, name: str | None = None) -> Imported:
                   f"(refused: {', '.join(REFUSED_TYPES)})")
     out = Imported(file=file)
     out.put("model.name", name or path.stem, "the file name" if name is None else "given name")
+    for key in vision:  # the estimate is the text tower's: say so, never drop the encoder silently
+        out.not_modelled[key] = "the multimodal encoder (its parameters, activations and FLOPs) is not modelled: the " \
+                                "estimate is the text tower's alone"
     reader = _Reader(file, cfg, out)
     FAMILIES[model_type][1](reader)
     named = " ".join(out.sources.values())

@@ -233,3 +233,44 @@ def test_a_hybrid_row_with_gdn_layers_is_refused_naming_them(measured_dir: Path)
     with pytest.raises(ConfigError) as info:
         config_from_measured_row(gdn_row)
     assert info.value.field == "notes" and "'G'" in info.value.rule
+
+
+#: SYNTHETIC Qwen3.5-style text config (the key names of transformers' Qwen3.5 configs; the values of a small model)
+_QWEN35_TEXT: dict[str, Any] = {
+    "model_type": "qwen3_5_moe_text", "hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 4096, "tie_word_embeddings": False,
+    "attn_output_gate": True, "full_attention_interval": 4,
+    "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 2, "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 64, "linear_num_key_heads": 4, "linear_num_value_heads": 8, "linear_value_head_dim": 64,
+    "num_experts": 16, "num_experts_per_tok": 4, "moe_intermediate_size": 256, "shared_expert_intermediate_size": 256,
+    "intermediate_size": 1024, "mtp_num_hidden_layers": 1, "mamba_ssm_dtype": "float32",
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000000, "partial_rotary_factor": 0.25,
+                        "mrope_section": [11, 11, 10]},
+}
+
+
+def _write_json(tmp_path: Path, doc: dict[str, Any]) -> Path:
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_qwen3_5_text_towers_import_and_the_vision_encoder_is_reported(tmp_path: Path) -> None:
+    """Qwen3.5 (``qwen3_5_moe_text`` inside a ``qwen3_5_moe`` wrapper with a vision tower): the GDN layout, dims,
+    gate, experts and MTP layer are read; the vision encoder is listed as not modelled (never dropped silently);
+    the dense tower (``qwen3_5_text``) keeps its MLP."""
+    wrapped = {"model_type": "qwen3_5_moe", "text_config": _QWEN35_TEXT, "vision_config": {"depth": 2}}
+    imported = import_hf_config(_write_json(tmp_path, wrapped))
+    model = ModelConfig.model_validate(imported.data["model"])
+    assert (model.linear_attention_freq, model.gdn_num_value_heads, model.gdn_key_head_dim) == (4, 8, 64)
+    assert (model.attention_output_gate, model.qk_norm, model.num_experts, model.mtp_layers) == (True, True, 16, 1)
+    assert "vision_config" in imported.not_modelled and not imported.warnings
+    dense = {k: v for k, v in _QWEN35_TEXT.items() if not k.startswith(("num_experts", "moe_", "shared_"))}
+    model = ModelConfig.model_validate(import_hf_config(_write_json(tmp_path, {
+        **dense, "model_type": "qwen3_5_text"})).data["model"])
+    assert (model.is_moe, model.ffn_hidden_size, model.linear_attention_freq) == (False, 1024, 4)
+    cfg = load_config({"profile": "megatron", "model": imported.data["model"], "train": {
+        "seq_length": 256, "micro_batch_size": 1, "num_micro_batches": 2}, "parallel": {"tp": 1}, "hardware": "b200"})
+    assert estimator.estimate_perf(cfg).real_parts["TOTAL"] > 0
