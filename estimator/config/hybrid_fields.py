@@ -39,6 +39,9 @@ class HybridFields(BaseModel):
     #: latent MoE, Megatron's ``--moe-latent-size``: routed experts work in this width between an h→L and an
     #: L→h projection (:mod:`estimator.inputs.params`)
     moe_latent_size: int | None = Field(default=None, ge=1)
+    #: the shared experts' sigmoid gate, Megatron's ``--moe-shared-expert-gate`` (one weight of h per MoE layer;
+    #: Qwen2-MoE, Qwen3-Next)
+    shared_expert_gate: bool = False
     #: Megatron's ``--mtp-use-repeated-layer``: the ``mtp_layers`` passes run one MTP layer (weights held once)
     mtp_repeated_layer: bool = False
 

@@ -118,6 +118,7 @@ QWEN3_NEXT_FACTS: dict[str, tuple[Any, str]] = {
     "model.gdn_conv_kernel": (4, f"{_QWEN3_NEXT_PROVIDER}: linear_conv_kernel_dim 4"),
     "model.attention_output_gate": (True, f"{_QWEN3_NEXT_PROVIDER}: attention_output_gate True (gated attention)"),
     "model.qk_norm": (True, f"{_QWEN3_NEXT_PROVIDER}: qk_layernorm True (Qwen3MoEModelProvider)"),
+    "model.shared_expert_gate": (True, f"{_QWEN3_NEXT_PROVIDER}: moe_shared_expert_gate True"),
 }
 
 

@@ -188,7 +188,7 @@ def _qwen3_next(r: _Reader) -> None:
     """Qwen3NextConfig (Qwen3-Next-80B-A3B, Qwen3-Coder-Next): Qwen3-MoE's attention with q/k norms and an output
     gate (``Qwen3NextAttention``: q_proj projects the query and its gate; ``attn_output_gate``, default true) on
     every ``full_attention_interval``-th layer (or ``layer_types``), Gated DeltaNet mixers (``linear_*``) on the
-    others, routed experts and one gated shared expert (its sigmoid gate, one weight of h, not counted)
+    others, routed experts and one gated shared expert
     (transformers ``models/qwen3_next``; NVIDIA-NeMo/Megatron-Bridge qwen3_next_bridge.py maps the same keys)."""
     _qwen2_moe(r)
     _gated_delta_layers(r)
@@ -235,8 +235,8 @@ def _gated_delta_layers(r: _Reader) -> None:
 
 def _qwen2_moe(r: _Reader) -> None:
     """Qwen2MoeConfig (Qwen1.5-MoE, Qwen2-MoE): Qwen2's attention, routed experts of ``moe_intermediate_size``
-    and one shared expert of ``shared_expert_intermediate_size`` (its sigmoid gate, one weight of ``h``, not
-    counted), leading dense layers by ``mlp_only_layers`` (transformers ``models/qwen2_moe``)."""
+    and one shared expert of ``shared_expert_intermediate_size`` (and its sigmoid gate, one weight of ``h``),
+    leading dense layers by ``mlp_only_layers`` (transformers ``models/qwen2_moe``)."""
     _llama(r)
     r.get("max_window_layers")
     r.put("num_experts", "num_experts")
@@ -245,6 +245,7 @@ def _qwen2_moe(r: _Reader) -> None:
     if r.get("shared_expert_intermediate_size"):
         r.put("shared_expert_ffn_hidden_size", "shared_expert_intermediate_size")
         r.out.put("model.num_shared_experts", 1, "Qwen2MoeSparseMoeBlock: one gated shared expert")
+        r.out.put("model.shared_expert_gate", True, "Qwen2MoeSparseMoeBlock.shared_expert_gate: Linear(h, 1)")
     _leading_dense(r, r.get("mlp_only_layers") or [], r.get("decoder_sparse_step", 1))
 
 

@@ -216,6 +216,8 @@ def _moe(a: _Args) -> None:
     if shared:
         a.out.put("model.num_shared_experts", 1, "--moe-shared-expert-intermediate-size: one shared-expert MLP")
         a.out.put("model.shared_expert_ffn_hidden_size", shared, "--moe-shared-expert-intermediate-size")
+        if a.flag("--moe-shared-expert-gate"):
+            a.out.put("model.shared_expert_gate", True, "--moe-shared-expert-gate: the shared experts' sigmoid gate")
     a.out.put("model.num_dense_layers", 0 if _pattern(a) is not None else _leading_dense(a),
               "--moe-layer-freq (leading dense layers; a hybrid pattern places its E layers itself)")
     a.put("model.mtp_layers", "--mtp-num-layers", 0, minimum=0)

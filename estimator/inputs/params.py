@@ -84,8 +84,11 @@ def norm_params(model: ModelConfig) -> int:
 
 
 def router_params(model: ModelConfig) -> int:
-    """MoE router h·E."""
-    return model.hidden_size * model.num_experts
+    """MoE router h·E, + the shared experts' sigmoid gate h with ``shared_expert_gate`` (Megatron-Core
+    ``SharedExpertMLP.gate_weight`` of shape [1, h], whole on every TP rank like the router; Qwen2-MoE / Qwen3-Next
+    ``shared_expert_gate``)."""
+    gate = model.hidden_size if model.shared_expert_gate and model.shared_ffn_total else 0
+    return model.hidden_size * model.num_experts + gate
 
 
 @dataclass(frozen=True)

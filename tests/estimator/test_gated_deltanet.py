@@ -78,13 +78,14 @@ def test_parameters_by_hand() -> None:
 
 def test_published_qwen3_next_parameter_count() -> None:
     """Qwen3-Next-80B-A3B's config.json: ndval's total and active counts are the published safetensors totals
-    (79,674,391,296 / 3,874,929,408) less the 48 shared-expert gates (one weight of h each), which are not
-    counted: exactly, to the parameter."""
+    (79,674,391,296 / 3,874,929,408), exactly, to the parameter; 98,304 of them are the 48 shared-expert gates
+    (one weight of h each, ``shared_expert_gate``)."""
     model = ModelConfig.model_validate(import_hf_config(DATA / "qwen3-next-80b-a3b.json").data["model"])
     assert (model.linear_attention_freq, model.attention_output_gate, model.qk_norm) == (4, True, True)
     counts = param_counts(model)
-    assert counts.total + 48 * 2048 == 79_674_391_296
-    assert counts.active + 48 * 2048 == 3_874_929_408
+    assert (counts.total, counts.active) == (79_674_391_296, 3_874_929_408)
+    ungated = param_counts(ModelConfig.model_validate({**model.model_dump(), "shared_expert_gate": False}))
+    assert counts.total - ungated.total == counts.active - ungated.active == 48 * 2048
 
 
 def test_delta_rule_flops_and_bytes_by_hand() -> None:
