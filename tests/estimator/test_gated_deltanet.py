@@ -275,3 +275,22 @@ def test_qwen3_5_text_towers_import_and_the_vision_encoder_is_reported(tmp_path:
     cfg = load_config({"profile": "megatron", "model": imported.data["model"], "train": {
         "seq_length": 256, "micro_batch_size": 1, "num_micro_batches": 2}, "parallel": {"tp": 1}, "hardware": "b200"})
     assert estimator.estimate_perf(cfg).real_parts["TOTAL"] > 0
+
+
+def test_batched_search_prices_gdn_layers_as_the_scalar_path() -> None:
+    """A strategy search over a SYNTHETIC GDN + MoE model: the batched path (arrays of layouts) ranks every feasible
+    layout with the peak and step time of the one-config path."""
+    from estimator import search
+
+    moe = {**BASE, "num_experts": 8, "moe_topk": 2, "moe_ffn_hidden_size": 128, "num_shared_experts": 1,
+           "shared_expert_ffn_hidden_size": 128, "shared_expert_gate": True, "attention_output_gate": True}
+    base = load_config({"profile": "megatron", "model": moe, "train": {"seq_length": 128, "micro_batch_size": 1,
+                        "global_batch_size": 64}, "parallel": {"tp": 1, "sequence_parallel": True},
+                        "hardware": "h100-80g"})
+    space = {"parallel.tp": (1, 2), "parallel.ep": (1, 2, 4), "train.micro_batch_size": (1, 2)}
+    fast = search.search(base, 8, space, top_k=None)
+    slow = search.search(base, 8, space, top_k=None, batched=False)
+    assert len(fast.ranked) >= 8 and {c.path for c in fast.ranked} == {"batched"}
+    assert [c.key() for c in fast.ranked] == [c.key() for c in slow.ranked]
+    for f, s in zip(fast.ranked, slow.ranked, strict=True):
+        assert f.peak_mb == pytest.approx(s.peak_mb, rel=1e-9) and f.total_s == pytest.approx(s.total_s, rel=1e-9)
