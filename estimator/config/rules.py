@@ -27,7 +27,12 @@ from estimator.config.errors import ConfigError
 from estimator.config.mixer_rules import mixer_rules
 from estimator.config.rule import Cfg, Rule
 from estimator.inputs import pipeline_split, recipes
-from estimator.inputs.profiles import OVERLAP_FLAGS, moe_tp_without_sp, tp_comm_overlap_possible
+from estimator.inputs.profiles import (
+    OVERLAP_FLAGS,
+    moe_tp_without_sp,
+    moe_tp_without_sp_layout,
+    tp_comm_overlap_possible,
+)
 from estimator.shared.arrays import any_true
 
 
@@ -438,39 +443,25 @@ RULES: tuple[Rule, ...] = (
 NO_RULE = len(RULES)
 
 
-def _moe_tp_without_sp_broken(cfg: Cfg) -> Any:
-    """A MoE model under ``megatron`` at tp > 1 without sequence parallelism (scalars or arrays of layouts)."""
-    p = cfg.parallel
-    return (cfg.model.is_moe & (cfg.profile == "megatron")) & (np.asarray(p.tp) > 1) & ~np.asarray(
-        p.sequence_parallel, dtype=bool)
-
-
 #: rules a strategy search applies on top of :data:`RULES` (both its scalar and batched paths): layouts the
 #: framework does not train, which a single estimate prices as given and states (:func:`stated_rules`) but a
 #: search must not rank
 SEARCH_RULES: tuple[Rule, ...] = (
-    Rule("parallel.sequence_parallel", _moe_tp_without_sp_broken,
+    Rule("parallel.sequence_parallel", moe_tp_without_sp_layout,
          lambda c: "false at parallel.tp > 1 with routed experts under profile megatron: Megatron-Core's "
          "MoELayer.forward refuses this layout in training (rule moe-tp-needs-sp), so the search leaves it out; "
          "set parallel.sequence_parallel: true in the base config to search tp > 1", name="moe-tp-needs-sp"),
 )
 
 
-def first_broken_search(cfg: Cfg) -> tuple[str, str] | None:
-    """(field, message) of the first :data:`SEARCH_RULES` rule a layout that keeps :data:`RULES` breaks, or None."""
-    for rule in SEARCH_RULES:
-        if bool(np.all(rule.broken(cfg))):
-            return rule.field_of(cfg), rule.message(cfg)
-    return None
-
-
 #: the rules of a search, in order: :data:`RULES`, then :data:`SEARCH_RULES`
 SEARCH_TABLE: tuple[Rule, ...] = (*RULES, *SEARCH_RULES)
 
 
-def first_broken(cfg: Cfg) -> tuple[str, str] | None:
-    """(field, message) of the first rule ``cfg`` breaks, or None when it keeps them all."""
-    for rule in RULES:
+def first_broken(cfg: Cfg, rules: tuple[Rule, ...] = RULES) -> tuple[str, str] | None:
+    """(field, message) of the first rule of ``rules`` (default :data:`RULES`) ``cfg`` breaks, or None when it keeps
+    them all."""
+    for rule in rules:
         if rule.broken(cfg):
             return rule.field_of(cfg), rule.message(cfg)
     return None

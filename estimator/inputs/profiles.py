@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+import numpy as np
+
 from estimator.inputs.runtime_buffer import SEED_TP_SHARDABLE_OVERHEAD_MB
 from estimator.shared.arrays import is_array
 from estimator.shared.memo import derived
@@ -314,6 +316,14 @@ def tp_comm_overlap_possible(tp: Any, sequence_parallel: Any) -> Any:
     return (tp > 1) & sequence_parallel
 
 
+def moe_tp_without_sp_layout(cfg: Any) -> Any:
+    """A MoE model under ``megatron`` at tp > 1 without sequence parallelism (:func:`moe_tp_without_sp`);
+    elementwise over arrays of layouts (the search's rule moe-tp-needs-sp)."""
+    p = cfg.parallel
+    return (cfg.model.is_moe & (cfg.profile == "megatron")) & (np.asarray(p.tp) > 1) & ~np.asarray(
+        p.sequence_parallel, dtype=bool)
+
+
 def moe_tp_without_sp(cfg: Any) -> str | None:
     """The sentence for a MoE model under ``megatron`` with tp > 1 and no sequence parallelism, a layout
     Megatron-Core does not train (NVIDIA/Megatron-LM@d98e8a64dd ``megatron/core/transformer/moe/moe_layer.py``:
@@ -323,7 +333,7 @@ def moe_tp_without_sp(cfg: Any) -> str | None:
     p = cfg.parallel
     if is_array(p.tp, p.sequence_parallel):  # arrays of layouts (the batched search): the scalar reports state it
         return None
-    if not (cfg.model.is_moe and cfg.profile == "megatron" and p.tp > 1 and not p.sequence_parallel):
+    if not moe_tp_without_sp_layout(cfg):
         return None
     return (f"rule moe-tp-needs-sp: parallel.tp {p.tp} with routed experts and parallel.sequence_parallel false: "
             "Megatron-Core's MoELayer.forward refuses this layout in training ('performance may degrade if MoE and "

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.config.errors import ConfigError
-from estimator.config.rules import first_broken_search
+from estimator.config.rules import SEARCH_RULES, first_broken
 from estimator.config.schema import EstimatorConfig, load_config
 from estimator.memory import estimate_memory
 from estimator.perf.parts import estimate_perf
@@ -99,7 +99,7 @@ def load_layout(base_data: Mapping[str, Any], layout: Layout | SkippedLayout) ->
         cfg = load_config(base_data, overrides)
     except ConfigError as exc:
         return Rejection(overrides, reason_of(exc), str(exc))
-    if (broken := first_broken_search(cfg)) is not None:  # a layout the framework does not train
+    if (broken := first_broken(cfg, SEARCH_RULES)) is not None:  # a layout the framework does not train
         error = ConfigError(broken[0], broken[1], hint=OVERRIDE_HINT if broken[0] in overrides else None)
         return Rejection(overrides, reason_of(error), str(error))
     return cfg
