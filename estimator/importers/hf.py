@@ -217,10 +217,8 @@ def _gated_delta_layers(r: _Reader) -> None:
     every = r.get("full_attention_interval")
     kinds = r.get("layer_types")
     if kinds is not None:
-        full = [i for i, k in enumerate(kinds) if k == "full_attention"]
-        every = full[0] + 1 if full else None
-        if every is None or any(k != ("full_attention" if (i + 1) % every == 0 else "linear_attention")
-                                for i, k in enumerate(kinds)):
+        every = _full_every(kinds, "linear_attention")
+        if not every:
             raise bad(r.file, "layer_types", "this pattern of full and linear attention is not modelled (every n-th "
                       "layer full_attention, the others linear_attention)")
     if every is None:
@@ -313,6 +311,16 @@ def _gpt_oss(r: _Reader) -> None:
     _layer_types(r)
 
 
+def _full_every(kinds: list[Any], other: str) -> int | None:
+    """n when ``layer_types`` is ``full_attention`` on every layer i with (i + 1) % n == 0 and ``other`` on the
+    rest; 0 when no layer is full; None for any other pattern."""
+    full = [i for i, k in enumerate(kinds) if k == "full_attention"]
+    every = full[0] + 1 if full else 0
+    if any(k != ("full_attention" if every and (i + 1) % every == 0 else other) for i, k in enumerate(kinds)):
+        return None
+    return every
+
+
 def _layer_types(r: _Reader) -> None:
     """``layer_types`` (sliding_attention / full_attention per layer) as window + "every n-th full"."""
     kinds = r.get("layer_types")
@@ -320,10 +328,8 @@ def _layer_types(r: _Reader) -> None:
     if not kinds or window is None or "sliding_attention" not in kinds:
         return
     r.out.put("model.sliding_window", as_int(r.file, "sliding_window", window), "sliding_window")
-    full = [i for i, k in enumerate(kinds) if k == "full_attention"]
-    every = full[0] + 1 if full else 0
-    expected = [i for i in range(len(kinds)) if every and (i + 1) % every == 0]
-    if full != expected or any(k not in ("full_attention", "sliding_attention") for k in kinds):
+    every = _full_every(kinds, "sliding_attention")
+    if every is None:
         raise bad(r.file, "layer_types", "this pattern of full and sliding layers is not modelled (every n-th layer "
                   "full, the others sliding)")
     if every:
