@@ -189,10 +189,6 @@ UNMODELLED_MODEL_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-#: note features a Qwen3-Next row may state that :data:`QWEN3_NEXT_FACTS` gives the layout and dims of
-_QWEN3_NEXT_COVERED = (_GDN_NOTE.pattern,)
-
-
 def check_unmodelled_features(notes: str, model_name: str = "") -> None:
     """Refuse a row whose model is a family with a feature the estimator does not model
     (:data:`UNMODELLED_MODEL_NAMES`: a ConfigError on ``model_name``) or whose (lower-case) notes state one
@@ -201,9 +197,9 @@ def check_unmodelled_features(notes: str, model_name: str = "") -> None:
     for pattern, what in UNMODELLED_MODEL_NAMES:
         if pattern.search(model_name.lower()):
             raise ConfigError("model_name", f"{model_name!r}: {what}: not modelled; the row is not evaluable")
-    covered = _QWEN3_NEXT_COVERED if QWEN3_NEXT_NAME.search(model_name.lower()) else ()
+    facts_give_gdn = QWEN3_NEXT_NAME.search(model_name.lower()) is not None  # QWEN3_NEXT_FACTS: layout and dims
     for pattern, what in UNMODELLED_NOTE_FEATURES:
-        if pattern.pattern in covered:
+        if pattern is _GDN_NOTE and facts_give_gdn:
             continue
         if (found := pattern.search(notes)) is not None:
             raise ConfigError("notes", f"{what}: not modelled (the row's notes state {found.group(0)!r}); the row "

@@ -22,8 +22,16 @@ def layer_kind(model: ModelConfig, index: int) -> LayerKind:
     """``dense`` for the first ``num_dense_layers`` (DeepSeek first_k_dense_replace) or a dense model;
     ``moe`` otherwise; ``mtp`` for indices ≥ num_layers (MTP layers follow the main stack); ``gdn_`` before
     either for a GDN layer of ``linear_attention_freq`` (:func:`estimator.inputs.gdn.is_gdn_layer`). With
-    ``hybrid_override_pattern`` the layer's symbol names its kind (:data:`hybrid.HYBRID_SYMBOLS`)."""
-    return layer_kind_runs(model, (index,))[0][0]
+    ``hybrid_override_pattern`` the layer's symbol names its kind (:data:`hybrid.HYBRID_SYMBOLS`). (Called per
+    layer on hot paths: the rule is written out, as in :func:`layer_kind_runs`.)"""
+    if index >= model.num_layers:
+        return "mtp"
+    if model.hybrid_override_pattern is not None:
+        return cast(LayerKind, hybrid.HYBRID_SYMBOLS[model.hybrid_override_pattern[index]])
+    dense = not model.is_moe or index < model.num_dense_layers
+    if model.linear_attention_freq is not None and gdn.is_gdn_layer(model, index):
+        return "gdn_dense" if dense else "gdn_moe"
+    return "dense" if dense else "moe"
 
 
 def layer_kind_groups(model: ModelConfig, layers: Sequence[int]) -> list[tuple[int, int]]:

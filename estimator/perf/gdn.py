@@ -38,18 +38,15 @@ from typing import TYPE_CHECKING
 
 from estimator.inputs.gdn import GdnDims, gdn_dims
 from estimator.perf import compute
-from estimator.perf.operators import ELEMENTWISE_BACKWARD_BYTES, LayerDims, Op, elementwise, gemm
+from estimator.perf.operators import ELEMENTWISE_BACKWARD_BYTES, FP32_BYTES, LayerDims, Op, elementwise, gemm
 
 if TYPE_CHECKING:
     from estimator.config.schema import ModelConfig
 
-#: bytes of a fp32 element (the decay g, the rstd of the norms, the output gate's sigmoid)
-FP32_BYTES = 4
 #: kernels of the chunked delta rule per pass (forward, backward), see the module docstring
 RULE_KERNELS = (6, 7)
 #: kernels of FLA's causal conv per pass (forward, backward)
 CONV_KERNELS = (1, 1)
-
 
 
 def delta_rule_flops(tokens: float, d: GdnDims) -> float:

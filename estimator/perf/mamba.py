@@ -42,14 +42,12 @@ from typing import TYPE_CHECKING
 
 from estimator.inputs.hybrid import MambaDims, mamba_dims
 from estimator.perf import compute
-from estimator.perf.operators import ELEMENTWISE_BACKWARD_BYTES, LayerDims, Op, elementwise, gemm
+from estimator.perf.operators import ELEMENTWISE_BACKWARD_BYTES, FP32_BYTES, LayerDims, Op, elementwise, gemm
 from estimator.shared.arrays import where
 
 if TYPE_CHECKING:
     from estimator.config.schema import ModelConfig
 
-#: bytes of a fp32 element (the scan's chunk states and C·Bᵀ blocks, mamba_ssm ``states_in_fp32=True``)
-FP32_BYTES = 4
 #: kernels of the SSD scan per pass (forward, backward), see the module docstring
 SSD_KERNELS = (5, 15)
 #: kernels of the causal conv per pass (forward, backward)

@@ -68,8 +68,8 @@ FP8_ATTENTION_CASTS = 2.0
 #: kernels of the output gate ``x * torch.sigmoid(gate.float())`` cast back (forward: cast, sigmoid, multiply,
 #: cast; its backward: the multiply's two gradients and the sigmoid's)
 OUTPUT_GATE_KERNELS = (4, 3)
-#: bytes of a fp32 element (the output gate's sigmoid)
-_FP32_BYTES = 4
+#: bytes of a fp32 element (fp32 temporaries of element-wise operators, scan states, norm statistics)
+FP32_BYTES = 4
 
 @dataclass(frozen=True)
 class Op:
@@ -179,8 +179,8 @@ def output_gate_op(tokens: float, width_per_rank: float, b: int) -> Op:
     (B + 4 + 4), the cast back (4 + B) = 3·B + 24 bytes per element; its backward reads the saved x and
     sigmoid and the output gradient and writes both input gradients."""
     n = tokens * width_per_rank
-    return elementwise("output_gate", ("attn_proj",), n * (3 * b + 6 * _FP32_BYTES), kernels=OUTPUT_GATE_KERNELS[0],
-                       bw_kernels=OUTPUT_GATE_KERNELS[1], bw_bytes=n * (3 * b + 2 * _FP32_BYTES + b))
+    return elementwise("output_gate", ("attn_proj",), n * (3 * b + 6 * FP32_BYTES), kernels=OUTPUT_GATE_KERNELS[0],
+                       bw_kernels=OUTPUT_GATE_KERNELS[1], bw_bytes=n * (3 * b + 2 * FP32_BYTES + b))
 
 
 def core_attention_ops(d: LayerDims, a: int, n_kv: int, d_qk: int, d_v: int, keys: int | None = None) -> list[Op]:
