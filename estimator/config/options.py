@@ -113,6 +113,12 @@ class OptionsConfig(StrictSection):
                     "(first forward / last backward, warm-up and cool-down) keep their EP all-to-alls exposed "
                     "(estimator.perf.overlap.a2a_unpaired_share); off: the window (m-1)/m of the compute as before",
     )
+    offload_copies: bool = Field(
+        default=True,
+        description="train.cpu_offloading_num_layers: TE's copies of the offloaded layers' activations to and from "
+                    "host memory over hardware.host_link_gb_s, the stalls of its default schedule added to the "
+                    "passes (estimator.perf.offload); off: memory only, as before",
+    )
     per_layer_recompute: bool = Field(
         default=True,
         description="recompute.method block and torchtitan's layer-level SAC (selective_ac_option <n>) re-run only "

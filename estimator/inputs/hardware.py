@@ -22,6 +22,7 @@ from estimator.inputs.blackwell import BLACKWELL_ALIASES, BLACKWELL_PRESETS
 from estimator.inputs.device_presets import ALIASES as _BASE_ALIASES
 from estimator.inputs.device_presets import NVIDIA_LEVELS
 from estimator.inputs.device_presets import PRESETS as _BASE_PRESETS
+from estimator.inputs.host_link import with_host_link
 from estimator.inputs.rubin import RUBIN_ALIASES, RUBIN_PRESETS
 from estimator.inputs.variants import VARIANT_PRESETS
 from estimator.perf.comm import CollectiveKind
@@ -222,6 +223,9 @@ class HardwareSpec(BaseModel):
     #: the tensor cores take MX block-scaled FP8 operands (MXFP8: one E8M0 scale per 32 elements; compute
     #: capability 10.x), so ``precision.linear_recipe: mxfp8`` can run (estimator.config.rules); false: Hopper, Ada
     mxfp8_gemm: bool = False
+    #: the link to host memory, GB/s per direction (PCIe, NVLink-C2C; estimator.inputs.host_link): prices TE's CPU
+    #: activation offload (estimator.perf.offload); None: those copies are not priced
+    host_link_gb_s: float | None = Field(default=None, gt=0)
     provenance: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("*", mode="before")
@@ -248,7 +252,8 @@ class HardwareSpec(BaseModel):
 #: every built-in preset (estimator.inputs.device_presets, estimator.inputs.blackwell, estimator.inputs.rubin,
 #: estimator.inputs.variants)
 #: and their short names
-PRESETS: dict[str, dict[str, Any]] = {**_BASE_PRESETS, **BLACKWELL_PRESETS, **RUBIN_PRESETS, **VARIANT_PRESETS}
+PRESETS: dict[str, dict[str, Any]] = with_host_link({**_BASE_PRESETS, **BLACKWELL_PRESETS, **RUBIN_PRESETS,
+                                                     **VARIANT_PRESETS})
 ALIASES: dict[str, str] = {**_BASE_ALIASES, **BLACKWELL_ALIASES, **RUBIN_ALIASES}
 
 

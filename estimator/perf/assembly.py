@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from estimator.inputs.profiles import moe_tp_without_sp
-from estimator.perf import comm, network, overlap, pipeline
+from estimator.perf import comm, network, offload, overlap, pipeline
 from estimator.perf.context import Ctx, config_context, context
 from estimator.perf.report import MB_PARTS, PERF_PARTS, PerfReport
 from estimator.perf.stage import StageCost, origin, stage_costs
@@ -171,9 +171,10 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
     warnings = []
     if time_mode and not o.convert_ep_comm_to_time and any(any_true(s.ep_comm) for s in stages):
         warnings.append("EP_COMM left in bytes (convert_ep_comm_to_time: false): TOTAL mixes bytes and seconds")
-    if cfg.train.cpu_offloading_num_layers:
+    priced = any(any_true(s.offload_hidden) or any_true(s.offload_exposed) for s in stages)
+    if cfg.train.cpu_offloading_num_layers and not priced:
         warnings.append(f"train.cpu_offloading_num_layers {cfg.train.cpu_offloading_num_layers}: the activation copies "
-                        "to and from host memory run on a side stream and are not priced (memory only)")
+                        f"to and from host memory are not priced (memory only): {offload.unpriced_reason(cfg)}")
     if note := moe_tp_without_sp(cfg):
         warnings.append(note)
     tokens = m * cfg.train.micro_batch_size * cfg.train.seq_length * p.dp

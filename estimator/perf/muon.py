@@ -1,6 +1,6 @@
 """The Muon optimizer's step (``train.optimizer: muon``, Megatron-Core ``--optimizer muon``): besides the
 element-wise update, each 2-D weight's momentum is orthogonalised by Newton-Schulz iterations, priced here as
-GEMM operators on the step (``estimator.perf.stage.optimizer_ops``).
+GEMM operators on the step (``estimator.perf.held.optimizer_ops``).
 
 Megatron-Core@d98e8a64dd (``megatron/core/optimizer/optimizer_config.py``, ``emerging_optimizers.py``):
 ``muon_num_ns_steps = 5`` with the ``quintic`` coefficients, ``muon_tp_mode = "duplicated"`` (every TP rank

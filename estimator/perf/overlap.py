@@ -320,7 +320,8 @@ def report_overlap(stages: list[StageCost], straggler: int, m: int,
                    pp: tuple[float, float] = (0.0, 0.0)) -> dict[str, dict[str, float]]:
     """Hidden and exposed seconds per step of each comm part of the straggler stage (the stage the parts
     are taken from): ``m·`` its per-micro-batch values, DP per step, and PP_COMM per step from ``pp`` =
-    (total, exposed) where some of it hides; empty when nothing hides."""
+    (total, exposed) where some of it hides; ``CPU_OFFLOAD``: TE's activation copies to and from host memory
+    (their exposed seconds are in COMP) where priced; empty when nothing hides."""
     def of(name: str) -> float:
         values: list[float] = [getattr(s, name) for s in stages]
         return values[straggler] if isinstance(straggler, int) else pick(straggler, values)
@@ -329,13 +330,16 @@ def report_overlap(stages: list[StageCost], straggler: int, m: int,
              "CP_COMM": ("cp_comm", "cp_hidden", m), "DP_COMM": ("dp_comm", "dp_hidden", 1)}
     pp_hidden = pp[0] - pp[1]
     pp_hides = _nonzero(pp_hidden)
-    if not pp_hides and not any(getattr(s, field) is not None and _nonzero(getattr(s, field))
-                                for s in stages for _, field, _ in parts.values()):
+    offloads = any(_nonzero(s.offload_hidden) or _nonzero(s.offload_exposed) for s in stages)
+    if not pp_hides and not offloads and not any(getattr(s, field) is not None and _nonzero(getattr(s, field))
+                                                 for s in stages for _, field, _ in parts.values()):
         return {}
     out = {part: {"hidden_s": times * of(hidden), "exposed_s": times * of(exposed)}
            for part, (exposed, hidden, times) in parts.items()}
     if pp_hides:
         out["PP_COMM"] = {"hidden_s": pp_hidden, "exposed_s": pp[1]}
+    if offloads:  # TE's CPU activation offload copies (estimator.perf.offload); the exposed seconds are in COMP
+        out["CPU_OFFLOAD"] = {"hidden_s": m * of("offload_hidden"), "exposed_s": m * of("offload_exposed")}
     return out
 
 

@@ -415,6 +415,54 @@ def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_gra
     return _memo_seconds(cfg.model, key, lambda: price(dims))
 
 
+@dataclass(frozen=True)
+class _Pricing:
+    """What every layer's price of one config reads: efficiencies, the memo, peak and derate, the per-rank
+    shapes, the recomputed modules and the recipe's BF16 layers."""
+
+    eff: DeviceEfficiency
+    memo: dict[Any, Any]
+    peak: float
+    derate: float
+    dims: ops_.LayerDims
+    modules: frozenset[str]
+    high: frozenset[int]
+
+
+def _pricing(cfg: EstimatorConfig, ctx: Ctx) -> _Pricing:
+    memo = prices(cfg, ctx, "roofline")
+    if "dims" not in memo:
+        memo["dims"] = layer_dims(cfg, ctx)
+    if "bf16_layers" not in memo:
+        memo["bf16_layers"] = lowp.bf16_layers(cfg)
+    modules = frozenset({sac.OP_SAC}) if sac.uses_op_sac(cfg) else (
+        frozenset(cfg.recompute.modules) or frozenset({"core_attn"}))
+    return _Pricing(device_efficiency(cfg), memo, ctx.peak_flops / cfg.options.compute_efficiency,
+                    1.0 / cfg.options.compute_efficiency, memo["dims"], modules, memo["bf16_layers"])
+
+
+def _kind_seconds(cfg: EstimatorConfig, pr: _Pricing, index: int, kind: str, mode: str, bf16: bool) -> GroupSeconds:
+    """One layer of ``kind`` (represented by layer ``index``) under recompute ``mode``, in the recipe's
+    precision or (``bf16``: a layer outside the recipe, lowp.bf16_layers) without it; priced once per key."""
+    key = (kind, mode, "bf16") if bf16 else (kind, mode)
+    if key not in pr.memo:
+        dims = replace(pr.dims, lowp=None, fp8_attention=0.0) if bf16 else pr.dims
+        pr.memo[key] = _layer_seconds(cfg, dims, index, mode, pr.modules, pr.eff, pr.peak, pr.derate)
+    return cast(GroupSeconds, pr.memo[key])
+
+
+def layer_pass_seconds(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> list[tuple[float, float]]:
+    """(forward, backward) device seconds of each layer of ``layout``, in order, as :func:`stage_roofline`
+    prices them (the stage's recompute mode; the recipe's BF16 layers in BF16)."""
+    pr = _pricing(cfg, ctx)
+    out = []
+    for index in layout.layers:
+        mode = derive.layer_recompute(cfg, layout.stage, index)
+        f, b, _, _ = _kind_seconds(cfg, pr, index, derive.layer_kind(cfg.model, index), mode, index in pr.high)
+        out.append((f, b))
+    return out
+
+
 def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
                    optimizer_ops: list[ops_.Op]) -> StageRoofline:
     """Forward, backward and recompute seconds of one stage per micro-batch (layers, embedding, head)
@@ -422,33 +470,16 @@ def stage_roofline(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
     optimizer) are derated by ``options.compute_efficiency``. Layers of one kind are priced once and
     multiplied by their count; their prices are kept for the other stages
     (:func:`estimator.perf.context.prices`)."""
-    eff = device_efficiency(cfg)
-    memo = prices(cfg, ctx, "roofline")
-    peak = ctx.peak_flops / cfg.options.compute_efficiency
-    derate = 1.0 / cfg.options.compute_efficiency
-    if "dims" not in memo:
-        memo["dims"] = layer_dims(cfg, ctx)
-    dims = memo["dims"]
-    modules = frozenset({sac.OP_SAC}) if sac.uses_op_sac(cfg) else (
-        frozenset(cfg.recompute.modules) or frozenset({"core_attn"}))
-    if "bf16_layers" not in memo:
-        memo["bf16_layers"] = lowp.bf16_layers(cfg)
-    high = memo["bf16_layers"]
+    pr = _pricing(cfg, ctx)
+    eff, peak, derate, dims, high = pr.eff, pr.peak, pr.derate, pr.dims, pr.high
     groups: list[tuple[GroupSeconds, float]] = []
     for index, kind, mode, n in stage_mode_groups(cfg, layout, cfg.stage_recompute(layout.stage)):
         n_high = sum(1 for i in layout.layers if i in high and derive.layer_kind(cfg.model, i) == kind
                      and derive.layer_recompute(cfg, layout.stage, i) == mode) if high else 0
         if n > n_high:
-            key = (kind, mode)
-            if key not in memo:
-                memo[key] = _layer_seconds(cfg, dims, index, mode, modules, eff, peak, derate)
-            groups.append((memo[key], float(n - n_high)))
+            groups.append((_kind_seconds(cfg, pr, index, kind, mode, False), float(n - n_high)))
         if n_high:  # the group's layers outside the recipe (lowp.bf16_layers): no recipe, no FP8 attention
-            high_key = (kind, mode, "bf16")
-            if high_key not in memo:
-                plain = replace(dims, lowp=None, fp8_attention=0.0)
-                memo[high_key] = _layer_seconds(cfg, plain, index, mode, modules, eff, peak, derate)
-            groups.append((memo[high_key], float(n_high)))
+            groups.append((_kind_seconds(cfg, pr, index, kind, mode, True), float(n_high)))
     if layout.has_embedding:
         groups.append((_extra_seconds(cfg, dims, False, ctx.b_grad, eff, peak, derate), 1.0))
     if layout.has_head:

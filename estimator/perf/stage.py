@@ -12,13 +12,22 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from estimator.inputs import derive, params
-from estimator.inputs.adapters import adapter_of, layer_adapter_params
-from estimator.inputs.profiles import resolved_bytes
+from estimator.inputs import derive
 from estimator.inputs.recipes import stored_recipe
-from estimator.perf import comm, compute, graphs, kernels, layers, lowp, network, operators, overlap, roofline
+from estimator.perf import (
+    comm,
+    compute,
+    graphs,
+    kernels,
+    layers,
+    lowp,
+    network,
+    offload,
+    overlap,
+    roofline,
+)
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context, prices
-from estimator.perf.muon import muon_active, muon_update, newton_schulz_ops
+from estimator.perf.held import optimizer_ops, stage_params, trained_params
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
 from estimator.shared.memo import config_memo, kept_property, pricing_key, with_kept_values
 from ndval.core import cache
@@ -83,6 +92,10 @@ class StageCost:
     ep_hidden: float = 0.0
     cp_hidden: float = 0.0
     dp_hidden: float = 0.0
+    #: TE's CPU activation offload per micro-batch (:mod:`estimator.perf.offload`): the copies' seconds under the
+    #: compute and the stalls (already in ``fw_compute`` / ``bw_compute``); 0 without offload
+    offload_hidden: float = 0.0
+    offload_exposed: float = 0.0
 
     def pass_comm(self, ep_scale: float = 1.0) -> tuple[float, float, float]:
         """(forward, backward, recompute) share of the stage's TP + EP + CP comm per micro-batch
@@ -235,6 +248,9 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
     if roofline.roofline_active(cfg):
         roof = roofline.stage_roofline(cfg, ctx, layout, optimizer_ops(cfg, ctx, layout, held))
         timed, optimizer, by_class = [roof.forward, roof.backward, roof.recompute], roof.optimizer, roof.by_class
+    copies = offload.stage_offload(cfg, ctx, layout)
+    if copies is not None:
+        timed = [timed[0] + copies.forward_stall_s, timed[1] + copies.backward_stall_s, timed[2]]
     values = {
         "tp": comm_value(cfg, ctx, tp_cs, 1, "tp"),
         "ep": comm_value(cfg, ctx, ep_cs, ctx.t_exp, "ep") + (
@@ -265,7 +281,9 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         full_recompute=n_full / n_all if n_all else float(stage_mode == "full"),
         kernels_fw=launches.forward, kernels_bw=launches.backward, kernels_rec=launches.recompute,
         optimizer=optimizer, by_class=by_class,
+        offload_hidden=copies.hidden_s if copies else 0.0, offload_exposed=copies.exposed_s if copies else 0.0,
     )
+
 
 
 _NOTHING_HIDDEN = {"tp": 0.0, "ep": 0.0, "cp": 0.0, "dp": 0.0}
@@ -330,60 +348,6 @@ def _by_node(cfg: EstimatorConfig, ctx: Ctx, sent: float) -> tuple[float, int] |
     if type(g) is not ARRAY and g == ctx.ep:  # one domain holds the group: the flat all-to-all
         return None
     return comm.ep_dispatch_tokens_flex(sent, m.moe_topk, m.num_experts, ctx.ep // g), g
-
-
-def stage_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> tuple[float, float]:
-    """Parameters of the stage one device holds: (non-expert, routed experts).
-
-    Non-expert (attention, norms, dense MLP, shared experts, embedding, head): ``/tp`` except the
-    parts every TP rank holds whole (``LayerParams.held_non_expert``); routed experts ``/(ep·t_exp)``.
-    """
-    m = cfg.model
-    dense = routed = 0.0
-    for index, n in layers.stage_groups(cfg, layout):
-        lp = params.layer_params(m, index)
-        n = params.weight_copies(m, index, n)
-        held_routed, held_shared = lp.held_experts(ctx.tp, derive.layer_ep(cfg, index), ctx.t_exp)
-        dense, routed = dense + n * (lp.held_non_expert(ctx.tp) + held_shared), routed + n * held_routed
-    if layout.has_embedding:
-        dense += (params.embedding_params(m) + params.position_embedding_params(m, ctx.seq)) / ctx.tp
-    if layout.has_head:
-        dense += params.head_params(m) / ctx.tp
-    return dense, routed
-
-
-def trained_params(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
-                   held: tuple[float, float]) -> tuple[float, float]:
-    """The parameters of the stage that train (gradients reduced over DP, updated by the optimizer):
-    ``held`` (:func:`stage_params`), or with an adapter the adapters' only (:mod:`estimator.inputs.adapters`)."""
-    adapter = adapter_of(cfg)
-    if adapter is None:
-        return held
-    dense = routed = 0.0
-    for index, n in layers.stage_groups(cfg, layout):
-        moe = layers.is_moe_layer(cfg.model, index)
-        local = cfg.model.num_experts / derive.layer_ep(cfg, index) if moe else 0.0
-        d, r = layer_adapter_params(cfg.model, adapter, moe, ctx.tp, local)
-        dense, routed = dense + n * d, routed + n * r
-    return dense, routed
-
-
-def optimizer_ops(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout,
-                  held: tuple[float, float] | None = None) -> list[operators.Op]:
-    """The optimizer step of one device: Adam over its shard (``/(dp·cp)`` non-expert, ``/edp`` routed with
-    the distributed optimizer, else everything it holds), reading master params (or params), grads
-    and both moments and writing them back plus the low-precision copy (:func:`resolved_bytes`).
-    ``held``: the stage's :func:`stage_params` when the caller has them."""
-    dense, routed = held or stage_params(cfg, ctx, layout)
-    rb = resolved_bytes(cfg)
-    main = rb.master_params or rb.params
-    per_param: float = 2 * main + rb.grads + 4 * rb.optimizer_state + (rb.params if rb.master_params else 0)
-    if muon_active(cfg):  # (Muon's weights: one momentum, over their own shards; estimator.perf.muon)
-        local, per_param = muon_update(cfg, ctx, layout, dense, routed, per_param)
-        return operators.optimizer_ops(local, per_param, rb.grads) + newton_schulz_ops(cfg, ctx, layout)
-    if cfg.parallel.distributed_optimizer:
-        dense, routed = dense / (ctx.dp * ctx.cp), routed / ctx.edp
-    return operators.optimizer_ops(dense + routed, per_param, rb.grads)
 
 
 def dp_collectives(

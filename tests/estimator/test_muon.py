@@ -17,8 +17,8 @@ from estimator.inputs.derive import stage_layouts
 from estimator.inputs.params import layer_params
 from estimator.memory.static import layer_static
 from estimator.perf.context import config_context
+from estimator.perf.held import optimizer_ops
 from estimator.perf.muon import NS_STEPS, newton_schulz_flops, newton_schulz_ops
-from estimator.perf.stage import optimizer_ops
 
 EXAMPLE = Path(estimator.__file__).parent / "examples" / "llama3-8b-h100.yaml"
 

@@ -15,7 +15,8 @@ import estimator
 from estimator.config.errors import ConfigError
 from estimator.perf import overlap
 from estimator.perf.context import comm_value, config_context
-from estimator.perf.stage import dp_collectives, stage_params
+from estimator.perf.held import stage_params
+from estimator.perf.stage import dp_collectives
 
 EXAMPLES = Path(estimator.__file__).parent / "examples"
 LLAMA = EXAMPLES / "llama3-8b-h100.yaml"  # megatron, tp 2 (SP), pp 2, dp 2, distributed optimizer

@@ -147,9 +147,10 @@ def test_cpu_offloading_keeps_the_other_layers_and_one_in_transit() -> None:
     a = layer_dynamic_bytes(cfg, 0, 1, "none")[0] / 2**20
     assert act(2) == pytest.approx(act(0) - a, rel=1e-12)
     assert act(3) == pytest.approx(act(0) - 2 * a, rel=1e-12)
-    report = estimator.estimate_perf(estimator.load_config(_offload_run(2)))
-    assert any("cpu_offloading_num_layers" in w for w in report.warnings)
-    assert report.total == estimator.estimate_perf(cfg).total  # time: not priced
+    unpriced = estimator.load_config(_offload_run(2), {"options.offload_copies": False})
+    report = estimator.estimate_perf(unpriced)
+    assert any("cpu_offloading_num_layers" in w and "options.offload_copies is off" in w for w in report.warnings)
+    assert report.total == estimator.estimate_perf(cfg).total  # time: the copies off (estimator.perf.offload)
 
 
 @pytest.mark.parametrize(("layers", "extra"), [(4, {}), (1, {"pp": 2, "dp": 4}), (1, {"recompute": True})])

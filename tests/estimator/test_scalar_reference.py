@@ -34,7 +34,8 @@ OFF = {"options.low_precision_gemms": False, "options.cuda_graphs": False, "opti
        "options.grouped_op_fuser": False, "options.fused_quantize": False, "options.quantized_tp_gather": False,
        "options.main_grad_add": False, "options.attention_head_dim": False, "options.fp8_attention": False,
        "options.sfu_softmax": False, "options.fsdp2_copies": False, "options.per_layer_recompute": False,
-       "options.a2a_unpaired_steps": False, "options.muon": False, "options.cast_kernel_latency": False}
+       "options.a2a_unpaired_steps": False, "options.muon": False, "options.cast_kernel_latency": False,
+       "options.offload_copies": False}
 #: stored configs whose numbers the recipe mechanisms change (FP8 linears: their GEMMs at the FP8 peak;
 #: torchtitan's op-level SAC: what it re-runs, estimator.perf.sac; its layer-level SAC: the layers it re-runs,
 #: estimator.inputs.derive.recomputed_layers)
