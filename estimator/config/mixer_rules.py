@@ -19,10 +19,11 @@ def _gdn(cfg: Cfg) -> bool:
 
 def mixer_rules() -> list[Rule]:
     """The Mamba-2 mixer over TP (Megatron-Core ``MambaMixer`` asserts ``nheads % tp == 0`` and
-    ``ngroups % tp == 0``) and over CP (its ``MambaContextParallel`` all-to-alls are not modelled); the GDN
-    mixer over TP (Megatron-Core ``_GDNBase`` splits the key and the value heads: ``num_key_heads // tp_size``,
-    ``num_value_heads // tp_size``) and over CP (its ``a2a_cp_to_hp`` all-to-alls are not modelled); adapters,
-    whose targets are a transformer layer's attention and MLP linears, on neither."""
+    ``ngroups % tp == 0``) and over CP (``MambaContextParallel``: heads over tp·cp, groups over tp·cp; the
+    replicated group states of fewer groups than cp are not modelled); the GDN mixer over TP (Megatron-Core
+    ``_GDNBase`` splits the key and the value heads: ``num_key_heads // tp_size``, ``num_value_heads //
+    tp_size``) and over CP (``a2a_cp_to_hp``: both over tp·cp); adapters, whose targets are a transformer
+    layer's attention and MLP linears, on neither (:mod:`estimator.perf.mixer_cp` prices the CP all-to-alls)."""
     return [
         Rule("parallel.tp", lambda c: _mamba(c) & (hybrid.mamba_dims(c.model).heads % c.parallel.tp != 0),
              lambda c: f"must divide the Mamba heads ({hybrid.mamba_dims(c.model).heads}); got {c.parallel.tp} "
@@ -38,10 +39,21 @@ def mixer_rules() -> list[Rule]:
              lambda c: "adapters on a hybrid stack (model.hybrid_override_pattern) or on Gated DeltaNet layers are "
              "not modelled: the adapter targets are a transformer layer's attention and MLP linears; a valid "
              "example: adapter.kind: none", structural=True),
-        Rule("parallel.cp", lambda c: _mamba(c) & (c.parallel.cp > 1),
-             lambda c: "context parallelism of Mamba-2 layers (Megatron-Core MambaContextParallel: all-to-alls "
-             "between sequence and head sharding) is not modelled; a valid example: parallel.cp: 1"),
-        Rule("parallel.cp", lambda c: _gdn(c) & (c.parallel.cp > 1),
-             lambda c: "context parallelism of Gated DeltaNet layers (Megatron-Core a2a_cp_to_hp: all-to-alls "
-             "between sequence and head sharding) is not modelled; a valid example: parallel.cp: 1"),
+        Rule("parallel.cp", lambda c: _mamba(c) & (c.parallel.cp > 1)
+             & (hybrid.mamba_dims(c.model).heads % (c.parallel.tp * c.parallel.cp) != 0),
+             lambda c: f"tp·cp must divide the Mamba heads ({hybrid.mamba_dims(c.model).heads}); got "
+             f"{c.parallel.tp}·{c.parallel.cp} (Megatron-Core MambaContextParallel: nheads must be evenly divisible "
+             "by tp_size * cp_size)"),
+        Rule("parallel.cp", lambda c: _mamba(c) & (c.parallel.cp > 1)
+             & (c.model.mamba_num_groups // c.parallel.tp % c.parallel.cp != 0),
+             lambda c: f"must divide the Mamba groups per TP rank ({c.model.mamba_num_groups // c.parallel.tp}); "
+             f"got {c.parallel.cp}: with fewer groups than cp Megatron-Core's MambaContextParallel replicates the "
+             "group states across CP ranks (group_repeat_count), which is not modelled; otherwise it asserts "
+             "ngroups % (tp_size * cp_size) == 0"),
+        Rule("parallel.cp", lambda c: _gdn(c) & (c.parallel.cp > 1)
+             & ((c.model.gdn_num_key_heads % (c.parallel.tp * c.parallel.cp) != 0)
+                | (c.model.gdn_num_value_heads % (c.parallel.tp * c.parallel.cp) != 0)),
+             lambda c: f"tp·cp must divide the GDN key and value heads ({c.model.gdn_num_key_heads}, "
+             f"{c.model.gdn_num_value_heads}); got {c.parallel.tp}·{c.parallel.cp} (Megatron-Core a2a_cp_to_hp: "
+             "'split_sections ... must be divisible by cp_size for GDN', heads split over tp·cp)"),
     ]

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from estimator.inputs.gdn import GdnDims, gdn_dims
 from estimator.perf import compute
+from estimator.perf.mixer_cp import mixer_cp_relayout_op
 from estimator.perf.operators import ELEMENTWISE_BACKWARD_BYTES, FP32_BYTES, LayerDims, Op, elementwise, gemm
 
 if TYPE_CHECKING:
@@ -95,7 +96,8 @@ def gdn_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
     fused into in_proj, in_proj, the causal conv (+ SiLU), the L2 norm of q and k, their repeat to the value
     heads (n_v > n_k), the gates g = −exp(A_log)·softplus(α + dt_bias) and β = sigmoid(β), the chunked delta
     rule (class ``gemm``: tensor-core matmuls, priced on the device's matmul table), the gated RMSNorm and the
-    copy back to [s, b], out_proj, the residual."""
+    copy back to [s, b], out_proj, the residual; under CP the re-layouts around its all-to-alls
+    (:mod:`estimator.perf.mixer_cp`)."""
     d, h, b, t, tn = gdn_dims(model), model.hidden_size, dd.b, dd.tokens, dd.norm_tokens
     share = 1.0 / dd.tp  # this rank's share of the heads
     conv, qk, v, nv = d.conv_channels * share, d.qk_width * share, d.v_width * share, d.value_heads * share
@@ -103,7 +105,8 @@ def gdn_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
     repeat = 2 * t * 2 * nv * d.key_dim * b if d.value_heads > d.key_heads else 0.0
     rule_fw, rule_bw = delta_rule_flops(t, d) * share, delta_rule_backward_flops(t, d) * share
     rule_bytes = delta_rule_bytes(t, d, b) * share
-    return [
+    relayout = mixer_cp_relayout_op("gdn", t, d.in_proj_width * share, v, b, dd.cp)  # CP (estimator.perf.mixer_cp)
+    return [*([relayout] if relayout is not None else []),
         elementwise("input_norm", ("layernorm",), 2 * tn * h * b, bw_kernels=2),
         gemm("gdn_in_proj", ("gdn",), t, h, d.in_proj_width * share, b),
         elementwise("gdn_conv1d", ("gdn",), conv_bytes, kernels=CONV_KERNELS[0], bw_kernels=CONV_KERNELS[1],

@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING
 
 from estimator.perf import gdn
 from estimator.perf.mamba import CONV_KERNELS, SSD_KERNELS, mamba_kernel_ops
+from estimator.perf.mixer_cp import MIXER_CP_CALLS
 from estimator.perf.operators import OUTPUT_GATE_KERNELS
 from estimator.perf.sac import OP_SAC, RECOMPUTED_MMS
 from estimator.shared.arrays import ARRAY, per_unique
@@ -168,6 +169,9 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
         m["cp_comm"] = Counter({"COLLECTIVE": 4})
     elif shape.cp > 1 and shape.mixer == "attention":
         m["cp_comm"] = Counter({"COLLECTIVE": 2 * (shape.cp - 1), "POINTWISE": shape.cp - 1})
+    elif shape.cp > 1 and shape.mixer in MIXER_CP_CALLS:  # the mixers' all-to-alls and re-layouts (mixer_cp)
+        (a2a_in, a2a_out), (copies_in, copies_out) = MIXER_CP_CALLS[shape.mixer]
+        m["cp_comm"] = Counter({"COLLECTIVE": a2a_in + a2a_out, "POINTWISE": copies_in + copies_out})
     return m
 
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from estimator.inputs.hybrid import MambaDims, mamba_dims
 from estimator.perf import compute
+from estimator.perf.mixer_cp import mixer_cp_relayout_op
 from estimator.perf.operators import ELEMENTWISE_BACKWARD_BYTES, FP32_BYTES, LayerDims, Op, elementwise, gemm
 from estimator.shared.arrays import where
 
@@ -95,7 +96,8 @@ def mamba_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
     """Forward operators of one Mamba-2 layer on one rank (Megatron-Core ``MambaMixer`` training path,
     ``mamba_split_conv1d_scan_combined``): the pre-norm fused into in_proj, in_proj, the [s, b] → [b, s] copy
     of its output, the causal conv, the SSD scan (class ``gemm``: batched matmuls on the tensor cores, Dao & Gu
-    2024 §6, priced on the device's matmul table), the copy back, the gated RMSNorm, out_proj, the residual."""
+    2024 §6, priced on the device's matmul table), the copy back, the gated RMSNorm, out_proj, the residual; under
+    CP the re-layouts around its all-to-alls (:mod:`estimator.perf.mixer_cp`)."""
     d, h, b, t, tn = mamba_dims(model), model.hidden_size, dd.b, dd.tokens, dd.norm_tokens
     width, conv = d.in_proj_width / dd.tp, d.conv_channels / dd.tp
     share = d.heads / dd.tp / d.heads  # this rank's share of heads and groups
@@ -103,7 +105,8 @@ def mamba_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
     scan_bytes = ssd_scan_bytes(t, d, b) * share
     conv_bytes = 2 * t * conv * b
     copy = where(dd.batch > 1, 2 * t * b, 0.0)  # per channel: the [s, b] <-> [b, s] copies (no-op at b = 1)
-    return [
+    relayout = mixer_cp_relayout_op("mamba", t, width, d.inner / dd.tp, b, dd.cp)  # CP (estimator.perf.mixer_cp)
+    return [*([relayout] if relayout is not None else []),
         elementwise("input_norm", ("layernorm",), 2 * tn * h * b, bw_kernels=2),
         gemm("mamba_in_proj", ("mamba",), t, h, width, b),
         elementwise("mamba_layout", ("mamba",), copy * width, bw_bytes=copy * width),

@@ -21,6 +21,7 @@ from estimator.perf import (
     kernels,
     layers,
     lowp,
+    mixer_cp,
     network,
     offload,
     overlap,
@@ -186,6 +187,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
     tp_cs: list[comm.Collective] = []
     ep_cs: list[comm.Collective] = []
     cp_cs: list[comm.Collective] = []
+    mixer_cs: list[comm.Collective] = []  # the mixers' CP all-to-alls: nothing runs beside them (exposed)
     if "per_layer" not in memo:
         memo["per_layer"] = _per_layer_traffic(cfg, ctx)
     act_bytes, dispatch, cp_dim, cp_layer, by_node = memo["per_layer"]
@@ -199,7 +201,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         full = mode == "full"
         n_full, n_all = n_full + (n if full else 0), n_all + n
         if ("calls", full) not in memo:
-            memo["calls", full] = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim)}
+            memo["calls", full] = {dim: sum(comm.pass_comm_factors(dim, full)) for dim in ("tp", "ep", cp_dim, "cp_a2a")}
         calls = memo["calls", full]
         kind_key = (kind, mode)
         lc = memo.get(("flops", kind_key))
@@ -208,7 +210,8 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         f, b, r = compute.pass_flops(lc.forward * n, lc.recompute_fraction)
         fw, bw, rec = fw + f, bw + b, rec + r
         blocks = layers.tp_blocks(m, index, ctx.t_exp)
-        attention = derive.layer_blocks(m, index)[0] == "attention"
+        mixer = derive.layer_blocks(m, index)[0]
+        attention = mixer == "attention"
         if ctx.host_launch_s:
             if ("kernels", kind_key) not in memo:
                 eager = layers.layer_kernels(cfg, ctx, index, lc.moe, blocks, mode)
@@ -220,6 +223,11 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
             tp_layer = lowp.quantized_tp_gathers(tp_layer, gather_share, quantized, maximum(blocks, 1))  # (0: none)
         tp_cs += comm.scaled(tp_layer, calls["tp"] * n)
         cp_cs += comm.scaled(cp_layer, calls[cp_dim] * n) if attention else []
+        if mixer in mixer_cp.MIXER_CP_CALLS and any_true(ctx.cp > 1):  # Mamba / GDN all-to-alls (perf.mixer_cp)
+            if ("mixer_cp", mixer) not in memo:
+                memo["mixer_cp", mixer] = mixer_cp.mixer_cp_collectives(
+                    mixer, ctx.tokens / ctx.cp, *mixer_cp.mixer_cp_widths(m, mixer, ctx.tp), ctx.b_compute, ctx.cp)
+            mixer_cs += comm.scaled(memo["mixer_cp", mixer], calls["cp_a2a"] * n)
         layer_ep = derive.kind_ep(cfg, kind)
         if lc.moe and any_true(layer_ep > 1):  # (arrays: rows with ep = 1 price no EP comm)
             stage_ep = maximum(stage_ep, layer_ep)
@@ -262,12 +270,13 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
             launches.recompute * ctx.host_launch_s]
     passes = [maximum(t, h) for t, h in zip(timed, host, strict=True)] if ctx.host_launch_s else timed
     hidden = _hidden(cfg, ctx, layout, values, passes, held, [(dp_cs, ctx.tp), (dp_cs_exp, dp_stride_exp)])
+    mixer_s = comm_value(cfg, ctx, mixer_cs, ctx.tp, "cp") if mixer_cs else 0.0
     return StageCost(
         stage=layout.stage,
         fw_compute=timed[0],
         bw_compute=timed[1],
         recompute=timed[2],
-        mp_comm=values["tp"] - hidden["tp"], ep_comm=values["ep"] - hidden["ep"], cp_comm=values["cp"] - hidden["cp"],
+        mp_comm=values["tp"] - hidden["tp"], ep_comm=values["ep"] - hidden["ep"], cp_comm=values["cp"] - hidden["cp"] + mixer_s,
         dp_comm=values["dp"] - hidden["dp"],
         tp_hidden=hidden["tp"], ep_hidden=hidden["ep"], cp_hidden=hidden["cp"], dp_hidden=hidden["dp"],
         ep=stage_ep,
@@ -275,7 +284,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         cp_dim=cp_dim,
         tp_bytes=sum(map(comm.wire_bytes, tp_cs)),
         ep_bytes=sum(map(comm.wire_bytes, ep_cs + ep_node_cs)),
-        cp_bytes=sum(map(comm.wire_bytes, cp_cs)),
+        cp_bytes=sum(map(comm.wire_bytes, cp_cs + mixer_cs)),
         dp_bytes=sum(map(comm.wire_bytes, dp_cs + dp_cs_exp)),
         host_fw=host[0], host_bw=host[1], host_rec=host[2],
         full_recompute=n_full / n_all if n_all else float(stage_mode == "full"),

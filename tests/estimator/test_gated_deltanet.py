@@ -168,7 +168,7 @@ def test_estimate_runs_and_its_parts_add_up() -> None:
     ({"gdn_num_value_heads": 3}, {}, "model.gdn_num_value_heads"),
     ({"hybrid_override_pattern": "G-*-"}, {}, "model.linear_attention_freq"),
     ({}, {"tp": 4}, "parallel.tp"),
-    ({}, {"cp": 2, "dp": 1}, "parallel.cp"),
+    ({}, {"cp": 4, "dp": 1}, "parallel.cp"),  # tp·cp must divide the 2 key heads
 ])
 def test_model_rules(model: dict[str, Any], parallel: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError) as info:

@@ -136,7 +136,7 @@ def test_without_a_pattern_nothing_changes() -> None:
     ({"mamba_num_heads": 7}, {}, "model.mamba_num_heads", "multiple of model.mamba_num_groups"),
     ({"mamba_num_groups": 1, "mamba_num_heads": 6}, {"tp": 4}, "parallel.tp", "Mamba heads"),
     ({}, {"tp": 4}, "parallel.tp", "mamba_num_groups"),
-    ({}, {"cp": 2}, "parallel.cp", "not modelled"),
+    ({}, {"cp": 4}, "parallel.cp", "group_repeat_count"),  # 2 groups over cp 4: replicated, not modelled
     ({"num_dense_layers": 1}, {}, "model.num_dense_layers", "not used"),
 ])
 def test_bad_hybrid_configs_are_refused_by_field(model: dict[str, Any], parallel: dict[str, Any], field: str,
