@@ -43,6 +43,9 @@ UNMODELLED_NOTE_FEATURES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bsandwich norm\b|\bpost[\s_-]?norms?\b|\bfour norms\b"), "norms after the attention / MLP blocks"),
     (re.compile(r"\bvision (?:encoder|tower|model)\b|\bvit\b|\bmultimodal\b|\bimage tokens?\b"),
      "a vision encoder and its image tokens"),
+    (re.compile(r"\bhyper[\s_-]?connections?\b|\bmhc\b"), "hyper-connections (several residual streams; "
+     "DeepSeek-V4's mHC)"),
+    (re.compile(r"\bhash[\s_-]?(?:routed|routing|moe)\b"), "hash-routed MoE layers"),
 )
 #: what a hybrid row's (lower-case) notes state, as the Bridge Blackwell rows spell it: model field -> pattern
 #: (the layer pattern as Bridge's ``hybrid_layer_pattern`` or Megatron's ``--hybrid-override-pattern``, the
@@ -184,7 +187,14 @@ UNMODELLED_MODEL_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"deepseek[\s_-]*v3\.2"), "DeepSeek-V3.2's sparse attention (lightning indexer)"),
     (re.compile(r"llama[\s_-]*4\b"), "Llama 4's chunked local attention and NoPE layers"),
     (re.compile(r"\bgemma[\s_-]*[23]\b"), "Gemma 2 / 3's post norms (and Gemma 2's soft-capping)"),
-    (re.compile(r"kimi[\s_-]*linear|minimax"), "linear-attention mixers"),
+    (re.compile(r"kimi[\s_-]*linear|minimax[\s_-]*(?:text|m1\b|01\b)"), "linear-attention mixers"),
+    (re.compile(r"minimax[\s_-]*m3"), "MiniMax-M3's vision encoder and lightning-indexer sparse attention"),
+    (re.compile(r"deepseek[\s_-]*v4"), "DeepSeek-V4's hyper-connections (mHC), compressed sparse and sliding-window "
+     "attention layers and hash-routed MoE layers (Megatron-Bridge DeepSeekV4Bridge)"),
+    (re.compile(r"\bglm[\s_-]*5|glm[\s_-]*moe[\s_-]*dsa"), "GLM-5's sparse attention (DSA indexer layers; "
+     "Megatron-Bridge GLM5Bridge)"),
+    (re.compile(r"[\s_.-]vl(?![a-z0-9])|(?<![a-z0-9])omni(?![a-z0-9])"), "a vision encoder and its image tokens "
+     "(a vision-language model)"),
     (re.compile(r"\bjamba\b|falcon[\s_-]*h1|\bzamba|\bbamba\b"), "a hybrid Mamba stack other than Nemotron-H's"),
 )
 

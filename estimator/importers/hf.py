@@ -63,6 +63,13 @@ REFUSED_TYPES: dict[str, str] = {
                     "modelled"),
     "deepseek_v32": "DeepSeek-V3.2's sparse attention (the lightning indexer and its index_topk keys per query) is "
                     "not modelled",
+    "deepseek_v4": "DeepSeek-V4's hyper-connections (mHC), compressed sparse / sliding-window attention layers and "
+                   "hash-routed MoE layers are not modelled",
+    "glm_moe_dsa": "GLM-5's sparse attention (DSA indexer layers) is not modelled",
+    **dict.fromkeys(("minimax", "minimax_text_01", "minimax_m1"), "MiniMax-Text-01 / M1's lightning (linear) "
+                    "attention layers are not modelled"),
+    "minimax_m3": "MiniMax-M3's vision encoder and lightning-indexer sparse attention are not modelled",
+    "kimi_linear": "Kimi Linear's KDA linear-attention layers are not modelled",
     **dict.fromkeys(HYBRID_TYPES, "hybrid Mamba / attention stacks other than Nemotron-H: their layer layout and "
                                   "mixer variants are not read (write model.hybrid_override_pattern and the mamba_* "
                                   "fields by hand)"),

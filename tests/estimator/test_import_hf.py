@@ -106,7 +106,10 @@ def test_qwen2_moe_maps_the_shared_expert(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("model_type,words", [("llama4_text", "chunked local attention"),
-                                              ("deepseek_v32", "sparse attention")])
+                                              ("deepseek_v32", "sparse attention"),
+                                              ("deepseek_v4", "hyper-connections"), ("glm_moe_dsa", "DSA"),
+                                              ("minimax", "lightning"), ("minimax_m3", "vision encoder"),
+                                              ("kimi_linear", "linear-attention")])
 def test_newer_architectures_are_refused_with_the_reason(tmp_path: Path, model_type: str, words: str) -> None:
     path = _write(tmp_path, {"model_type": model_type, "hidden_size": 1024, "num_hidden_layers": 4})
     with pytest.raises(ConfigError) as err:

@@ -121,6 +121,8 @@ def test_qk_norm_kernels_and_operators() -> None:
     ("vision encoder (ViT-H) frozen", "vision encoder"),
     ("sliding window 4096 on every layer", "sliding window in a form the reader does not parse"),
     ("mamba layers interleaved 1:7", "no hybrid Mamba stack"),
+    ("mHC hyper-connections (4 streams)", "hyper-connections"),
+    ("hash-routed MoE in the first 3 layers", "hash-routed"),
 ])
 def test_unmodelled_architecture_in_notes_is_refused_naming_it(measured_dir: Path, phrase: str, says: str) -> None:
     """A row whose notes state an architecture feature the estimator does not model is refused on ``notes`` with
@@ -137,12 +139,22 @@ def test_unmodelled_architecture_in_notes_is_refused_naming_it(measured_dir: Pat
     ("Qwen3.5 397B-A17B", "vision encoder"),
     ("DeepSeek-V3.2-Exp", "sparse attention"), ("Llama 4 Maverick", "chunked"), ("Gemma 3 27B", "post norms"),
     ("MiniMax-M1", "linear-attention"), ("Kimi Linear 48B", "linear-attention"), ("Falcon-H1 34B", "hybrid Mamba"),
+    ("DeepSeekV4_Flash", "hyper-connections"), ("GLM-5", "DSA"), ("MiniMax-M3", "vision encoder"),
+    ("Qwen3_VL_235B_A22B", "vision encoder"), ("Nemotron 3 Omni", "vision encoder"),
 ])
 def test_a_row_of_an_unmodelled_family_is_refused_by_name(measured_dir: Path, name: str, says: str) -> None:
     row = _row(measured_dir, "mbridge_perf_summary_blackwell__26.08_Qwen3_30B_a3B_DGX-GB300_MXFP8")
     with pytest.raises(ConfigError) as info:
         config_from_measured_row({**row, "model_name": name})
     assert info.value.field == "model_name" and says in info.value.rule and name in info.value.rule
+
+
+@pytest.mark.parametrize("name", ["MiniMax-M2", "MiniMax-M2.5", "GLM 4.5 Air", "Kimi K2", "DeepSeekV3"])
+def test_families_whose_columns_describe_them_are_not_refused_by_name(measured_dir: Path, name: str) -> None:
+    """MiniMax-M2 is full attention (GQA) with MoE (Megatron-Bridge MiniMaxM2Bridge), unlike MiniMax-Text-01 / M1's
+    lightning attention: a row named so is estimated from its columns."""
+    row = _row(measured_dir, "mbridge_perf_summary_blackwell__26.08_Qwen3_30B_a3B_DGX-GB300_MXFP8")
+    assert config_from_measured_row({**row, "model_name": name})["model"]["num_experts"] == 128
 
 
 def test_no_shared_row_trips_the_unmodelled_feature_guard(measured_dir: Path) -> None:
