@@ -31,6 +31,8 @@ NOT_MODELLED: dict[str, str] = {
 REFUSED: dict[str, str] = {
     "--num-experts-per-layer": "a different expert count per layer is not modelled",
     "--no-rope-freq": "layers without RoPE (NoPE) interleaved with RoPE layers are not modelled",
+    "--enable-mhc-connections": "hyper-connections (mHC: several residual streams mixed per layer, Megatron-Core "
+                                "TransformerConfig.enable_mhc_connections) are not modelled",
 }
 
 IGNORED_PREFIXES: tuple[str, ...] = (
