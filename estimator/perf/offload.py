@@ -63,10 +63,10 @@ def forward_stall_s(forward_s: Sequence[float], copy_s: Sequence[float]) -> floa
 
     ``forward_s[j]``: layer j's forward seconds (L layers); ``copy_s[i]``: layer i's copy to the host
     (N = len(copy_s) < L layers). With s_j the start of layer j and c_i the end of copy i:
-    ``c_i = max(s_i, c_{i−1}) + x_i``, at least ``s_i + f_i``; ``s_j = s_{j−1} + f_{j−1}``, then for
-    held back to ``c_{k−1}`` when k > 0, k = min(j, N) − a_j with a_j = L − N − 1 − max(0, j − N) the copies
-    that may still be pending (layers N … j−1 and j itself hold the other slots; a_{L−1} = 0).
-    Returns ``s_{L−1} + f_{L−1} − Σ f``."""
+    ``c_i = max(max(s_i, c_{i−1}) + x_i, s_i + f_i)``; ``s_j = s_{j−1} + f_{j−1}``, held back to ``c_{k−1}``
+    when k > 0, where k = min(j, N) − a_j and a_j = L − N − 1 − max(0, j − N) is how many copies may still be
+    pending (layers N … j−1 and j itself hold the other slots; a_{L−1} = 0). Returns
+    ``s_{L−1} + f_{L−1} − Σ f``."""
     n, layers = len(copy_s), len(forward_s)
     t = 0.0
     link = 0.0
