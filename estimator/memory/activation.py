@@ -276,7 +276,9 @@ def gdn_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     beta, A, ...)``): v T·n_v·d_v·B, g fp32 T·n_v·4, β T·n_v·B, A T·n_v·C·B; α (the softplus input) T·n_v·B; the
     gated norm's inputs, the rule's output and the gate z, 2·T·n_v·d_v·B, with its fp32 rstd T·n_v·4; its output
     out_proj saves T·n_v·d_v·:func:`saved_input_bytes`. The chunk states are not saved (the backward re-runs
-    ``chunk_gated_delta_rule_fwd_h``).
+    ``chunk_gated_delta_rule_fwd_h``). With ``gdn_norm_out`` recomputed (Megatron-Core ``CheckpointWithoutOutput``
+    around ``_gated_norm_and_a2a``: its inputs kept, its output discarded after out_proj) neither out_proj's
+    saved input nor the norm's rstd is held.
     """
     sh, d = _shape(cfg), gdn_dims(cfg.model)
     T, B, t, r, h = sh.tokens, sh.b_c, sh.t, sh.r, cfg.model.hidden_size
@@ -286,6 +288,8 @@ def gdn_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
     repeated = 2 * d.value_heads * d.key_dim if d.value_heads > d.key_heads else 0
     per_token = ((d.conv_channels + 2 * d.qk_width + repeated + 3 * d.v_width) * B + 2 * d.key_heads * RSTD_BYTES
                  + d.value_heads * (2 * RSTD_BYTES + (2 + d.chunk) * B))
+    if "gdn_norm_out" in drop:  # the gated norm re-run in backward: its rstd and output (out_proj's input) freed
+        return total + T * (per_token - d.value_heads * RSTD_BYTES) / t
     return total + T * per_token / t + T * d.v_width * saved_input_bytes(cfg, 1, False) / t
 
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from estimator.inputs.gdn import GdnDims, gdn_dims
 from estimator.perf import compute
-from estimator.perf.mixer_cp import mixer_cp_relayout_op
+from estimator.perf.mixer_cp import MIXER_CP_CALLS, mixer_cp_relayout_ops
 from estimator.perf.operators import ELEMENTWISE_BACKWARD_BYTES, FP32_BYTES, LayerDims, Op, elementwise, gemm
 
 if TYPE_CHECKING:
@@ -105,8 +105,8 @@ def gdn_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
     repeat = 2 * t * 2 * nv * d.key_dim * b if d.value_heads > d.key_heads else 0.0
     rule_fw, rule_bw = delta_rule_flops(t, d) * share, delta_rule_backward_flops(t, d) * share
     rule_bytes = delta_rule_bytes(t, d, b) * share
-    relayout = mixer_cp_relayout_op("gdn", t, d.in_proj_width * share, v, b, dd.cp)  # CP (estimator.perf.mixer_cp)
-    return [*([relayout] if relayout is not None else []),
+    relayout_in, *relayout_out = mixer_cp_relayout_ops("gdn", t, d.in_proj_width * share, v, b, dd.cp) or [None]
+    return [*([relayout_in] if relayout_in is not None else []),
         elementwise("input_norm", ("layernorm",), 2 * tn * h * b, bw_kernels=2),
         gemm("gdn_in_proj", ("gdn",), t, h, d.in_proj_width * share, b),
         elementwise("gdn_conv1d", ("gdn",), conv_bytes, kernels=CONV_KERNELS[0], bw_kernels=CONV_KERNELS[1],
@@ -117,11 +117,22 @@ def gdn_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
         elementwise("gdn_gates", ("gdn",), t * nv * (2 * b + 2 * FP32_BYTES)),
         Op("gdn_delta_rule", "gemm", ("gdn",), rule_fw, rule_bytes, RULE_KERNELS[0], rule_bw, 2.0 * rule_bytes,
            RULE_KERNELS[1]),
-        elementwise("gdn_gated_norm", ("gdn",), 3 * t * v * b, bw_kernels=2),
-        elementwise("gdn_out_layout", ("gdn",), 2 * t * v * b),
+        elementwise("gdn_gated_norm", ("gdn", "gdn_norm_out"), 3 * t * v * b, bw_kernels=2),
+        elementwise("gdn_out_layout", ("gdn", "gdn_norm_out"), 2 * t * v * b),
+        *relayout_out,
         gemm("gdn_out_proj", ("gdn",), t, v, h, b),
         elementwise("residual_gdn", ("residual",), (3 * b + 1) * tn * h),
     ]
+
+
+def gdn_norm_out_kernel_ops(cp: int) -> Counter[str]:
+    """Forward ops of the recompute module ``gdn_norm_out`` (Megatron-Core: "the GatedDeltaNet output norm and
+    HP-to-CP all-to-all"): the gated norm and the copy back, and under CP the all-to-all and its 2 re-layouts."""
+    ops = Counter({"NORM": 1, "POINTWISE": 1})
+    if cp > 1:
+        (_, a2a_out), (_, copies_out) = MIXER_CP_CALLS["gdn"]
+        ops.update({"COLLECTIVE": a2a_out, "POINTWISE": copies_out})
+    return ops
 
 
 def gdn_kernel_ops() -> Counter[str]:

@@ -157,6 +157,7 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
         m["mamba"] = mamba_kernel_ops()
     if shape.mixer == "gdn":
         m["gdn"] = gdn.gdn_kernel_ops()
+        m["gdn_norm_out"] = gdn.gdn_norm_out_kernel_ops(shape.cp)  # a view inside "gdn" (and cp_comm)
     if shape.mixer == "attention":
         _attention_modules(shape, m)
     if shape.mlp_block:
@@ -215,7 +216,7 @@ def _mlp_modules(shape: LayerShape, m: dict[str, Counter[str]]) -> None:
 
 
 #: modules whose ops are already inside another module (views for selective recompute)
-_VIEW_MODULES = ("mla_up_proj", "shared_experts", "moe_act")
+_VIEW_MODULES = ("mla_up_proj", "shared_experts", "moe_act", "gdn_norm_out")
 
 
 @cache.memoize("estimator.layer_pass_kernels", bound=4096, key="(layer shape, recompute mode, modules)",

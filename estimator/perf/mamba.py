@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from estimator.inputs.hybrid import MambaDims, mamba_dims
 from estimator.perf import compute
-from estimator.perf.mixer_cp import mixer_cp_relayout_op
+from estimator.perf.mixer_cp import mixer_cp_relayout_ops
 from estimator.perf.operators import ELEMENTWISE_BACKWARD_BYTES, FP32_BYTES, LayerDims, Op, elementwise, gemm
 from estimator.shared.arrays import where
 
@@ -105,8 +105,8 @@ def mamba_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
     scan_bytes = ssd_scan_bytes(t, d, b) * share
     conv_bytes = 2 * t * conv * b
     copy = where(dd.batch > 1, 2 * t * b, 0.0)  # per channel: the [s, b] <-> [b, s] copies (no-op at b = 1)
-    relayout = mixer_cp_relayout_op("mamba", t, width, d.inner / dd.tp, b, dd.cp)  # CP (estimator.perf.mixer_cp)
-    return [*([relayout] if relayout is not None else []),
+    relayout = mixer_cp_relayout_ops("mamba", t, width, d.inner / dd.tp, b, dd.cp)  # CP (estimator.perf.mixer_cp)
+    return [*relayout,
         elementwise("input_norm", ("layernorm",), 2 * tn * h * b, bw_kernels=2),
         gemm("mamba_in_proj", ("mamba",), t, h, width, b),
         elementwise("mamba_layout", ("mamba",), copy * width, bw_bytes=copy * width),

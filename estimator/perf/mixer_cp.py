@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 MIXER_CP_CALLS = {"mamba": ((5, 1), (7, 2)), "gdn": ((1, 1), (3, 2))}
 #: copies of the in_proj output and of the scan's output around the all-to-alls (each one read + one write)
 IN_COPIES, OUT_COPIES = 3, 2
+#: the recompute modules of the re-layout after the scan: GDN's ``gdn_norm_out`` re-runs the gated norm and its
+#: HP-to-CP all-to-all (Megatron-Core ``TransformerConfig.recompute_modules``)
+_OUT_MODULES = {"mamba": ("mamba",), "gdn": ("gdn", "gdn_norm_out")}
 
 
 def mixer_cp_widths(model: ModelConfig, mixer: str, tp: int) -> tuple[float, float]:
@@ -66,12 +69,19 @@ def mixer_cp_collectives(mixer: str, tokens_local: float, in_width: float, out_w
             Collective("all_to_all", size * out_width, cp, calls_out)]
 
 
-def mixer_cp_relayout_op(mixer: str, tokens_local: float, in_width: float, out_width: float, bytes_compute: int,
-                         cp: int) -> Op | None:
-    """The re-layout copies of one mixer layer under CP (module docstring): ``2·T·B·(3·w_in + 2·w_out)`` bytes
-    forward and backward, the mixer's kernels both ways; None at cp = 1."""
+def mixer_cp_relayout_ops(mixer: str, tokens_local: float, in_width: float, out_width: float, bytes_compute: int,
+                          cp: int) -> list[Op]:
+    """The re-layout copies of one mixer layer under CP (module docstring), before the conv (``2·T·B·3·w_in``
+    bytes) and after the scan (``2·T·B·2·w_out``), forward and backward alike, with the mixer's kernels; GDN's
+    second one is part of its gated norm's recompute module ``gdn_norm_out``; none at cp = 1."""
     if all_true(cp <= 1):
-        return None
-    moved = where(cp > 1, 2.0 * tokens_local * bytes_compute * (IN_COPIES * in_width + OUT_COPIES * out_width), 0.0)
-    kernels = where(cp > 1, float(sum(MIXER_CP_CALLS[mixer][1])), 0.0)  # (arrays: rows with cp = 1 copy nothing)
-    return elementwise(f"{mixer}_cp_relayout", (mixer,), moved, kernels=kernels, bw_kernels=kernels, bw_bytes=moved)
+        return []
+    (kernels_in, kernels_out), modules_out = MIXER_CP_CALLS[mixer][1], _OUT_MODULES[mixer]
+    out: list[Op] = []
+    for name, copies, width, kernels, modules in (("in", IN_COPIES, in_width, kernels_in, (mixer,)),
+                                                  ("out", OUT_COPIES, out_width, kernels_out, modules_out)):
+        moved = where(cp > 1, 2.0 * tokens_local * bytes_compute * copies * width, 0.0)
+        count = where(cp > 1, float(kernels), 0.0)  # (arrays: rows with cp = 1 copy nothing)
+        out.append(elementwise(f"{mixer}_cp_relayout_{name}", modules, moved, kernels=count, bw_kernels=count,
+                               bw_bytes=moved))
+    return out

@@ -228,6 +228,8 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
                 memo["mixer_cp", mixer] = mixer_cp.mixer_cp_collectives(
                     mixer, ctx.tokens / ctx.cp, *mixer_cp.mixer_cp_widths(m, mixer, ctx.tp), ctx.b_compute, ctx.cp)
             mixer_cs += comm.scaled(memo["mixer_cp", mixer], calls["cp_a2a"] * n)
+            if mixer == "gdn" and mode == "selective" and "gdn_norm_out" in cfg.recompute.modules:
+                mixer_cs += comm.scaled(memo["mixer_cp", mixer][1:], n)  # the recomputed HP-to-CP all-to-all
         layer_ep = derive.kind_ep(cfg, kind)
         if lc.moe and any_true(layer_ep > 1):  # (arrays: rows with ep = 1 price no EP comm)
             stage_ep = maximum(stage_ep, layer_ep)

@@ -14,7 +14,7 @@ from estimator.config.errors import ConfigError
 from estimator.config.schema import EstimatorConfig, load_config
 from estimator.perf import gdn, kernels, mamba
 from estimator.perf.context import config_context
-from estimator.perf.mixer_cp import mixer_cp_collectives, mixer_cp_relayout_op, mixer_cp_widths
+from estimator.perf.mixer_cp import mixer_cp_collectives, mixer_cp_relayout_ops, mixer_cp_widths
 from estimator.perf.roofline import layer_dims
 
 GDN: dict[str, Any] = {"name": "synthetic-gdn-cp", "num_layers": 4, "hidden_size": 256, "ffn_hidden_size": 512,
@@ -29,11 +29,12 @@ MAMBA: dict[str, Any] = {"name": "synthetic-mamba-cp", "num_layers": 4, "hidden_
                          "mamba_state_dim": 16, "mamba_num_groups": 2}
 
 
-def _run(model: dict[str, Any], cp: int, tp: int = 1) -> EstimatorConfig:
+def _run(model: dict[str, Any], cp: int, tp: int = 1, recompute: dict[str, Any] | None = None) -> EstimatorConfig:
     return load_config({"profile": "megatron", "model": model,
                         "train": {"seq_length": 128, "micro_batch_size": 1, "num_micro_batches": 2,
                                   "flash_attention": True},
-                        "parallel": {"tp": tp, "cp": cp}, "hardware": "h100-80g"})
+                        "parallel": {"tp": tp, "cp": cp}, "hardware": "h100-80g",
+                        "recompute": recompute or {"mode": "none"}})
 
 
 def test_widths_by_hand() -> None:
@@ -55,13 +56,14 @@ def test_collectives_by_hand() -> None:
 
 
 def test_relayout_copies_by_hand() -> None:
-    """3 copies of the in_proj output and 2 of the scan output, each read and written: 2·64·2·(3·264 + 2·64)
-    = 235,520 B each way; GDN 5 kernels, Mamba 9; nothing at cp 1."""
-    op = mixer_cp_relayout_op("gdn", 64, 264, 64, 2, 2)
-    assert op is not None and (op.bytes, op.bw_bytes, op.kernels, op.bw_kernels) == (235520, 235520, 5, 5)
-    op_m = mixer_cp_relayout_op("mamba", 64, 584, 256, 2, 2)
-    assert op_m is not None and op_m.kernels == 9
-    assert mixer_cp_relayout_op("gdn", 64, 264, 64, 2, 1) is None
+    """3 copies of the in_proj output and 2 of the scan output, each read and written: 2·64·2·3·264 = 202,752 B in
+    and 2·64·2·2·64 = 32,768 B out, each way; GDN 3 + 2 kernels, Mamba 7 + 2; the out copies belong to GDN's
+    ``gdn_norm_out`` recompute module; nothing at cp 1."""
+    ops = mixer_cp_relayout_ops("gdn", 64, 264, 64, 2, 2)
+    assert [(op.bytes, op.bw_bytes, op.kernels) for op in ops] == [(202752, 202752, 3), (32768, 32768, 2)]
+    assert "gdn_norm_out" in ops[1].modules and "gdn_norm_out" not in ops[0].modules
+    assert [op.kernels for op in mixer_cp_relayout_ops("mamba", 64, 584, 256, 2, 2)] == [7, 2]
+    assert mixer_cp_relayout_ops("gdn", 64, 264, 64, 2, 1) == []
 
 
 @pytest.mark.parametrize("model", [GDN, MAMBA], ids=["gdn", "mamba"])
@@ -89,11 +91,11 @@ def test_flops_per_rank_are_those_of_the_local_tokens(model: dict[str, Any]) -> 
 def test_relayout_is_one_of_the_mixers_operators_only_under_cp() -> None:
     cfg1, cfg2 = _run(GDN, 1), _run(GDN, 2)
     names = [op.name for op in gdn.gdn_ops(cfg2.model, layer_dims(cfg2, config_context(cfg2)))]
-    assert "gdn_cp_relayout" in names
-    assert "gdn_cp_relayout" not in [op.name for op in gdn.gdn_ops(cfg1.model, layer_dims(cfg1, config_context(cfg1)))]
+    assert {"gdn_cp_relayout_in", "gdn_cp_relayout_out"} <= set(names)
+    assert not any("relayout" in op.name for op in gdn.gdn_ops(cfg1.model, layer_dims(cfg1, config_context(cfg1))))
     cfg_m = _run(MAMBA, 2)
-    assert "mamba_cp_relayout" in [op.name for op in mamba.mamba_ops(cfg_m.model, layer_dims(cfg_m,
-                                                                                             config_context(cfg_m)))]
+    assert "mamba_cp_relayout_in" in [op.name for op in mamba.mamba_ops(cfg_m.model, layer_dims(cfg_m,
+                                                                                                config_context(cfg_m)))]
 
 
 def test_host_launches_count_the_all_to_alls_and_copies() -> None:
@@ -113,3 +115,22 @@ def test_megatron_core_head_and_group_rules(model: dict[str, Any], cp: int, tp: 
     with pytest.raises(ConfigError) as info:
         _run(model, cp, tp)
     assert info.value.field == "parallel.cp" and words in info.value.rule
+
+
+NORM_OUT = {"mode": "selective", "modules": ["gdn_norm_out"]}
+
+
+def test_gdn_norm_out_recompute_by_hand() -> None:
+    """Megatron-Core's recompute module ``gdn_norm_out`` (the GDN output norm and its HP-to-CP all-to-all, output
+    discarded): per GDN layer the activations lose out_proj's saved input T·n_v·d_v·B = 128·64·2 and the norm's
+    rstd T·n_v·4 = 128·4·4 (18,432 B); the recompute pass launches the norm and the copy back (2 kernels), under
+    cp 2 also the all-to-all and its 2 re-layouts (5), and sends the output all-to-all once more (4,096 B)."""
+    def act_bytes(cfg: EstimatorConfig) -> float:
+        return float(estimator.estimate_memory(cfg).stages[0].components["activations"]) * 2**20
+
+    assert act_bytes(_run(GDN, 1)) - act_bytes(_run(GDN, 1, recompute=NORM_OUT)) == pytest.approx(2 * 18432)
+    plain, again = (estimator.estimate_perf(_run(GDN, 1, recompute=r)).stages[0] for r in (None, NORM_OUT))
+    assert (plain.kernels_rec, again.kernels_rec) == (0.0, 2 * 2) and again.recompute > 0.0
+    plain_cp, again_cp = (estimator.estimate_perf(_run(GDN, 2, recompute=r)).stages[0] for r in (None, NORM_OUT))
+    assert again_cp.kernels_rec == 2 * 5
+    assert again_cp.cp_bytes - plain_cp.cp_bytes == pytest.approx(2 * 0.5 * 64 * 64 * 2)
