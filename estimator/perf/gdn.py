@@ -105,8 +105,8 @@ def gdn_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
     repeat = 2 * t * 2 * nv * d.key_dim * b if d.value_heads > d.key_heads else 0.0
     rule_fw, rule_bw = delta_rule_flops(t, d) * share, delta_rule_backward_flops(t, d) * share
     rule_bytes = delta_rule_bytes(t, d, b) * share
-    relayout_in, *relayout_out = mixer_cp_relayout_ops("gdn", t, d.in_proj_width * share, v, b, dd.cp) or [None]
-    return [*([relayout_in] if relayout_in is not None else []),
+    relayout = mixer_cp_relayout_ops("gdn", t, d.in_proj_width * share, v, b, dd.cp)  # CP (estimator.perf.mixer_cp)
+    return [*relayout[:1],
         elementwise("input_norm", ("layernorm",), 2 * tn * h * b, bw_kernels=2),
         gemm("gdn_in_proj", ("gdn",), t, h, d.in_proj_width * share, b),
         elementwise("gdn_conv1d", ("gdn",), conv_bytes, kernels=CONV_KERNELS[0], bw_kernels=CONV_KERNELS[1],
@@ -119,7 +119,7 @@ def gdn_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
            RULE_KERNELS[1]),
         elementwise("gdn_gated_norm", ("gdn", "gdn_norm_out"), 3 * t * v * b, bw_kernels=2),
         elementwise("gdn_out_layout", ("gdn", "gdn_norm_out"), 2 * t * v * b),
-        *relayout_out,
+        *relayout[1:],
         gemm("gdn_out_proj", ("gdn",), t, v, h, b),
         elementwise("residual_gdn", ("residual",), (3 * b + 1) * tn * h),
     ]
