@@ -33,6 +33,11 @@ REFUSED: dict[str, str] = {
     "--no-rope-freq": "layers without RoPE (NoPE) interleaved with RoPE layers are not modelled",
     "--enable-mhc-connections": "hyper-connections (mHC: several residual streams mixed per layer, Megatron-Core "
                                 "TransformerConfig.enable_mhc_connections) are not modelled",
+    "--optimizer-cpu-offload": "the optimizer states and step on the host (Megatron-Core HybridDeviceOptimizer, "
+                               "--optimizer-offload-fraction) are not modelled: the estimate would hold them on the "
+                               "device and price the step there",
+    "--cpu-offloading-weights": "weights offloaded to host memory with the activations are not modelled (only the "
+                                "activations of --cpu-offloading-num-layers are)",
 }
 
 IGNORED_PREFIXES: tuple[str, ...] = (

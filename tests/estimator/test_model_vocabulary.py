@@ -197,6 +197,8 @@ def test_megatron_window_and_sink_flags_import(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("extra", "flag"), [
     ("--experimental-attention-variant dsa", "--experimental-attention-variant"),
     ("--enable-mhc-connections", "--enable-mhc-connections"),
+    ("--optimizer-cpu-offload --optimizer-offload-fraction 1.0", "--optimizer-cpu-offload"),  # not 'ignored'
+    ("--cpu-offloading --cpu-offloading-num-layers 2 --cpu-offloading-weights", "--cpu-offloading-weights"),
     ("--experimental-attention-variant gdn2 --linear-attention-freq 4", "--experimental-attention-variant"),
     ("--experimental-attention-variant gated_delta_net", "--linear-attention-freq"),
     ("--experimental-attention-variant gated_delta_net --linear-attention-freq [1,1,1,0]", "--linear-attention-freq"),
