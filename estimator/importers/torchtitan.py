@@ -31,7 +31,9 @@ LLAMA3_VOCAB = 128256
 IGNORED_SECTIONS = ("job", "profiling", "metrics", "checkpoint", "optimizer", "comm", "memory_estimation",
                     "lr_scheduler", "validation", "fault_tolerance")
 IGNORED_TRAINING = ("warmup_steps", "max_norm", "steps", "dataset", "dataset_path", "seed", "deterministic",
-                    "gc_freq", "enable_cpu_offload", "mixed_precision_param")
+                    "gc_freq")
+#: FSDP2 parameter dtype (torchtitan ``training.mixed_precision_param``, default bfloat16) -> precision.compute
+PARAM_DTYPES = {"bfloat16": "bf16", "float32": "fp32"}
 #: torchtitan ``float8.recipe_name`` -> precision.linear_recipe (torchao recipes)
 FLOAT8_RECIPES = {"tensorwise": "torchao_tensorwise", "rowwise": "torchao_rowwise"}
 #: FSDP2 reduce dtype (torchtitan ``training.mixed_precision_reduce``, default float32) -> precision.grads
@@ -134,6 +136,14 @@ def _train(out: Imported, file: str, doc: dict[str, Any]) -> None:
         out.put("precision.fsdp_float8_all_gather", as_bool(
             file, "float8.enable_fsdp_float8_all_gather", f8.get("enable_fsdp_float8_all_gather", False)),
             "float8.enable_fsdp_float8_all_gather")
+    if as_bool(file, "training.enable_cpu_offload", training.get("enable_cpu_offload", False)):
+        raise bad(file, "training.enable_cpu_offload", "FSDP2's CPUOffloadPolicy (sharded parameters, gradients and "
+                  "optimizer states in host memory, the optimizer step on the CPU) is not modelled")
+    param = str(training.get("mixed_precision_param", "bfloat16"))
+    if param not in PARAM_DTYPES:
+        raise bad(file, "training.mixed_precision_param", f"{param!r}: must be bfloat16 or float32")
+    out.put("precision.compute", PARAM_DTYPES[param], "training.mixed_precision_param (FSDP2 MixedPrecisionPolicy "
+            "param_dtype, torchtitan default bfloat16)")
     reduce = str(training.get("mixed_precision_reduce", "float32"))
     if reduce not in REDUCE_DTYPES:
         raise bad(file, "training.mixed_precision_reduce", f"{reduce!r}: must be float32 or bfloat16")
@@ -147,7 +157,7 @@ _READ = {
     "model": ("name", "flavor", "norm_type", "tokenizer_path"),
     "training": ("batch_size", "seq_len", "data_parallel_shard_degree", "data_parallel_replicate_degree",
                  "tensor_parallel_degree", "compile", "context_parallel_degree", "pipeline_parallel_degree",
-                 "mixed_precision_reduce"),
+                 "mixed_precision_reduce", "mixed_precision_param", "enable_cpu_offload"),
     "experimental": ("context_parallel_degree", "pipeline_parallel_degree", "enable_async_tensor_parallel"),
     "parallelism": ("context_parallel_degree", "pipeline_parallel_degree", "tensor_parallel_degree",
                     "data_parallel_shard_degree", "data_parallel_replicate_degree", "enable_async_tensor_parallel"),

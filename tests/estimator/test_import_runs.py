@@ -137,6 +137,24 @@ def test_malformed_toml_and_unknown_flavor(tmp_path: Path) -> None:
         import_torchtitan(bad, world_size=8)
 
 
+@pytest.mark.parametrize(("training", "key", "words"), [
+    ("enable_cpu_offload = true", "training.enable_cpu_offload", "CPUOffloadPolicy"),
+    ("mixed_precision_param = 'float16'", "training.mixed_precision_param", "bfloat16 or float32"),
+])
+def test_torchtitan_keys_that_change_memory_and_time_are_not_ignored(tmp_path: Path, training: str, key: str,
+                                                                     words: str) -> None:
+    """FSDP2 CPU offload and the FSDP2 parameter dtype were once listed as 'no effect on memory/time'."""
+    path = tmp_path / "train.toml"
+    path.write_text(f"[model]\nname = 'llama3'\nflavor = '8B'\n[training]\n{training}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        import_torchtitan(path, world_size=8)
+    assert info.value.field == key and words in info.value.rule
+    path.write_text("[model]\nname = 'llama3'\nflavor = '8B'\n[training]\nmixed_precision_param = 'float32'\n"
+                    "enable_cpu_offload = false\n", encoding="utf-8")
+    data = import_torchtitan(path, world_size=8).data
+    assert data["precision"]["compute"] == "fp32"
+
+
 def test_mindspeed_llm_script_imports_llama3_8b_on_sapp_nd() -> None:
     run = import_megatron(DATA / "mindspeed" / "pretrain_llama3_8b_ms.sh", profile="sapp-nd", hardware="ascend-910b",
                           vocab_size=128256)
