@@ -41,7 +41,7 @@ IGNORED: dict[str, str] = {
     **dict.fromkeys(("attention_bias", "mlp_bias"), "biases are not counted (each under 0.1 % of its layer)"),
     **dict.fromkeys(("router_aux_loss_coef", "output_router_logits", "norm_topk_prob", "routed_scaling_factor",
                      "scoring_func", "topk_method", "n_group", "topk_group", "aux_loss_alpha", "seq_aux",
-                     "ep_size", "swiglu_limit", "experts_per_token"),
+                     "ep_size", "swiglu_limit", "experts_per_token", "use_routing_bias", "router_jitter_noise"),
                     "routing policy or a duplicate of a mapped key: no effect on sizes"),
     "quantization_config": "how the released weights are stored (e.g. MXFP4, FP8 blocks), not the training precision",
     **dict.fromkeys(("layer_norm_epsilon", "residual_in_fp32", "rescale_prenorm_residual", "time_step_min",
@@ -306,6 +306,37 @@ def _glm4_moe(r: _Reader) -> None:
     r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
 
 
+def _minimax_m2(r: _Reader) -> None:
+    """MiniMaxM2Config (MiniMax-M2 / M2.5 / M2.7; Megatron-Bridge ``MiniMaxM2Bridge``): routed experts on every
+    layer with Mixtral's keys (``num_local_experts``, ``num_experts_per_tok``, ``intermediate_size``) and no shared
+    expert, full GQA attention (``attn_type_list`` all 1: a 0 is MiniMax-Text-01's lightning attention, refused),
+    q/k RMSNorm over the whole projection (``qk_norm_type: per_layer``; the model's q/k norm weights are per head,
+    (a·d + g·d − 2·d) fewer per layer: under 0.001 % of the parameters), partial RoPE (``rotary_dim``: no effect on
+    sizes), sigmoid routing with a bias. The MTP modules (``use_mtp``, ``num_mtp_modules``) are not counted: the
+    published 230B total excludes them and Bridge maps none."""
+    _common(r, tied_default=False)
+    _dense_ffn(r)
+    r.put("num_experts", "num_local_experts")
+    r.put("moe_topk", "num_experts_per_tok")
+    r.put("moe_ffn_hidden_size", "intermediate_size")
+    kinds = r.get("attn_type_list") or []
+    if any(k != 1 for k in kinds):
+        raise bad(r.file, "attn_type_list", "layers of type 0 (MiniMax-Text-01's lightning attention) are not "
+                  "modelled; only full attention (1) is")
+    if as_int(r.file, "shared_intermediate_size", r.get("shared_intermediate_size", 0), minimum=0):
+        raise bad(r.file, "shared_intermediate_size", "MiniMax's gated shared expert is not modelled (0 is)")
+    if as_bool(r.file, "use_qk_norm", r.get("use_qk_norm", False)):
+        norm = r.get("qk_norm_type", "per_layer")
+        if norm not in ("per_layer", "per_head"):
+            raise bad(r.file, "qk_norm_type", f"{norm!r}: per_layer or per_head")
+        r.out.put("model.qk_norm", True, f"use_qk_norm with qk_norm_type {norm!r} (weights counted per head)")
+    r.get("rotary_dim")
+    if as_bool(r.file, "use_mtp", r.get("use_mtp", False)):
+        r.out.not_modelled["use_mtp"] = (f"{r.get('num_mtp_modules')} MTP modules of {r.get('mtp_transformer_layers')} "
+                                         "layer(s): not counted (the published total excludes them; Megatron-Bridge "
+                                         "maps none); set model.mtp_layers to train them")
+
+
 def _gpt_oss(r: _Reader) -> None:
     _common(r, tied_default=False)
     _dense_ffn(r)
@@ -396,6 +427,7 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "deepseek_v2": ("DeepSeek-V2", _deepseek),
     "deepseek_v3": ("DeepSeek-V3", _deepseek),
     "glm4_moe": ("GLM-4.5 / 4.6", _glm4_moe),
+    "minimax_m2": ("MiniMax-M2 / M2.5 / M2.7 (full attention, 256 routed experts)", _minimax_m2),
     "gpt_oss": ("GPT-OSS", _gpt_oss),
     "nemotron_h": ("Nemotron-H / Nemotron-3", _nemotron_h),
 }

@@ -90,6 +90,31 @@ def test_phi4_imports_as_llama_shapes() -> None:
     assert abs(param_counts(model).total / float(SOURCES["phi-4.json"]["published"]["total"]) - 1) <= TOLERANCE
 
 
+def test_minimax_m2_imports_as_full_attention_moe() -> None:
+    # MiniMax-M2.5 (minimax_m2): 62 layers, 48 heads of 128 over 8 KV heads, 256 routed experts of 1536, top-8, no
+    # shared expert, q/k norms, untied 200064 vocabulary; 230B total / 10B active published (rounded)
+    model = _model("minimax-m2.5.json")
+    assert (model.attention, model.head_size, model.kv_heads, model.qk_norm) == ("gqa", 128, 8, True)
+    assert (model.num_experts, model.moe_topk, model.moe_ffn_hidden_size, model.num_dense_layers) == (256, 8, 1536, 0)
+    assert model.num_shared_experts == 0 and model.mtp_layers == 0
+    counts = param_counts(model)
+    published = SOURCES["minimax-m2.5.json"]["published"]
+    assert abs(counts.total / float(published["total"]) - 1) <= 0.01
+    active = counts.active - embedding_params(model) - model.vocab * model.hidden_size  # neither lookup nor head
+    assert abs(active / float(published["active"]) - 1) <= 0.03
+    assert "use_mtp" in import_hf_config(DATA / "minimax-m2.5.json").not_modelled
+
+
+@pytest.mark.parametrize(("change", "key"), [({"attn_type_list": [0, 1]}, "attn_type_list"),
+                                             ({"shared_intermediate_size": 1536}, "shared_intermediate_size"),
+                                             ({"qk_norm_type": "per_token"}, "qk_norm_type")])
+def test_minimax_m2_variants_it_does_not_model_are_refused(change: dict[str, object], key: str) -> None:
+    doc = json.loads((DATA / "minimax-m2.5.json").read_text(encoding="utf-8"))
+    with pytest.raises(ConfigError) as err:
+        import_hf_config_doc({**doc, **change})
+    assert err.value.field == key
+
+
 def test_qwen2_moe_maps_the_shared_expert(tmp_path: Path) -> None:
     # synthetic file with Qwen1.5-MoE-A2.7B's dims (its config.json: 24 layers, h 2048, 16 heads, 60 experts of
     # 1408, top-4, one shared expert of 5632, vocab 151936, untied); the Qwen1.5-MoE release: 14.3B in total
