@@ -11,7 +11,8 @@ Gemma 2 / 3 are known and refused (their four norms per layer and logit soft-cap
 are Llama 4 (chunked local attention) and DeepSeek-V3.2 (sparse attention); Qwen3-Next (``qwen3_next``: Gated
 DeltaNet layers beside gated attention every ``full_attention_interval``-th layer, Qwen3-MoE's experts with one
 shared expert) is mapped, and so is Qwen3.5's text tower (``qwen3_5_text`` / ``qwen3_5_moe_text``: the same layers,
-dense or MoE, with MTP layers; a wrapper's vision encoder is reported as not modelled);
+dense or MoE, with MTP layers; a wrapper's vision encoder is reported as not modelled), as is Qwen3-VL's
+(``qwen3_vl_text`` / ``qwen3_vl_moe_text``: Qwen3's and Qwen3-MoE's layers; MiniMax-M2 (``minimax_m2``) too;
 the other hybrid Mamba families (Jamba, Mamba, Falcon-H1, Zamba, Bamba) are refused: their layer layouts
 are not read. Every key of the file is mapped, ignored with a reason (:data:`IGNORED`), or reported as a
 warning.
@@ -424,6 +425,8 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
                                                  _qwen3_5)),
     **dict.fromkeys(("qwen3_5_moe_text", "qwen3_5_moe"), ("Qwen3.5 text tower (Gated DeltaNet + gated attention, "
                                                          "MoE)", _qwen3_5_moe)),
+    **dict.fromkeys(("qwen3_vl_text", "qwen3_vl"), ("Qwen3-VL text tower (Qwen3 dense)", _qwen3)),
+    **dict.fromkeys(("qwen3_vl_moe_text", "qwen3_vl_moe"), ("Qwen3-VL text tower (Qwen3-MoE)", _qwen3_moe)),
     "deepseek_v2": ("DeepSeek-V2", _deepseek),
     "deepseek_v3": ("DeepSeek-V3", _deepseek),
     "glm4_moe": ("GLM-4.5 / 4.6", _glm4_moe),
@@ -445,7 +448,9 @@ def import_hf_config(path: str | Path, name: str | None = None) -> Imported:
     cfg = read_json(path)
     vision = [k for k in ("vision_config", "audio_config") if isinstance(cfg.get(k), dict)]
     if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers keep the decoder here
-        cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
+        outer = {k: cfg[k] for k in ("tie_word_embeddings",) if k in cfg}  # (Qwen3-VL keeps it outside)
+        cfg = {**outer, **cfg["text_config"],
+               "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
     model_type = cfg.get("model_type")
     if model_type in REFUSED_TYPES:
         raise bad(file, "model_type", f"{model_type!r}: {REFUSED_TYPES[model_type]}")

@@ -115,6 +115,32 @@ def test_minimax_m2_variants_it_does_not_model_are_refused(change: dict[str, obj
     assert err.value.field == key
 
 
+def test_qwen3_vl_text_towers_import_and_the_vision_encoder_is_reported() -> None:
+    """A SYNTHETIC Qwen3-VL wrapper (``qwen3_vl_moe`` with a ``qwen3_vl_moe_text`` text_config and a vision_config):
+    the text tower is Qwen3-MoE's (q/k norms, routed experts), the vision encoder is listed as not modelled, and
+    ``tie_word_embeddings`` kept outside the text_config (as Qwen3-VL does) is read; the dense tower likewise."""
+    text = {"model_type": "qwen3_vl_moe_text", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000, "num_experts": 16, "num_experts_per_tok": 4,
+            "moe_intermediate_size": 128, "intermediate_size": 1024, "hidden_act": "silu", "decoder_sparse_step": 1,
+            "mlp_only_layers": [], "rope_scaling": {"mrope_section": [24, 20, 20]}}
+    imported_doc = {"model_type": "qwen3_vl_moe", "text_config": text, "vision_config": {"depth": 2},
+                    "tie_word_embeddings": True}
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "config.json"
+        path.write_text(json.dumps(imported_doc), encoding="utf-8")
+        imported = import_hf_config(path)
+        model = ModelConfig.model_validate(imported.data["model"])
+        assert (model.qk_norm, model.num_experts, model.moe_topk, model.tied_embeddings) == (True, 16, 4, True)
+        assert "vision_config" in imported.not_modelled
+        dense = {k: v for k, v in text.items() if not k.startswith(("num_experts", "moe_", "decoder_", "mlp_only"))}
+        path.write_text(json.dumps({"model_type": "qwen3_vl", "text_config": {**dense, "model_type": "qwen3_vl_text"},
+                                    "vision_config": {"depth": 2}}), encoding="utf-8")
+        model = ModelConfig.model_validate(import_hf_config(path).data["model"])
+        assert (model.is_moe, model.ffn_hidden_size, model.qk_norm) == (False, 1024, True)
+
+
 def test_qwen2_moe_maps_the_shared_expert(tmp_path: Path) -> None:
     # synthetic file with Qwen1.5-MoE-A2.7B's dims (its config.json: 24 layers, h 2048, 16 heads, 60 experts of
     # 1408, top-4, one shared expert of 5632, vocab 151936, untied); the Qwen1.5-MoE release: 14.3B in total
