@@ -30,7 +30,8 @@ PRICED_ITEMS = frozenset({"overlap_grad_reduce", "overlap_param_gather", "tp_com
                           "distributed_optimizer", "pp_layout", "account_for_embedding_in_pipeline_split",
                           "account_for_loss_in_pipeline_split", "mtp_num_layers", "dispatcher", "te_op_fuser",
                           "fp8_dot_product_attention", "recompute_modules", "first_last_layers_bf16",
-                          "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers", "optimizer"})
+                          "cpu_offloading_num_layers", "recompute_method", "recompute_num_layers", "optimizer",
+                          "cp_comm_type"})
 #: overlap switches of the recipe -> the framework flags (estimator.inputs.profiles.OVERLAP_FLAGS); a switch the
 #: notes mark ``[inactive: ...]`` (Bridge turns TP overlap off below TP 2) is off
 OVERLAP_ITEMS = {
@@ -228,6 +229,10 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
         config["model"].setdefault("assumed", {})["cpu_offloading_num_layers"] = (
             f"recipe item cpu_offloading_num_layers={offload} not applied: Megatron-Core refuses CPU offloading with "
             "pipeline parallelism or recompute, so the published layout ran without it")
+    if (cp_type := items.get("cp_comm_type", "").strip().lower()) not in ("", "unset", "none"):
+        # Megatron-Core cp_comm_type (p2p ring, a2a Ulysses); another type ('allgather', 'a2a+p2p') is refused by
+        # the schema, naming parallel.cp_comm_type: its exchange is not modelled
+        _set(config, "parallel.cp_comm_type", cp_type, f"cp_comm_type={items['cp_comm_type']}", cited)
     if (opt := items.get("optimizer", "").strip().lower()) in ("muon", "dist_muon"):  # Megatron --optimizer
         _set(config, "train.optimizer", opt, f"optimizer={opt}", cited)
     if (graph := items.get("cuda_graph")) is not None:

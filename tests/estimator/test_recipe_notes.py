@@ -72,6 +72,29 @@ def test_apply_recipe_items_sets_and_cites() -> None:
     assert config["train"]["te_op_fuser"] is True  # priced: the experts' casts and GEMMs as one kernel each
 
 
+@pytest.mark.parametrize("kind", ["a2a", "p2p"])
+def test_cp_comm_type_item_is_read(kind: str) -> None:
+    config: dict[str, Any] = {"profile": "megatron", "model": {"num_experts": 0, "source_facts": {}, "assumed": {}},
+                              "train": {}, "parallel": {"tp": 1, "pp": 1, "cp": 2}, "recompute": {}}
+    recipe_notes.apply_recipe_items({"notes": f"release 'x' | cp_comm_type={kind}", "mtp_layers": ""}, config)
+    assert config["parallel"]["cp_comm_type"] == kind
+    assert config["model"]["source_facts"]["parallel.cp_comm_type"] == f"notes: cp_comm_type={kind}"
+
+
+def test_cp_comm_type_the_estimator_does_not_model_is_refused_by_field() -> None:
+    """Megatron-Core's 'allgather' (TE's KV all-gather CP) is not modelled: the row is one ConfigError naming
+    parallel.cp_comm_type, never priced as the ring."""
+    config: dict[str, Any] = {"profile": "megatron", "model": {"num_experts": 0, "source_facts": {}, "assumed": {}},
+                              "train": {}, "parallel": {"tp": 1, "pp": 1, "cp": 2}, "recompute": {}}
+    recipe_notes.apply_recipe_items({"notes": "release 'x' | cp_comm_type=allgather", "mtp_layers": ""}, config)
+    run = {**config, "model": {"ref": "models/llama3-8b.yaml"}, "train": {"seq_length": 8192},
+           "parallel": {"tp": 1, "pp": 1, "cp": 2, "dp": 4, "cp_comm_type": config["parallel"]["cp_comm_type"]},
+           "hardware": {"preset": "h100-80g", "devices": 8}}
+    with pytest.raises(estimator.ConfigError) as info:
+        estimator.load_config(run, base_dir=EXAMPLES)
+    assert info.value.field == "parallel.cp_comm_type"
+
+
 #: synthetic notes in an older release's form: namespaced keys, a labelled base-recipe item, a run-script list
 OLD_FORM = ("release '25.09' | recipe (pinned): perf_matrix entries | cuda_graph=false | sequence_parallel=false | "
             "base recipe (src/megatron/bridge/recipes/x.py): tp_comm_overlap=true | ddp.overlap_grad_reduce=true | "
