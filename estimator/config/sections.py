@@ -252,8 +252,9 @@ class ParallelConfig(StrictSection):
     moe_token_dispatcher: Literal["alltoall", "flex"] | None = None
     sequence_parallel: bool = False
     #: Megatron ``--cp-comm-type``: ``p2p`` = ring attention (K/V blocks passed round the CP ring),
-    #: ``a2a`` = Ulysses all-to-all (heads scattered, sequence gathered); perf model only
-    cp_comm_type: Literal["p2p", "a2a"] = "p2p"
+    #: ``a2a`` = Ulysses all-to-all (heads scattered, sequence gathered), ``allgather`` = K/V all-gathered
+    #: (TE ``AttnFuncWithCPAndKVAllGather``, Llama 3 §3.3.2); perf model only (estimator.perf.comm)
+    cp_comm_type: Literal["p2p", "a2a", "allgather"] = "p2p"
     schedule: Literal["1f1b", "interleaved", "zero_bubble_v", "gpipe"] = "1f1b"
     #: uneven pipeline splits (``estimator.inputs.pipeline_split``; at most one of these four families):
     #: decoder layers per virtual stage (pp·vpp entries)

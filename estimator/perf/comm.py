@@ -220,9 +220,36 @@ def cp_ulysses_layer_collectives(
     ]
 
 
+def cp_allgather_layer_collectives(tokens_local: float, kv_dim: float, bytes_compute: float,
+                                   cp: int) -> list[Collective]:
+    """Forward all-gather context parallelism of one layer (NVIDIA/TransformerEngine@d0067d0da
+    ``AttnFuncWithCPAndKVAllGather``, "KV all-gather between CP ranks is exposed"; Llama 3 §3.3.2): K and V
+    all-gathered over the CP group before the attention steps, two all-gathers of the gathered
+    ``cp·(b·s/cp)·kv_dim·B_c`` bytes each (NCCL's convention: the output). The backward gathers K and V again and
+    reduce-scatters dK and dV (:data:`BACKWARD_COMM_FACTOR` ``cp_ag`` 2, the reduce-scatters priced as
+    all-gathers of the same size)."""
+    if all_true(cp <= 1):  # (arrays: rows with cp = 1 price 0, a group of one)
+        return []
+    return [Collective("all_gather", cp * tokens_local * kv_dim * bytes_compute, cp, 2)]
+
+
+#: Megatron ``cp_comm_type`` -> the CP dimension's name for its pass factors and collectives
+CP_DIMS = {"p2p": "cp", "a2a": "cp_a2a", "allgather": "cp_ag"}
+
+
+def cp_attention_steps(cp: int, cp_comm_type: str) -> int:
+    """Core-attention kernels per layer and pass under CP: the ring's ``cp`` KV blocks, all-gather's 2 load-balanced
+    query chunks (TE ``local_seq_chunk_ids``), Ulysses' one; 1 without CP."""
+    if cp_comm_type == "a2a":
+        return 1
+    steps = cp if cp_comm_type == "p2p" else 2
+    return where(cp > 1, steps, 1)
+
+
 #: backward-pass comm relative to the forward pass, per dimension: TP/SP, EP and Ulysses CP
-#: (``cp_a2a``) run the conjugate collectives once; ring CP passes K/V and their gradients (reference §3.2)
-BACKWARD_COMM_FACTOR = {"tp": 1.0, "ep": 1.0, "cp": 2.0, "cp_a2a": 1.0}
+#: (``cp_a2a``) run the conjugate collectives once; ring CP passes K/V and their gradients (reference §3.2);
+#: all-gather CP gathers K and V again and reduce-scatters their gradients (``cp_ag``)
+BACKWARD_COMM_FACTOR = {"tp": 1.0, "ep": 1.0, "cp": 2.0, "cp_a2a": 1.0, "cp_ag": 2.0}
 
 
 def pass_comm_factors(dim: str, full_recompute: float) -> tuple[float, float, float]:

@@ -46,7 +46,8 @@ Per layer (forward ops):
   parallelism (the same blocks :func:`estimator.perf.comm.tp_layer_collectives` prices).
 * CP ring (``cp > 1``): core attention runs once per KV block (``cp`` times), with ``2·(cp−1)`` p2p
   send/recv kernels and ``cp−1`` output-merge pointwise kernels. CP all-to-all (Ulysses,
-  ``cp_a2a``): core attention runs once, with 4 all-to-alls (Q, K, V in, output back).
+  ``cp_comm a2a``): core attention runs once, with 4 all-to-alls (Q, K, V in, output back). CP all-gather
+  (``allgather``): core attention runs twice (two query chunks), after 2 all-gathers and 2 re-order copies.
 
 Stage extras per micro-batch: embedding (lookup, + learned position lookup and add, + dropout) on
 the first stage; final norm, logits GEMM and cross entropy on the last (TP > 1: 3 all-reduces in
@@ -65,6 +66,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from estimator.perf import gdn
+from estimator.perf.comm import cp_attention_steps
 from estimator.perf.mamba import CONV_KERNELS, SSD_KERNELS, mamba_kernel_ops
 from estimator.perf.mixer_cp import MIXER_CP_CALLS
 from estimator.perf.operators import OUTPUT_GATE_KERNELS
@@ -123,7 +125,7 @@ class LayerShape:
     sequence_parallel: bool
     tp_blocks: int  # TP-sharded blocks (2; 1 for a MoE layer whose experts are not TP-sharded)
     cp: int
-    cp_a2a: bool = False  # CP by Ulysses all-to-all instead of the ring
+    cp_comm: str = "p2p"  # Megatron cp_comm_type: p2p (ring), a2a (Ulysses), allgather
     qk_norm: bool = False  # per-head q and k RMSNorm (Qwen3, --qk-layernorm): two norm kernels
     mixer: str = "attention"  # the layer's mixer (estimator.inputs.hybrid): attention, mamba, gdn or none
     output_gate: bool = False  # gated attention (attention_output_gate): the sigmoid gate's kernels
@@ -166,8 +168,10 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
     if shape.tp > 1:
         per_block = 2 if shape.sequence_parallel else 1
         m["tp_comm"] = Counter({"COLLECTIVE": per_block * shape.tp_blocks})
-    if shape.cp > 1 and shape.cp_a2a and shape.mixer == "attention":
+    if shape.cp > 1 and shape.cp_comm == "a2a" and shape.mixer == "attention":
         m["cp_comm"] = Counter({"COLLECTIVE": 4})
+    elif shape.cp > 1 and shape.cp_comm == "allgather" and shape.mixer == "attention":
+        m["cp_comm"] = Counter({"COLLECTIVE": 2, "POINTWISE": 2})  # K, V gathered, then re-ordered by chunk
     elif shape.cp > 1 and shape.mixer == "attention":
         m["cp_comm"] = Counter({"COLLECTIVE": 2 * (shape.cp - 1), "POINTWISE": shape.cp - 1})
     elif shape.cp > 1 and shape.mixer in MIXER_CP_CALLS:  # the mixers' all-to-alls and re-layouts (mixer_cp)
@@ -193,7 +197,7 @@ def _attention_modules(shape: LayerShape, m: dict[str, Counter[str]]) -> None:
     proj["OUTPUT_GATE"] += 1 if shape.output_gate and shape.attention != "mla" else 0
     proj["GEMM"] += 1  # output projection
     m["attn_proj"] = proj
-    blocks = shape.cp if shape.cp > 1 and not shape.cp_a2a else 1
+    blocks = cp_attention_steps(shape.cp, shape.cp_comm)
     core = Counter({"FLASH": 1}) if shape.flash_attention else Counter({"GEMM": 2, "POINTWISE": 3})
     m["core_attn"] = Counter({k: v * blocks for k, v in core.items()})
 
@@ -293,7 +297,7 @@ def mtp_extra_pass_kernels(tp: int) -> PassKernels:
 
 
 def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequence_parallel: bool,
-                tp_blocks: int, cp: int, flash_attention: bool, cp_a2a: bool = False,
+                tp_blocks: int, cp: int, flash_attention: bool, cp_comm: str = "p2p",
                 blocks: tuple[str | None, str | None] = ("attention", "dense")) -> LayerShape:
     """The :class:`LayerShape` of a layer of ``model`` under the given layout; ``blocks``: its (mixer, MLP
     block) (:func:`estimator.inputs.derive.layer_blocks`; a transformer layer has both)."""
@@ -310,7 +314,7 @@ def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequen
         sequence_parallel=sequence_parallel,
         tp_blocks=tp_blocks,
         cp=cp,
-        cp_a2a=cp_a2a,
+        cp_comm=cp_comm,
         qk_norm=model.qk_norm,
         mixer=blocks[0] or "none",
         output_gate=model.attention_output_gate,

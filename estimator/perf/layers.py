@@ -211,12 +211,12 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
     model = cfg.model
     recompute_modules = frozenset({sac.OP_SAC}) if sac.uses_op_sac(cfg) else frozenset(cfg.recompute.modules)
     fixed = (id(model), moe, derive.layer_kind(model, index) == "mtp", mode, recompute_modules,
-             cfg.train.flash_attention, cfg.parallel.cp_comm_type == "a2a", derive.layer_blocks(model, index))
+             cfg.train.flash_attention, cfg.parallel.cp_comm_type, derive.layer_blocks(model, index))
 
     def count(layer_ep: int, tp: int, sp: bool, blocks: int, cp: int) -> tuple[float, float, float]:
         def counted() -> tuple[float, float, float]:
             shape = kernels.layer_shape(model, moe=moe, layer_ep=layer_ep, tp=tp, sequence_parallel=sp,
-                                        tp_blocks=blocks, cp=cp, flash_attention=fixed[5], cp_a2a=fixed[6],
+                                        tp_blocks=blocks, cp=cp, flash_attention=fixed[5], cp_comm=fixed[6],
                                         blocks=fixed[7])
             out = kernels.layer_pass_kernels(shape, mode, fixed[4])
             if fixed[2]:
@@ -231,7 +231,7 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
 #: kernel counts of a layer shared across configs (a sweep repeats the same degrees): key -> (model, counts);
 #: the entry holds the model, so the ``id`` in the key cannot be reused while cached
 _KERNELS = cache.store("estimator.layer_kernels", bound=4096, key="(id(model), moe, mtp, recompute mode, modules, "
-                       "flash attention, cp a2a, blocks, layer ep, tp, sp, tp blocks, cp)", holds="(the model, kernel counts per pass)")
+                       "flash attention, cp comm type, blocks, layer ep, tp, sp, tp blocks, cp)", holds="(the model, kernel counts per pass)")
 
 
 def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:
@@ -274,6 +274,8 @@ def cp_layer_collectives(m: ModelConfig, ctx: Ctx, local_tokens: float, cp_dim: 
     the all-to-alls after its up-projections: ``a`` heads of ``d_qk + d_rope`` (Q, K) and ``d_v`` (V, output)."""
     if cp_dim == "cp":
         return comm.cp_ring_layer_collectives(local_tokens, kv_dim(m) / ctx.tp, ctx.b_compute, ctx.cp)
+    if cp_dim == "cp_ag":
+        return comm.cp_allgather_layer_collectives(local_tokens, kv_dim(m) / ctx.tp, ctx.b_compute, ctx.cp)
     a = m.num_attention_heads
     if any_true((a // ctx.tp) % ctx.cp):
         raise ConfigError("parallel.cp_comm_type", f"a2a (Ulysses) scatters the {a // ctx.tp} attention heads of a "

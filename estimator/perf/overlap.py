@@ -168,7 +168,7 @@ def ep_active(cfg: EstimatorConfig) -> bool:
 def cp_active(cfg: EstimatorConfig, ctx: Ctx) -> bool:
     """The CP ring's overlap applies: ring attention (``cp_comm_type p2p``) with cp > 1 under a
     framework profile (the reference tool's ``sapp-nd`` states none)."""
-    return (active(cfg) and cfg.profile != "sapp-nd" and cfg.parallel.cp_comm_type != "a2a"
+    return (active(cfg) and cfg.profile != "sapp-nd" and cfg.parallel.cp_comm_type == "p2p"
             and any_true(ctx.cp > 1))
 
 

@@ -30,6 +30,7 @@ from estimator.inputs.adapters import adapter_of
 from estimator.memory import fsdp2
 from estimator.perf import gdn, lowp, mamba, sac
 from estimator.perf import operators as ops_
+from estimator.perf.comm import cp_attention_steps
 from estimator.perf.context import prices
 from estimator.perf.efficiency import device_efficiency, efficiency_key, kernel_latency_us
 from estimator.perf.kernels import PassKernels
@@ -145,7 +146,7 @@ class StageRoofline:
 def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
     """Per-rank shapes shared by the stage's layers."""
     local = ctx.tokens / ctx.cp
-    ring = where(ctx.cp > 1, ctx.cp, 1) if cfg.parallel.cp_comm_type != "a2a" else 1
+    ring = cp_attention_steps(ctx.cp, cfg.parallel.cp_comm_type)
     blocks, root = fsdp2_copy_bytes(cfg, ctx)
     return ops_.LayerDims(
         tokens=local, norm_tokens=local / where(ctx.sp, ctx.tp, 1), batch=ctx.tokens / ctx.seq, seq=ctx.seq,

@@ -341,7 +341,7 @@ def _per_layer_traffic(
         dispatch = comm.ep_dispatch_tokens_balanced(sent, m.moe_topk)
     else:
         dispatch = comm.ep_dispatch_tokens_imbalanced(sent, m.moe_topk, ctx.tokens_per_expert, ctx.ep)
-    cp_dim = "cp_a2a" if cfg.parallel.cp_comm_type == "a2a" else "cp"
+    cp_dim = comm.CP_DIMS[cfg.parallel.cp_comm_type]
     return act_bytes, dispatch, cp_dim, layers.cp_layer_collectives(m, ctx, local_tokens, cp_dim), by_node
 
 

@@ -166,7 +166,7 @@ def test_cp_ring_and_ulysses_all_to_all_priced_by_hand() -> None:
     shape = {"moe": False, "layer_ep": 1, "tp": 1, "sequence_parallel": False, "tp_blocks": 2, "cp": 4,
              "flash_attention": True}
     ring_mods = kernels.layer_modules(kernels.layer_shape(ring.model, **shape))
-    a2a_mods = kernels.layer_modules(kernels.layer_shape(ring.model, **shape, cp_a2a=True))
+    a2a_mods = kernels.layer_modules(kernels.layer_shape(ring.model, **shape, cp_comm="a2a"))
     assert ring_mods["core_attn"]["FLASH"] == 4 and ring_mods["cp_comm"]["COLLECTIVE"] == 6
     assert a2a_mods["core_attn"]["FLASH"] == 1 and a2a_mods["cp_comm"] == {"COLLECTIVE": 4}
     # GQA: K and V carry n_kv heads only

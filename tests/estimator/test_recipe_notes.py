@@ -82,17 +82,22 @@ def test_cp_comm_type_item_is_read(kind: str) -> None:
 
 
 def test_cp_comm_type_the_estimator_does_not_model_is_refused_by_field() -> None:
-    """Megatron-Core's 'allgather' (TE's KV all-gather CP) is not modelled: the row is one ConfigError naming
-    parallel.cp_comm_type, never priced as the ring."""
-    config: dict[str, Any] = {"profile": "megatron", "model": {"num_experts": 0, "source_facts": {}, "assumed": {}},
-                              "train": {}, "parallel": {"tp": 1, "pp": 1, "cp": 2}, "recompute": {}}
-    recipe_notes.apply_recipe_items({"notes": "release 'x' | cp_comm_type=allgather", "mtp_layers": ""}, config)
-    run = {**config, "model": {"ref": "models/llama3-8b.yaml"}, "train": {"seq_length": 8192},
-           "parallel": {"tp": 1, "pp": 1, "cp": 2, "dp": 4, "cp_comm_type": config["parallel"]["cp_comm_type"]},
-           "hardware": {"preset": "h100-80g", "devices": 8}}
-    with pytest.raises(estimator.ConfigError) as info:
-        estimator.load_config(run, base_dir=EXAMPLES)
-    assert info.value.field == "parallel.cp_comm_type"
+    """Megatron-Core's hierarchical 'a2a+p2p' is not modelled: the row is one ConfigError naming
+    parallel.cp_comm_type, never priced as the ring; 'allgather' is (estimator.perf.comm)."""
+    for kind, refused in (("a2a+p2p", True), ("allgather", False)):
+        config: dict[str, Any] = {"profile": "megatron", "model": {"num_experts": 0, "source_facts": {},
+                                                                   "assumed": {}},
+                                  "train": {}, "parallel": {"tp": 1, "pp": 1, "cp": 2}, "recompute": {}}
+        recipe_notes.apply_recipe_items({"notes": f"release 'x' | cp_comm_type={kind}", "mtp_layers": ""}, config)
+        run = {**config, "model": {"ref": "models/llama3-8b.yaml"}, "train": {"seq_length": 8192},
+               "parallel": {"tp": 1, "pp": 1, "cp": 2, "dp": 4, "cp_comm_type": config["parallel"]["cp_comm_type"]},
+               "hardware": {"preset": "h100-80g", "devices": 8}}
+        if refused:
+            with pytest.raises(estimator.ConfigError) as info:
+                estimator.load_config(run, base_dir=EXAMPLES)
+            assert info.value.field == "parallel.cp_comm_type"
+        else:
+            assert estimator.load_config(run, base_dir=EXAMPLES).parallel.cp_comm_type == "allgather"
 
 
 #: synthetic notes in an older release's form: namespaced keys, a labelled base-recipe item, a run-script list

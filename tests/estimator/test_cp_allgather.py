@@ -1,0 +1,64 @@
+"""All-gather context parallelism (Megatron ``--cp-comm-type allgather``, TE ``AttnFuncWithCPAndKVAllGather``;
+estimator.perf.comm): the collectives by hand, exposed (nothing hides them), two attention steps, the kernels and
+the importers. Synthetic dense model (labelled)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import estimator
+from estimator.config.schema import EstimatorConfig, load_config
+from estimator.perf import comm, kernels
+from tests.estimator._factories import SYNTHETIC_DENSE_MODEL, synthetic_run
+
+
+def _run(kind: str, cp: int = 4) -> EstimatorConfig:
+    return load_config(synthetic_run(SYNTHETIC_DENSE_MODEL, profile="megatron",
+                                     parallel={"tp": 1, "pp": 1, "dp": 2, "ep": 1, "cp": cp, "cp_comm_type": kind},
+                                     train={"seq_length": 512, "micro_batch_size": 1, "num_micro_batches": 2,
+                                            "flash_attention": True}))
+
+
+def test_collectives_by_hand() -> None:
+    """64 local tokens, K/V width 128, BF16, cp 4: K and V each gathered to 4·64·128·2 = 65,536 B; each rank sends
+    3/4 of it: 2 × 49,152 B per forward; none at cp 1."""
+    (ag,) = comm.cp_allgather_layer_collectives(64, 128, 2, 4)
+    assert (ag.kind, ag.size_bytes, ag.count, ag.group_size) == ("all_gather", 65536, 2, 4)
+    assert comm.wire_bytes(ag) == 2 * 49152
+    assert comm.cp_allgather_layer_collectives(64, 128, 2, 1) == []
+    assert comm.BACKWARD_COMM_FACTOR["cp_ag"] == 2.0  # gathered again and reduce-scattered in backward
+
+
+def test_stage_bytes_and_nothing_hidden() -> None:
+    """4 layers × (forward 1 + backward 2) × the forward's wire bytes (b·s/cp = 128 tokens, K/V width n_kv·d =
+    4·8 = 32); the ring of the same layout hides part of its traffic under attention, all-gather none."""
+    cfg = _run("allgather")
+    stage = estimator.estimate_perf(cfg).stages[0]
+    (ag,) = comm.cp_allgather_layer_collectives(128, 32, 2, 4)
+    assert stage.cp_bytes == pytest.approx(4 * 3 * comm.wire_bytes(ag), rel=1e-12)
+    assert stage.cp_hidden == 0.0 and stage.cp_comm > 0.0
+    ring = estimator.estimate_perf(_run("p2p")).stages[0]
+    assert ring.cp_hidden > 0.0
+
+
+def test_two_attention_steps_and_their_kernels() -> None:
+    assert (comm.cp_attention_steps(4, "allgather"), comm.cp_attention_steps(4, "p2p"),
+            comm.cp_attention_steps(4, "a2a"), comm.cp_attention_steps(1, "allgather")) == (2, 4, 1, 1)
+    shape: dict[str, Any] = {"moe": False, "layer_ep": 1, "tp": 1, "sequence_parallel": False, "tp_blocks": 2,
+                             "cp": 4, "flash_attention": True}
+    model = _run("allgather").model
+    mods = kernels.layer_modules(kernels.layer_shape(model, **shape, cp_comm="allgather"))
+    assert mods["core_attn"]["FLASH"] == 2 and mods["cp_comm"] == {"COLLECTIVE": 2, "POINTWISE": 2}
+
+
+def test_megatron_flag_imports(tmp_path: Path) -> None:
+    from estimator.importers.megatron import import_megatron
+
+    path = tmp_path / "run.sh"
+    path.write_text("--num-layers 4 --hidden-size 256 --num-attention-heads 4 --ffn-hidden-size 512 --swiglu "
+                    "--seq-length 4096 --micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 1024 "
+                    "--context-parallel-size 2 --cp-comm-type allgather\n", encoding="utf-8")
+    assert import_megatron(path, world_size=8).data["parallel"]["cp_comm_type"] == "allgather"
