@@ -323,6 +323,12 @@ def _train_rules() -> list[Rule]:
     return [
         Rule("train.seq_length", lambda c: c.train.seq_length % c.parallel.cp != 0,
              lambda c: f"must be divisible by parallel.cp ({c.parallel.cp})"),
+        Rule("parallel.cp_comm_type", lambda c: c.model.attention_sinks & (c.parallel.cp > 1)
+             & (c.parallel.cp_comm_type != "a2a") & (c.profile == "megatron"),
+             lambda c: f"{c.parallel.cp_comm_type!r} with attention sinks (model.attention_sinks) at cp > 1 has no "
+             "attention backend: Transformer Engine runs a learnable softmax only in FusedAttention, and under "
+             "context parallelism only with cp_comm_type a2a (dot_product_attention/utils.py get_attention_backend); "
+             "a valid example: parallel.cp_comm_type: a2a"),
         Rule("train.seq_length",
              lambda c: c.parallel.sequence_parallel & (c.train.seq_length % (c.parallel.tp * c.parallel.cp) != 0),
              lambda c: "must be divisible by tp·cp with sequence parallelism"),

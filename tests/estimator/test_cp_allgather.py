@@ -62,3 +62,19 @@ def test_megatron_flag_imports(tmp_path: Path) -> None:
                     "--seq-length 4096 --micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 1024 "
                     "--context-parallel-size 2 --cp-comm-type allgather\n", encoding="utf-8")
     assert import_megatron(path, world_size=8).data["parallel"]["cp_comm_type"] == "allgather"
+
+
+@pytest.mark.parametrize(("kind", "refused"), [("p2p", True), ("allgather", True), ("a2a", False)])
+def test_attention_sinks_under_cp_need_ulysses(kind: str, refused: bool) -> None:
+    """GPT-OSS's learnable softmax runs in TE's FusedAttention only, and under CP only with cp_comm_type a2a."""
+    model = {**SYNTHETIC_DENSE_MODEL, "attention_sinks": True}
+    run = synthetic_run(model, profile="megatron",
+                        parallel={"tp": 1, "pp": 1, "dp": 2, "ep": 1, "cp": 2, "cp_comm_type": kind},
+                        train={"seq_length": 512, "micro_batch_size": 1, "num_micro_batches": 2,
+                               "flash_attention": True})
+    if refused:
+        with pytest.raises(estimator.ConfigError) as info:
+            load_config(run)
+        assert info.value.field == "parallel.cp_comm_type" and "a2a" in info.value.rule
+    else:
+        assert load_config(run).parallel.cp_comm_type == "a2a"
