@@ -39,6 +39,11 @@ OVERLAP_ITEMS = {
     "tp_comm_overlap": "parallel.tp_comm_overlap", "moe_shared_expert_overlap": "parallel.moe_shared_expert_overlap",
     "moe_a2a_overlap": "parallel.overlap_moe_expert_parallel_comm",
 }
+#: a sink-attention (GPT-OSS) row under CP without a cp_comm_type item: the recipe's own setting
+_GPT_OSS_CP = ("a2a: NVIDIA-NeMo/Megatron-Bridge@067f987df0 src/megatron/bridge/recipes/gpt_oss/h100/gpt_oss.py sets "
+               "cfg.model.cp_comm_type = 'a2a' ('When CP>1 is used ..., a2a is required for TE attention backends with "
+               "learnable softmax') in the pretrain recipe its perf recipes start from "
+               "(src/megatron/bridge/perf_recipes/gpt_oss/common.py: gpt_oss_120b_pretrain_config)")
 #: items that describe the row, not the run (never listed)
 _DESCRIPTIVE = frozenset({"recipe_files", "tokens_per_s_per_gpu"})
 
@@ -230,9 +235,12 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
             f"recipe item cpu_offloading_num_layers={offload} not applied: Megatron-Core refuses CPU offloading with "
             "pipeline parallelism or recompute, so the published layout ran without it")
     if (cp_type := items.get("cp_comm_type", "").strip().lower()) not in ("", "unset", "none"):
-        # Megatron-Core cp_comm_type (p2p ring, a2a Ulysses); another type ('allgather', 'a2a+p2p') is refused by
-        # the schema, naming parallel.cp_comm_type: its exchange is not modelled
+        # Megatron-Core cp_comm_type (p2p ring, a2a Ulysses, allgather); 'a2a+p2p' is refused by the schema,
+        # naming parallel.cp_comm_type: its exchange is not modelled
         _set(config, "parallel.cp_comm_type", cp_type, f"cp_comm_type={items['cp_comm_type']}", cited)
+    elif config["model"].get("attention_sinks") and config["parallel"].get("cp", 1) > 1:
+        config["parallel"]["cp_comm_type"] = "a2a"
+        config["model"].setdefault("source_facts", {})["parallel.cp_comm_type"] = _GPT_OSS_CP
     if (opt := items.get("optimizer", "").strip().lower()) in ("muon", "dist_muon"):  # Megatron --optimizer
         _set(config, "train.optimizer", opt, f"optimizer={opt}", cited)
     if (graph := items.get("cuda_graph")) is not None:

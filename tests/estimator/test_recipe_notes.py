@@ -81,6 +81,22 @@ def test_cp_comm_type_item_is_read(kind: str) -> None:
     assert config["model"]["source_facts"]["parallel.cp_comm_type"] == f"notes: cp_comm_type={kind}"
 
 
+def test_a_sink_attention_row_under_cp_runs_ulysses_as_its_recipe_does() -> None:
+    """A GPT-OSS row (attention sinks) at cp 2 without a cp_comm_type item takes Bridge's recipe value a2a (the only
+    CP that TE runs a learnable softmax with), cited; an item given wins."""
+    def config(notes: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"profile": "megatron", "model": {"num_experts": 8, "attention_sinks": True,
+                                                                 "source_facts": {}, "assumed": {}},
+                               "train": {}, "parallel": {"tp": 1, "pp": 1, "cp": 2}, "recompute": {}}
+        recipe_notes.apply_recipe_items({"notes": notes, "mtp_layers": ""}, out)
+        return out
+
+    plain = config("release 'x'")
+    assert plain["parallel"]["cp_comm_type"] == "a2a"
+    assert "gpt_oss" in plain["model"]["source_facts"]["parallel.cp_comm_type"]
+    assert config("release 'x' | cp_comm_type=p2p")["parallel"]["cp_comm_type"] == "p2p"
+
+
 def test_cp_comm_type_the_estimator_does_not_model_is_refused_by_field() -> None:
     """Megatron-Core's hierarchical 'a2a+p2p' is not modelled: the row is one ConfigError naming
     parallel.cp_comm_type, never priced as the ring; 'allgather' is (estimator.perf.comm)."""
