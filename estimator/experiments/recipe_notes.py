@@ -240,7 +240,7 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
         _set(config, "parallel.cp_comm_type", cp_type, f"cp_comm_type={items['cp_comm_type']}", cited)
     elif config["model"].get("attention_sinks") and config["parallel"].get("cp", 1) > 1:
         config["parallel"]["cp_comm_type"] = "a2a"
-        config["model"].setdefault("source_facts", {})["parallel.cp_comm_type"] = _GPT_OSS_CP
+        cited["parallel.cp_comm_type"] = _GPT_OSS_CP
     if (opt := items.get("optimizer", "").strip().lower()) in ("muon", "dist_muon"):  # Megatron --optimizer
         _set(config, "train.optimizer", opt, f"optimizer={opt}", cited)
     if (graph := items.get("cuda_graph")) is not None:

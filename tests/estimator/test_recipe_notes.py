@@ -91,10 +91,10 @@ def test_a_sink_attention_row_under_cp_runs_ulysses_as_its_recipe_does() -> None
         recipe_notes.apply_recipe_items({"notes": notes, "mtp_layers": ""}, out)
         return out
 
-    plain = config("release 'x'")
+    plain = config("release 'x' | etp=1")
     assert plain["parallel"]["cp_comm_type"] == "a2a"
     assert "gpt_oss" in plain["model"]["source_facts"]["parallel.cp_comm_type"]
-    assert config("release 'x' | cp_comm_type=p2p")["parallel"]["cp_comm_type"] == "p2p"
+    assert config("release 'x' | etp=1 | cp_comm_type=p2p")["parallel"]["cp_comm_type"] == "p2p"
 
 
 def test_cp_comm_type_the_estimator_does_not_model_is_refused_by_field() -> None:
