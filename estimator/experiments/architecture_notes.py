@@ -30,7 +30,7 @@ _GATED_ATTENTION_NOTE = re.compile(r"\bgated attention\b|\battention output gate
                                    r"|\battention_output_gate\b")
 #: architecture features a row's (lower-case) notes may state that the estimator does not model: pattern -> what
 #: (the row is refused, never estimated as the transformer its columns describe; the Hugging Face importer refuses
-#: the same families by model type, ``estimator.importers.hf.REFUSED_TYPES``)
+#: the same families by model type, ``estimator.importers.hf_keys.REFUSED_TYPES``)
 UNMODELLED_NOTE_FEATURES: tuple[tuple[re.Pattern[str], str], ...] = (
     (_GDN_NOTE, "Gated DeltaNet (linear-attention) mixers whose layout and dims the row does not state (known for "
      "Qwen3-Next rows by name; set model.linear_attention_freq and the gdn_* fields by hand)"),

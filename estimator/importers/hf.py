@@ -26,55 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from estimator.importers.common import Imported, as_bool, as_int, bad
+from estimator.importers.hf_keys import IGNORED, REFUSED_TYPES
 from ndval.core.yamlsrc import read_regular_text
-
-#: keys that do not change memory or time, with the reason (read, never mapped)
-IGNORED: dict[str, str] = {
-    **dict.fromkeys(("bos_token_id", "eos_token_id", "pad_token_id", "architectures", "auto_map",
-                     "transformers_version", "torch_dtype", "dtype", "use_cache", "initializer_range",
-                     "_name_or_path", "model_type"), "metadata, token ids or initialisation"),
-    **dict.fromkeys(("rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters", "max_position_embeddings",
-                     "pretraining_tp", "initial_context_length", "rope_interleave", "partial_rotary_factor",
-                     "original_max_position_embeddings"),
-                    "numerics of RoPE / norms: no effect on memory or FLOPs"),
-    **dict.fromkeys(("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop"), "dropout of the "
-                     "released model (the run's own rate is a train field)"),
-    **dict.fromkeys(("attention_bias", "mlp_bias"), "biases are not counted (each under 0.1 % of its layer)"),
-    **dict.fromkeys(("router_aux_loss_coef", "output_router_logits", "norm_topk_prob", "routed_scaling_factor",
-                     "scoring_func", "topk_method", "n_group", "topk_group", "aux_loss_alpha", "seq_aux",
-                     "ep_size", "swiglu_limit", "experts_per_token", "use_routing_bias", "router_jitter_noise"),
-                    "routing policy or a duplicate of a mapped key: no effect on sizes"),
-    "quantization_config": "how the released weights are stored (e.g. MXFP4, FP8 blocks), not the training precision",
-    **dict.fromkeys(("layer_norm_epsilon", "residual_in_fp32", "rescale_prenorm_residual", "time_step_min",
-                     "time_step_max", "time_step_floor", "time_step_limit", "use_mamba_kernels", "num_logits_to_keep",
-                     "use_conv_bias", "mamba_proj_bias", "use_bias", "mamba_hidden_act", "mamba_ssm_dtype"),
-                    "Nemotron-H numerics, kernels or biases (not counted): no effect on sizes"),
-}
-
-#: hybrid Mamba families: refused (issue: the Mamba-2 mixer is not modelled)
-HYBRID_TYPES = ("jamba", "mamba", "mamba2", "falcon_h1", "zamba", "zamba2", "bamba")
-#: known but refused, with the reason
-REFUSED_TYPES: dict[str, str] = {
-    "gemma2": "Gemma 2's four norms per layer (pre/post attention and feed-forward) and its logit soft-capping "
-              "are not modelled",
-    "gemma3": "Gemma 3's four norms per layer (pre/post attention and feed-forward) are not modelled",
-    "gemma3_text": "Gemma 3's four norms per layer (pre/post attention and feed-forward) are not modelled",
-    **dict.fromkeys(("llama4", "llama4_text"), "Llama 4's chunked local attention (attention_chunk_size), its "
-                    "NoPE layers and MoE layers interleaved with dense ones (interleave_moe_layer_step) are not "
-                    "modelled"),
-    "deepseek_v32": "DeepSeek-V3.2's sparse attention (the lightning indexer and its index_topk keys per query) is "
-                    "not modelled",
-    "deepseek_v4": "DeepSeek-V4's hyper-connections (mHC), compressed sparse / sliding-window attention layers and "
-                   "hash-routed MoE layers are not modelled",
-    "glm_moe_dsa": "GLM-5's sparse attention (DSA indexer layers) is not modelled",
-    **dict.fromkeys(("minimax", "minimax_text_01", "minimax_m1"), "MiniMax-Text-01 / M1's lightning (linear) "
-                    "attention layers are not modelled"),
-    "minimax_m3": "MiniMax-M3's vision encoder and lightning-indexer sparse attention are not modelled",
-    "kimi_linear": "Kimi Linear's KDA linear-attention layers are not modelled",
-    **dict.fromkeys(HYBRID_TYPES, "hybrid Mamba / attention stacks other than Nemotron-H: their layer layout and "
-                                  "mixer variants are not read (write model.hybrid_override_pattern and the mamba_* "
-                                  "fields by hand)"),
-}
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -307,6 +260,41 @@ def _glm4_moe(r: _Reader) -> None:
     r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
 
 
+def _ernie4_5(r: _Reader) -> None:
+    """Ernie4_5_Config (ERNIE-4.5 dense): Llama's layers (GQA, SwiGLU, RMSNorm, RoPE), tied embeddings by default;
+    ``use_bias`` true adds linear biases, which are not modelled (transformers ``models/ernie4_5``)."""
+    _common(r, tied_default=True)
+    _dense_ffn(r)
+    if as_bool(r.file, "use_bias", r.get("use_bias", False)):
+        r.out.not_modelled["use_bias"] = "the linear layers' biases are not counted (each under 0.1 % of its layer)"
+
+
+def _ernie4_5_moe(r: _Reader) -> None:
+    """Ernie4_5_MoeConfig (ERNIE-4.5-21B-A3B, 300B-A47B): ERNIE-4.5's attention, ``moe_num_experts`` routed experts of
+    ``moe_intermediate_size`` (top ``moe_k``) and ``moe_num_shared_experts`` shared ones, one MLP of
+    n_shared × ``moe_intermediate_size`` (``Ernie4_5_MoeSparseMoeBlock``), on the layers from
+    ``moe_layer_start_index`` to ``moe_layer_end_index`` (the leading ones dense, of ``intermediate_size``); MoE on
+    every ``moe_layer_interval``-th layer only, or trailing dense layers, are not modelled (transformers
+    ``models/ernie4_5_moe``). MTP layers (``num_nextn_predict_layers``) are read."""
+    _ernie4_5(r)
+    r.put("num_experts", "moe_num_experts")
+    r.put("moe_topk", "moe_k")
+    inter = r.put("moe_ffn_hidden_size", "moe_intermediate_size")
+    shared = r.put("num_shared_experts", "moe_num_shared_experts", default=0, minimum=0)
+    if shared:
+        r.out.put("model.shared_expert_ffn_hidden_size", shared * inter, "moe_num_shared_experts × "
+                  "moe_intermediate_size (Ernie4_5_MoeSparseMoeBlock: one shared MLP of that width)")
+    if as_int(r.file, "moe_layer_interval", r.get("moe_layer_interval", 1)) != 1:
+        raise bad(r.file, "moe_layer_interval", "MoE on every n-th layer only is not modelled (must be 1)")
+    layers = r.integer("num_hidden_layers")
+    end = r.get("moe_layer_end_index")
+    if end is not None and as_int(r.file, "moe_layer_end_index", end, minimum=-1) not in (-1, layers - 1):
+        raise bad(r.file, "moe_layer_end_index", f"dense layers after the MoE layers are not modelled (must be the last "
+                  f"layer, {layers - 1}, or -1 / null)")
+    r.put("num_dense_layers", "moe_layer_start_index", default=0, minimum=0)
+    r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
+
+
 def _minimax_m2(r: _Reader) -> None:
     """MiniMaxM2Config (MiniMax-M2 / M2.5 / M2.7; Megatron-Bridge ``MiniMaxM2Bridge``): routed experts on every
     layer with Mixtral's keys (``num_local_experts``, ``num_experts_per_tok``, ``intermediate_size``) and no shared
@@ -431,6 +419,8 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "deepseek_v3": ("DeepSeek-V3", _deepseek),
     "glm4_moe": ("GLM-4.5 / 4.6", _glm4_moe),
     "minimax_m2": ("MiniMax-M2 / M2.5 / M2.7 (full attention, 256 routed experts)", _minimax_m2),
+    "ernie4_5": ("ERNIE-4.5 dense", _ernie4_5),
+    "ernie4_5_moe": ("ERNIE-4.5 MoE (routed + shared experts, leading dense layers)", _ernie4_5_moe),
     "gpt_oss": ("GPT-OSS", _gpt_oss),
     "nemotron_h": ("Nemotron-H / Nemotron-3", _nemotron_h),
 }

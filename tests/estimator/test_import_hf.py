@@ -115,6 +115,32 @@ def test_minimax_m2_variants_it_does_not_model_are_refused(change: dict[str, obj
     assert err.value.field == key
 
 
+#: ERNIE-4.5-21B-A3B's published config.json values for the keys the importer reads (baidu/ERNIE-4.5-21B-A3B-PT, as
+#: two public test fixtures transcribe them; the file itself is not in tests/data): 21B total, 3B activated
+ERNIE_21B_A3B = {"model_type": "ernie4_5_moe", "hidden_size": 2560, "intermediate_size": 12288,
+                 "moe_intermediate_size": 1536, "num_hidden_layers": 28, "num_attention_heads": 20,
+                 "num_key_value_heads": 4, "head_dim": 128, "moe_num_experts": 64, "moe_num_shared_experts": 2,
+                 "moe_k": 6, "moe_layer_start_index": 1, "moe_layer_end_index": 27, "moe_layer_interval": 1,
+                 "vocab_size": 103424, "tie_word_embeddings": True, "hidden_act": "silu", "use_bias": False,
+                 "rope_theta": 500000, "rms_norm_eps": 1e-05, "max_position_embeddings": 131072}
+
+
+def test_ernie45_moe_imports_its_expert_keys_and_leading_dense_layer() -> None:
+    model = ModelConfig.model_validate(import_hf_config_doc(ERNIE_21B_A3B))
+    assert (model.num_experts, model.moe_topk, model.num_shared_experts, model.num_dense_layers) == (64, 6, 2, 1)
+    assert (model.moe_ffn_hidden_size, model.shared_expert_ffn_hidden_size, model.ffn_hidden_size) == (
+        1536, 3072, 12288)
+    counts = param_counts(model)
+    assert abs(counts.total / 21.8e9 - 1) <= 0.01  # 21.8B (the Hub's safetensors count; "21B" on the card)
+    active = counts.active - embedding_params(model)  # tied: the embedding is the output layer
+    assert 3.0e9 <= active <= 3.2e9  # "3B activated"
+    for change, key in (({"moe_layer_interval": 2}, "moe_layer_interval"), ({"moe_layer_end_index": 20},
+                                                                              "moe_layer_end_index")):
+        with pytest.raises(ConfigError) as err:
+            import_hf_config_doc({**ERNIE_21B_A3B, **change})
+        assert err.value.field == key
+
+
 def test_qwen3_vl_text_towers_import_and_the_vision_encoder_is_reported() -> None:
     """A SYNTHETIC Qwen3-VL wrapper (``qwen3_vl_moe`` with a ``qwen3_vl_moe_text`` text_config and a vision_config):
     the text tower is Qwen3-MoE's (q/k norms, routed experts), the vision encoder is listed as not modelled, and
