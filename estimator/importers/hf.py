@@ -295,6 +295,19 @@ def _ernie4_5_moe(r: _Reader) -> None:
     r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
 
 
+def _olmoe(r: _Reader) -> None:
+    """OlmoeConfig (OLMoE-1B-7B): routed experts on every layer (``num_experts`` of ``intermediate_size``, top
+    ``num_experts_per_tok``), no shared expert, q/k RMSNorm over the whole projection (counted per head, as for
+    MiniMax-M2); ``clip_qkv`` clamps values (no effect on sizes) (transformers ``models/olmoe``)."""
+    _common(r, tied_default=False)
+    _dense_ffn(r)
+    r.put("num_experts", "num_experts")
+    r.put("moe_topk", "num_experts_per_tok")
+    r.put("moe_ffn_hidden_size", "intermediate_size")
+    r.out.put("model.qk_norm", True, "OlmoeAttention's q_norm / k_norm (weights counted per head)")
+    r.get("clip_qkv")
+
+
 def _minimax_m2(r: _Reader) -> None:
     """MiniMaxM2Config (MiniMax-M2 / M2.5 / M2.7; Megatron-Bridge ``MiniMaxM2Bridge``): routed experts on every
     layer with Mixtral's keys (``num_local_experts``, ``num_experts_per_tok``, ``intermediate_size``) and no shared
@@ -420,6 +433,7 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "glm4_moe": ("GLM-4.5 / 4.6", _glm4_moe),
     "minimax_m2": ("MiniMax-M2 / M2.5 / M2.7 (full attention, 256 routed experts)", _minimax_m2),
     "ernie4_5": ("ERNIE-4.5 dense", _ernie4_5),
+    "olmoe": ("OLMoE (routed experts on every layer, q/k norms)", _olmoe),
     "ernie4_5_moe": ("ERNIE-4.5 MoE (routed + shared experts, leading dense layers)", _ernie4_5_moe),
     "gpt_oss": ("GPT-OSS", _gpt_oss),
     "nemotron_h": ("Nemotron-H / Nemotron-3", _nemotron_h),

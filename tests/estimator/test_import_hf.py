@@ -141,6 +141,19 @@ def test_ernie45_moe_imports_its_expert_keys_and_leading_dense_layer() -> None:
         assert err.value.field == key
 
 
+def test_olmoe_imports_as_routed_experts_with_qk_norms() -> None:
+    # OLMoE-1B-7B-0924's published values for the keys the importer reads (allenai/OLMoE-1B-7B-0924, as public
+    # fixtures transcribe them): 6.9B total, 1.3B active (OLMoE paper, arXiv 2409.02060, §1)
+    doc = {"model_type": "olmoe", "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 1024,
+           "num_hidden_layers": 16, "num_experts": 64, "num_experts_per_tok": 8, "num_attention_heads": 16,
+           "num_key_value_heads": 16, "vocab_size": 50304, "tie_word_embeddings": False, "clip_qkv": None,
+           "norm_topk_prob": False, "rope_theta": 10000.0, "rms_norm_eps": 1e-05, "max_position_embeddings": 4096}
+    model = ModelConfig.model_validate(import_hf_config_doc(doc))
+    assert (model.num_experts, model.moe_topk, model.moe_ffn_hidden_size, model.qk_norm) == (64, 8, 1024, True)
+    counts = param_counts(model)
+    assert abs(counts.total / 6.9e9 - 1) <= 0.01 and abs(counts.active / 1.3e9 - 1) <= 0.03
+
+
 def test_qwen3_vl_text_towers_import_and_the_vision_encoder_is_reported() -> None:
     """A SYNTHETIC Qwen3-VL wrapper (``qwen3_vl_moe`` with a ``qwen3_vl_moe_text`` text_config and a vision_config):
     the text tower is Qwen3-MoE's (q/k norms, routed experts), the vision encoder is listed as not modelled, and
