@@ -39,6 +39,10 @@ def mixer_rules() -> list[Rule]:
              lambda c: "adapters on a hybrid stack (model.hybrid_override_pattern) or on Gated DeltaNet layers are "
              "not modelled: the adapter targets are a transformer layer's attention and MLP linears; a valid "
              "example: adapter.kind: none", structural=True),
+        Rule("model.post_norms", lambda c: c.model.post_norms & ((c.model.hybrid_override_pattern is not None)
+                                                                 | _gdn(c)),
+             lambda c: "sandwich norms (Gemma's post norms) are modelled on transformer layers only, not on a hybrid "
+             "stack or Gated DeltaNet layers; a valid example: model.post_norms: false", structural=True),
         Rule("parallel.cp", lambda c: _mamba(c) & (c.parallel.cp > 1)
              & (hybrid.mamba_dims(c.model).heads % (c.parallel.tp * c.parallel.cp) != 0),
              lambda c: f"tp·cp must divide the Mamba heads ({hybrid.mamba_dims(c.model).heads}); got "

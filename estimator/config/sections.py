@@ -107,8 +107,8 @@ class ModelConfig(StrictSection, HybridFields):
     tied_embeddings: bool = False
     #: MLP activation: ``swiglu`` (gate, up, down), ``quick_geglu`` (GPT-OSS: the same three matrices,
     #: gate through x·σ(1.702·x) clamped at 7, Megatron ``--quick-geglu``), ``gelu`` / ``squared_relu``
-    #: (up, down)
-    activation: Literal["swiglu", "quick_geglu", "gelu", "squared_relu"] = "swiglu"
+    #: (up, down), ``geglu`` (Gemma: gate through tanh-GELU, the same three matrices)
+    activation: Literal["swiglu", "quick_geglu", "geglu", "gelu", "squared_relu"] = "swiglu"
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     position_embedding: Literal["rope", "learned", "none"] = "rope"  # none: Nemotron-H (--position-embedding-type none)
     #: per-head RMSNorm of q and k before RoPE (Qwen3 ``q_norm``/``k_norm``, Megatron ``--qk-layernorm``):
@@ -116,6 +116,9 @@ class ModelConfig(StrictSection, HybridFields):
     qk_norm: bool = False
     #: learned per-head attention sink logit (GPT-OSS ``sinks``): a extra weights per layer
     attention_sinks: bool = False
+    #: sandwich norms (Gemma 2 / 3 ``post_attention_layernorm`` / ``post_feedforward_layernorm``): a norm on the
+    #: attention output and one on the MLP output before each residual add, 2 more norms per layer
+    post_norms: bool = False
     #: sliding-window attention: each query sees the last ``sliding_window`` keys (GPT-OSS 128)
     sliding_window: int | None = Field(default=None, ge=1)
     #: with ``sliding_window``: every n-th layer (layer i with (i+1) % n == 0) attends to the whole

@@ -12,7 +12,7 @@ from typing import Any
 from estimator.config.errors import ConfigError
 
 #: activations the estimator models (``model.activation``)
-MODELLED_ACTIVATIONS = ("swiglu", "quick_geglu", "gelu", "squared_relu")
+MODELLED_ACTIVATIONS = ("swiglu", "quick_geglu", "geglu", "gelu", "squared_relu")
 #: phrases of a row's ``notes`` (lower case) -> model fields they state (the measured README: notes hold
 #: what the columns cannot): Bridge's GPT-OSS provider (sliding window (128, 0) on alternate layers,
 #: learnable softmax sink) and Qwen3 providers (qk_layernorm)
@@ -40,7 +40,8 @@ UNMODELLED_NOTE_FEATURES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bchunked (?:local )?attention\b|\battention_chunk_size\b"), "chunked local attention (Llama 4)"),
     (re.compile(r"\bnope layers?\b|\bno[\s_-]rope layers?\b"), "layers without position embedding (NoPE)"),
     (re.compile(r"\bsoft[\s_-]?capp?ing\b|\bsoftcap\b"), "logit soft-capping"),
-    (re.compile(r"\bsandwich norm\b|\bpost[\s_-]?norms?\b|\bfour norms\b"), "norms after the attention / MLP blocks"),
+    (re.compile(r"\bsandwich norm\b|\bpost[\s_-]?norms?\b|\bfour norms\b"), "norms after the attention / MLP blocks on layers "
+     "the row does not name (model.post_norms, set by hand or by a Gemma 3 config.json import)"),
     (re.compile(r"\bvision (?:encoder|tower|model)\b|\bvit\b|\bmultimodal\b|\bimage tokens?\b"),
      "a vision encoder and its image tokens"),
     (re.compile(r"\bhyper[\s_-]?connections?\b|\bmhc\b"), "hyper-connections (several residual streams; "
@@ -186,7 +187,9 @@ UNMODELLED_MODEL_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
      "Qwen3.5-VL) and its own Gated DeltaNet dims, which a row does not state"),
     (re.compile(r"deepseek[\s_-]*v3\.2"), "DeepSeek-V3.2's sparse attention (lightning indexer)"),
     (re.compile(r"llama[\s_-]*4\b"), "Llama 4's chunked local attention and NoPE layers"),
-    (re.compile(r"\bgemma[\s_-]*[23]\b"), "Gemma 2 / 3's post norms (and Gemma 2's soft-capping)"),
+    (re.compile(r"\bgemma[\s_-]*2\b"), "Gemma 2's logit soft-capping"),
+    (re.compile(r"\bgemma[\s_-]*3\b"), "Gemma 3's sandwich norms, GeGLU and 5:1 local / global window pattern, which a "
+     "row's columns do not state (import its config.json: ndval import --hf-config)"),
     (re.compile(r"kimi[\s_-]*linear|minimax[\s_-]*(?:text|m1\b|01\b)"), "linear-attention mixers"),
     (re.compile(r"minimax[\s_-]*m3"), "MiniMax-M3's vision encoder and lightning-indexer sparse attention"),
     (re.compile(r"deepseek[\s_-]*v4"), "DeepSeek-V4's hyper-connections (mHC), compressed sparse and sliding-window "

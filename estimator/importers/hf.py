@@ -1,21 +1,10 @@
 """Hugging Face ``config.json`` -> the estimator's ``model`` section (a local file; no network).
 
-Families and the keys read (transformers' ``configuration_<family>.py`` names): Llama 2 / 3.x,
-Mistral, Phi-3 / Phi-4 (``phi3``: Llama's shapes, qkv and gate/up fused in one weight each), Mixtral,
-Qwen2 / 2.5, Qwen1.5-MoE / Qwen2-MoE (one gated shared expert), Qwen3, Qwen3-MoE, DeepSeek-V2 / V3
-(MLA, routed + shared experts, ``first_k_dense_replace`` dense layers, ``num_nextn_predict_layers`` MTP) and GPT-OSS (quick-GeGLU
-experts, attention sinks, alternating sliding-window attention) and Nemotron-H / Nemotron-3
-(``NemotronHForCausalLM``: ``hybrid_override_pattern``, the Mamba-2 mixer, latent MoE, ``*E`` MTP layers)
-and GLM-4.5 / 4.6 (``glm4_moe``: GQA with q/k norms, DeepSeek-V3's MoE and MTP).
-Gemma 2 / 3 are known and refused (their four norms per layer and logit soft-capping are not modelled), as
-are Llama 4 (chunked local attention) and DeepSeek-V3.2 (sparse attention); Qwen3-Next (``qwen3_next``: Gated
-DeltaNet layers beside gated attention every ``full_attention_interval``-th layer, Qwen3-MoE's experts with one
-shared expert) is mapped, and so is Qwen3.5's text tower (``qwen3_5_text`` / ``qwen3_5_moe_text``: the same layers,
-dense or MoE, with MTP layers; a wrapper's vision encoder is reported as not modelled), as is Qwen3-VL's
-(``qwen3_vl_text`` / ``qwen3_vl_moe_text``: Qwen3's and Qwen3-MoE's layers; MiniMax-M2 (``minimax_m2``) too;
-the other hybrid Mamba families (Jamba, Mamba, Falcon-H1, Zamba, Bamba) are refused: their layer layouts
-are not read. Every key of the file is mapped, ignored with a reason (:data:`IGNORED`), or reported as a
-warning.
+One mapper per family (:data:`FAMILIES`, keyed by ``model_type``; the keys read are transformers'
+``configuration_<family>.py`` names, listed per family in docs/model-files.md); a multimodal wrapper's text tower
+is read and its encoder reported as not modelled; known families the estimator does not model are refused with the
+reason (:data:`estimator.importers.hf_keys.REFUSED_TYPES`). Every key of the file is mapped, ignored with a reason
+(:data:`IGNORED`), or reported as a warning.
 """
 
 from __future__ import annotations
@@ -73,7 +62,7 @@ class _Reader:
         return value
 
 
-def _common(r: _Reader, *, tied_default: bool) -> None:
+def _common(r: _Reader, *, tied_default: bool, activation: bool = True) -> None:
     """The decoder fields every family shares (Llama's names)."""
     r.put("num_layers", "num_hidden_layers")
     h = r.put("hidden_size", "hidden_size")
@@ -89,7 +78,8 @@ def _common(r: _Reader, *, tied_default: bool) -> None:
     tied = r.get("tie_word_embeddings")
     r.out.put("model.tied_embeddings", tied_default if tied is None else as_bool(r.file, "tie_word_embeddings", tied),
               "tie_word_embeddings" if tied is not None else f"tie_word_embeddings absent: the family's default {tied_default}")
-    _gated_silu(r)
+    if activation:  # (Gemma reads its own)
+        _gated_silu(r)
     r.out.put("model.norm", "rmsnorm", "the family's RMSNorm (rms_norm_eps)")
     r.out.put("model.position_embedding", "rope", "the family's rotary embeddings (rope_theta)")
 
@@ -295,6 +285,36 @@ def _ernie4_5_moe(r: _Reader) -> None:
     r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
 
 
+def _gemma3(r: _Reader) -> None:
+    """Gemma3TextConfig (Gemma 3's text tower, ``gemma3_text``; a ``gemma3`` wrapper's vision encoder is listed as
+    not modelled): GQA with ``head_dim``, q/k RMSNorm per head, sandwich norms (pre and post attention and
+    feed-forward), a tanh-GELU gated MLP (``hidden_act`` / ``hidden_activation`` ``gelu_pytorch_tanh``: GeGLU), tied
+    embeddings, ``sliding_window`` on every layer but each ``sliding_window_pattern``-th (or ``layer_types``) full;
+    logit soft-capping (Gemma 2's) is refused (transformers ``models/gemma3``)."""
+    _common(r, tied_default=True, activation=False)
+    _dense_ffn(r)
+    act = r.get("hidden_activation") or r.get("hidden_act", "gelu_pytorch_tanh")
+    if act not in ("gelu_pytorch_tanh", "gelu"):
+        raise bad(r.file, "hidden_activation", f"{act!r}: Gemma's gated MLP is modelled with tanh-GELU")
+    r.out.put("model.activation", "geglu", f"hidden_activation {act!r} with gate/up/down: GeGLU")
+    for key in ("attn_logit_softcapping", "final_logit_softcapping"):
+        if r.get(key) is not None:
+            raise bad(r.file, key, "logit soft-capping is not modelled")
+    r.out.put("model.qk_norm", True, "Gemma3Attention's q_norm / k_norm (RMSNorm of head_dim)")
+    r.out.put("model.post_norms", True, "Gemma3DecoderLayer's post_attention_layernorm / post_feedforward_layernorm")
+    if as_bool(r.file, "use_bidirectional_attention", r.get("use_bidirectional_attention", False)):
+        raise bad(r.file, "use_bidirectional_attention", "bidirectional (encoder) attention is not modelled")
+    every = r.get("sliding_window_pattern")
+    if r.get("layer_types"):
+        _layer_types(r)
+    elif every is not None and r.get("sliding_window") is not None:
+        r.out.put("model.sliding_window", as_int(r.file, "sliding_window", r.get("sliding_window")), "sliding_window")
+        r.out.put("model.global_attention_every", as_int(r.file, "sliding_window_pattern", every),
+                  "sliding_window_pattern: every n-th layer full")
+    r.get("query_pre_attn_scalar")
+    r.get("rope_local_base_freq")
+
+
 def _olmoe(r: _Reader) -> None:
     """OlmoeConfig (OLMoE-1B-7B): routed experts on every layer (``num_experts`` of ``intermediate_size``, top
     ``num_experts_per_tok``), no shared expert, q/k RMSNorm over the whole projection (counted per head, as for
@@ -434,6 +454,8 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "minimax_m2": ("MiniMax-M2 / M2.5 / M2.7 (full attention, 256 routed experts)", _minimax_m2),
     "ernie4_5": ("ERNIE-4.5 dense", _ernie4_5),
     "olmoe": ("OLMoE (routed experts on every layer, q/k norms)", _olmoe),
+    **dict.fromkeys(("gemma3_text", "gemma3"), ("Gemma 3 text tower (sandwich norms, GeGLU, 5:1 local / global)",
+                                               _gemma3)),
     "ernie4_5_moe": ("ERNIE-4.5 MoE (routed + shared experts, leading dense layers)", _ernie4_5_moe),
     "gpt_oss": ("GPT-OSS", _gpt_oss),
     "nemotron_h": ("Nemotron-H / Nemotron-3", _nemotron_h),

@@ -31,10 +31,7 @@ IGNORED: dict[str, str] = {
 HYBRID_TYPES = ("jamba", "mamba", "mamba2", "falcon_h1", "zamba", "zamba2", "bamba")
 #: known but refused, with the reason
 REFUSED_TYPES: dict[str, str] = {
-    "gemma2": "Gemma 2's four norms per layer (pre/post attention and feed-forward) and its logit soft-capping "
-              "are not modelled",
-    "gemma3": "Gemma 3's four norms per layer (pre/post attention and feed-forward) are not modelled",
-    "gemma3_text": "Gemma 3's four norms per layer (pre/post attention and feed-forward) are not modelled",
+    "gemma2": "Gemma 2's logit soft-capping (attention and final) is not modelled",
     **dict.fromkeys(("llama4", "llama4_text"), "Llama 4's chunked local attention (attention_chunk_size), its "
                     "NoPE layers and MoE layers interleaved with dense ones (interleave_moe_layer_step) are not "
                     "modelled"),

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 #: weight matrices of an MLP: SwiGLU and GPT-OSS's quick-GeGLU have gate, up and down; GeLU /
 #: squared-ReLU have up and down
-MLP_MATRICES = {"swiglu": 3, "quick_geglu": 3, "gelu": 2, "squared_relu": 2}
+MLP_MATRICES = {"swiglu": 3, "quick_geglu": 3, "geglu": 3, "gelu": 2, "squared_relu": 2}
 #: parameters per norm per hidden unit: RMSNorm has a scale, LayerNorm a scale and a bias
 NORM_PARAMS_PER_UNIT = {"rmsnorm": 1, "layernorm": 2}
 #: norms in a transformer layer: before attention and before the MLP
@@ -77,10 +77,12 @@ def mlp_params(hidden: int, ffn: int, activation: str) -> int:
 
 
 def norm_params(model: ModelConfig) -> int:
-    """The layer's two norms: 2·h (RMSNorm) or 2·2h (LayerNorm), plus the q and k norms of
-    ``qk_norm`` (one d-wide RMSNorm each, shared by the heads: Qwen3 ``q_norm``/``k_norm``)."""
+    """The layer's two norms: 2·h (RMSNorm) or 2·2h (LayerNorm), twice that with ``post_norms`` (Gemma's sandwich
+    norms), plus the q and k norms of ``qk_norm`` (one d-wide RMSNorm each, shared by the heads: Qwen3
+    ``q_norm``/``k_norm``)."""
     qk = 2 * NORM_PARAMS_PER_UNIT["rmsnorm"] * model.head_size if model.qk_norm else 0
-    return NORMS_PER_LAYER * NORM_PARAMS_PER_UNIT[model.norm] * model.hidden_size + qk
+    norms = NORMS_PER_LAYER * (2 if model.post_norms else 1)  # (sandwich norms: one more after each block)
+    return norms * NORM_PARAMS_PER_UNIT[model.norm] * model.hidden_size + qk
 
 
 def router_params(model: ModelConfig) -> int:

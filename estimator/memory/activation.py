@@ -318,6 +318,9 @@ def layer_activation_bytes(cfg: EstimatorConfig, index: int, mode: RecomputeMode
     kind = layer_kind(cfg.model, index)
     mixer, mlp = layer_blocks(cfg.model, index)
     total = attention_block_bytes(cfg, drop) if mixer == "attention" else 0.0
+    if cfg.model.post_norms:  # each post norm keeps its input (the block's output) for its backward
+        sh = _shape(cfg)
+        total += sum(1 for block in (mixer, mlp) if block) * sh.tokens * cfg.model.hidden_size * sh.b_c / sh.r
     total += mamba_block_bytes(cfg, drop) if mixer == "mamba" else 0.0
     total += gdn_block_bytes(cfg, drop) if mixer == "gdn" else 0.0
     total += mlp_block_bytes(cfg, mlp == "moe", drop) if mlp else 0.0

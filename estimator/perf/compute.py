@@ -18,7 +18,7 @@ from collections.abc import Sequence
 BACKWARD_TO_FORWARD_RATIO = 2.0
 
 #: Matrices in one dense MLP: SwiGLU has gate, up and down projections; GeLU / squared ReLU two.
-MLP_MATMULS = {"swiglu": 3, "gelu": 2, "squared_relu": 2, "quick_geglu": 3}
+MLP_MATMULS = {"swiglu": 3, "gelu": 2, "squared_relu": 2, "quick_geglu": 3, "geglu": 3}
 
 
 def matmul_flops(m: float, k: float, n: float) -> float:

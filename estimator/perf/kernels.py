@@ -127,6 +127,7 @@ class LayerShape:
     cp: int
     cp_comm: str = "p2p"  # Megatron cp_comm_type: p2p (ring), a2a (Ulysses), allgather
     qk_norm: bool = False  # per-head q and k RMSNorm (Qwen3, --qk-layernorm): two norm kernels
+    post_norms: bool = False  # Gemma's sandwich norms: a norm after each block
     mixer: str = "attention"  # the layer's mixer (estimator.inputs.hybrid): attention, mamba, gdn or none
     output_gate: bool = False  # gated attention (attention_output_gate): the sigmoid gate's kernels
     mlp_block: bool = True  # the layer has an MLP block (dense or MoE)
@@ -155,6 +156,8 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
     m: dict[str, Counter[str]] = {}
     blocks = (shape.mixer != "none") + shape.mlp_block
     m["layernorm"] = Counter({"NORM": blocks})
+    if shape.post_norms:  # Gemma's sandwich norms, one after each block (no recompute module re-runs them)
+        m["post_norm"] = Counter({"NORM": blocks})
     if shape.mixer == "mamba":
         m["mamba"] = mamba_kernel_ops()
     if shape.mixer == "gdn":
@@ -316,6 +319,7 @@ def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequen
         cp=cp,
         cp_comm=cp_comm,
         qk_norm=model.qk_norm,
+        post_norms=model.post_norms,
         mixer=blocks[0] or "none",
         output_gate=model.attention_output_gate,
         mlp_block=blocks[1] is not None,

@@ -168,8 +168,10 @@ def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
     ops += core_attention_ops(d, a, n_kv, d_qk, d_v, attended_keys(model, d.seq))
     if model.attention_output_gate and model.attention != "mla":
         ops.append(output_gate_op(t, a * d_v / d.tp, b))
-    ops += [gemm("out_proj", ("attn_proj",), t, a * d_v / d.tp, h, b),
-            elementwise("residual_attn", ("residual",), (3 * b + 1) * tn * h)]
+    ops.append(gemm("out_proj", ("attn_proj",), t, a * d_v / d.tp, h, b))
+    if model.post_norms:  # Gemma's post_attention_layernorm on the attention output
+        ops.append(elementwise("attn_out_norm", ("post_norm",), 2 * tn * h * b, bw_kernels=2))
+    ops.append(elementwise("residual_attn", ("residual",), (3 * b + 1) * tn * h))
     return ops
 
 
@@ -261,6 +263,8 @@ def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> 
         if model.shared_ffn_total:
             ops += _ffn_ops("shared", ("moe", "shared_experts"), ("moe", "shared_experts"), h,
                             model.shared_ffn_total / d.tp, t, b, model.activation)
+    if model.post_norms:  # Gemma's post_feedforward_layernorm on the MLP output
+        ops.append(elementwise("mlp_out_norm", ("post_norm",), 2 * tn * h * b, bw_kernels=2))
     ops.append(elementwise("residual_mlp", ("residual",), (3 * b + 1) * tn * h))
     return ops
 

@@ -141,6 +141,32 @@ def test_ernie45_moe_imports_its_expert_keys_and_leading_dense_layer() -> None:
         assert err.value.field == key
 
 
+#: Gemma 3 1B's published config.json values (google/gemma-3-1b-pt; transformers Gemma3TextConfig's keys); the
+#: Gemma 3 report (arXiv 2503.19786) Table 1: 302M embedding + 698M non-embedding parameters
+GEMMA3_1B = {"model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
+             "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
+             "sliding_window": 512, "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh",
+             "query_pre_attn_scalar": 256, "rope_local_base_freq": 10000.0, "rope_theta": 1000000.0,
+             "attn_logit_softcapping": None, "final_logit_softcapping": None, "rms_norm_eps": 1e-06,
+             "max_position_embeddings": 32768, "tie_word_embeddings": True}
+
+
+def test_gemma3_imports_with_sandwich_norms_geglu_and_its_window_pattern() -> None:
+    model = ModelConfig.model_validate(import_hf_config_doc(GEMMA3_1B))
+    assert (model.activation, model.post_norms, model.qk_norm, model.tied_embeddings) == ("geglu", True, True, True)
+    assert (model.sliding_window, model.global_attention_every, model.head_dim) == (512, 6, 256)
+    counts = param_counts(model)
+    assert embedding_params(model) == 262144 * 1152  # 302M
+    assert abs((counts.total - embedding_params(model)) / 698e6 - 1) <= 0.001  # 698M non-embedding
+    plain = ModelConfig.model_validate({**model.model_dump(), "post_norms": False})
+    assert counts.total - param_counts(plain).total == 26 * 2 * 1152  # two more RMSNorms per layer
+    for change, key in (({"final_logit_softcapping": 30.0}, "final_logit_softcapping"),
+                        ({"hidden_activation": "silu"}, "hidden_activation")):
+        with pytest.raises(ConfigError) as err:
+            import_hf_config_doc({**GEMMA3_1B, **change})
+        assert err.value.field == key
+
+
 def test_olmoe_imports_as_routed_experts_with_qk_norms() -> None:
     # OLMoE-1B-7B-0924's published values for the keys the importer reads (allenai/OLMoE-1B-7B-0924, as public
     # fixtures transcribe them): 6.9B total, 1.3B active (OLMoE paper, arXiv 2409.02060, §1)
@@ -263,7 +289,7 @@ def _llama(**extra: object) -> dict[str, object]:
 @pytest.mark.parametrize(("doc", "text", "key", "words"), [
     (None, '{"model_type": "llama",\n "hidden_size": 4096,,}', "<json>", "malformed JSON at line 2"),
     ({"model_type": "bert"}, None, "model_type", "known: llama, mistral"),
-    ({"model_type": "gemma2"}, None, "model_type", "four norms per layer"),
+    ({"model_type": "gemma2"}, None, "model_type", "soft-capping"),
     ({"model_type": "jamba"}, None, "model_type", "hybrid Mamba"),
     (_llama(num_hidden_layers=0), None, "num_hidden_layers", "integer ≥ 1"),
     (_llama(num_key_value_heads=5), None, "num_key_value_heads", "must divide"),
