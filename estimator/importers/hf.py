@@ -223,14 +223,20 @@ def _deepseek(r: _Reader) -> None:
     r.out.data["model"].pop("head_dim", None)
 
 
-def _deepseek_moe(r: _Reader) -> None:
-    r.put("num_experts", "n_routed_experts")
-    r.put("moe_topk", "num_experts_per_tok")
+def _routed_and_shared(r: _Reader, experts: str, topk: str, shared_key: str, block: str) -> None:
+    """Routed experts of ``moe_intermediate_size`` and ``shared_key`` shared ones, one MLP of n × that width
+    (``block``: the family's MoE block that builds it)."""
+    r.put("num_experts", experts)
+    r.put("moe_topk", topk)
     inter = r.put("moe_ffn_hidden_size", "moe_intermediate_size")
-    shared = r.put("num_shared_experts", "n_shared_experts", default=0, minimum=0)
+    shared = r.put("num_shared_experts", shared_key, default=0, minimum=0)
     if shared:
-        r.out.put("model.shared_expert_ffn_hidden_size", shared * inter, "n_shared_experts × moe_intermediate_size "
-                  "(DeepseekV2MoE: one shared MLP of that width)")
+        r.out.put("model.shared_expert_ffn_hidden_size", shared * inter, f"{shared_key} × moe_intermediate_size "
+                  f"({block}: one shared MLP of that width)")
+
+
+def _deepseek_moe(r: _Reader) -> None:
+    _routed_and_shared(r, "n_routed_experts", "num_experts_per_tok", "n_shared_experts", "DeepseekV2MoE")
     r.put("num_dense_layers", "first_k_dense_replace", default=0, minimum=0)
     if as_int(r.file, "moe_layer_freq", r.get("moe_layer_freq", 1)) != 1:
         raise bad(r.file, "moe_layer_freq", "MoE on every n-th layer only is not modelled (must be 1)")
@@ -267,13 +273,7 @@ def _ernie4_5_moe(r: _Reader) -> None:
     every ``moe_layer_interval``-th layer only, or trailing dense layers, are not modelled (transformers
     ``models/ernie4_5_moe``). MTP layers (``num_nextn_predict_layers``) are read."""
     _ernie4_5(r)
-    r.put("num_experts", "moe_num_experts")
-    r.put("moe_topk", "moe_k")
-    inter = r.put("moe_ffn_hidden_size", "moe_intermediate_size")
-    shared = r.put("num_shared_experts", "moe_num_shared_experts", default=0, minimum=0)
-    if shared:
-        r.out.put("model.shared_expert_ffn_hidden_size", shared * inter, "moe_num_shared_experts × "
-                  "moe_intermediate_size (Ernie4_5_MoeSparseMoeBlock: one shared MLP of that width)")
+    _routed_and_shared(r, "moe_num_experts", "moe_k", "moe_num_shared_experts", "Ernie4_5_MoeSparseMoeBlock")
     if as_int(r.file, "moe_layer_interval", r.get("moe_layer_interval", 1)) != 1:
         raise bad(r.file, "moe_layer_interval", "MoE on every n-th layer only is not modelled (must be 1)")
     layers = r.integer("num_hidden_layers")
