@@ -174,7 +174,7 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
     priced = any(any_true(s.offload_hidden) or any_true(s.offload_exposed) for s in stages)
     if cfg.train.cpu_offloading_num_layers and not priced:
         warnings.append(f"train.cpu_offloading_num_layers {cfg.train.cpu_offloading_num_layers}: the activation copies "
-                        f"to and from host memory are not priced (memory only): {offload.unpriced_reason(cfg)}")
+                        f"to and from host memory are not priced (memory only): {offload.unpriced_reason(cfg) or 'the copies take no time'}")
     if note := moe_tp_without_sp(cfg):
         warnings.append(note)
     tokens = m * cfg.train.micro_batch_size * cfg.train.seq_length * p.dp

@@ -106,12 +106,10 @@ def backward_stall_s(backward_s: Sequence[float], copy_s: Sequence[float]) -> fl
 
 def offload_time(cfg: EstimatorConfig, layout: StageLayout, layer_seconds: Sequence[tuple[float, float]]) -> OffloadTime | None:
     """The offload copies and stalls of the stage ``layout`` (``layer_seconds``: each layer's forward and
-    backward device seconds, in order), or None where nothing is priced (no offload, no host-link figure,
-    ``options.offload_copies`` off)."""
+    backward device seconds, in order) over the hardware's host link (:func:`unpriced_reason` None)."""
     n = cfg.train.cpu_offloading_num_layers
     rate = cfg.hardware.host_link_gb_s
-    if not n or rate is None or not cfg.options.offload_copies:
-        return None
+    assert rate is not None
     mode = cfg.stage_recompute(layout.stage)
     layers = list(layout.layers)
     copies = [layer_activation_bytes(cfg, i, mode) / (rate * BYTES_PER_GB) for i in layers if i < n]
@@ -123,18 +121,19 @@ def offload_time(cfg: EstimatorConfig, layout: StageLayout, layer_seconds: Seque
 def stage_offload(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout) -> OffloadTime | None:
     """:func:`offload_time` of the stage over the roofline's per-layer seconds
     (:func:`estimator.perf.roofline.layer_pass_seconds`), or None: no offload, or compute not priced operator
-    by operator."""
-    if not cfg.train.cpu_offloading_num_layers or not roofline.roofline_active(cfg):
+    by operator (:func:`unpriced_reason`)."""
+    if not cfg.train.cpu_offloading_num_layers or unpriced_reason(cfg) is not None:
         return None
     return offload_time(cfg, layout, roofline.layer_pass_seconds(cfg, ctx, layout))
 
 
-def unpriced_reason(cfg: EstimatorConfig) -> str:
-    """Why a config with ``train.cpu_offloading_num_layers`` has no offload copies priced."""
+def unpriced_reason(cfg: EstimatorConfig) -> str | None:
+    """Why a config with ``train.cpu_offloading_num_layers`` has no offload copies priced, or None when they are:
+    the one gate of :func:`stage_offload` and of the estimate's warning."""
     if not cfg.options.offload_copies:
         return "options.offload_copies is off"
     if cfg.hardware.host_link_gb_s is None:
         return f"hardware {cfg.hardware.name} has no host_link_gb_s (GB/s per direction to host memory)"
     if not roofline.roofline_active(cfg):
         return "compute is not priced operator by operator (options.operator_roofline, hardware.efficiency)"
-    return "the copies take no time"
+    return None
