@@ -4,98 +4,24 @@ One mapper per family (:data:`FAMILIES`, keyed by ``model_type``; the keys read 
 ``configuration_<family>.py`` names, listed per family in docs/model-files.md); a multimodal wrapper's text tower
 is read and its encoder reported as not modelled; known families the estimator does not model are refused with the
 reason (:data:`estimator.importers.hf_keys.REFUSED_TYPES`). Every key of the file is mapped, ignored with a reason
-(:data:`IGNORED`), or reported as a warning.
+(:data:`IGNORED`), or reported as a warning. The reader and the fields the families share are
+:mod:`estimator.importers.hf_reader`; the families with Mamba-2 mixers (``nemotron_h``, ``mamba2``) are
+:mod:`estimator.importers.hf_mamba`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from estimator.importers.common import Imported, as_bool, as_int, bad
 from estimator.importers.hf_keys import IGNORED, REFUSED_TYPES
-from ndval.core.yamlsrc import read_regular_text
+from estimator.importers.hf_mamba import mamba2, nemotron_h
+from estimator.importers.hf_reader import Reader, common, dense_ffn, read_json, routed_and_shared
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """The file's top-level mapping; malformed JSON names the file, line and rule."""
-    file = str(path)
-    try:
-        data = json.loads(read_regular_text(path))
-    except OSError as exc:
-        raise bad(file, "<file>", f"cannot read: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise bad(file, "<json>", f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise bad(file, "<json>", "not UTF-8 text") from None
-    except ValueError as exc:  # a FIFO, a device or a folder (never read), or over the size bound
-        raise bad(file, "<file>", str(exc)) from None
-    if not isinstance(data, dict):
-        raise bad(file, "<json>", "top level must be a JSON object (a Hugging Face config.json)")
-    return data
-
-
-class _Reader:
-    """Reads keys of one config, remembering which it used."""
-
-    def __init__(self, file: str, cfg: dict[str, Any], out: Imported) -> None:
-        self.file, self.cfg, self.out = file, cfg, out
-        self.used: set[str] = set()
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self.used.add(key)
-        return self.cfg.get(key, default)
-
-    def integer(self, key: str, *, default: int | None = None, minimum: int = 1) -> int:
-        value = self.get(key)
-        if value is None:
-            if default is None:
-                raise bad(self.file, key, "required by this architecture and missing")
-            return default
-        return as_int(self.file, key, value, minimum=minimum)
-
-    def put(self, field: str, key: str, *, default: int | None = None, minimum: int = 1) -> int:
-        value = self.integer(key, default=default, minimum=minimum)
-        self.out.put(f"model.{field}", value, key if key in self.cfg else f"{key} absent: default {default}")
-        return value
-
-
-def _common(r: _Reader, *, tied_default: bool, activation: bool = True) -> None:
-    """The decoder fields every family shares (Llama's names)."""
-    r.put("num_layers", "num_hidden_layers")
-    h = r.put("hidden_size", "hidden_size")
-    a = r.put("num_attention_heads", "num_attention_heads")
-    g = r.put("num_kv_heads", "num_key_value_heads", default=a)
-    if a % g:
-        raise bad(r.file, "num_key_value_heads", f"must divide num_attention_heads ({a}); got {g}")
-    r.out.put("model.attention", "gqa" if g < a else "mha", "num_key_value_heads < num_attention_heads: gqa")
-    head_dim = r.get("head_dim")
-    if head_dim is not None and as_int(r.file, "head_dim", head_dim) != h // a:
-        r.out.put("model.head_dim", as_int(r.file, "head_dim", head_dim), "head_dim")
-    r.put("vocab_size", "vocab_size")
-    tied = r.get("tie_word_embeddings")
-    r.out.put("model.tied_embeddings", tied_default if tied is None else as_bool(r.file, "tie_word_embeddings", tied),
-              "tie_word_embeddings" if tied is not None else f"tie_word_embeddings absent: the family's default {tied_default}")
-    if activation:  # (Gemma reads its own)
-        _gated_silu(r)
-    r.out.put("model.norm", "rmsnorm", "the family's RMSNorm (rms_norm_eps)")
-    r.out.put("model.position_embedding", "rope", "the family's rotary embeddings (rope_theta)")
-
-
-def _gated_silu(r: _Reader) -> None:
-    act = r.get("hidden_act", "silu")
-    if act != "silu":
-        raise bad(r.file, "hidden_act", f"{act!r} is not modelled for this family (its MLP is SiLU-gated: 'silu')")
-    r.out.put("model.activation", "swiglu", "hidden_act 'silu' with the family's gate/up/down MLP: SwiGLU")
-
-
-def _dense_ffn(r: _Reader) -> None:
-    r.put("ffn_hidden_size", "intermediate_size")
-
-
-def _sliding(r: _Reader) -> None:
+def _sliding(r: Reader) -> None:
     """Mistral's ``sliding_window`` (every layer windowed when set); Qwen's ``use_sliding_window``."""
     window = r.get("sliding_window")
     use = r.get("use_sliding_window")
@@ -107,27 +33,27 @@ def _sliding(r: _Reader) -> None:
     r.out.put("model.sliding_window", as_int(r.file, "sliding_window", window), "sliding_window")
 
 
-def _llama(r: _Reader) -> None:
-    _common(r, tied_default=False)
-    _dense_ffn(r)
+def _llama(r: Reader) -> None:
+    common(r, tied_default=False)
+    dense_ffn(r)
     r.get("sliding_window")  # Llama configs carry none; a value would be a Mistral-style window
     _sliding(r)
 
 
-def _mixtral(r: _Reader) -> None:
+def _mixtral(r: Reader) -> None:
     _llama(r)
     r.put("num_experts", "num_local_experts")
     r.put("moe_topk", "num_experts_per_tok")
     r.put("moe_ffn_hidden_size", "intermediate_size")
 
 
-def _qwen3(r: _Reader) -> None:
+def _qwen3(r: Reader) -> None:
     _llama(r)
     r.out.put("model.qk_norm", True, "model_type qwen3*: Qwen3Attention's q_norm / k_norm (RMSNorm of head_dim)")
     r.get("max_window_layers")
 
 
-def _qwen3_moe(r: _Reader) -> None:
+def _qwen3_moe(r: Reader) -> None:
     _qwen3(r)
     r.put("num_experts", "num_experts")
     r.put("moe_topk", "num_experts_per_tok")
@@ -135,7 +61,7 @@ def _qwen3_moe(r: _Reader) -> None:
     _leading_dense(r, r.get("mlp_only_layers") or [], r.get("decoder_sparse_step", 1))
 
 
-def _qwen3_next(r: _Reader) -> None:
+def _qwen3_next(r: Reader) -> None:
     """Qwen3NextConfig (Qwen3-Next-80B-A3B, Qwen3-Coder-Next): Qwen3-MoE's attention with q/k norms and an output
     gate (``Qwen3NextAttention``: q_proj projects the query and its gate; ``attn_output_gate``, default true) on
     every ``full_attention_interval``-th layer (or ``layer_types``), Gated DeltaNet mixers (``linear_*``) on the
@@ -145,7 +71,7 @@ def _qwen3_next(r: _Reader) -> None:
     _gated_delta_layers(r)
 
 
-def _qwen3_5(r: _Reader) -> None:
+def _qwen3_5(r: Reader) -> None:
     """Qwen3.5's text tower, dense (``qwen3_5_text``): Qwen3-Next's layers (:func:`_gated_delta_layers`) with a
     dense SwiGLU MLP, and its MTP layers (``mtp_num_hidden_layers``) (transformers ``models/qwen3_5``)."""
     _llama(r)
@@ -153,13 +79,13 @@ def _qwen3_5(r: _Reader) -> None:
     r.put("mtp_layers", "mtp_num_hidden_layers", default=0, minimum=0)
 
 
-def _qwen3_5_moe(r: _Reader) -> None:
+def _qwen3_5_moe(r: Reader) -> None:
     """Qwen3.5's text tower, MoE (``qwen3_5_moe_text``): :func:`_qwen3_next` and its MTP layers."""
     _qwen3_next(r)
     r.put("mtp_layers", "mtp_num_hidden_layers", default=0, minimum=0)
 
 
-def _gated_delta_layers(r: _Reader) -> None:
+def _gated_delta_layers(r: Reader) -> None:
     """Qwen3-Next / Qwen3.5 attention: q/k norms, the output gate (``attn_output_gate``, default true) and Gated
     DeltaNet layers by ``full_attention_interval`` or ``layer_types`` with the ``linear_*`` dims."""
     r.out.put("model.qk_norm", True, "Qwen3-Next / Qwen3.5 attention's q_norm / k_norm")
@@ -182,7 +108,7 @@ def _gated_delta_layers(r: _Reader) -> None:
         r.put(field, key)
 
 
-def _qwen2_moe(r: _Reader) -> None:
+def _qwen2_moe(r: Reader) -> None:
     """Qwen2MoeConfig (Qwen1.5-MoE, Qwen2-MoE): Qwen2's attention, routed experts of ``moe_intermediate_size``
     and one shared expert of ``shared_expert_intermediate_size`` (and its sigmoid gate, one weight of ``h``),
     leading dense layers by ``mlp_only_layers`` (transformers ``models/qwen2_moe``)."""
@@ -198,7 +124,7 @@ def _qwen2_moe(r: _Reader) -> None:
     _leading_dense(r, r.get("mlp_only_layers") or [], r.get("decoder_sparse_step", 1))
 
 
-def _leading_dense(r: _Reader, dense_layers: list[Any], step: Any) -> None:
+def _leading_dense(r: Reader, dense_layers: list[Any], step: Any) -> None:
     """Qwen-MoE ``mlp_only_layers`` must be the first k layers and ``decoder_sparse_step`` 1."""
     if as_int(r.file, "decoder_sparse_step", step) != 1:
         raise bad(r.file, "decoder_sparse_step", "MoE on every n-th layer only is not modelled (must be 1)")
@@ -207,9 +133,9 @@ def _leading_dense(r: _Reader, dense_layers: list[Any], step: Any) -> None:
     r.out.put("model.num_dense_layers", len(dense_layers), "mlp_only_layers (count of leading dense layers)")
 
 
-def _deepseek(r: _Reader) -> None:
-    _common(r, tied_default=False)
-    _dense_ffn(r)
+def _deepseek(r: Reader) -> None:
+    common(r, tied_default=False)
+    dense_ffn(r)
     r.out.put("model.attention", "mla", "model_type deepseek_v2/v3: multi-head latent attention")
     q_lora = r.get("q_lora_rank")
     if q_lora is not None:
@@ -223,32 +149,20 @@ def _deepseek(r: _Reader) -> None:
     r.out.data["model"].pop("head_dim", None)
 
 
-def _routed_and_shared(r: _Reader, experts: str, topk: str, shared_key: str, block: str) -> None:
-    """Routed experts of ``moe_intermediate_size`` and ``shared_key`` shared ones, one MLP of n × that width
-    (``block``: the family's MoE block that builds it)."""
-    r.put("num_experts", experts)
-    r.put("moe_topk", topk)
-    inter = r.put("moe_ffn_hidden_size", "moe_intermediate_size")
-    shared = r.put("num_shared_experts", shared_key, default=0, minimum=0)
-    if shared:
-        r.out.put("model.shared_expert_ffn_hidden_size", shared * inter, f"{shared_key} × moe_intermediate_size "
-                  f"({block}: one shared MLP of that width)")
-
-
-def _deepseek_moe(r: _Reader) -> None:
-    _routed_and_shared(r, "n_routed_experts", "num_experts_per_tok", "n_shared_experts", "DeepseekV2MoE")
+def _deepseek_moe(r: Reader) -> None:
+    routed_and_shared(r, "n_routed_experts", "num_experts_per_tok", "n_shared_experts", "DeepseekV2MoE")
     r.put("num_dense_layers", "first_k_dense_replace", default=0, minimum=0)
     if as_int(r.file, "moe_layer_freq", r.get("moe_layer_freq", 1)) != 1:
         raise bad(r.file, "moe_layer_freq", "MoE on every n-th layer only is not modelled (must be 1)")
 
 
-def _glm4_moe(r: _Reader) -> None:
+def _glm4_moe(r: Reader) -> None:
     """Glm4MoeConfig (GLM-4.5 / 4.6): GQA with ``head_dim`` and q/k norms when ``use_qk_norm``, partial RoPE,
     DeepSeek-V3's MoE (``n_routed_experts``, ``n_shared_experts`` of ``moe_intermediate_size``, sigmoid router,
     ``first_k_dense_replace`` dense layers of ``intermediate_size``) and MTP layers (``num_nextn_predict_layers``)
     (transformers ``models/glm4_moe``)."""
-    _common(r, tied_default=False)
-    _dense_ffn(r)
+    common(r, tied_default=False)
+    dense_ffn(r)
     qk_norm = r.get("use_qk_norm", False)
     if as_bool(r.file, "use_qk_norm", qk_norm):
         r.out.put("model.qk_norm", True, "use_qk_norm: Glm4MoeAttention's q_norm / k_norm (RMSNorm of head_dim)")
@@ -256,16 +170,16 @@ def _glm4_moe(r: _Reader) -> None:
     r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
 
 
-def _ernie4_5(r: _Reader) -> None:
+def _ernie4_5(r: Reader) -> None:
     """Ernie4_5_Config (ERNIE-4.5 dense): Llama's layers (GQA, SwiGLU, RMSNorm, RoPE), tied embeddings by default;
     ``use_bias`` true adds linear biases, which are not modelled (transformers ``models/ernie4_5``)."""
-    _common(r, tied_default=True)
-    _dense_ffn(r)
+    common(r, tied_default=True)
+    dense_ffn(r)
     if as_bool(r.file, "use_bias", r.get("use_bias", False)):
         r.out.not_modelled["use_bias"] = "the linear layers' biases are not counted (each under 0.1 % of its layer)"
 
 
-def _ernie4_5_moe(r: _Reader) -> None:
+def _ernie4_5_moe(r: Reader) -> None:
     """Ernie4_5_MoeConfig (ERNIE-4.5-21B-A3B, 300B-A47B): ERNIE-4.5's attention, ``moe_num_experts`` routed experts of
     ``moe_intermediate_size`` (top ``moe_k``) and ``moe_num_shared_experts`` shared ones, one MLP of
     n_shared × ``moe_intermediate_size`` (``Ernie4_5_MoeSparseMoeBlock``), on the layers from
@@ -273,7 +187,7 @@ def _ernie4_5_moe(r: _Reader) -> None:
     every ``moe_layer_interval``-th layer only, or trailing dense layers, are not modelled (transformers
     ``models/ernie4_5_moe``). MTP layers (``num_nextn_predict_layers``) are read."""
     _ernie4_5(r)
-    _routed_and_shared(r, "moe_num_experts", "moe_k", "moe_num_shared_experts", "Ernie4_5_MoeSparseMoeBlock")
+    routed_and_shared(r, "moe_num_experts", "moe_k", "moe_num_shared_experts", "Ernie4_5_MoeSparseMoeBlock")
     if as_int(r.file, "moe_layer_interval", r.get("moe_layer_interval", 1)) != 1:
         raise bad(r.file, "moe_layer_interval", "MoE on every n-th layer only is not modelled (must be 1)")
     layers = r.integer("num_hidden_layers")
@@ -285,14 +199,14 @@ def _ernie4_5_moe(r: _Reader) -> None:
     r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
 
 
-def _gemma3(r: _Reader) -> None:
+def _gemma3(r: Reader) -> None:
     """Gemma3TextConfig (Gemma 3's text tower, ``gemma3_text``; a ``gemma3`` wrapper's vision encoder is listed as
     not modelled): GQA with ``head_dim``, q/k RMSNorm per head, sandwich norms (pre and post attention and
     feed-forward), a tanh-GELU gated MLP (``hidden_act`` / ``hidden_activation`` ``gelu_pytorch_tanh``: GeGLU), tied
     embeddings, ``sliding_window`` on every layer but each ``sliding_window_pattern``-th (or ``layer_types``) full;
     logit soft-capping (Gemma 2's) is refused (transformers ``models/gemma3``)."""
-    _common(r, tied_default=True, activation=False)
-    _dense_ffn(r)
+    common(r, tied_default=True, activation=False)
+    dense_ffn(r)
     act = r.get("hidden_activation") or r.get("hidden_act", "gelu_pytorch_tanh")
     if act not in ("gelu_pytorch_tanh", "gelu"):
         raise bad(r.file, "hidden_activation", f"{act!r}: Gemma's gated MLP is modelled with tanh-GELU")
@@ -315,12 +229,12 @@ def _gemma3(r: _Reader) -> None:
     r.get("rope_local_base_freq")
 
 
-def _olmoe(r: _Reader) -> None:
+def _olmoe(r: Reader) -> None:
     """OlmoeConfig (OLMoE-1B-7B): routed experts on every layer (``num_experts`` of ``intermediate_size``, top
     ``num_experts_per_tok``), no shared expert, q/k RMSNorm over the whole projection (counted per head, as for
     MiniMax-M2); ``clip_qkv`` clamps values (no effect on sizes) (transformers ``models/olmoe``)."""
-    _common(r, tied_default=False)
-    _dense_ffn(r)
+    common(r, tied_default=False)
+    dense_ffn(r)
     r.put("num_experts", "num_experts")
     r.put("moe_topk", "num_experts_per_tok")
     r.put("moe_ffn_hidden_size", "intermediate_size")
@@ -328,7 +242,52 @@ def _olmoe(r: _Reader) -> None:
     r.get("clip_qkv")
 
 
-def _minimax_m2(r: _Reader) -> None:
+def _nemotron(r: Reader) -> None:
+    """NemotronConfig (Nemotron-4 15B / 340B, Minitron; Megatron-Bridge ``NemotronBridge``): GQA with ``head_dim``
+    (or ``kv_channels``), a squared-ReLU MLP of up / down projections (``hidden_act`` relu2), LayerNorm1P (a
+    LayerNorm with weight and bias), partial RoPE (``partial_rotary_factor``: no effect on sizes), untied
+    embeddings by default (transformers ``models/nemotron``)."""
+    common(r, tied_default=False, activation=False)
+    dense_ffn(r)
+    act = r.get("hidden_act", "relu2")
+    if act != "relu2":
+        raise bad(r.file, "hidden_act", f"{act!r} is not modelled for Nemotron (its MLP is squared ReLU: 'relu2')")
+    r.out.put("model.activation", "squared_relu", "hidden_act 'relu2' with up / down projections")
+    r.out.put("model.norm", "layernorm", "NemotronLayerNorm1P: LayerNorm with weight and bias (norm_eps)")
+    kv_channels = r.get("kv_channels")
+    if kv_channels is not None and r.cfg.get("head_dim") is None:
+        r.out.put("model.head_dim", as_int(r.file, "kv_channels", kv_channels), "kv_channels (the head dim)")
+    r.get("norm_eps")
+
+
+def _bailing_moe(r: Reader) -> None:
+    """BailingMoeConfig / BailingMoeV2Config (Ling-lite / Ling-plus, Ling 2.0 and Ring 2.0; Megatron-Bridge
+    ``bailing``): GQA (``head_dim`` when given), ``num_experts`` routed experts of ``moe_intermediate_size`` (top
+    ``num_experts_per_tok``) with ``num_shared_experts`` shared ones as one MLP of n × that width (or of
+    ``moe_shared_expert_intermediate_size`` × n), ``first_k_dense_replace`` leading dense layers of
+    ``intermediate_size``, q/k RMSNorm with ``use_qk_norm``, MTP layers (``num_nextn_predict_layers``); biases
+    (``use_bias``, ``use_qkv_bias``) are reported, ``norm_head`` normalises the output weight (no parameter)."""
+    common(r, tied_default=False)
+    dense_ffn(r)
+    routed_and_shared(r, "num_experts", "num_experts_per_tok", "num_shared_experts", "BailingMoeSparseMoeBlock")
+    shared_width = r.get("moe_shared_expert_intermediate_size")
+    shared = r.out.data["model"].get("num_shared_experts", 0)
+    if shared_width is not None and shared:
+        r.out.put("model.shared_expert_ffn_hidden_size", shared * as_int(r.file, "moe_shared_expert_intermediate_size",
+                  shared_width), "num_shared_experts × moe_shared_expert_intermediate_size (one shared MLP)")
+    r.put("num_dense_layers", "first_k_dense_replace", default=0, minimum=0)
+    if as_bool(r.file, "use_qk_norm", r.get("use_qk_norm", False)):
+        r.out.put("model.qk_norm", True, "use_qk_norm: the attention's query / key RMSNorm of head_dim")
+    r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
+    for key in ("use_bias", "use_qkv_bias"):
+        if as_bool(r.file, key, r.get(key, False)):
+            r.out.not_modelled[key] = "the linear layers' biases are not counted (each under 0.1 % of its layer)"
+    for key in ("norm_head", "norm_softmax", "use_rmsnorm", "score_function", "router_dtype",
+                "moe_router_enable_expert_bias", "embedding_dropout", "output_dropout"):
+        r.get(key)
+
+
+def _minimax_m2(r: Reader) -> None:
     """MiniMaxM2Config (MiniMax-M2 / M2.5 / M2.7; Megatron-Bridge ``MiniMaxM2Bridge``): routed experts on every
     layer with Mixtral's keys (``num_local_experts``, ``num_experts_per_tok``, ``intermediate_size``) and no shared
     expert, full GQA attention (``attn_type_list`` all 1: a 0 is MiniMax-Text-01's lightning attention, refused),
@@ -336,8 +295,8 @@ def _minimax_m2(r: _Reader) -> None:
     (a·d + g·d − 2·d) fewer per layer: under 0.001 % of the parameters), partial RoPE (``rotary_dim``: no effect on
     sizes), sigmoid routing with a bias. The MTP modules (``use_mtp``, ``num_mtp_modules``) are not counted: the
     published 230B total excludes them and Bridge maps none."""
-    _common(r, tied_default=False)
-    _dense_ffn(r)
+    common(r, tied_default=False)
+    dense_ffn(r)
     r.put("num_experts", "num_local_experts")
     r.put("moe_topk", "num_experts_per_tok")
     r.put("moe_ffn_hidden_size", "intermediate_size")
@@ -359,9 +318,9 @@ def _minimax_m2(r: _Reader) -> None:
                                          "maps none); set model.mtp_layers to train them")
 
 
-def _gpt_oss(r: _Reader) -> None:
-    _common(r, tied_default=False)
-    _dense_ffn(r)
+def _gpt_oss(r: Reader) -> None:
+    common(r, tied_default=False)
+    dense_ffn(r)
     r.out.put("model.activation", "quick_geglu", "model_type gpt_oss: GptOssExperts' clamped GLU "
               "gate·σ(1.702·gate)·(up + 1), swiglu_limit; hidden_act 'silu' is not used by the experts")
     r.out.put("model.attention_sinks", True, "model_type gpt_oss: GptOssAttention.sinks (one logit per head)")
@@ -381,7 +340,7 @@ def _full_every(kinds: list[Any], other: str) -> int | None:
     return every
 
 
-def _layer_types(r: _Reader) -> None:
+def _layer_types(r: Reader) -> None:
     """``layer_types`` (sliding_attention / full_attention per layer) as window + "every n-th full"."""
     kinds = r.get("layer_types")
     window = r.get("sliding_window")
@@ -396,43 +355,8 @@ def _layer_types(r: _Reader) -> None:
         r.out.put("model.global_attention_every", every, f"layer_types: full_attention on every layer i with (i + 1) % {every} == 0, sliding_attention elsewhere")
 
 
-def _nemotron_h(r: _Reader) -> None:
-    """NemotronHConfig: one symbol per layer (M Mamba-2, * attention, - MLP, E MoE), squared-ReLU MLPs
-    (``mlp_hidden_act`` relu2), no position embedding, latent MoE and MTP layers of pattern ``*E``."""
-    _common(r, tied_default=False)
-    r.out.data["model"].pop("activation", None)
-    act = r.get("mlp_hidden_act", "relu2")
-    if act != "relu2":
-        raise bad(r.file, "mlp_hidden_act", f"{act!r} is not modelled for Nemotron-H (its MLP is squared ReLU: 'relu2')")
-    r.out.put("model.activation", "squared_relu", "mlp_hidden_act 'relu2'")
-    r.out.put("model.position_embedding", "none", "model_type nemotron_h: no position embedding")
-    pattern = r.get("hybrid_override_pattern")
-    if not isinstance(pattern, str):
-        raise bad(r.file, "hybrid_override_pattern", "required for nemotron_h: one of M * - E per layer")
-    r.out.put("model.hybrid_override_pattern", pattern, "hybrid_override_pattern")
-    for field, key, default in (("mamba_num_heads", "mamba_num_heads", None), ("mamba_head_dim", "mamba_head_dim", None),
-                                ("mamba_state_dim", "ssm_state_size", None), ("mamba_num_groups", "n_groups", None),
-                                ("mamba_conv_kernel", "conv_kernel", 4), ("mamba_chunk_size", "chunk_size", 128)):
-        r.put(field, key, default=default)
-    r.get("expand")  # d_inner = mamba_num_heads·mamba_head_dim (read above), as Megatron-Core takes it
-    if "-" in pattern:
-        _dense_ffn(r)
-    if "E" in pattern:
-        r.put("num_experts", "n_routed_experts")
-        r.put("moe_topk", "num_experts_per_tok")
-        r.put("moe_ffn_hidden_size", "moe_intermediate_size")
-        if r.get("moe_shared_expert_intermediate_size"):
-            r.put("shared_expert_ffn_hidden_size", "moe_shared_expert_intermediate_size")
-            r.put("num_shared_experts", "n_shared_experts", default=1)
-        if r.get("moe_latent_size"):
-            r.put("moe_latent_size", "moe_latent_size")
-    mtp = r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
-    if mtp and r.get("mtp_hybrid_override_pattern", "*E") != "*E":
-        raise bad(r.file, "mtp_hybrid_override_pattern", "MTP layers other than '*E' (attention + MoE) are not modelled")
-
-
 #: model_type -> (family label, mapper)
-FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
+FAMILIES: dict[str, tuple[str, Callable[[Reader], None]]] = {
     "llama": ("Llama 2 / 3.x", _llama),
     "mistral": ("Mistral", _llama),
     "phi3": ("Phi-3 / Phi-4 (fused qkv and gate/up weights of Llama's shapes)", _llama),
@@ -454,11 +378,15 @@ FAMILIES: dict[str, tuple[str, Callable[[_Reader], None]]] = {
     "minimax_m2": ("MiniMax-M2 / M2.5 / M2.7 (full attention, 256 routed experts)", _minimax_m2),
     "ernie4_5": ("ERNIE-4.5 dense", _ernie4_5),
     "olmoe": ("OLMoE (routed experts on every layer, q/k norms)", _olmoe),
+    "nemotron": ("Nemotron-4 / Minitron (squared-ReLU MLP, LayerNorm1P)", _nemotron),
+    **dict.fromkeys(("bailing_moe", "bailing_moe_v2"), ("Ling / Ring (BailingMoe: routed + shared experts, leading "
+                                                        "dense layers, q/k norms, MTP)", _bailing_moe)),
     **dict.fromkeys(("gemma3_text", "gemma3"), ("Gemma 3 text tower (sandwich norms, GeGLU, 5:1 local / global)",
                                                _gemma3)),
     "ernie4_5_moe": ("ERNIE-4.5 MoE (routed + shared experts, leading dense layers)", _ernie4_5_moe),
     "gpt_oss": ("GPT-OSS", _gpt_oss),
-    "nemotron_h": ("Nemotron-H / Nemotron-3", _nemotron_h),
+    "nemotron_h": ("Nemotron-H / Nemotron-3", nemotron_h),
+    "mamba2": ("Mamba-2 (Mamba-Codestral, state-spaces mamba2-*: a Mamba-2 mixer on every layer)", mamba2),
 }
 
 
@@ -488,7 +416,7 @@ def import_hf_config(path: str | Path, name: str | None = None) -> Imported:
     for key in vision:  # the estimate is the text tower's: say so, never drop the encoder silently
         out.not_modelled[key] = "the multimodal encoder (its parameters, activations and FLOPs) is not modelled: the " \
                                 "estimate is the text tower's alone"
-    reader = _Reader(file, cfg, out)
+    reader = Reader(file, cfg, out)
     FAMILIES[model_type][1](reader)
     named = " ".join(out.sources.values())
     for key in cfg:

@@ -23,12 +23,14 @@ IGNORED: dict[str, str] = {
     "quantization_config": "how the released weights are stored (e.g. MXFP4, FP8 blocks), not the training precision",
     **dict.fromkeys(("layer_norm_epsilon", "residual_in_fp32", "rescale_prenorm_residual", "time_step_min",
                      "time_step_max", "time_step_floor", "time_step_limit", "use_mamba_kernels", "num_logits_to_keep",
-                     "use_conv_bias", "mamba_proj_bias", "use_bias", "mamba_hidden_act", "mamba_ssm_dtype"),
-                    "Nemotron-H numerics, kernels or biases (not counted): no effect on sizes"),
+                     "mamba_proj_bias", "mamba_hidden_act", "mamba_ssm_dtype", "time_step_rank"),
+                    "Mamba-2 numerics, kernels or projection biases (not counted): no effect on sizes"),
+    "use_conv_bias": "the Mamba-2 conv's bias is counted (Megatron-Core's conv1d has one); false is reported by mamba2",
+    "use_bias": "linear-layer biases are not counted (each under 0.1 % of its layer); reported where a family reads it",
 }
 
-#: hybrid Mamba families: refused (issue: the Mamba-2 mixer is not modelled)
-HYBRID_TYPES = ("jamba", "mamba", "mamba2", "falcon_h1", "zamba", "zamba2", "bamba")
+#: hybrid Mamba families whose layer layouts are not read: refused
+HYBRID_TYPES = ("jamba", "falcon_h1", "zamba", "zamba2", "bamba", "granitemoehybrid")
 #: known but refused, with the reason
 REFUSED_TYPES: dict[str, str] = {
     "gemma2": "Gemma 2's logit soft-capping (attention and final) is not modelled",
@@ -44,7 +46,9 @@ REFUSED_TYPES: dict[str, str] = {
                     "attention layers are not modelled"),
     "minimax_m3": "MiniMax-M3's vision encoder and lightning-indexer sparse attention are not modelled",
     "kimi_linear": "Kimi Linear's KDA linear-attention layers are not modelled",
-    **dict.fromkeys(HYBRID_TYPES, "hybrid Mamba / attention stacks other than Nemotron-H: their layer layout and "
+    "mamba": "Mamba-1's selective-scan mixer (per-channel state, dt projection of time_step_rank) is not modelled; "
+             "Mamba-2 (model_type mamba2) is",
+    **dict.fromkeys(HYBRID_TYPES, "hybrid Mamba / attention stacks other than Nemotron-H (and pure Mamba-2): their layer layout and "
                                   "mixer variants are not read (write model.hybrid_override_pattern and the mamba_* "
                                   "fields by hand)"),
 }

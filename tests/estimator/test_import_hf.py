@@ -24,7 +24,8 @@ SOURCES = yaml.safe_load((DATA / "SOURCES.yaml").read_text(encoding="utf-8"))
 #: config file -> shipped catalog entry imported from it
 CATALOG = {"llama3-8b.json": "llama3-8b", "llama3.1-405b.json": "llama3.1-405b", "deepseek-v3.json": "deepseek-v3-671b",
            "mixtral-8x7b.json": "mixtral-8x7b", "qwen3-30b-a3b.json": "qwen3-30b-a3b",
-           "gpt-oss-120b.json": "gpt-oss-120b", "qwen3-next-80b-a3b.json": "qwen3-next-80b-a3b"}
+           "gpt-oss-120b.json": "gpt-oss-120b", "qwen3-next-80b-a3b.json": "qwen3-next-80b-a3b",
+           "ling-lite-1.5.json": "ling-lite-1.5"}
 TOLERANCE = 0.005
 
 
@@ -225,7 +226,8 @@ def test_qwen2_moe_maps_the_shared_expert(tmp_path: Path) -> None:
                                               ("deepseek_v32", "sparse attention"),
                                               ("deepseek_v4", "hyper-connections"), ("glm_moe_dsa", "DSA"),
                                               ("minimax", "lightning"), ("minimax_m3", "vision encoder"),
-                                              ("kimi_linear", "linear-attention")])
+                                              ("kimi_linear", "linear-attention"), ("mamba", "Mamba-1"),
+                                              ("jamba", "hybrid Mamba")])
 def test_newer_architectures_are_refused_with_the_reason(tmp_path: Path, model_type: str, words: str) -> None:
     path = _write(tmp_path, {"model_type": model_type, "hidden_size": 1024, "num_hidden_layers": 4})
     with pytest.raises(ConfigError) as err:
@@ -340,3 +342,90 @@ def test_hf_config_in_a_run_file_beside_other_model_keys(tmp_path: Path) -> None
     assert info.value.field == "model.hf_config"
     with pytest.raises(ConfigError, match="not found"):
         load_config({"model": {"hf_config": "missing.json"}}, base_dir=tmp_path)
+
+
+def test_ling_lite_active_count_is_the_published_one() -> None:
+    counts = param_counts(_model("ling-lite-1.5.json"))
+    assert abs(counts.active / float(SOURCES["ling-lite-1.5.json"]["published"]["active"]) - 1) <= TOLERANCE
+
+
+def test_bailing_v2_keys_shared_width_qk_norm_dense_layers_and_mtp(tmp_path: Path) -> None:
+    """A SYNTHETIC Ling 2.0-style file (BailingMoeV2's keys, small values): the shared expert's own width
+    (``moe_shared_expert_intermediate_size``) × its count, q/k norms, one leading dense layer, one MTP layer;
+    biases reported, not counted; parameters by hand."""
+    doc = {"model_type": "bailing_moe", "architectures": ["BailingMoeV2ForCausalLM"], "hidden_size": 256,
+           "intermediate_size": 640, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": 64, "vocab_size": 1000, "num_experts": 8, "num_experts_per_tok": 2, "num_shared_experts": 1,
+           "moe_intermediate_size": 64, "moe_shared_expert_intermediate_size": 96, "first_k_dense_replace": 1,
+           "use_qk_norm": True, "num_nextn_predict_layers": 1, "partial_rotary_factor": 0.5, "use_qkv_bias": True,
+           "score_function": "sigmoid", "n_group": 4, "topk_group": 2, "moe_router_enable_expert_bias": True,
+           "routed_scaling_factor": 2.5, "router_dtype": "fp32", "hidden_act": "silu", "tie_word_embeddings": False}
+    imported = import_hf_config(_write(tmp_path, doc))
+    model = ModelConfig.model_validate(imported.data["model"])
+    assert (model.num_shared_experts, model.shared_expert_ffn_hidden_size, model.qk_norm, model.num_dense_layers,
+            model.mtp_layers) == (1, 96, True, 1, 1)
+    assert "use_qkv_bias" in imported.not_modelled and not imported.warnings
+    attn = 256 * 4 * 64 + 2 * 256 * 2 * 64 + 4 * 64 * 256 + 2 * 64  # q, k+v, o, q/k norms of head_dim
+    moe = 8 * 3 * 256 * 64 + 3 * 256 * 96 + 8 * 256  # routed, shared, router
+    dense = 3 * 256 * 640
+    norms = 2 * 256
+    main = (attn + norms) * 3 + dense + 2 * moe + 2 * 1000 * 256 + 256
+    assert param_counts(model).main == main
+
+
+def test_nemotron4_15b_counts_are_the_report_s(tmp_path: Path) -> None:
+    """Nemotron-4 15B's dims as a SYNTHETIC NemotronConfig file (technical report arXiv 2402.16819 Table 1: 32
+    layers, hidden 6144, 48 heads, 8 KV heads, vocabulary 256,000; squared-ReLU MLP of 4 × hidden): "3.2 billion
+    embedding parameters and 12.5 billion non-embedding parameters" (§2); LayerNorm1P weights and biases."""
+    doc = {"model_type": "nemotron", "architectures": ["NemotronForCausalLM"], "hidden_size": 6144,
+           "intermediate_size": 24576, "num_hidden_layers": 32, "num_attention_heads": 48, "num_key_value_heads": 8,
+           "vocab_size": 256000, "hidden_act": "relu2", "norm_eps": 1e-5, "partial_rotary_factor": 0.5,
+           "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False, "rope_theta": 10000}
+    model = ModelConfig.model_validate(import_hf_config(_write(tmp_path, doc)).data["model"])
+    assert (model.activation, model.norm, model.attention, model.tied_embeddings) == (
+        "squared_relu", "layernorm", "gqa", False)
+    counts = param_counts(model)
+    embedding = 2 * embedding_params(model)  # input embedding and output layer, untied
+    assert abs(embedding / 3.2e9 - 1) <= 0.02
+    assert abs((counts.total - embedding) / 12.5e9 - 1) <= TOLERANCE
+    with pytest.raises(ConfigError) as err:
+        import_hf_config(_write(tmp_path, {**doc, "hidden_act": "silu"}))
+    assert err.value.field == "hidden_act"
+
+
+#: Mamba-Codestral-7B-v0.1's published values for the keys the importer reads (mistralai/Mamba-Codestral-7B-v0.1
+#: config.json as public loaders transcribe it; the model card: 7,285,403,648 parameters)
+CODESTRAL = {"model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 64,
+             "num_heads": 128, "head_dim": 64, "state_size": 128, "n_groups": 8, "expand": 2, "conv_kernel": 4,
+             "chunk_size": 256, "vocab_size": 32768, "tie_word_embeddings": False, "use_bias": False,
+             "use_conv_bias": True, "rms_norm": True, "hidden_act": "silu", "residual_in_fp32": True,
+             "time_step_rank": 256, "time_step_min": 0.001, "time_step_max": 0.1, "time_step_floor": 1e-4,
+             "layer_norm_epsilon": 1e-5, "rescale_prenorm_residual": False}
+
+
+def test_mamba2_imports_as_a_mamba_mixer_on_every_layer(tmp_path: Path) -> None:
+    imported = import_hf_config(_write(tmp_path, CODESTRAL))
+    model = ModelConfig.model_validate(imported.data["model"])
+    assert model.hybrid_override_pattern == "M" * 64 and model.position_embedding == "none"
+    assert (model.mamba_num_heads, model.mamba_head_dim, model.mamba_state_dim, model.mamba_num_groups) == (128, 64,
+                                                                                                          128, 8)
+    assert param_counts(model).total == 7_285_403_648  # the model card's count, to the parameter
+    assert not imported.warnings
+    # state-spaces/mamba2-780m (its config as public loaders transcribe it): 48 layers, h 1536, 48 heads, one
+    # group, vocabulary 50288, tied: the 780M of its name
+    small = {**CODESTRAL, "hidden_size": 1536, "num_hidden_layers": 48, "num_heads": 48, "n_groups": 1,
+             "vocab_size": 50288, "tie_word_embeddings": True}
+    assert abs(param_counts(ModelConfig.model_validate(import_hf_config(_write(tmp_path, small)).data["model"])).total
+               / 780e6 - 1) <= 0.01
+    for change, key in (({"num_heads": 64}, "num_heads"), ({"rms_norm": False}, "rms_norm")):
+        with pytest.raises(ConfigError) as err:
+            import_hf_config(_write(tmp_path, {**CODESTRAL, **change}))
+        assert err.value.field == key
+    assert "use_bias" in import_hf_config(_write(tmp_path, {**CODESTRAL, "use_bias": True})).not_modelled
+
+
+def test_a_mamba2_file_estimates_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CODESTRAL), encoding="utf-8")
+    doc = _estimate_json(tmp_path, config, capsys)
+    assert doc["params_total"] == 7_285_403_648

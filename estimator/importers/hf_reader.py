@@ -1,0 +1,101 @@
+"""The Hugging Face ``config.json`` reader every family mapper builds on (:mod:`estimator.importers.hf`,
+:mod:`estimator.importers.hf_mamba`): the file's top-level mapping, a reader that remembers the keys it used, and
+the decoder fields and MLP / expert shapes the families share (Llama's names).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from estimator.importers.common import Imported, as_bool, as_int, bad
+from ndval.core.yamlsrc import read_regular_text
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """The file's top-level mapping; malformed JSON names the file, line and rule."""
+    file = str(path)
+    try:
+        data = json.loads(read_regular_text(path))
+    except OSError as exc:
+        raise bad(file, "<file>", f"cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise bad(file, "<json>", f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise bad(file, "<json>", "not UTF-8 text") from None
+    except ValueError as exc:  # a FIFO, a device or a folder (never read), or over the size bound
+        raise bad(file, "<file>", str(exc)) from None
+    if not isinstance(data, dict):
+        raise bad(file, "<json>", "top level must be a JSON object (a Hugging Face config.json)")
+    return data
+
+
+class Reader:
+    """Reads keys of one config, remembering which it used."""
+
+    def __init__(self, file: str, cfg: dict[str, Any], out: Imported) -> None:
+        self.file, self.cfg, self.out = file, cfg, out
+        self.used: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.used.add(key)
+        return self.cfg.get(key, default)
+
+    def integer(self, key: str, *, default: int | None = None, minimum: int = 1) -> int:
+        value = self.get(key)
+        if value is None:
+            if default is None:
+                raise bad(self.file, key, "required by this architecture and missing")
+            return default
+        return as_int(self.file, key, value, minimum=minimum)
+
+    def put(self, field: str, key: str, *, default: int | None = None, minimum: int = 1) -> int:
+        value = self.integer(key, default=default, minimum=minimum)
+        self.out.put(f"model.{field}", value, key if key in self.cfg else f"{key} absent: default {default}")
+        return value
+
+
+def common(r: Reader, *, tied_default: bool, activation: bool = True) -> None:
+    """The decoder fields every family shares (Llama's names)."""
+    r.put("num_layers", "num_hidden_layers")
+    h = r.put("hidden_size", "hidden_size")
+    a = r.put("num_attention_heads", "num_attention_heads")
+    g = r.put("num_kv_heads", "num_key_value_heads", default=a)
+    if a % g:
+        raise bad(r.file, "num_key_value_heads", f"must divide num_attention_heads ({a}); got {g}")
+    r.out.put("model.attention", "gqa" if g < a else "mha", "num_key_value_heads < num_attention_heads: gqa")
+    head_dim = r.get("head_dim")
+    if head_dim is not None and as_int(r.file, "head_dim", head_dim) != h // a:
+        r.out.put("model.head_dim", as_int(r.file, "head_dim", head_dim), "head_dim")
+    r.put("vocab_size", "vocab_size")
+    tied = r.get("tie_word_embeddings")
+    r.out.put("model.tied_embeddings", tied_default if tied is None else as_bool(r.file, "tie_word_embeddings", tied),
+              "tie_word_embeddings" if tied is not None else f"tie_word_embeddings absent: the family's default {tied_default}")
+    if activation:  # (Gemma reads its own)
+        gated_silu(r)
+    r.out.put("model.norm", "rmsnorm", "the family's RMSNorm (rms_norm_eps)")
+    r.out.put("model.position_embedding", "rope", "the family's rotary embeddings (rope_theta)")
+
+
+def gated_silu(r: Reader) -> None:
+    act = r.get("hidden_act", "silu")
+    if act != "silu":
+        raise bad(r.file, "hidden_act", f"{act!r} is not modelled for this family (its MLP is SiLU-gated: 'silu')")
+    r.out.put("model.activation", "swiglu", "hidden_act 'silu' with the family's gate/up/down MLP: SwiGLU")
+
+
+def dense_ffn(r: Reader) -> None:
+    r.put("ffn_hidden_size", "intermediate_size")
+
+
+def routed_and_shared(r: Reader, experts: str, topk: str, shared_key: str, block: str) -> None:
+    """Routed experts of ``moe_intermediate_size`` and ``shared_key`` shared ones, one MLP of n × that width
+    (``block``: the family's MoE block that builds it)."""
+    r.put("num_experts", experts)
+    r.put("moe_topk", topk)
+    inter = r.put("moe_ffn_hidden_size", "moe_intermediate_size")
+    shared = r.put("num_shared_experts", shared_key, default=0, minimum=0)
+    if shared:
+        r.out.put("model.shared_expert_ffn_hidden_size", shared * inter, f"{shared_key} × moe_intermediate_size "
+                  f"({block}: one shared MLP of that width)")
