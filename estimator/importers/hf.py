@@ -15,40 +15,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from estimator.importers import hf_llama_like as like
 from estimator.importers.common import Imported, as_bool, as_int, bad
 from estimator.importers.hf_keys import IGNORED, REFUSED_TYPES
 from estimator.importers.hf_mamba import mamba2, nemotron_h
-from estimator.importers.hf_reader import Reader, common, dense_ffn, read_json, routed_and_shared
-
-
-def _sliding(r: Reader) -> None:
-    """Mistral's ``sliding_window`` (every layer windowed when set); Qwen's ``use_sliding_window``."""
-    window = r.get("sliding_window")
-    use = r.get("use_sliding_window")
-    if window is None or use is False:
-        return
-    if use is True and r.get("max_window_layers") not in (None, r.cfg.get("num_hidden_layers")):
-        raise bad(r.file, "max_window_layers", "sliding window on only some of the layers (Qwen max_window_layers) "
-                  "is not modelled")
-    r.out.put("model.sliding_window", as_int(r.file, "sliding_window", window), "sliding_window")
-
-
-def _llama(r: Reader) -> None:
-    common(r, tied_default=False)
-    dense_ffn(r)
-    r.get("sliding_window")  # Llama configs carry none; a value would be a Mistral-style window
-    _sliding(r)
+from estimator.importers.hf_reader import (
+    Reader,
+    common,
+    deepseek_moe,
+    dense_ffn,
+    full_every,
+    layer_types,
+    llama,
+    read_json,
+    routed_and_shared,
+)
 
 
 def _mixtral(r: Reader) -> None:
-    _llama(r)
+    llama(r)
     r.put("num_experts", "num_local_experts")
     r.put("moe_topk", "num_experts_per_tok")
     r.put("moe_ffn_hidden_size", "intermediate_size")
 
 
 def _qwen3(r: Reader) -> None:
-    _llama(r)
+    llama(r)
     r.out.put("model.qk_norm", True, "model_type qwen3*: Qwen3Attention's q_norm / k_norm (RMSNorm of head_dim)")
     r.get("max_window_layers")
 
@@ -74,7 +66,7 @@ def _qwen3_next(r: Reader) -> None:
 def _qwen3_5(r: Reader) -> None:
     """Qwen3.5's text tower, dense (``qwen3_5_text``): Qwen3-Next's layers (:func:`_gated_delta_layers`) with a
     dense SwiGLU MLP, and its MTP layers (``mtp_num_hidden_layers``) (transformers ``models/qwen3_5``)."""
-    _llama(r)
+    llama(r)
     _gated_delta_layers(r)
     r.put("mtp_layers", "mtp_num_hidden_layers", default=0, minimum=0)
 
@@ -94,7 +86,7 @@ def _gated_delta_layers(r: Reader) -> None:
     every = r.get("full_attention_interval")
     kinds = r.get("layer_types")
     if kinds is not None:
-        every = _full_every(kinds, "linear_attention")
+        every = full_every(kinds, "linear_attention")
         if not every:
             raise bad(r.file, "layer_types", "this pattern of full and linear attention is not modelled (every n-th "
                       "layer full_attention, the others linear_attention)")
@@ -112,7 +104,7 @@ def _qwen2_moe(r: Reader) -> None:
     """Qwen2MoeConfig (Qwen1.5-MoE, Qwen2-MoE): Qwen2's attention, routed experts of ``moe_intermediate_size``
     and one shared expert of ``shared_expert_intermediate_size`` (and its sigmoid gate, one weight of ``h``),
     leading dense layers by ``mlp_only_layers`` (transformers ``models/qwen2_moe``)."""
-    _llama(r)
+    llama(r)
     r.get("max_window_layers")
     r.put("num_experts", "num_experts")
     r.put("moe_topk", "num_experts_per_tok")
@@ -144,16 +136,9 @@ def _deepseek(r: Reader) -> None:
     r.put("qk_head_dim", "qk_nope_head_dim")
     r.put("qk_rope_head_dim", "qk_rope_head_dim", minimum=0)
     r.put("v_head_dim", "v_head_dim")
-    _deepseek_moe(r)
+    deepseek_moe(r)
     r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
     r.out.data["model"].pop("head_dim", None)
-
-
-def _deepseek_moe(r: Reader) -> None:
-    routed_and_shared(r, "n_routed_experts", "num_experts_per_tok", "n_shared_experts", "DeepseekV2MoE")
-    r.put("num_dense_layers", "first_k_dense_replace", default=0, minimum=0)
-    if as_int(r.file, "moe_layer_freq", r.get("moe_layer_freq", 1)) != 1:
-        raise bad(r.file, "moe_layer_freq", "MoE on every n-th layer only is not modelled (must be 1)")
 
 
 def _glm4_moe(r: Reader) -> None:
@@ -166,7 +151,7 @@ def _glm4_moe(r: Reader) -> None:
     qk_norm = r.get("use_qk_norm", False)
     if as_bool(r.file, "use_qk_norm", qk_norm):
         r.out.put("model.qk_norm", True, "use_qk_norm: Glm4MoeAttention's q_norm / k_norm (RMSNorm of head_dim)")
-    _deepseek_moe(r)
+    deepseek_moe(r)
     r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
 
 
@@ -220,7 +205,7 @@ def _gemma3(r: Reader) -> None:
         raise bad(r.file, "use_bidirectional_attention", "bidirectional (encoder) attention is not modelled")
     every = r.get("sliding_window_pattern")
     if r.get("layer_types"):
-        _layer_types(r)
+        layer_types(r)
     elif every is not None and r.get("sliding_window") is not None:
         r.out.put("model.sliding_window", as_int(r.file, "sliding_window", r.get("sliding_window")), "sliding_window")
         r.out.put("model.global_attention_every", as_int(r.file, "sliding_window_pattern", every),
@@ -327,41 +312,16 @@ def _gpt_oss(r: Reader) -> None:
     r.put("num_experts", "num_local_experts")
     r.put("moe_topk", "num_experts_per_tok")
     r.put("moe_ffn_hidden_size", "intermediate_size")
-    _layer_types(r)
-
-
-def _full_every(kinds: list[Any], other: str) -> int | None:
-    """n when ``layer_types`` is ``full_attention`` on every layer i with (i + 1) % n == 0 and ``other`` on the
-    rest; 0 when no layer is full; None for any other pattern."""
-    full = [i for i, k in enumerate(kinds) if k == "full_attention"]
-    every = full[0] + 1 if full else 0
-    if any(k != ("full_attention" if every and (i + 1) % every == 0 else other) for i, k in enumerate(kinds)):
-        return None
-    return every
-
-
-def _layer_types(r: Reader) -> None:
-    """``layer_types`` (sliding_attention / full_attention per layer) as window + "every n-th full"."""
-    kinds = r.get("layer_types")
-    window = r.get("sliding_window")
-    if not kinds or window is None or "sliding_attention" not in kinds:
-        return
-    r.out.put("model.sliding_window", as_int(r.file, "sliding_window", window), "sliding_window")
-    every = _full_every(kinds, "sliding_attention")
-    if every is None:
-        raise bad(r.file, "layer_types", "this pattern of full and sliding layers is not modelled (every n-th layer "
-                  "full, the others sliding)")
-    if every:
-        r.out.put("model.global_attention_every", every, f"layer_types: full_attention on every layer i with (i + 1) % {every} == 0, sliding_attention elsewhere")
+    layer_types(r)
 
 
 #: model_type -> (family label, mapper)
 FAMILIES: dict[str, tuple[str, Callable[[Reader], None]]] = {
-    "llama": ("Llama 2 / 3.x", _llama),
-    "mistral": ("Mistral", _llama),
-    "phi3": ("Phi-3 / Phi-4 (fused qkv and gate/up weights of Llama's shapes)", _llama),
+    "llama": ("Llama 2 / 3.x", llama),
+    "mistral": ("Mistral", llama),
+    "phi3": ("Phi-3 / Phi-4 (fused qkv and gate/up weights of Llama's shapes)", llama),
     "mixtral": ("Mixtral", _mixtral),
-    "qwen2": ("Qwen2 / 2.5", _llama),
+    "qwen2": ("Qwen2 / 2.5", llama),
     "qwen2_moe": ("Qwen1.5-MoE / Qwen2-MoE", _qwen2_moe),
     "qwen3": ("Qwen3", _qwen3),
     "qwen3_moe": ("Qwen3-MoE", _qwen3_moe),
@@ -386,6 +346,18 @@ FAMILIES: dict[str, tuple[str, Callable[[Reader], None]]] = {
     "ernie4_5_moe": ("ERNIE-4.5 MoE (routed + shared experts, leading dense layers)", _ernie4_5_moe),
     "gpt_oss": ("GPT-OSS", _gpt_oss),
     "nemotron_h": ("Nemotron-H / Nemotron-3", nemotron_h),
+    "glm": ("GLM-4 (transformers' Glm layout: Llama's layers)", like.glm),
+    "glm4": ("GLM-4-0414 / GLM-Z1 (sandwich norms)", like.glm4),
+    **dict.fromkeys(("olmo2", "olmo3"), ("OLMo 2 / 3 (q/k norms, output norms, OLMo 3's windows)", like.olmo2)),
+    "granite": ("Granite 3.x dense (Llama's layers, μP multipliers)", like.granite),
+    **dict.fromkeys(("granitemoe", "granitemoeshared"), ("Granite 3.x MoE (routed experts, a shared one)",
+                                                         like.granite_moe)),
+    "smollm3": ("SmolLM3 (Llama's layers, NoPE layers)", like.smollm3),
+    "seed_oss": ("Seed-OSS (Llama's layers, head_dim)", like.seed_oss),
+    "mimo": ("MiMo (Qwen2's layers, MTP layers)", like.mimo),
+    "dots1": ("dots.llm1 (q/k norms, DeepSeek-V3's MoE)", like.dots1),
+    **dict.fromkeys(("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"),
+                    ("Qwen2-VL / Qwen2.5-VL text tower (Qwen2's layers)", like.qwen2_vl)),
     "mamba2": ("Mamba-2 (Mamba-Codestral, state-spaces mamba2-*: a Mamba-2 mixer on every layer)", mamba2),
 }
 
@@ -424,5 +396,6 @@ def import_hf_config(path: str | Path, name: str | None = None) -> Imported:
             out.ignored[key] = IGNORED[key]
         elif key in reader.used and key not in named:
             out.ignored[key] = f"checked: {cfg[key]!r} is what the estimator models (no field needed)"
-    out.unknown(sorted(k for k in cfg if k not in reader.used and k not in IGNORED and k != "text_config"), "key")
+    out.unknown(sorted(k for k in cfg if k not in reader.used and k not in IGNORED and k not in out.not_modelled
+                       and k != "text_config"), "key")
     return out

@@ -1,6 +1,7 @@
 """The Hugging Face ``config.json`` reader every family mapper builds on (:mod:`estimator.importers.hf`,
 :mod:`estimator.importers.hf_mamba`): the file's top-level mapping, a reader that remembers the keys it used, and
-the decoder fields and MLP / expert shapes the families share (Llama's names).
+the decoder fields and MLP / expert shapes the families share (Llama's names): Llama's layers
+(:func:`llama`), DeepSeek's routed + shared experts (:func:`deepseek_moe`), windows by ``layer_types``.
 """
 
 from __future__ import annotations
@@ -99,3 +100,58 @@ def routed_and_shared(r: Reader, experts: str, topk: str, shared_key: str, block
     if shared:
         r.out.put("model.shared_expert_ffn_hidden_size", shared * inter, f"{shared_key} × moe_intermediate_size "
                   f"({block}: one shared MLP of that width)")
+
+
+def sliding(r: Reader) -> None:
+    """Mistral's ``sliding_window`` (every layer windowed when set); Qwen's ``use_sliding_window``."""
+    window = r.get("sliding_window")
+    use = r.get("use_sliding_window")
+    if window is None or use is False:
+        return
+    if use is True and r.get("max_window_layers") not in (None, r.cfg.get("num_hidden_layers")):
+        raise bad(r.file, "max_window_layers", "sliding window on only some of the layers (Qwen max_window_layers) "
+                  "is not modelled")
+    r.out.put("model.sliding_window", as_int(r.file, "sliding_window", window), "sliding_window")
+
+
+def llama(r: Reader) -> None:
+    """LlamaConfig's decoder (GQA, SwiGLU MLP of ``intermediate_size``, RMSNorm, RoPE, untied by default) with a
+    Mistral / Qwen sliding window (:func:`sliding`): the layers most families build on."""
+    common(r, tied_default=False)
+    dense_ffn(r)
+    r.get("sliding_window")  # Llama configs carry none; a value would be a Mistral-style window
+    sliding(r)
+
+
+def deepseek_moe(r: Reader) -> None:
+    """DeepSeek-V2 / V3's MoE keys: ``n_routed_experts`` routed experts and ``n_shared_experts`` shared ones of
+    ``moe_intermediate_size``, ``first_k_dense_replace`` leading dense layers, MoE on every layer."""
+    routed_and_shared(r, "n_routed_experts", "num_experts_per_tok", "n_shared_experts", "DeepseekV2MoE")
+    r.put("num_dense_layers", "first_k_dense_replace", default=0, minimum=0)
+    if as_int(r.file, "moe_layer_freq", r.get("moe_layer_freq", 1)) != 1:
+        raise bad(r.file, "moe_layer_freq", "MoE on every n-th layer only is not modelled (must be 1)")
+
+
+def full_every(kinds: list[Any], other: str) -> int | None:
+    """n when ``layer_types`` is ``full_attention`` on every layer i with (i + 1) % n == 0 and ``other`` on the
+    rest; 0 when no layer is full; None for any other pattern."""
+    full = [i for i, k in enumerate(kinds) if k == "full_attention"]
+    every = full[0] + 1 if full else 0
+    if any(k != ("full_attention" if every and (i + 1) % every == 0 else other) for i, k in enumerate(kinds)):
+        return None
+    return every
+
+
+def layer_types(r: Reader) -> None:
+    """``layer_types`` (sliding_attention / full_attention per layer) as window + "every n-th full"."""
+    kinds = r.get("layer_types")
+    window = r.get("sliding_window")
+    if not kinds or window is None or "sliding_attention" not in kinds:
+        return
+    r.out.put("model.sliding_window", as_int(r.file, "sliding_window", window), "sliding_window")
+    every = full_every(kinds, "sliding_attention")
+    if every is None:
+        raise bad(r.file, "layer_types", "this pattern of full and sliding layers is not modelled (every n-th layer "
+                  "full, the others sliding)")
+    if every:
+        r.out.put("model.global_attention_every", every, f"layer_types: full_attention on every layer i with (i + 1) % {every} == 0, sliding_attention elsewhere")

@@ -429,3 +429,81 @@ def test_a_mamba2_file_estimates_end_to_end(tmp_path: Path, capsys: pytest.Captu
     config.write_text(json.dumps(CODESTRAL), encoding="utf-8")
     doc = _estimate_json(tmp_path, config, capsys)
     assert doc["params_total"] == 7_285_403_648
+
+
+def _params(tmp_path: Path, doc: dict[str, object]) -> tuple[ModelConfig, int, int]:
+    model = ModelConfig.model_validate(import_hf_config(_write(tmp_path, doc)).data["model"])
+    counts = param_counts(model)
+    return model, counts.total, counts.active
+
+
+def _llama_keys(h: int, ffn: int, layers: int, heads: int, kv: int, vocab: int, tied: bool,
+                **extra: object) -> dict[str, object]:
+    return {"hidden_size": h, "intermediate_size": ffn, "num_hidden_layers": layers, "num_attention_heads": heads,
+            "num_key_value_heads": kv, "vocab_size": vocab, "tie_word_embeddings": tied, "hidden_act": "silu", **extra}
+
+
+#: SYNTHETIC files with each model's published dims for the keys the importer reads (as the models' config.json
+#: files give them), and the parameter count its authors publish: (file, published total, tolerance)
+LLAMA_LIKE = {
+    # GLM-4-9B-0414 / GLM-4-32B-0414 (THUDM model cards: 9.4B, 32B; sandwich norms)
+    "glm4-9b": ({"model_type": "glm4", **_llama_keys(4096, 13696, 40, 32, 2, 151552, False, head_dim=128,
+                                                     partial_rotary_factor=0.5, attention_bias=True)}, 9.4e9, 0.005),
+    "glm4-32b": ({"model_type": "glm4", **_llama_keys(6144, 23040, 61, 48, 2, 151552, False, head_dim=128,
+                                                      partial_rotary_factor=0.5, attention_bias=True)}, 32.6e9, 0.005),
+    # OLMo-2-1124-7B (OLMo 2 report, arXiv 2501.00656: 7.30B)
+    "olmo2-7b": ({"model_type": "olmo2", **_llama_keys(4096, 11008, 32, 32, 32, 100352, False)}, 7.30e9, 0.005),
+    # granite-3.3-8b-base (IBM model card: 8.17B) and granite-3.1-3b-a800m (3.3B total)
+    "granite-8b": ({"model_type": "granite", **_llama_keys(4096, 12800, 40, 32, 8, 49159, True,
+                                                           embedding_multiplier=12.0, residual_multiplier=0.22,
+                                                           attention_multiplier=0.0078125, logits_scaling=16.0)},
+                   8.17e9, 0.005),
+    "granite-moe-3b": ({"model_type": "granitemoe", **_llama_keys(1536, 512, 32, 24, 8, 49155, True,
+                                                                  num_local_experts=40, num_experts_per_tok=8)},
+                       3.3e9, 0.01),
+    # SmolLM3-3B (Hugging Face blog 'SmolLM3': 3B; the hub's safetensors 3.08B)
+    "smollm3-3b": ({"model_type": "smollm3", **_llama_keys(2048, 11008, 36, 16, 4, 128256, True,
+                                                           no_rope_layer_interval=4, use_sliding_window=False)},
+                   3.08e9, 0.005),
+    # Seed-OSS-36B (ByteDance-Seed model card: 36B; the hub's safetensors 36.2B)
+    "seed-oss-36b": ({"model_type": "seed_oss", **_llama_keys(5120, 27648, 64, 80, 8, 155136, False, head_dim=128,
+                                                              attention_bias=True, attention_out_bias=False)},
+                     36.2e9, 0.005),
+    # dots.llm1.base (rednote model card: 142B total, 14B activated)
+    "dots1": ({"model_type": "dots1", **_llama_keys(4096, 10944, 62, 32, 32, 152064, False, head_dim=128,
+                                                    n_routed_experts=128, num_experts_per_tok=6, n_shared_experts=2,
+                                                    moe_intermediate_size=1408, first_k_dense_replace=1,
+                                                    routed_scaling_factor=2.5, norm_topk_prob=True)}, 142e9, 0.01),
+    # Qwen2.5-VL-7B's text tower = Qwen2.5-7B (Qwen2.5 report, arXiv 2412.15115 Table 1: 7.61B)
+    "qwen2.5-vl-7b": ({"model_type": "qwen2_5_vl", **_llama_keys(3584, 18944, 28, 28, 4, 152064, False),
+                       "vision_config": {"depth": 32}, "image_token_id": 151655}, 7.61e9, 0.005),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LLAMA_LIKE))
+def test_llama_like_families_give_the_published_counts(name: str, tmp_path: Path) -> None:
+    doc, published, tolerance = LLAMA_LIKE[name]
+    imported = import_hf_config(_write(tmp_path, doc))
+    assert not imported.warnings, imported.warnings
+    _, total, _ = _params(tmp_path, doc)
+    assert abs(total / published - 1) <= tolerance, (total, published)
+
+
+def test_llama_like_features_are_mapped(tmp_path: Path) -> None:
+    glm4, _, _ = _params(tmp_path, LLAMA_LIKE["glm4-9b"][0])
+    plain = ModelConfig.model_validate({**glm4.model_dump(), "post_norms": False})
+    assert glm4.post_norms and param_counts(glm4).total - param_counts(plain).total == 40 * 2 * 4096
+    olmo, _, _ = _params(tmp_path, {**LLAMA_LIKE["olmo2-7b"][0], "model_type": "olmo3", "sliding_window": 4096,
+                                    "layer_types": ["sliding_attention"] * 3 + ["full_attention"]})
+    assert (olmo.qk_norm, olmo.sliding_window, olmo.global_attention_every) == (True, 4096, 4)
+    dots, _, active = _params(tmp_path, LLAMA_LIKE["dots1"][0])
+    assert (dots.qk_norm, dots.num_dense_layers, dots.shared_expert_ffn_hidden_size) == (True, 1, 2816)
+    assert abs(active / 14e9 - 1) <= 0.01  # 14B activated
+    moe = {**LLAMA_LIKE["granite-moe-3b"][0], "model_type": "granitemoeshared", "shared_intermediate_size": 1024}
+    shared, _, _ = _params(tmp_path, moe)
+    assert (shared.num_shared_experts, shared.shared_expert_ffn_hidden_size) == (1, 1024)
+    vl = import_hf_config(_write(tmp_path, LLAMA_LIKE["qwen2.5-vl-7b"][0]))
+    assert "vision_config" in vl.not_modelled
+    mimo, _, _ = _params(tmp_path, {"model_type": "mimo", **_llama_keys(4096, 11008, 36, 32, 8, 151680, False,
+                                                                        num_nextn_predict_layers=1)})
+    assert mimo.mtp_layers == 1
