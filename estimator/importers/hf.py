@@ -358,6 +358,8 @@ FAMILIES: dict[str, tuple[str, Callable[[Reader], None]]] = {
     "dots1": ("dots.llm1 (q/k norms, DeepSeek-V3's MoE)", like.dots1),
     **dict.fromkeys(("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"),
                     ("Qwen2-VL / Qwen2.5-VL text tower (Qwen2's layers)", like.qwen2_vl)),
+    "ministral3": ("Ministral 3 text tower (Llama's layers)", like.ministral3),
+    "exaone4": ("EXAONE 4.0 (q/k norms, post-LN, 3:1 local / global)", like.exaone4),
     "mamba2": ("Mamba-2 (Mamba-Codestral, state-spaces mamba2-*: a Mamba-2 mixer on every layer)", mamba2),
 }
 

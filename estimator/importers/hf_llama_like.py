@@ -1,7 +1,8 @@
 """Hugging Face families that are Llama's decoder (:func:`estimator.importers.hf_reader.llama`) or DeepSeek's MoE
 keys with one named difference each: GLM-4 (sandwich norms), OLMo 2 / 3 (q/k norms, output norms, windows), Granite
 (μP multipliers; MoE, shared expert), SmolLM3 (NoPE layers), Seed-OSS, MiMo (MTP layers), dots.llm1 (q/k norms on
-DeepSeek's MoE) and the Qwen2-VL / Qwen2.5-VL text towers. The keys are transformers' ``configuration_<family>.py``
+DeepSeek's MoE), EXAONE 4.0 (q/k norms, post-LN, local / global layers) and the Qwen2-VL / Qwen2.5-VL and
+Ministral 3 text towers. The keys are transformers' ``configuration_<family>.py``
 names; each mapper's docstring names what it reads beyond Llama's.
 """
 
@@ -102,3 +103,32 @@ def qwen2_vl(r: Reader) -> None:
     ``models/qwen2_5_vl``)."""
     llama(r)
     r.get("max_window_layers")
+
+
+def ministral3(r: Reader) -> None:
+    """Ministral 3's text tower (``ministral3`` inside a ``mistral3`` wrapper, whose Pixtral encoder is listed as not
+    modelled): Llama's layers with ``head_dim``; the YaRN / Llama-4 scaling in ``rope_parameters`` changes no size
+    (Megatron-Bridge ``ministral3_bridge.py`` maps the same keys)."""
+    llama(r)
+
+
+def exaone4(r: Reader) -> None:
+    """Exaone4Config (EXAONE 4.0): Llama's shapes with q/k RMSNorm per head and pure post-LN — a norm on the
+    attention output and one on the MLP output, none on their inputs (the same count) — and, on the larger models,
+    ``sliding_window`` on every layer but each ``sliding_window_pattern``-th (``"LLLG"``: 3 local, 1 global; or
+    ``layer_types``) (transformers ``models/exaone4``; Megatron-Bridge ``exaone4``)."""
+    common(r, tied_default=False)
+    dense_ffn(r)
+    r.out.put("model.qk_norm", True, "Exaone4Attention's q_norm / k_norm (RMSNorm of head_dim)")
+    pattern = r.get("sliding_window_pattern")
+    if r.get("layer_types"):
+        layer_types(r)
+    elif pattern is not None and r.get("sliding_window") is not None:
+        every = len(pattern) if isinstance(pattern, str) and pattern == "L" * (len(pattern) - 1) + "G" else None
+        every = as_int(r.file, "sliding_window_pattern", pattern) if not isinstance(pattern, str) else every
+        if every is None:
+            raise bad(r.file, "sliding_window_pattern", f"{pattern!r}: only local layers then one global ('LLLG') "
+                      "is modelled")
+        r.out.put("model.sliding_window", as_int(r.file, "sliding_window", r.get("sliding_window")), "sliding_window")
+        r.out.put("model.global_attention_every", every, f"sliding_window_pattern {pattern!r}: every {every}-th layer "
+                  "full")

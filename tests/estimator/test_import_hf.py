@@ -474,6 +474,10 @@ LLAMA_LIKE = {
                                                     n_routed_experts=128, num_experts_per_tok=6, n_shared_experts=2,
                                                     moe_intermediate_size=1408, first_k_dense_replace=1,
                                                     routed_scaling_factor=2.5, norm_topk_prob=True)}, 142e9, 0.01),
+    # EXAONE-4.0-32B (LG AI model card: 30.95B without embeddings; 32.0B with them)
+    "exaone4-32b": ({"model_type": "exaone4", **_llama_keys(5120, 27392, 64, 40, 8, 102400, False, head_dim=128,
+                                                            sliding_window=4096, sliding_window_pattern="LLLG")},
+                    32.0e9, 0.005),
     # Qwen2.5-VL-7B's text tower = Qwen2.5-7B (Qwen2.5 report, arXiv 2412.15115 Table 1: 7.61B)
     "qwen2.5-vl-7b": ({"model_type": "qwen2_5_vl", **_llama_keys(3584, 18944, 28, 28, 4, 152064, False),
                        "vision_config": {"depth": 32}, "image_token_id": 151655}, 7.61e9, 0.005),
@@ -507,3 +511,27 @@ def test_llama_like_features_are_mapped(tmp_path: Path) -> None:
     mimo, _, _ = _params(tmp_path, {"model_type": "mimo", **_llama_keys(4096, 11008, 36, 32, 8, 151680, False,
                                                                         num_nextn_predict_layers=1)})
     assert mimo.mtp_layers == 1
+    exaone, total, _ = _params(tmp_path, LLAMA_LIKE["exaone4-32b"][0])
+    assert (exaone.qk_norm, exaone.sliding_window, exaone.global_attention_every) == (True, 4096, 4)
+    assert abs((total - 2 * embedding_params(exaone)) / 30.95e9 - 1) <= TOLERANCE
+    with pytest.raises(ConfigError) as err:
+        _params(tmp_path, {**LLAMA_LIKE["exaone4-32b"][0], "sliding_window_pattern": "LGLG"})
+    assert err.value.field == "sliding_window_pattern"
+
+
+def test_a_ministral3_wrapper_imports_its_text_tower(tmp_path: Path) -> None:
+    """Megatron-Bridge's SYNTHETIC Ministral 3 toy config (tests/functional_tests/.../test_ministral3_conversion.py:
+    a ``mistral3`` wrapper, a ``ministral3`` text_config with YaRN rope_parameters, a Pixtral vision_config)."""
+    text = {"model_type": "ministral3", "hidden_size": 512, "head_dim": 512, "intermediate_size": 1536,
+            "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32768,
+            "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "tie_word_embeddings": True, "rope_theta": 1000000,
+            "rope_parameters": {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 16384,
+                                "llama_4_scaling_beta": 0.0}}
+    doc = {"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3", "image_token_index": 10,
+           "text_config": text, "vision_config": {"model_type": "pixtral", "hidden_size": 256}}
+    imported = import_hf_config(_write(tmp_path, doc))
+    model = ModelConfig.model_validate(imported.data["model"])
+    assert (model.head_dim, model.num_kv_heads, model.tied_embeddings, model.attention) == (512, 2, True, "gqa")
+    assert "vision_config" in imported.not_modelled and not imported.warnings
+    attn = 512 * 8 * 512 + 2 * 512 * 2 * 512 + 8 * 512 * 512
+    assert param_counts(model).total == 4 * (attn + 3 * 512 * 1536 + 2 * 512) + 32768 * 512 + 512
