@@ -20,7 +20,7 @@ from estimator.config.errors import ConfigError
 from estimator.experiments import architecture_notes, recipe_notes
 from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
 from estimator.experiments.bridge_splits import BRIDGE_FACTS, apply_bridge_split
-from estimator.experiments.row_corrections import apply_corrections, batch_section
+from estimator.experiments.row_corrections import apply_corrections, batch_section, framework_rules
 from estimator.inputs.recipes import RECIPES
 from estimator.inputs.variants import hardware_preset
 from ndval.core.units import BYTES_PER_MIB
@@ -420,6 +420,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
     recipe_notes.apply_recipe_items(row, config)
     apply_bridge_split(row, config, enabled=recipe_splits)
     apply_corrections(row, config, enabled=recipe_splits)
+    framework_rules(row, config, enabled=row_rules)
     return config
 
 

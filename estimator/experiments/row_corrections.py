@@ -1,4 +1,5 @@
-"""Explicit corrections of measured rows whose published configuration cannot be what ran, and the GA rule.
+"""Explicit corrections of measured rows whose published configuration cannot be what ran, the GA rule and the
+framework rules (what a framework always does with a layout, :func:`framework_rules`).
 
 The shared CSVs are transcribed as published and read-only. Where a row's own columns contradict a
 rule the framework enforces (the run could not have started with them), the value the estimate uses
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from estimator.importers.torchtitan import TITAN_SP
 
 _DSV3_ALT = "mbridge_perf_summary_blackwell__25.09_DeepSeekV3_tokendrop_DGX-GB200_alt32x32"
 
@@ -39,6 +42,18 @@ def apply_corrections(row: Mapping[str, str], config: dict[str, Any], *, enabled
         section, key = path.split(".", 1)
         config[section][key] = value
         config["model"].setdefault("assumed", {})[f"correction {path}"] = why
+
+
+def framework_rules(row: Mapping[str, str], config: dict[str, Any], *, enabled: bool = True) -> None:
+    """What a row's framework always does with its layout, where the row's cell says otherwise or nothing: a
+    torchtitan run with TP > 1 is sequence-parallel (its TP plan shards the norms and the blocks' outputs by
+    sequence; :data:`estimator.importers.torchtitan.TITAN_SP`). Recorded in ``model.assumed``."""
+    framework = (row.get("framework") or "").strip().lower()
+    if enabled and framework.startswith("torchtitan") and config["parallel"].get("tp", 1) > 1 \
+            and not config["parallel"].get("sequence_parallel"):
+        config["parallel"]["sequence_parallel"] = True
+        config["model"].setdefault("assumed", {})["framework parallel.sequence_parallel"] = (
+            f"the row states {row.get('sequence_parallel') or 'nothing'}; {TITAN_SP}")
 
 
 def batch_section(ga: int | None, gbs: int | None, mbs: int | None, dp: int | None, step_measured: bool,

@@ -260,3 +260,79 @@ def test_mindspeed_lora_flags_import_as_an_adapter(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         import_megatron(path, world_size=8)
     assert (info.value.field, info.value.file) == ("--lora-target-modules", str(path))
+
+
+def test_torchtitan_2025_schema_tomls_import_without_unknown_keys() -> None:
+    """torchtitan's last TOML schema (pytorch/torchtitan@238fa9953e, verbatim): local_batch_size, [parallelism],
+    [compile], [quantize.linear.float8] with no converter (Float8 off), every key read or ignored."""
+    small = import_torchtitan(DATA / "torchtitan" / "llama3_8b_2025.toml", world_size=8, hardware="h100-80g")
+    assert not small.warnings, small.warnings
+    cfg = load_config(small.data)
+    assert (cfg.train.micro_batch_size, cfg.train.num_micro_batches, cfg.train.seq_length) == (1, 1, 8192)
+    assert (cfg.recompute.mode, cfg.recompute.selective_ac_option, cfg.precision.fp8_linear) == ("selective", "op",
+                                                                                                 False)
+    big = import_torchtitan(DATA / "torchtitan" / "llama3_70b_2025.toml", world_size=64, hardware="h100-80g")
+    assert not big.warnings, big.warnings
+    cfg = load_config(big.data)
+    assert (cfg.parallel.tp, cfg.parallel.dp, cfg.train.micro_batch_size, cfg.recompute.mode) == (8, 8, 8, "full")
+
+
+def _toml(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "train.toml"
+    path.write_text("[model]\nname = 'llama3'\nflavor = '8B'\n" + text, encoding="utf-8")
+    return path
+
+
+def test_torchtitan_2025_batch_float8_pipeline_and_reshard(tmp_path: Path) -> None:
+    run = import_torchtitan(_toml(tmp_path, "converters = ['quantize.linear.float8']\n[training]\nlocal_batch_size = 2\n"
+                                  "global_batch_size = 64\n[compile]\nenable = true\n[quantize.linear.float8]\n"
+                                  "enable_fsdp_float8_all_gather = true\nrecipe_name = 'rowwise'\n"
+                                  "filter_fqns = ['output']\n[parallelism]\nfsdp_reshard_after_forward = 'never'\n"),
+                            world_size=8, hardware="h100-80g")
+    cfg = load_config(run.data)
+    # 64 = 2 local × 8 DP × 4 accumulation steps
+    assert (cfg.train.micro_batch_size, cfg.train.num_micro_batches) == (2, 4)
+    assert (cfg.precision.fp8_linear, cfg.precision.linear_recipe, cfg.precision.fsdp_float8_all_gather) == (
+        True, "torchao_rowwise", True)
+    assert cfg.options.torch_compile and cfg.parallel.fsdp_reshard_after_forward is False and not run.warnings
+    piped = load_config(import_torchtitan(_toml(tmp_path, "[training]\nlocal_batch_size = 8\n[parallelism]\n"
+                                                "pipeline_parallel_degree = 2\npipeline_parallel_microbatch_size = 2\n"
+                                                "pipeline_parallel_schedule = 'GPipe'\n"), world_size=8,
+                                             hardware="h100-80g").data)
+    assert (piped.parallel.pp, piped.parallel.schedule, piped.train.micro_batch_size, piped.train.num_micro_batches) \
+        == (2, "gpipe", 2, 4)
+
+
+@pytest.mark.parametrize(("text", "key", "words"), [
+    ("converters = ['quantize.linear.mx']\n", "model.converters", "MX linear"),
+    ("converters = ['quantize.grouped_mm.float8']\n", "model.converters", "MoE"),
+    ("[training]\ndtype = 'bfloat16'\n", "training.dtype", "no fp32 master"),
+    ("[activation_checkpoint]\nmode = 'memory_budget'\n", "activation_checkpoint.mode", "memory_budget"),
+    ("[training]\nlocal_batch_size = 3\nglobal_batch_size = 32\n", "training.global_batch_size", "multiple"),
+    ("[parallelism]\nexpert_parallel_degree = 2\n", "parallelism.expert_parallel_degree", "dense"),
+    ("[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = 'ZBVZeroBubble'\n",
+     "parallelism.pipeline_parallel_schedule", "not modelled"),
+    ("converters = ['float8']\n[quantize.linear.float8]\nrecipe_name = 'rowwise_with_gw_hp'\n",
+     "quantize.linear.float8.recipe_name", "not modelled"),
+])
+def test_torchtitan_2025_settings_it_does_not_model_are_refused(tmp_path: Path, text: str, key: str,
+                                                                words: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        import_torchtitan(_toml(tmp_path, text), world_size=8)
+    assert info.value.field == key and words in info.value.rule, info.value
+
+
+def test_torchtitan_tp_is_sequence_parallel_in_the_importer_and_for_measured_rows(measured_dir: Path) -> None:
+    """torchtitan's TP plan shards the norms and block outputs by sequence (apply_tp): the 70B preset at TP 8
+    imports sequence-parallel, and a torchtitan row at TP > 1 whose cell says false is read so, recorded in
+    ``model.assumed`` (off with ``row_rules=False``)."""
+    run = import_torchtitan(DATA / "torchtitan" / "llama3_70b_2025.toml", world_size=64, hardware="h100-80g")
+    assert run.data["parallel"]["sequence_parallel"] is True
+    row = dict(_rows(measured_dir, "torchtitan_llama3_h100_202412")[
+        "torchtitan_llama3_h100_202412__t1__8B__FSDP__max_reserved"])
+    assert row["sequence_parallel"] == "false"
+    row.update(tp="2", dp="4")  # a SYNTHETIC TP 2 variant of the row
+    config = config_from_measured_row(row)
+    assert config["parallel"]["sequence_parallel"] is True
+    assert "framework parallel.sequence_parallel" in config["model"]["assumed"]
+    assert config_from_measured_row(row, row_rules=False)["parallel"].get("sequence_parallel") is False
