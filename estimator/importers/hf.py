@@ -29,6 +29,7 @@ from estimator.importers.hf_reader import (
     llama,
     read_json,
     routed_and_shared,
+    squared_relu,
 )
 
 
@@ -234,10 +235,7 @@ def _nemotron(r: Reader) -> None:
     embeddings by default (transformers ``models/nemotron``)."""
     common(r, tied_default=False, activation=False)
     dense_ffn(r)
-    act = r.get("hidden_act", "relu2")
-    if act != "relu2":
-        raise bad(r.file, "hidden_act", f"{act!r} is not modelled for Nemotron (its MLP is squared ReLU: 'relu2')")
-    r.out.put("model.activation", "squared_relu", "hidden_act 'relu2' with up / down projections")
+    squared_relu(r, "hidden_act", "Nemotron")
     r.out.put("model.norm", "layernorm", "NemotronLayerNorm1P: LayerNorm with weight and bias (norm_eps)")
     kv_channels = r.get("kv_channels")
     if kv_channels is not None and r.cfg.get("head_dim") is None:

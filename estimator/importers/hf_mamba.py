@@ -6,7 +6,7 @@ every layer one Mamba-2 mixer). Both read the mixer's dimensions with :func:`mam
 from __future__ import annotations
 
 from estimator.importers.common import as_bool, as_int, bad
-from estimator.importers.hf_reader import Reader, common, dense_ffn
+from estimator.importers.hf_reader import Reader, common, dense_ffn, squared_relu
 
 #: the estimator's Mamba-2 fields and, per family, the key and the family's default (None: required)
 _NEMOTRON_H_KEYS = (("mamba_num_heads", "mamba_num_heads", None), ("mamba_head_dim", "mamba_head_dim", None),
@@ -29,12 +29,9 @@ def mamba_dims(r: Reader, keys: tuple[tuple[str, str, int | None], ...]) -> tupl
 def nemotron_h(r: Reader) -> None:
     """NemotronHConfig: one symbol per layer (M Mamba-2, * attention, - MLP, E MoE), squared-ReLU MLPs
     (``mlp_hidden_act`` relu2), no position embedding, latent MoE and MTP layers of pattern ``*E``."""
-    common(r, tied_default=False)
-    r.out.data["model"].pop("activation", None)
-    act = r.get("mlp_hidden_act", "relu2")
-    if act != "relu2":
-        raise bad(r.file, "mlp_hidden_act", f"{act!r} is not modelled for Nemotron-H (its MLP is squared ReLU: 'relu2')")
-    r.out.put("model.activation", "squared_relu", "mlp_hidden_act 'relu2'")
+    common(r, tied_default=False, activation=False)
+    squared_relu(r, "mlp_hidden_act", "Nemotron-H")
+    r.get("hidden_act")  # NemotronHConfig's MLPs read mlp_hidden_act; hidden_act drives no modelled size
     r.out.put("model.position_embedding", "none", "model_type nemotron_h: no position embedding")
     pattern = r.get("hybrid_override_pattern")
     if not isinstance(pattern, str):

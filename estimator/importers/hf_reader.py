@@ -86,6 +86,14 @@ def gated_silu(r: Reader) -> None:
     r.out.put("model.activation", "swiglu", "hidden_act 'silu' with the family's gate/up/down MLP: SwiGLU")
 
 
+def squared_relu(r: Reader, key: str, family: str) -> None:
+    """The family's MLP is squared ReLU (``key`` must be ``relu2``): up / down projections, no gate."""
+    act = r.get(key, "relu2")
+    if act != "relu2":
+        raise bad(r.file, key, f"{act!r} is not modelled for {family} (its MLP is squared ReLU: 'relu2')")
+    r.out.put("model.activation", "squared_relu", f"{key} 'relu2' with up / down projections")
+
+
 def dense_ffn(r: Reader) -> None:
     r.put("ffn_hidden_size", "intermediate_size")
 
