@@ -368,8 +368,12 @@ def known_architectures() -> list[str]:
 
 
 def import_hf_config(path: str | Path, name: str | None = None) -> Imported:
-    """The ``model`` section of a Hugging Face ``config.json`` (see the module docstring)."""
+    """The ``model`` section of a Hugging Face ``config.json``, or of the one in the model folder ``path`` (see the
+    module docstring)."""
     path = Path(path)
+    stem = path.stem
+    if path.is_dir() and (path / "config.json").is_file():  # a model folder (a Hugging Face snapshot): its config
+        stem, path = path.name, path / "config.json"
     file = str(path)
     cfg = read_json(path)
     vision = [k for k in ("vision_config", "audio_config") if isinstance(cfg.get(k), dict)]
@@ -384,7 +388,7 @@ def import_hf_config(path: str | Path, name: str | None = None) -> Imported:
         raise bad(file, "model_type", f"unknown architecture {model_type!r}; known: {', '.join(FAMILIES)} "
                   f"(refused: {', '.join(REFUSED_TYPES)})")
     out = Imported(file=file)
-    out.put("model.name", name or path.stem, "the file name" if name is None else "given name")
+    out.put("model.name", name or stem, "the file or folder name" if name is None else "given name")
     for key in vision:  # the estimate is the text tower's: say so, never drop the encoder silently
         out.not_modelled[key] = "the multimodal encoder (its parameters, activations and FLOPs) is not modelled: the " \
                                 "estimate is the text tower's alone"

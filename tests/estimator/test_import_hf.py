@@ -535,3 +535,16 @@ def test_a_ministral3_wrapper_imports_its_text_tower(tmp_path: Path) -> None:
     assert "vision_config" in imported.not_modelled and not imported.warnings
     attn = 512 * 8 * 512 + 2 * 512 * 2 * 512 + 8 * 512 * 512
     assert param_counts(model).total == 4 * (attn + 3 * 512 * 1536 + 2 * 512) + 32768 * 512 + 512
+
+
+def test_a_model_folder_reads_its_config_json(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text((DATA / "llama3-8b.json").read_text(encoding="utf-8"), encoding="utf-8")
+    imported = import_hf_config(tmp_path)
+    assert imported.file == str(tmp_path / "config.json") and imported.data["model"]["name"] == tmp_path.name
+    assert param_counts(ModelConfig.model_validate(imported.data["model"])).total == param_counts(
+        _model("llama3-8b.json")).total
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError) as err:
+        import_hf_config(empty)
+    assert "folder" in err.value.rule
