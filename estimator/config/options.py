@@ -119,6 +119,12 @@ class OptionsConfig(StrictSection):
                     "host memory over hardware.host_link_gb_s, the stalls of its default schedule added to the "
                     "passes (estimator.perf.offload); off: memory only, as before",
     )
+    cp_gather_memory: bool = Field(
+        default=True,
+        description="parallel.cp_comm_type allgather (megatron / fsdp2 profiles): the whole sequence's K and V that "
+                    "TE gathers, and their gradients, held in one layer's attention backward "
+                    "(estimator.memory.activation.cp_allgather_kv_bytes); off: not counted, as before",
+    )
     per_layer_recompute: bool = Field(
         default=True,
         description="recompute.method block and torchtitan's layer-level SAC (selective_ac_option <n>) re-run only "

@@ -445,3 +445,11 @@ def unit_inputs(cfg: EstimatorConfig) -> frozenset[int]:
         return frozenset(heads)
 
     return derived(cfg, "unit_inputs", inputs)
+
+
+def kv_dim(m: ModelConfig) -> float:
+    """Width of the K and V rows a CP ring passes (per K or V): ``n_kv·d_h``; MLA: ``a·(d_qk+d_rope+d_v)/2``."""
+    if m.attention == "mla":
+        assert m.qk_head_dim and m.v_head_dim
+        return m.num_attention_heads * (m.qk_head_dim + (m.qk_rope_head_dim or 0) + m.v_head_dim) / 2.0
+    return float(m.kv_heads * m.head_size)

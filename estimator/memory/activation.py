@@ -16,13 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from estimator.inputs.derive import layer_blocks, layer_kind, sequence_shard
+from estimator.inputs.derive import kv_dim, layer_blocks, layer_kind, sequence_shard
 from estimator.inputs.gdn import gdn_dims
 from estimator.inputs.hybrid import mamba_dims
 from estimator.inputs.params import gated_mlp
 from estimator.inputs.profiles import profile_of, resolved_bytes
 from estimator.inputs.recipes import stored_recipe
 from estimator.memory import sac
+from estimator.shared.arrays import where
 from estimator.shared.memo import derived
 
 if TYPE_CHECKING:
@@ -388,3 +389,20 @@ def loss_backward_logits_copies(cfg: EstimatorConfig) -> int:
     0 when the loss works in place (:func:`loss_in_place`), else the profile's
     ``loss_backward_logits_copies`` (Megatron 1, torchtitan 2)."""
     return 0 if loss_in_place(cfg) else profile_of(cfg).loss_backward_logits_copies
+
+
+def cp_allgather_kv_bytes(cfg: EstimatorConfig) -> float:
+    """The all-gathered K and V of all-gather context parallelism, live in one layer's attention backward (bytes).
+
+    TE's ``AttnFuncWithCPAndKVAllGather`` (NVIDIA/TransformerEngine ``pytorch/attention/dot_product_attention/
+    context_parallel.py``) saves only the local q, k, v; its forward gathers K and V of the whole sequence for the
+    attention steps, and its backward gathers them again and fills dK and dV of that length before reduce-scattering
+    them: 4 tensors of ``s·b·w/t`` elements, ``4·s·b·w/t·B_c`` bytes (s the whole sequence, w the K or V row width
+    :func:`estimator.inputs.derive.kv_dim`, t = tp). 0 unless ``cp > 1`` with ``cp_comm_type`` allgather, or with
+    ``options.cp_gather_memory`` off.
+    """
+    p, tr = cfg.parallel, cfg.train
+    if p.cp_comm_type != "allgather" or not cfg.options.cp_gather_memory:
+        return 0.0
+    value = 4 * tr.seq_length * tr.micro_batch_size * kv_dim(cfg.model) / p.tp * resolved_bytes(cfg).compute
+    return where(p.cp > 1, value, 0.0)

@@ -4,7 +4,7 @@ Stage total = params + optimizer_states + grads (static, summed over the stage's
 embedding on the first virtual stage, the head on the last, and under ``megatron`` a second
 embedding on the MTP stage: ``mtp_embedding_on_stage``) + activations (each layer × its
 in-flight micro-batches μ, embedding, head input and logits) + comm_buffers (reference §2.6,
-``sapp-nd`` only) + backward_overhead + safety_buffer + tp_shardable_overhead + other (FSDP2's
+``sapp-nd`` only) + backward_overhead (one extra micro-batch of the last node; all-gather CP's gathered K / V) + safety_buffer + tp_shardable_overhead + other (FSDP2's
 unsharded weights and the run-long framework allocations of ``memory.framework``).
 """
 
@@ -184,8 +184,19 @@ def head_dynamic_bytes(cfg: EstimatorConfig, mu: int) -> tuple[float, float]:
 
 
 def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode) -> float:
-    """:func:`_backward_overhead_bytes` with the config's prices (:func:`_prices`)."""
-    return _backward_overhead_bytes(cfg, layout, mode, _prices(cfg))
+    """The stage's backward overhead: :func:`_backward_overhead_bytes` with the config's prices (:func:`_prices`)
+    plus all-gather CP's transient K / V (:func:`cp_gather_transient_bytes`)."""
+    return _backward_overhead_bytes(cfg, layout, mode, _prices(cfg)) + cp_gather_transient_bytes(cfg, layout)
+
+
+def cp_gather_transient_bytes(cfg: EstimatorConfig, layout: StageLayout) -> float:
+    """All-gather CP's K / V of the whole sequence and their gradients in one attention backward
+    (:func:`estimator.memory.activation.cp_allgather_kv_bytes`), on a stage holding an attention layer; 0 under a
+    profile with the reference's comm buffers (``sapp-nd``: its CP buffer stands for it)."""
+    if profile_of(cfg).comm_buffers or not any(derive.layer_blocks(cfg.model, i)[0] == "attention"
+                                               for i in layout.layers):
+        return 0.0
+    return act.cp_allgather_kv_bytes(cfg)
 
 
 def _backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
@@ -372,7 +383,7 @@ def _stage_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
     persistent = {k: v / BYTES_PER_MIB for k, v in framework.persistent_bytes(cfg, layout).items()}
     return StageFixed(
         groups=tuple(classes), static=static, totals=totals, mtp_embedding=mtp_embedding,
-        backward=_backward_overhead_bytes(cfg, layout, mode, memo),
+        backward=_backward_overhead_bytes(cfg, layout, mode, memo) + cp_gather_transient_bytes(cfg, layout),
         grads_mb=(totals.grads if fsdp2.grads_live(cfg) else 0.0) / BYTES_PER_MIB,
         other_mb=fsdp2.unsharded_live_bytes(cfg, layout) / BYTES_PER_MIB + sum(persistent.values()),
         persistent=persistent,

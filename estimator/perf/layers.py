@@ -273,9 +273,9 @@ def cp_layer_collectives(m: ModelConfig, ctx: Ctx, local_tokens: float, cp_dim: 
     (:func:`comm.cp_ulysses_layer_collectives`, ``cp_a2a``), widths per TP rank (``/tp``). MLA runs
     the all-to-alls after its up-projections: ``a`` heads of ``d_qk + d_rope`` (Q, K) and ``d_v`` (V, output)."""
     if cp_dim == "cp":
-        return comm.cp_ring_layer_collectives(local_tokens, kv_dim(m) / ctx.tp, ctx.b_compute, ctx.cp)
+        return comm.cp_ring_layer_collectives(local_tokens, derive.kv_dim(m) / ctx.tp, ctx.b_compute, ctx.cp)
     if cp_dim == "cp_ag":
-        return comm.cp_allgather_layer_collectives(local_tokens, kv_dim(m) / ctx.tp, ctx.b_compute, ctx.cp)
+        return comm.cp_allgather_layer_collectives(local_tokens, derive.kv_dim(m) / ctx.tp, ctx.b_compute, ctx.cp)
     a = m.num_attention_heads
     if any_true((a // ctx.tp) % ctx.cp):
         raise ConfigError("parallel.cp_comm_type", f"a2a (Ulysses) scatters the {a // ctx.tp} attention heads of a "
@@ -289,11 +289,3 @@ def cp_layer_collectives(m: ModelConfig, ctx: Ctx, local_tokens: float, cp_dim: 
     return comm.cp_ulysses_layer_collectives(
         local_tokens, a * d_qk / ctx.tp, n_kv * (d_qk + d_v) / 2.0 / ctx.tp, a * d_v / ctx.tp, ctx.b_compute, ctx.cp,
     )
-
-
-def kv_dim(m: ModelConfig) -> float:
-    """Width of the K and V rows a CP ring passes (per K or V): ``n_kv·d_h``; MLA: ``a·(d_qk+d_rope+d_v)/2``."""
-    if m.attention == "mla":
-        assert m.qk_head_dim and m.v_head_dim
-        return m.num_attention_heads * (m.qk_head_dim + (m.qk_rope_head_dim or 0) + m.v_head_dim) / 2.0
-    return float(m.kv_heads * m.head_size)

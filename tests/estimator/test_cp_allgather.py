@@ -78,3 +78,33 @@ def test_attention_sinks_under_cp_need_ulysses(kind: str, refused: bool) -> None
         assert info.value.field == "parallel.cp_comm_type" and "a2a" in info.value.rule
     else:
         assert load_config(run).parallel.cp_comm_type == "a2a"
+
+
+def test_gathered_kv_is_held_in_one_attention_backward() -> None:
+    """K/V width 32 (the synthetic model's kv heads × head dim), seq 512, b 1, tp 1, BF16: 4 · 512 · 32 · 2 =
+    131,072 B of gathered K, V, dK, dV in the backward overhead under allgather; none under p2p, at cp 1, with
+    ``options.cp_gather_memory`` off (every other number the same), or under ``sapp-nd`` (its CP buffer)."""
+    from estimator.inputs.derive import kv_dim
+    from estimator.memory.activation import cp_allgather_kv_bytes
+
+    gather = _run("allgather")
+    assert kv_dim(gather.model) == 32
+    assert cp_allgather_kv_bytes(gather) == 4 * 512 * 32 * 2
+    assert cp_allgather_kv_bytes(_run("p2p")) == 0 and cp_allgather_kv_bytes(_run("allgather", cp=1)) == 0
+    on = estimator.estimate_memory(gather).stages[0].components
+    off = estimator.estimate_memory(load_config(gather.model_dump(), ["options.cp_gather_memory=false"])).stages[0]
+    assert (on["backward_overhead"] - off.components["backward_overhead"]) * 2**20 == pytest.approx(131072)
+    assert {k: v for k, v in on.items() if k != "backward_overhead"} == {
+        k: v for k, v in off.components.items() if k != "backward_overhead"}
+
+
+def test_sapp_nd_keeps_the_reference_cp_buffer_alone() -> None:
+    from estimator.inputs.derive import stage_layouts
+    from estimator.memory.stage import cp_gather_transient_bytes
+
+    ref = load_config(synthetic_run(SYNTHETIC_DENSE_MODEL, profile="sapp-nd",
+                                    parallel={"tp": 1, "pp": 1, "dp": 2, "ep": 1, "cp": 4, "cp_comm_type": "allgather"},
+                                    train={"seq_length": 512, "micro_batch_size": 1, "num_micro_batches": 2}))
+    gather = _run("allgather")
+    assert cp_gather_transient_bytes(ref, stage_layouts(ref)[0]) == 0
+    assert cp_gather_transient_bytes(gather, stage_layouts(gather)[0]) == 4 * 512 * 32 * 2
