@@ -146,6 +146,9 @@ def _parallel(out: Imported, file: str, doc: dict[str, Any], world: int | None) 
         raise bad(file, "parallelism.fsdp_reshard_after_forward", f"{reshard!r}: must be default, always or never")
     if RESHARD[reshard] is not None:
         out.put("parallel.fsdp_reshard_after_forward", RESHARD[reshard], "parallelism.fsdp_reshard_after_forward")
+    if tp > 1 and as_bool(file, "parallelism.disable_loss_parallel", par.get("disable_loss_parallel", False)):
+        raise bad(file, "parallelism.disable_loss_parallel", "true gathers the whole vocabulary's logits on every TP "
+                  "rank before the loss; ndval models the vocabulary-parallel loss (torchtitan's default, false)")
     if pp > 1:
         schedule = str(par.get("pipeline_parallel_schedule", "1F1B"))
         if schedule not in PP_SCHEDULES:
@@ -261,7 +264,7 @@ _READ = {
                     "data_parallel_shard_degree", "data_parallel_replicate_degree", "enable_async_tensor_parallel",
                     "fsdp_reshard_after_forward", "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
                     "expert_parallel_degree", "expert_tensor_parallel_degree", "pipeline_parallel_split_points",
-                    "pipeline_parallel_layers_per_stage", "module_fqns_per_model_part"),
+                    "pipeline_parallel_layers_per_stage", "module_fqns_per_model_part", "disable_loss_parallel"),
     "activation_checkpoint": ("mode", "selective_ac_option"),
     "float8": ("enable_float8_linear", "enable_fsdp_float8_all_gather", "recipe_name", "filter_fqns"),
     "quantize.linear.float8": ("enable_fsdp_float8_all_gather", "recipe_name", "filter_fqns"),

@@ -310,6 +310,8 @@ def test_torchtitan_2025_batch_float8_pipeline_and_reshard(tmp_path: Path) -> No
     ("[activation_checkpoint]\nmode = 'memory_budget'\n", "activation_checkpoint.mode", "memory_budget"),
     ("[training]\nlocal_batch_size = 3\nglobal_batch_size = 32\n", "training.global_batch_size", "multiple"),
     ("[parallelism]\nexpert_parallel_degree = 2\n", "parallelism.expert_parallel_degree", "dense"),
+    ("[parallelism]\ntensor_parallel_degree = 2\ndisable_loss_parallel = true\n", "parallelism.disable_loss_parallel",
+     "vocabulary-parallel"),
     ("[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = 'ZBVZeroBubble'\n",
      "parallelism.pipeline_parallel_schedule", "not modelled"),
     ("converters = ['float8']\n[quantize.linear.float8]\nrecipe_name = 'rowwise_with_gw_hp'\n",
