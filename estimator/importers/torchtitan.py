@@ -92,8 +92,8 @@ def _model(out: Imported, file: str, model: dict[str, Any]) -> None:
         raise bad(file, "model.norm_type", f"{norm!r} is not modelled for llama3 (rmsnorm, fused_rmsnorm)")
 
 
-def _degree(file: str, section: dict[str, Any], key: str, where: str) -> int:
-    return as_int(file, f"{where}.{key}", section.get(key, 1))
+def _degree(file: str, doc: dict[str, Any], key: str) -> int:
+    return as_int(file, _at(doc, key), _par(doc).get(key, 1))
 
 
 def _section(doc: dict[str, Any], dotted: str) -> dict[str, Any]:
@@ -109,29 +109,37 @@ def _par(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc.get("experimental", {}), **doc.get("training", {}), **doc.get("parallelism", {})}
 
 
+def _at(doc: dict[str, Any], key: str) -> str:
+    """``section.key`` where the file holds ``key`` (``[parallelism]``, else ``[training]`` or ``[experimental]`` of
+    the 2024 schema), for errors that name the key where it stands; ``parallelism.key`` when absent."""
+    section = next((name for name in ("parallelism", "training", "experimental") if key in doc.get(name, {})),
+                   "parallelism")
+    return f"{section}.{key}"
+
+
 def _parallel(out: Imported, file: str, doc: dict[str, Any], world: int | None) -> int:
     """The degrees; returns the data-parallel degree (replicate × shard)."""
     par = _par(doc)
-    tp = _degree(file, par, "tensor_parallel_degree", "parallelism")
-    cp = _degree(file, par, "context_parallel_degree", "parallelism")
-    pp = _degree(file, par, "pipeline_parallel_degree", "parallelism")
-    replicate = _degree(file, par, "data_parallel_replicate_degree", "parallelism")
+    tp = _degree(file, doc, "tensor_parallel_degree")
+    cp = _degree(file, doc, "context_parallel_degree")
+    pp = _degree(file, doc, "pipeline_parallel_degree")
+    replicate = _degree(file, doc, "data_parallel_replicate_degree")
     if replicate != 1:
-        raise bad(file, "parallelism.data_parallel_replicate_degree", "HSDP (replicate > 1) is not modelled: must be 1")
+        raise bad(file, _at(doc, "data_parallel_replicate_degree"), "HSDP (replicate > 1) is not modelled: must be 1")
     for key in ("expert_parallel_degree", "expert_tensor_parallel_degree"):
-        if _degree(file, par, key, "parallelism") != 1:
-            raise bad(file, f"parallelism.{key}", "must be 1: the torchtitan flavours ndval reads are dense llama3")
-    shard = as_int(file, "parallelism.data_parallel_shard_degree", par.get("data_parallel_shard_degree", -1),
-                   minimum=-1)
+        if _degree(file, doc, key) != 1:
+            raise bad(file, _at(doc, key), "must be 1: the torchtitan flavours ndval reads are dense llama3")
+    shard_key = _at(doc, "data_parallel_shard_degree")
+    shard = as_int(file, shard_key, par.get("data_parallel_shard_degree", -1), minimum=-1)
     if shard == -1:
         if world is None:
-            raise bad(file, "parallelism.data_parallel_shard_degree", "-1 (the rest of the GPUs) needs the world "
+            raise bad(file, shard_key, "-1 (the rest of the GPUs) needs the world "
                       "size: pass it (ndval import --world-size N)")
         if world % (tp * cp * pp):
             raise bad(file, "world size", f"{world} GPUs is not a multiple of tp·cp·pp = {tp * cp * pp}")
         shard = world // (tp * cp * pp)
     elif shard == 0:
-        raise bad(file, "parallelism.data_parallel_shard_degree", "must be -1 or ≥ 1")
+        raise bad(file, shard_key, "must be -1 or ≥ 1")
     for field, value, key in (("tp", tp, "tensor_parallel_degree"), ("pp", pp, "pipeline_parallel_degree"),
                               ("cp", cp, "context_parallel_degree"), ("dp", shard, "data_parallel_shard_degree")):
         out.put(f"parallel.{field}", value, key)
@@ -139,7 +147,7 @@ def _parallel(out: Imported, file: str, doc: dict[str, Any], world: int | None) 
     if tp > 1:
         out.put("parallel.sequence_parallel", True, TITAN_SP)
     if "enable_async_tensor_parallel" in par:
-        out.put("parallel.enable_async_tensor_parallel", as_bool(file, "parallelism.enable_async_tensor_parallel",
+        out.put("parallel.enable_async_tensor_parallel", as_bool(file, _at(doc, "enable_async_tensor_parallel"),
                 par["enable_async_tensor_parallel"]), "enable_async_tensor_parallel")
     reshard = str(par.get("fsdp_reshard_after_forward", "default"))
     if reshard not in RESHARD:
@@ -171,13 +179,15 @@ def _batch(out: Imported, file: str, doc: dict[str, Any], dp: int) -> None:
     local = as_int(file, f"training.{key}", training.get(key, 8))
     accum = 1
     glob = as_int(file, "training.global_batch_size", training.get("global_batch_size", -1), minimum=-1)
-    if glob not in (-1, 0):
+    if glob == 0:
+        raise bad(file, "training.global_batch_size", "must be -1 (local_batch_size × DP) or a multiple of it")
+    if glob != -1:
         if glob % (local * dp):
             raise bad(file, "training.global_batch_size", f"{glob} must be a multiple of local_batch_size × DP = "
                       f"{local} × {dp}")
         accum = glob // (local * dp)
     micro, chunks = local, 1
-    if as_int(file, "parallelism.pipeline_parallel_degree", par.get("pipeline_parallel_degree", 1)) > 1:
+    if _degree(file, doc, "pipeline_parallel_degree") > 1:
         micro = as_int(file, "parallelism.pipeline_parallel_microbatch_size",
                        par.get("pipeline_parallel_microbatch_size", 1))
         if local % micro:
