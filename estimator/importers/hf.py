@@ -6,7 +6,9 @@ is read and its encoder reported as not modelled; known families the estimator d
 reason (:data:`estimator.importers.hf_keys.REFUSED_TYPES`). Every key of the file is mapped, ignored with a reason
 (:data:`IGNORED`), or reported as a warning. The reader and the fields the families share are
 :mod:`estimator.importers.hf_reader`; the families with Mamba-2 mixers (``nemotron_h``, ``mamba2``) are
-:mod:`estimator.importers.hf_mamba`.
+:mod:`estimator.importers.hf_mamba`; those that are Llama's layers with one named difference (GLM-4, OLMo, Granite,
+SmolLM3, Seed-OSS, MiMo, dots.llm1, EXAONE 4, the Qwen2-VL and Ministral 3 text towers) are
+:mod:`estimator.importers.hf_llama_like`.
 """
 
 from __future__ import annotations
