@@ -49,7 +49,10 @@ So those all-gathers move ``q`` bytes per element instead of ``B`` (:func:`tp_ga
 :func:`quantized_tp_gathers`): a dense layer's two
 (into ``qkv`` and ``fc1``), a MoE layer's attention block only (the MoE block's all-gather is the
 token dispatcher's, in the compute dtype); MLA attention gathers before its unfused down-projections
-(not counted). Reduce-scatters carry the GEMMs' high-precision outputs (unchanged).
+(not counted). Reduce-scatters carry the GEMMs' high-precision outputs (unchanged). torchao's tensorwise Float8
+under torchtitan's TP plan does the same (:data:`_QUANTIZED_TP_GATHER`: the attention and feed-forward inputs cast
+to float8 before their all-gathers, the output gradients before the backward ones); its rowwise recipe gathers in
+high precision.
 """
 
 from __future__ import annotations
@@ -68,6 +71,12 @@ if TYPE_CHECKING:
 
 #: weight-cast share per framework: TE casts once per step (1/micro-batches), torchao every forward
 _CASTS_ONCE_PER_STEP = frozenset({"delayed", "tensorwise", "blockwise", "mxfp8", "nvfp4"})
+#: recipes whose sequence-parallel all-gathers run quantized: TE's (see the module docstring) and torchao's tensorwise
+#: Float8 under torchtitan's TP plan (``Float8ColwiseParallel`` / ``PrepareFloat8ModuleInput`` cast the input to
+#: float8 before its all-gather, ``Float8RowwiseParallel`` casts the output gradient before the backward all-gather;
+#: pytorch/torchtitan ``docs/float8.md``: "float8 all-gather ... for TP (by default for Float8Linear)"; rowwise keeps
+#: high-precision TP, torchtitan ``parallelize.py`` ``enable_float8_tensorwise_tp``)
+_QUANTIZED_TP_GATHER = _CASTS_ONCE_PER_STEP | {"torchao_tensorwise"}
 #: GEMMs whose input a TE LayerNormLinear (norm + linear in one module) produces (see the module docstring)
 NORM_FUSED_GEMMS = frozenset({"qkv", "mlp_fc1"})
 #: TE's fused norm per recipe (normalization.cpp): "quantized" = FULLY_FUSED, "amax" = FUSED_NORM_AMAX_*
@@ -250,10 +259,11 @@ def frozen_ops(ops: list[Op], gemms: frozenset[str], rank: int, b: int) -> list[
 
 
 def tp_gather_share(cfg: EstimatorConfig, b: int) -> float | None:
-    """``q / B`` of a TE recipe's quantized sequence-parallel all-gather (row-wise data + scales), or None
-    (no TE recipe, ``options.quantized_tp_gather`` off, no sequence parallelism)."""
+    """``q / B`` of a recipe's quantized sequence-parallel all-gather (row-wise data + scales; TE's recipes and
+    torchao's tensorwise Float8, :data:`_QUANTIZED_TP_GATHER`), or None (another recipe,
+    ``options.quantized_tp_gather`` off, no sequence parallelism)."""
     low = lowp_of(cfg, cfg.num_micro_batches)
-    if low is None or not cfg.options.quantized_tp_gather or low.recipe.name not in _CASTS_ONCE_PER_STEP:
+    if low is None or not cfg.options.quantized_tp_gather or low.recipe.name not in _QUANTIZED_TP_GATHER:
         return None
     return low.recipe.stored_bytes / b
 

@@ -121,14 +121,17 @@ def test_quantized_tp_gathers_by_hand() -> None:
 
 
 def test_tp_gather_share_per_recipe_and_switch() -> None:
-    """MXFP8 row-wise data + scales: (1 + 1/32) / 2 = 0.515625; NVFP4 (0.5 + 1/16) / 2 = 0.28125; torchao, BF16 and
-    the switch off: None."""
+    """MXFP8 row-wise data + scales: (1 + 1/32) / 2 = 0.515625; NVFP4 (0.5 + 1/16) / 2 = 0.28125; torchao's tensorwise
+    Float8 (torchtitan's Float8ColwiseParallel / Float8RowwiseParallel gather float8): 1 / 2; torchao rowwise (high-
+    precision TP in torchtitan), BF16 and the switch off: None."""
     mx = _cfg("hardware.preset=b200", "precision.linear_recipe=mxfp8")
     assert lowp.tp_gather_share(mx, 2) == 0.515625
     assert lowp.tp_gather_share(_cfg("hardware.preset=b200", "precision.linear_recipe=nvfp4"), 2) == 0.28125
     assert lowp.tp_gather_share(_cfg("hardware.preset=b200", "precision.linear_recipe=mxfp8",
                                      "options.quantized_tp_gather=false"), 2) is None
-    assert lowp.tp_gather_share(_cfg("profile=fsdp2", "precision.fp8_linear=true"), 2) is None
+    assert lowp.tp_gather_share(_cfg("profile=fsdp2", "precision.fp8_linear=true"), 2) == 0.5
+    assert lowp.tp_gather_share(_cfg("profile=fsdp2", "precision.fp8_linear=true",
+                                     "precision.linear_recipe=torchao_rowwise"), 2) is None
     assert lowp.tp_gather_share(_cfg("hardware.preset=b200"), 2) is None
 
 

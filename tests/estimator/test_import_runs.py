@@ -354,3 +354,20 @@ def test_torchtitan_errors_name_the_key_where_the_file_holds_it(tmp_path: Path) 
     with pytest.raises(ConfigError) as info:
         import_torchtitan(_toml(tmp_path, "[training]\nglobal_batch_size = 0\n"), world_size=8)
     assert info.value.field == "training.global_batch_size"
+
+
+def test_torchtitan_float8_tensorwise_tp_gathers_float8() -> None:
+    """The 70B preset at TP 8 with the float8 converter: tensorwise Float8 halves the TP all-gathers' bytes
+    (torchtitan's Float8ColwiseParallel / Float8RowwiseParallel), rowwise keeps them high-precision; the switch
+    ``options.quantized_tp_gather`` off restores the BF16 bytes."""
+    import estimator
+
+    run = import_torchtitan(DATA / "torchtitan" / "llama3_70b_2025.toml", world_size=64, hardware="h100-80g")
+    fp8 = ["precision.fp8_linear=true"]
+
+    def mp(*extra: str) -> float:
+        return estimator.estimate_perf(load_config(run.data, [*fp8, *extra])).perf_parts["MP_COMM"]
+
+    tensorwise, rowwise = mp(), mp("precision.linear_recipe=torchao_rowwise")
+    assert 0 < tensorwise < rowwise
+    assert mp("options.quantized_tp_gather=false") > tensorwise
