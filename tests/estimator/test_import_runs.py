@@ -371,3 +371,15 @@ def test_torchtitan_float8_tensorwise_tp_gathers_float8() -> None:
     tensorwise, rowwise = mp(), mp("precision.linear_recipe=torchao_rowwise")
     assert 0 < tensorwise < rowwise
     assert mp("options.quantized_tp_gather=false") > tensorwise
+
+
+def test_torchtitan_new_converter_name_keeps_bf16_tp_gathers(tmp_path: Path) -> None:
+    """At 238fa9953e torchtitan enables its float8 TP plan on `"float8" in model.converters`: the older converter
+    name gathers float8, the 2025 name 'quantize.linear.float8' alone gathers bf16 (the Float8Linear GEMMs stay FP8)."""
+    def imported(name: str) -> dict[str, Any]:
+        text = f"converters = ['{name}']\n[parallelism]\ntensor_parallel_degree = 2\n"
+        return import_torchtitan(_toml(tmp_path, text), world_size=8).data
+
+    assert "quantized_tp_gather" not in imported("float8").get("options", {})
+    new = imported("quantize.linear.float8")
+    assert new["options"]["quantized_tp_gather"] is False and new["precision"]["fp8_linear"] is True
