@@ -6,7 +6,8 @@ before the Python config registry (pytorch/torchtitan@238fa9953e ``torchtitan/co
 ``[training] local_batch_size, global_batch_size, dtype``, ``[parallelism]`` degrees with
 ``fsdp_reshard_after_forward``, ``pipeline_parallel_schedule``, ``pipeline_parallel_microbatch_size`` and the expert
 degrees, ``[compile] enable``, ``[model] converters`` with ``[quantize.linear.float8]``). Read: ``[model] name,
-flavor`` (dimensions from the flavour table torchtitan ships, :data:`FLAVORS`), the batch (a ``global_batch_size``
+flavor`` (dimensions from the flavour tables torchtitan ships: llama3 :data:`FLAVORS`, dense qwen3
+:data:`QWEN3_FLAVORS`), the batch (a ``global_batch_size``
 above local × DP is gradient accumulation: more micro-batches), the degrees, ``[activation_checkpoint] mode,
 selective_ac_option``, the Float8 linear settings (``enable_fsdp_float8_all_gather``, ``recipe_name``). Every
 other key is ignored with a reason, refused with the rule (a setting that changes memory or time and is not
@@ -31,6 +32,17 @@ FLAVORS: dict[tuple[str, str], tuple[int, int, int, int, float, int]] = {
     ("llama3", "405B"): (16384, 126, 128, 8, 1.2, 4096),
 }
 LLAMA3_VOCAB = 128256
+#: torchtitan's dense Qwen3 flavours: pytorch/torchtitan@238fa9953e torchtitan/models/qwen3/__init__.py
+#: ``qwen3_args`` (dim, n_layers, n_heads, n_kv_heads, head_dim, hidden_dim, weight tying); vocab 151936, q/k norms
+QWEN3_FLAVORS: dict[str, tuple[int, int, int, int, int, int, bool]] = {
+    "0.6B": (1024, 28, 16, 8, 128, 3072, True),
+    "1.7B": (2048, 28, 16, 8, 128, 6144, True),
+    "4B": (2560, 36, 32, 8, 128, 9728, True),
+    "8B": (4096, 36, 32, 8, 128, 12288, False),
+    "14B": (5120, 40, 40, 8, 128, 17408, False),
+    "32B": (5120, 64, 64, 8, 128, 25600, False),
+}
+QWEN3_VOCAB = 151936
 #: sections whose keys never change memory or time (logging, checkpointing, data, optimizer schedule)
 IGNORED_SECTIONS = ("job", "profiling", "metrics", "checkpoint", "optimizer", "comm", "memory_estimation",
                     "lr_scheduler", "validation", "fault_tolerance")
@@ -43,7 +55,7 @@ FLOAT8_RECIPES = {"tensorwise": "torchao_tensorwise", "rowwise": "torchao_rowwis
 #: torchtitan's tensor-parallel plan shards the norms and the blocks' outputs by sequence whenever TP > 1
 TITAN_SP = ("torchtitan apply_tp: SequenceParallel on attention_norm / ffn_norm / norm, attention.wo and "
             "feed_forward.w2 output Shard(1) (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py; "
-            "the same plan at 238fa9953e torchtitan/models/llama3/infra/parallelize.py)")
+            "the same plan at 238fa9953e torchtitan/models/llama3/infra/parallelize.py and models/qwen3/infra/parallelize.py)")
 #: torchtitan ``model.converters`` that make the block linears Float8 (2025 name; the earlier ``float8``)
 FLOAT8_CONVERTERS = ("float8", "quantize.linear.float8")
 #: ``parallelism.fsdp_reshard_after_forward`` -> parallel.fsdp_reshard_after_forward (default: torchtitan's choice)
@@ -75,21 +87,30 @@ def _read(path: Path) -> dict[str, Any]:
 
 def _model(out: Imported, file: str, model: dict[str, Any]) -> None:
     name, flavor = str(model.get("name", "llama3")), str(model.get("flavor", ""))
-    if (name, flavor) not in FLAVORS:
-        known = ", ".join(f"{n} {f}" for n, f in FLAVORS)
-        raise bad(file, "model.flavor", f"unknown model {name!r} flavour {flavor!r}; known: {known}")
-    dim, layers, heads, kv, mult, multiple = FLAVORS[(name, flavor)]
-    src = f"[model] {name} {flavor}: torchtitan@9dec370 llama3_configs"
+    if name == "qwen3" and flavor in QWEN3_FLAVORS:
+        dim, layers, heads, kv, head_dim, ffn, tied = QWEN3_FLAVORS[flavor]
+        src = f"[model] qwen3 {flavor}: torchtitan@238fa9953e qwen3_args"
+        vocab: int = QWEN3_VOCAB
+    elif (name, flavor) in FLAVORS:
+        dim, layers, heads, kv, mult, multiple = FLAVORS[(name, flavor)]
+        head_dim, ffn, tied, vocab = dim // heads, llama_ffn(dim, mult, multiple), False, LLAMA3_VOCAB
+        src = f"[model] {name} {flavor}: torchtitan@9dec370 llama3_configs"
+    else:
+        known = ", ".join([*(f"{n} {f}" for n, f in FLAVORS), *(f"qwen3 {f}" for f in QWEN3_FLAVORS)])
+        rule = (" (torchtitan's MoE flavours need its expert-parallel mesh, not modelled)"
+                if name in ("qwen3", "deepseek_v3", "llama4", "gpt_oss") else "")
+        raise bad(file, "model.flavor", f"unknown model {name!r} flavour {flavor!r}{rule}; known: {known}")
     for field, value in (("name", f"{name}-{flavor.lower()}"), ("num_layers", layers), ("hidden_size", dim),
-                         ("num_attention_heads", heads), ("num_kv_heads", kv), ("head_dim", dim // heads),
-                         ("attention", "gqa"),
-                         ("ffn_hidden_size", llama_ffn(dim, mult, multiple)), ("vocab_size", LLAMA3_VOCAB),
-                         ("tied_embeddings", False), ("activation", "swiglu"), ("norm", "rmsnorm"),
+                         ("num_attention_heads", heads), ("num_kv_heads", kv), ("head_dim", head_dim),
+                         ("attention", "gqa"), ("ffn_hidden_size", ffn), ("vocab_size", vocab),
+                         ("tied_embeddings", tied), ("activation", "swiglu"), ("norm", "rmsnorm"),
                          ("position_embedding", "rope")):
         out.put(f"model.{field}", value, src)
+    if name == "qwen3":
+        out.put("model.qk_norm", True, src + " (qk_norm=True)")
     norm = model.get("norm_type", "rmsnorm")
     if norm not in ("rmsnorm", "fused_rmsnorm"):
-        raise bad(file, "model.norm_type", f"{norm!r} is not modelled for llama3 (rmsnorm, fused_rmsnorm)")
+        raise bad(file, "model.norm_type", f"{norm!r} is not modelled for {name} (rmsnorm, fused_rmsnorm)")
 
 
 def _degree(file: str, doc: dict[str, Any], key: str) -> int:
@@ -128,7 +149,7 @@ def _parallel(out: Imported, file: str, doc: dict[str, Any], world: int | None) 
         raise bad(file, _at(doc, "data_parallel_replicate_degree"), "HSDP (replicate > 1) is not modelled: must be 1")
     for key in ("expert_parallel_degree", "expert_tensor_parallel_degree"):
         if _degree(file, doc, key) != 1:
-            raise bad(file, _at(doc, key), "must be 1: the torchtitan flavours ndval reads are dense llama3")
+            raise bad(file, _at(doc, key), "must be 1: the torchtitan flavours ndval reads are dense")
     shard_key = _at(doc, "data_parallel_shard_degree")
     shard = as_int(file, shard_key, par.get("data_parallel_shard_degree", -1), minimum=-1)
     if shard == -1:
@@ -206,8 +227,8 @@ def _float8(out: Imported, file: str, doc: dict[str, Any]) -> None:
     converters = {str(c) for c in doc.get("model", {}).get("converters", [])}
     for name in sorted(converters - set(FLOAT8_CONVERTERS)):
         rule = ("torchao MX linear layers are not modelled (Transformer Engine's MXFP8 is, for Megatron runs)"
-                if ".mx" in name or name == "mx" else "grouped-GEMM converters are for MoE models; the llama3 "
-                "flavours are dense" if "grouped_mm" in name else "this model converter is not modelled")
+                if ".mx" in name or name == "mx" else "grouped-GEMM converters are for MoE models; the flavours "
+                "ndval reads are dense" if "grouped_mm" in name else "this model converter is not modelled")
         raise bad(file, "model.converters", f"{name!r}: {rule}")
     legacy, settings = doc.get("float8", {}), {**doc.get("float8", {}), **_section(doc, "quantize.linear.float8")}
     where = "quantize.linear.float8" if _section(doc, "quantize.linear.float8") else "float8"

@@ -383,3 +383,25 @@ def test_torchtitan_new_converter_name_keeps_bf16_tp_gathers(tmp_path: Path) -> 
     assert "quantized_tp_gather" not in imported("float8").get("options", {})
     new = imported("quantize.linear.float8")
     assert new["options"]["quantized_tp_gather"] is False and new["precision"]["fp8_linear"] is True
+
+
+@pytest.mark.parametrize(("flavor", "published"), [("0.6B", 0.6e9), ("1.7B", 1.7e9), ("4B", 4.0e9), ("8B", 8.2e9),
+                                                   ("14B", 14.8e9), ("32B", 32.8e9)])
+def test_torchtitan_qwen3_dense_flavours_give_the_published_sizes(tmp_path: Path, flavor: str,
+                                                                   published: float) -> None:
+    """torchtitan's qwen3 flavours (torchtitan@238fa9953e qwen3_args) against the Qwen3 model cards' parameter counts
+    (0.6B, 1.7B, 4.0B, 8.2B, 14.8B, 32.8B; one decimal: within 2 %), q/k norms, tied below 8B; TP is sequence-
+    parallel as for llama3; a MoE flavour is refused naming the expert-parallel mesh."""
+    from estimator.inputs.params import param_counts
+
+    path = tmp_path / "train.toml"
+    path.write_text(f"[model]\nname = 'qwen3'\nflavor = '{flavor}'\n[parallelism]\ntensor_parallel_degree = 2\n",
+                    encoding="utf-8")
+    run = import_torchtitan(path, world_size=8, hardware="h100-80g")
+    cfg = load_config(run.data)
+    assert cfg.model.qk_norm and cfg.parallel.sequence_parallel
+    assert cfg.model.tied_embeddings == (flavor in ("0.6B", "1.7B", "4B"))
+    assert abs(param_counts(cfg.model).total / published - 1) <= 0.02
+    path.write_text("[model]\nname = 'qwen3'\nflavor = '30B-A3B'\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="expert-parallel mesh"):
+        import_torchtitan(path, world_size=8)
