@@ -187,18 +187,25 @@ def _ernie4_5_moe(r: Reader) -> None:
     r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
 
 
-def _gemma3(r: Reader) -> None:
-    """Gemma3TextConfig (Gemma 3's text tower, ``gemma3_text``; a ``gemma3`` wrapper's vision encoder is listed as
-    not modelled): GQA with ``head_dim``, q/k RMSNorm per head, sandwich norms (pre and post attention and
-    feed-forward), a tanh-GELU gated MLP (``hidden_act`` / ``hidden_activation`` ``gelu_pytorch_tanh``: GeGLU), tied
-    embeddings, ``sliding_window`` on every layer but each ``sliding_window_pattern``-th (or ``layer_types``) full;
-    logit soft-capping (Gemma 2's) is refused (transformers ``models/gemma3``)."""
+def _gemma(r: Reader) -> None:
+    """GemmaConfig (Gemma 1, 2B / 7B; also Gemma 3's base): MQA / MHA with ``head_dim``, a tanh-GELU gated MLP
+    (``hidden_activation`` / ``hidden_act`` ``gelu_pytorch_tanh`` or ``gelu``: GeGLU), tied embeddings; its RMSNorm
+    scales by 1 + w (the same weights) (transformers ``models/gemma``)."""
     common(r, tied_default=True, activation=False)
     dense_ffn(r)
     act = r.get("hidden_activation") or r.get("hidden_act", "gelu_pytorch_tanh")
     if act not in ("gelu_pytorch_tanh", "gelu"):
         raise bad(r.file, "hidden_activation", f"{act!r}: Gemma's gated MLP is modelled with tanh-GELU")
     r.out.put("model.activation", "geglu", f"hidden_activation {act!r} with gate/up/down: GeGLU")
+
+
+def _gemma3(r: Reader) -> None:
+    """Gemma3TextConfig (Gemma 3's text tower, ``gemma3_text``; a ``gemma3`` wrapper's vision encoder is listed as
+    not modelled): GQA with ``head_dim``, q/k RMSNorm per head, sandwich norms (pre and post attention and
+    feed-forward), a tanh-GELU gated MLP (``hidden_act`` / ``hidden_activation`` ``gelu_pytorch_tanh``: GeGLU), tied
+    embeddings, ``sliding_window`` on every layer but each ``sliding_window_pattern``-th (or ``layer_types``) full;
+    logit soft-capping (Gemma 2's) is refused (transformers ``models/gemma3``)."""
+    _gemma(r)
     for key in ("attn_logit_softcapping", "final_logit_softcapping"):
         if r.get(key) is not None:
             raise bad(r.file, key, "logit soft-capping is not modelled")
@@ -341,6 +348,8 @@ FAMILIES: dict[str, tuple[str, Callable[[Reader], None]]] = {
     "nemotron": ("Nemotron-4 / Minitron (squared-ReLU MLP, LayerNorm1P)", _nemotron),
     **dict.fromkeys(("bailing_moe", "bailing_moe_v2"), ("Ling / Ring (BailingMoe: routed + shared experts, leading "
                                                         "dense layers, q/k norms, MTP)", _bailing_moe)),
+    "gemma": ("Gemma 1 (GeGLU, tied, head_dim 256)", _gemma),
+    "starcoder2": ("StarCoder2 (GELU MLP, LayerNorm, biases, sliding window)", like.starcoder2),
     **dict.fromkeys(("gemma3_text", "gemma3"), ("Gemma 3 text tower (sandwich norms, GeGLU, 5:1 local / global)",
                                                _gemma3)),
     "ernie4_5_moe": ("ERNIE-4.5 MoE (routed + shared experts, leading dense layers)", _ernie4_5_moe),

@@ -51,6 +51,10 @@ REFUSED_TYPES: dict[str, str] = {
                     "attention layers are not modelled"),
     "minimax_m3": "MiniMax-M3's vision encoder and lightning-indexer sparse attention are not modelled",
     "kimi_linear": "Kimi Linear's KDA linear-attention layers are not modelled",
+    "nemotron-nas": "DeciLM / Llama-Nemotron's per-layer block configs (attention skipped or linear, FFN width per "
+                    "layer, found by NAS) are not modelled",
+    **dict.fromkeys(("cohere", "cohere2", "phi", "gpt_neox", "falcon"), "parallel attention and MLP blocks on one "
+                    "residual (the block's saved activations and fused schedule) are not modelled"),
     "mamba": "Mamba-1's selective-scan mixer (per-channel state, dt projection of time_step_rank) is not modelled; "
              "Mamba-2 (model_type mamba2) is",
     **dict.fromkeys(HYBRID_TYPES, "hybrid Mamba / attention stacks other than Nemotron-H (and pure Mamba-2): their layer layout and "

@@ -1,14 +1,14 @@
 """Hugging Face families that are Llama's decoder (:func:`estimator.importers.hf_reader.llama`) or DeepSeek's MoE
 keys with one named difference each: GLM-4 (sandwich norms), OLMo 2 / 3 (q/k norms, output norms, windows), Granite
 (μP multipliers; MoE, shared expert), SmolLM3 (NoPE layers), Seed-OSS, MiMo (MTP layers), dots.llm1 (q/k norms on
-DeepSeek's MoE), EXAONE 4.0 (q/k norms, post-LN, local / global layers) and the Qwen2-VL / Qwen2.5-VL and
-Ministral 3 text towers. The keys are transformers' ``configuration_<family>.py``
-names; each mapper's docstring names what it reads beyond Llama's.
+DeepSeek's MoE), EXAONE 4.0 (q/k norms, post-LN, local / global layers), the Qwen2-VL / Qwen2.5-VL and Ministral 3
+text towers, and StarCoder2 (Llama's shapes with a GELU MLP and LayerNorm). The keys are transformers'
+``configuration_<family>.py`` names; each mapper's docstring names what it reads beyond Llama's.
 """
 
 from __future__ import annotations
 
-from estimator.importers.common import as_int, bad
+from estimator.importers.common import as_bool, as_int, bad
 from estimator.importers.hf_reader import Reader, common, deepseek_moe, dense_ffn, layer_types, llama
 
 
@@ -132,3 +132,23 @@ def exaone4(r: Reader) -> None:
         r.out.put("model.sliding_window", as_int(r.file, "sliding_window", r.get("sliding_window")), "sliding_window")
         r.out.put("model.global_attention_every", every, f"sliding_window_pattern {pattern!r}: every {every}-th layer "
                   "full")
+
+
+def starcoder2(r: Reader) -> None:
+    """Starcoder2Config (StarCoder2 3B / 7B / 15B): GQA, a non-gated tanh-GELU MLP (``c_fc`` / ``c_proj``,
+    ``hidden_act`` ``gelu_pytorch_tanh``), LayerNorm with weight and bias (``norm_epsilon``), ``sliding_window`` on
+    every layer; the linear biases (``use_bias``) are reported, not counted (transformers ``models/starcoder2``)."""
+    common(r, tied_default=True, activation=False)
+    dense_ffn(r)
+    act = r.get("hidden_act", "gelu_pytorch_tanh")
+    if act not in ("gelu_pytorch_tanh", "gelu"):
+        raise bad(r.file, "hidden_act", f"{act!r}: StarCoder2's MLP is modelled with GELU")
+    r.out.put("model.activation", "gelu", f"hidden_act {act!r} with c_fc / c_proj (no gate)")
+    r.out.put("model.norm", "layernorm", "Starcoder2's nn.LayerNorm (weight and bias; norm_epsilon)")
+    window = r.get("sliding_window")
+    if window is not None:
+        r.out.put("model.sliding_window", as_int(r.file, "sliding_window", window), "sliding_window (every layer)")
+    if as_bool(r.file, "use_bias", r.get("use_bias", True)):
+        r.out.not_modelled["use_bias"] = "the linear layers' biases are not counted (each under 0.1 % of its layer)"
+    for key in ("norm_epsilon", "residual_dropout", "embedding_dropout"):
+        r.get(key)

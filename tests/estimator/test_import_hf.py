@@ -227,7 +227,8 @@ def test_qwen2_moe_maps_the_shared_expert(tmp_path: Path) -> None:
                                               ("deepseek_v4", "hyper-connections"), ("glm_moe_dsa", "DSA"),
                                               ("minimax", "lightning"), ("minimax_m3", "vision encoder"),
                                               ("kimi_linear", "linear-attention"), ("mamba", "Mamba-1"),
-                                              ("jamba", "hybrid Mamba")])
+                                              ("jamba", "hybrid Mamba"), ("nemotron-nas", "per-layer block"),
+                                              ("cohere2", "parallel attention")])
 def test_newer_architectures_are_refused_with_the_reason(tmp_path: Path, model_type: str, words: str) -> None:
     path = _write(tmp_path, {"model_type": model_type, "hidden_size": 1024, "num_hidden_layers": 4})
     with pytest.raises(ConfigError) as err:
@@ -478,6 +479,20 @@ LLAMA_LIKE = {
     "exaone4-32b": ({"model_type": "exaone4", **_llama_keys(5120, 27392, 64, 40, 8, 102400, False, head_dim=128,
                                                             sliding_window=4096, sliding_window_pattern="LLLG")},
                     32.0e9, 0.005),
+    # Gemma 1 2B / 7B (Gemma report, arXiv 2403.08295 Table 2: 2.51B / 8.54B parameters with embeddings)
+    "gemma-2b": ({"model_type": "gemma", "hidden_size": 2048, "intermediate_size": 16384, "num_hidden_layers": 18,
+                  "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 256000,
+                  "hidden_act": "gelu", "hidden_activation": None}, 2.51e9, 0.005),
+    "gemma-7b": ({"model_type": "gemma", "hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28,
+                  "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000,
+                  "hidden_act": "gelu", "hidden_activation": None}, 8.54e9, 0.005),
+    # StarCoder2 3B / 7B (bigcode model cards: 3.03B / 7.17B; StarCoder2 report arXiv 2402.19173 Table 8 dims)
+    "starcoder2-3b": ({"model_type": "starcoder2", **_llama_keys(3072, 12288, 30, 24, 2, 49152, True,
+                                                                 hidden_act="gelu_pytorch_tanh", sliding_window=4096,
+                                                                 use_bias=True, norm_epsilon=1e-5)}, 3.03e9, 0.005),
+    "starcoder2-7b": ({"model_type": "starcoder2", **_llama_keys(4608, 18432, 32, 36, 4, 49152, True,
+                                                                 hidden_act="gelu_pytorch_tanh", sliding_window=4096,
+                                                                 use_bias=True, norm_epsilon=1e-5)}, 7.17e9, 0.005),
     # Qwen2.5-VL-7B's text tower = Qwen2.5-7B (Qwen2.5 report, arXiv 2412.15115 Table 1: 7.61B)
     "qwen2.5-vl-7b": ({"model_type": "qwen2_5_vl", **_llama_keys(3584, 18944, 28, 28, 4, 152064, False),
                        "vision_config": {"depth": 32}, "image_token_id": 151655}, 7.61e9, 0.005),
@@ -508,6 +523,11 @@ def test_llama_like_features_are_mapped(tmp_path: Path) -> None:
     assert (shared.num_shared_experts, shared.shared_expert_ffn_hidden_size) == (1, 1024)
     vl = import_hf_config(_write(tmp_path, LLAMA_LIKE["qwen2.5-vl-7b"][0]))
     assert "vision_config" in vl.not_modelled
+    coder, _, _ = _params(tmp_path, LLAMA_LIKE["starcoder2-7b"][0])
+    assert (coder.activation, coder.norm, coder.sliding_window, coder.tied_embeddings) == ("gelu", "layernorm", 4096,
+                                                                                         True)
+    gemma, _, _ = _params(tmp_path, LLAMA_LIKE["gemma-2b"][0])
+    assert (gemma.activation, gemma.num_kv_heads, gemma.head_size, gemma.tied_embeddings) == ("geglu", 1, 256, True)
     mimo, _, _ = _params(tmp_path, {"model_type": "mimo", **_llama_keys(4096, 11008, 36, 32, 8, 151680, False,
                                                                         num_nextn_predict_layers=1)})
     assert mimo.mtp_layers == 1
