@@ -340,20 +340,17 @@ def test_torchtitan_tp_is_sequence_parallel_in_the_importer_and_for_measured_row
     assert config_from_measured_row(row, row_rules=False)["parallel"].get("sequence_parallel") is False
 
 
-def test_torchtitan_errors_name_the_key_where_the_file_holds_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("text", "key"), [
+    ("[training]\ndata_parallel_replicate_degree = 2\n", "training.data_parallel_replicate_degree"),
+    ("[experimental]\npipeline_parallel_degree = 0\n", "experimental.pipeline_parallel_degree"),
+    ("[parallelism]\ndata_parallel_replicate_degree = 2\n", "parallelism.data_parallel_replicate_degree"),
+    ("[training]\nglobal_batch_size = 0\n", "training.global_batch_size"),
+])
+def test_torchtitan_errors_name_the_key_where_the_file_holds_it(tmp_path: Path, text: str, key: str) -> None:
     """A 2024 file keeps the degrees under [training] / [experimental]; the error names that table."""
     with pytest.raises(ConfigError) as info:
-        import_torchtitan(_toml(tmp_path, "[training]\ndata_parallel_replicate_degree = 2\n"), world_size=8)
-    assert info.value.field == "training.data_parallel_replicate_degree"
-    with pytest.raises(ConfigError) as info:
-        import_torchtitan(_toml(tmp_path, "[experimental]\npipeline_parallel_degree = 0\n"), world_size=8)
-    assert info.value.field == "experimental.pipeline_parallel_degree"
-    with pytest.raises(ConfigError) as info:
-        import_torchtitan(_toml(tmp_path, "[parallelism]\ndata_parallel_replicate_degree = 2\n"), world_size=8)
-    assert info.value.field == "parallelism.data_parallel_replicate_degree"
-    with pytest.raises(ConfigError) as info:
-        import_torchtitan(_toml(tmp_path, "[training]\nglobal_batch_size = 0\n"), world_size=8)
-    assert info.value.field == "training.global_batch_size"
+        import_torchtitan(_toml(tmp_path, text), world_size=8)
+    assert info.value.field == key
 
 
 def test_torchtitan_float8_tensorwise_tp_gathers_float8() -> None:
