@@ -17,7 +17,13 @@ from typing import Any
 from estimator.experiments.measured import megatron_padded_vocab
 from estimator.importers.common import Imported, as_bool, as_int, bad
 from estimator.importers.megatron_args import read_arguments
-from estimator.importers.megatron_flags import IGNORED_PREFIXES, NOT_MODELLED, RECOMPUTE_MODULE_NAMES, REFUSED
+from estimator.importers.megatron_flags import (
+    IGNORED_PREFIXES,
+    NOT_MODELLED,
+    READ_WITH,
+    RECOMPUTE_MODULE_NAMES,
+    REFUSED,
+)
 from estimator.importers.megatron_recipe import (
     cuda_graph,
     linear_recipe,
@@ -194,7 +200,7 @@ def _activation_and_norm(a: _Args) -> None:
     if norm not in ("layernorm", "rmsnorm"):
         raise bad(a.file, "--normalization", f"{norm!r} is not modelled (LayerNorm, RMSNorm)")
     a.out.put("model.norm", norm, "--normalization" if a.has("--normalization") else "Megatron default LayerNorm")
-    pos = a.text("--position-embedding-type", "learned_absolute")
+    pos = "none" if a.flag("--no-position-embedding") else a.text("--position-embedding-type", "learned_absolute")
     if pos not in ("learned_absolute", "rope", "none"):
         raise bad(a.file, "--position-embedding-type", f"{pos!r} is not modelled (learned_absolute, rope, none)")
     a.out.put("model.position_embedding", {"rope": "rope", "none": "none"}.get(pos or "", "learned"),
@@ -355,7 +361,8 @@ def _layout_stages(layout: str) -> int:
 
 
 def _recompute_and_precision(a: _Args) -> None:
-    mode = a.text("--recompute-granularity", "none") or "none"
+    # --recompute-activations: Megatron's alias of selective (arguments.py validate_args sets the granularity)
+    mode = a.text("--recompute-granularity", "selective" if a.flag("--recompute-activations") else "none") or "none"
     if mode not in ("none", "selective", "full"):
         raise bad(a.file, "--recompute-granularity", f"{mode!r}: must be selective or full")
     a.out.put("recompute.mode", mode, "--recompute-granularity")
@@ -468,6 +475,8 @@ def _classify_rest(a: _Args) -> None:
             continue
         if flag in NOT_MODELLED:
             a.out.not_modelled[flag] = NOT_MODELLED[flag]
+        elif flag in READ_WITH:
+            a.out.ignored[flag] = f"Megatron reads it with {READ_WITH[flag]} only: no effect here"
         elif flag.startswith(IGNORED_PREFIXES):
             a.out.ignored[flag] = "logging, data, checkpointing, optimizer schedule or numerics: no effect on memory/time"
         else:

@@ -70,15 +70,19 @@ def linear_recipe(a: _Args) -> None:
 
 
 def cuda_graph(a: _Args) -> None:
-    """``--cuda-graph-impl local|transformer_engine`` (+ ``--cuda-graph-scope``), ``--enable-cuda-graph``,
-    ``--external-cuda-graph`` -> ``train.cuda_graph``."""
+    """``--cuda-graph-impl local|transformer_engine|full_iteration`` (+ ``--cuda-graph-modules``, before it the
+    deprecated ``--cuda-graph-scope``), ``--enable-cuda-graph``, ``--external-cuda-graph`` -> ``train.cuda_graph``:
+    ``full_iteration`` as the impl (NVIDIA/Megatron-LM@d98e8a64dd ``arguments.py``: "--cuda-graph-modules must be
+    empty when --cuda-graph-impl=full_iteration") or as a scope (older releases, migrated by Megatron-Core's
+    ``get_deprecated_cuda_graph_modules_migration``); per-layer graphs otherwise, of whichever modules are named."""
     impl = a.text("--cuda-graph-impl", "none") or "none"
     legacy = a.flag("--enable-cuda-graph") or a.flag("--external-cuda-graph")
     if impl == "none" and not legacy:
         return
-    scope = a.text("--cuda-graph-scope", "") or ""
-    mode = "full_iteration" if "full_iteration" in re.findall(r"[a-z_]+", scope) else "layers"
-    a.out.put("train.cuda_graph", mode, "--cuda-graph-impl / --cuda-graph-scope / --enable-cuda-graph")
+    scope = " ".join(a.text(flag, "") or "" for flag in ("--cuda-graph-scope", "--cuda-graph-modules"))
+    full = impl == "full_iteration" or "full_iteration" in re.findall(r"[a-z_]+", scope)
+    a.out.put("train.cuda_graph", "full_iteration" if full else "layers",
+              "--cuda-graph-impl / --cuda-graph-modules (--cuda-graph-scope) / --enable-cuda-graph")
 
 
 def moe_dispatcher(a: _Args, moe: bool) -> None:

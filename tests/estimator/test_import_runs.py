@@ -402,3 +402,27 @@ def test_torchtitan_qwen3_dense_flavours_give_the_published_sizes(tmp_path: Path
     path.write_text("[model]\nname = 'qwen3'\nflavor = '30B-A3B'\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="expert-parallel mesh"):
         import_torchtitan(path, world_size=8)
+
+
+def test_megatron_flags_of_the_current_release_are_read_ignored_or_named(tmp_path: Path) -> None:
+    """Flags of Megatron-LM@d98e8a64dd arguments.py: --recompute-activations is selective recompute,
+    --no-position-embedding none, --cuda-graph-impl full_iteration a whole-iteration graph; --checkpoint-activations
+    is refused (Megatron exits on it); inference / RL flags are ignored, a flag read only with another says so, and
+    flags that change memory or time without a model are named; none is an unknown flag."""
+    base = ("--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --vocab-size 1000 "
+            "--micro-batch-size 1 --global-batch-size 8 ")
+    path = tmp_path / "args.txt"
+    path.write_text(base + "--recompute-activations --no-position-embedding --cuda-graph-impl full_iteration "
+                    "--inference-max-requests 8 --rl-use-sequence-packing --fp8-param-gather "
+                    "--num-distributed-optimizer-instances 2 --muon-num-ns-steps 6", encoding="utf-8")
+    run = import_megatron(path, world_size=8)
+    assert not run.warnings, run.warnings
+    data = run.data
+    assert (data["recompute"]["mode"], data["model"]["position_embedding"], data["train"]["cuda_graph"]) == (
+        "selective", "none", "full_iteration")
+    assert "--inference-max-requests" in run.ignored and "--fp8-format" in run.ignored["--fp8-param-gather"]
+    assert {"--num-distributed-optimizer-instances", "--muon-num-ns-steps"} <= set(run.not_modelled)
+    path.write_text(base + "--checkpoint-activations", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        import_megatron(path, world_size=8)
+    assert info.value.field == "--checkpoint-activations" and "--recompute-activations" in info.value.rule
