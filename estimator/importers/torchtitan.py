@@ -239,8 +239,7 @@ def _float8(out: Imported, file: str, doc: dict[str, Any]) -> None:
         if recipe not in FLOAT8_RECIPES:
             raise bad(file, f"{where}.recipe_name", f"{recipe!r} is not modelled ({', '.join(FLOAT8_RECIPES)})")
         out.put("precision.linear_recipe", FLOAT8_RECIPES[recipe], "float8.recipe_name (torchao Float8LinearConfig)")
-    tp = as_int(file, _at(doc, "tensor_parallel_degree"), _par(doc).get("tensor_parallel_degree", 1))
-    if fp8 and tp > 1 and "float8" not in converters and converters:
+    if fp8 and _degree(file, doc, "tensor_parallel_degree") > 1 and "float8" not in converters and converters:
         out.put("options.quantized_tp_gather", False, "model.converters names only 'quantize.linear.float8': "
                 "torchtitan's parallelize_llama tests `\"float8\" in model.converters` for its float8 TP plan "
                 "(pytorch/torchtitan@238fa9953e torchtitan/models/llama3/infra/parallelize.py), so TP gathers in bf16")
