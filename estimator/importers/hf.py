@@ -23,23 +23,24 @@ from estimator.importers.hf_keys import IGNORED, REFUSED_TYPES
 from estimator.importers.hf_mamba import mamba2, nemotron_h
 from estimator.importers.hf_reader import (
     Reader,
+    biases,
     common,
     deepseek_moe,
     dense_ffn,
     full_every,
     layer_types,
     llama,
+    mixtral_experts,
     read_json,
     routed_and_shared,
     squared_relu,
+    window_pattern,
 )
 
 
 def _mixtral(r: Reader) -> None:
     llama(r)
-    r.put("num_experts", "num_local_experts")
-    r.put("moe_topk", "num_experts_per_tok")
-    r.put("moe_ffn_hidden_size", "intermediate_size")
+    mixtral_experts(r)
 
 
 def _qwen3(r: Reader) -> None:
@@ -163,8 +164,7 @@ def _ernie4_5(r: Reader) -> None:
     ``use_bias`` true adds linear biases, which are not modelled (transformers ``models/ernie4_5``)."""
     common(r, tied_default=True)
     dense_ffn(r)
-    if as_bool(r.file, "use_bias", r.get("use_bias", False)):
-        r.out.not_modelled["use_bias"] = "the linear layers' biases are not counted (each under 0.1 % of its layer)"
+    biases(r, "use_bias")
 
 
 def _ernie4_5_moe(r: Reader) -> None:
@@ -213,13 +213,7 @@ def _gemma3(r: Reader) -> None:
     r.out.put("model.post_norms", True, "Gemma3DecoderLayer's post_attention_layernorm / post_feedforward_layernorm")
     if as_bool(r.file, "use_bidirectional_attention", r.get("use_bidirectional_attention", False)):
         raise bad(r.file, "use_bidirectional_attention", "bidirectional (encoder) attention is not modelled")
-    every = r.get("sliding_window_pattern")
-    if r.get("layer_types"):
-        layer_types(r)
-    elif every is not None and r.get("sliding_window") is not None:
-        r.out.put("model.sliding_window", as_int(r.file, "sliding_window", r.get("sliding_window")), "sliding_window")
-        r.out.put("model.global_attention_every", as_int(r.file, "sliding_window_pattern", every),
-                  "sliding_window_pattern: every n-th layer full")
+    window_pattern(r)
     r.get("query_pre_attn_scalar")
     r.get("rope_local_base_freq")
 
@@ -261,19 +255,13 @@ def _bailing_moe(r: Reader) -> None:
     (``use_bias``, ``use_qkv_bias``) are reported, ``norm_head`` normalises the output weight (no parameter)."""
     common(r, tied_default=False)
     dense_ffn(r)
-    routed_and_shared(r, "num_experts", "num_experts_per_tok", "num_shared_experts", "BailingMoeSparseMoeBlock")
-    shared_width = r.get("moe_shared_expert_intermediate_size")
-    shared = r.out.data["model"].get("num_shared_experts", 0)
-    if shared_width is not None and shared:
-        r.out.put("model.shared_expert_ffn_hidden_size", shared * as_int(r.file, "moe_shared_expert_intermediate_size",
-                  shared_width), "num_shared_experts × moe_shared_expert_intermediate_size (one shared MLP)")
+    routed_and_shared(r, "num_experts", "num_experts_per_tok", "num_shared_experts", "BailingMoeSparseMoeBlock",
+                      width_key="moe_shared_expert_intermediate_size")
     r.put("num_dense_layers", "first_k_dense_replace", default=0, minimum=0)
     if as_bool(r.file, "use_qk_norm", r.get("use_qk_norm", False)):
         r.out.put("model.qk_norm", True, "use_qk_norm: the attention's query / key RMSNorm of head_dim")
     r.put("mtp_layers", "num_nextn_predict_layers", default=0, minimum=0)
-    for key in ("use_bias", "use_qkv_bias"):
-        if as_bool(r.file, key, r.get(key, False)):
-            r.out.not_modelled[key] = "the linear layers' biases are not counted (each under 0.1 % of its layer)"
+    biases(r, "use_bias", "use_qkv_bias")
     for key in ("norm_head", "norm_softmax", "use_rmsnorm", "score_function", "router_dtype",
                 "moe_router_enable_expert_bias", "embedding_dropout", "output_dropout"):
         r.get(key)
@@ -289,9 +277,7 @@ def _minimax_m2(r: Reader) -> None:
     published 230B total excludes them and Bridge maps none."""
     common(r, tied_default=False)
     dense_ffn(r)
-    r.put("num_experts", "num_local_experts")
-    r.put("moe_topk", "num_experts_per_tok")
-    r.put("moe_ffn_hidden_size", "intermediate_size")
+    mixtral_experts(r)
     kinds = r.get("attn_type_list") or []
     if any(k != 1 for k in kinds):
         raise bad(r.file, "attn_type_list", "layers of type 0 (MiniMax-Text-01's lightning attention) are not "
@@ -316,9 +302,7 @@ def _gpt_oss(r: Reader) -> None:
     r.out.put("model.activation", "quick_geglu", "model_type gpt_oss: GptOssExperts' clamped GLU "
               "gate·σ(1.702·gate)·(up + 1), swiglu_limit; hidden_act 'silu' is not used by the experts")
     r.out.put("model.attention_sinks", True, "model_type gpt_oss: GptOssAttention.sinks (one logit per head)")
-    r.put("num_experts", "num_local_experts")
-    r.put("moe_topk", "num_experts_per_tok")
-    r.put("moe_ffn_hidden_size", "intermediate_size")
+    mixtral_experts(r)
     layer_types(r)
 
 

@@ -8,8 +8,19 @@ text towers, and StarCoder2 (Llama's shapes with a GELU MLP and LayerNorm). The 
 
 from __future__ import annotations
 
-from estimator.importers.common import as_bool, as_int, bad
-from estimator.importers.hf_reader import Reader, common, deepseek_moe, dense_ffn, layer_types, llama
+from estimator.importers.common import bad
+from estimator.importers.hf_reader import (
+    Reader,
+    biases,
+    common,
+    deepseek_moe,
+    dense_ffn,
+    layer_types,
+    llama,
+    mixtral_experts,
+    sliding,
+    window_pattern,
+)
 
 
 def glm(r: Reader) -> None:
@@ -51,9 +62,7 @@ def granite_moe(r: Reader) -> None:
     ``shared_intermediate_size`` one shared expert of that width (transformers ``models/granitemoe``,
     ``models/granitemoeshared``)."""
     llama(r)
-    r.put("num_experts", "num_local_experts")
-    r.put("moe_topk", "num_experts_per_tok")
-    r.put("moe_ffn_hidden_size", "intermediate_size")
+    mixtral_experts(r)
     shared = r.get("shared_intermediate_size")
     if shared:
         r.out.put("model.num_shared_experts", 1, "GraniteMoeSharedMoE: one shared MLP")
@@ -90,10 +99,9 @@ def dots1(r: Reader) -> None:
     dense_ffn(r)
     r.out.put("model.qk_norm", True, "Dots1Attention's q_norm / k_norm (RMSNorm of head_dim)")
     deepseek_moe(r)
-    layers = as_int(r.file, "num_hidden_layers", r.get("num_hidden_layers"))
     if r.get("sliding_window") is not None and r.get("use_sliding_window", False):
-        raise bad(r.file, "use_sliding_window", f"a window on {r.get('max_window_layers')} of {layers} layers is "
-                  "not modelled")
+        raise bad(r.file, "use_sliding_window", f"a window on {r.get('max_window_layers')} of "
+                  f"{r.get('num_hidden_layers')} layers is not modelled")
     r.get("max_window_layers")
 
 
@@ -120,18 +128,7 @@ def exaone4(r: Reader) -> None:
     common(r, tied_default=False)
     dense_ffn(r)
     r.out.put("model.qk_norm", True, "Exaone4Attention's q_norm / k_norm (RMSNorm of head_dim)")
-    pattern = r.get("sliding_window_pattern")
-    if r.get("layer_types"):
-        layer_types(r)
-    elif pattern is not None and r.get("sliding_window") is not None:
-        every = len(pattern) if isinstance(pattern, str) and pattern == "L" * (len(pattern) - 1) + "G" else None
-        every = as_int(r.file, "sliding_window_pattern", pattern) if not isinstance(pattern, str) else every
-        if every is None:
-            raise bad(r.file, "sliding_window_pattern", f"{pattern!r}: only local layers then one global ('LLLG') "
-                      "is modelled")
-        r.out.put("model.sliding_window", as_int(r.file, "sliding_window", r.get("sliding_window")), "sliding_window")
-        r.out.put("model.global_attention_every", every, f"sliding_window_pattern {pattern!r}: every {every}-th layer "
-                  "full")
+    window_pattern(r)
 
 
 def starcoder2(r: Reader) -> None:
@@ -145,10 +142,7 @@ def starcoder2(r: Reader) -> None:
         raise bad(r.file, "hidden_act", f"{act!r}: StarCoder2's MLP is modelled with GELU")
     r.out.put("model.activation", "gelu", f"hidden_act {act!r} with c_fc / c_proj (no gate)")
     r.out.put("model.norm", "layernorm", "Starcoder2's nn.LayerNorm (weight and bias; norm_epsilon)")
-    window = r.get("sliding_window")
-    if window is not None:
-        r.out.put("model.sliding_window", as_int(r.file, "sliding_window", window), "sliding_window (every layer)")
-    if as_bool(r.file, "use_bias", r.get("use_bias", True)):
-        r.out.not_modelled["use_bias"] = "the linear layers' biases are not counted (each under 0.1 % of its layer)"
+    sliding(r)  # (on every layer: StarCoder2 has no use_sliding_window)
+    biases(r, "use_bias", default=True)
     for key in ("norm_epsilon", "residual_dropout", "embedding_dropout"):
         r.get(key)

@@ -6,7 +6,7 @@ every layer one Mamba-2 mixer). Both read the mixer's dimensions with :func:`mam
 from __future__ import annotations
 
 from estimator.importers.common import as_bool, as_int, bad
-from estimator.importers.hf_reader import Reader, common, dense_ffn, squared_relu
+from estimator.importers.hf_reader import Reader, common, dense_ffn, squared_relu, tied_embeddings
 
 #: the estimator's Mamba-2 fields and, per family, the key and the family's default (None: required)
 _NEMOTRON_H_KEYS = (("mamba_num_heads", "mamba_num_heads", None), ("mamba_head_dim", "mamba_head_dim", None),
@@ -65,9 +65,7 @@ def mamba2(r: Reader) -> None:
     layers = r.put("num_layers", "num_hidden_layers", default=64)
     hidden = r.put("hidden_size", "hidden_size", default=4096)
     r.put("vocab_size", "vocab_size", default=32768)
-    tied = r.get("tie_word_embeddings")
-    r.out.put("model.tied_embeddings", False if tied is None else as_bool(r.file, "tie_word_embeddings", tied),
-              "tie_word_embeddings" if tied is not None else "tie_word_embeddings absent: Mamba2Config's default false")
+    tied_embeddings(r, False)  # (Mamba2Config's default)
     heads, head_dim = mamba_dims(r, _MAMBA2_KEYS)
     expand = as_int(r.file, "expand", r.get("expand", 2))
     if heads * head_dim != expand * hidden:

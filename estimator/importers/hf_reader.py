@@ -70,13 +70,26 @@ def common(r: Reader, *, tied_default: bool, activation: bool = True) -> None:
     if head_dim is not None and as_int(r.file, "head_dim", head_dim) != h // a:
         r.out.put("model.head_dim", as_int(r.file, "head_dim", head_dim), "head_dim")
     r.put("vocab_size", "vocab_size")
-    tied = r.get("tie_word_embeddings")
-    r.out.put("model.tied_embeddings", tied_default if tied is None else as_bool(r.file, "tie_word_embeddings", tied),
-              "tie_word_embeddings" if tied is not None else f"tie_word_embeddings absent: the family's default {tied_default}")
+    tied_embeddings(r, tied_default)
     if activation:  # (Gemma reads its own)
         gated_silu(r)
     r.out.put("model.norm", "rmsnorm", "the family's RMSNorm (rms_norm_eps)")
     r.out.put("model.position_embedding", "rope", "the family's rotary embeddings (rope_theta)")
+
+
+def tied_embeddings(r: Reader, default: bool) -> None:
+    """``tie_word_embeddings``, or the family's ``default`` when the file leaves it out."""
+    tied = r.get("tie_word_embeddings")
+    r.out.put("model.tied_embeddings", default if tied is None else as_bool(r.file, "tie_word_embeddings", tied),
+              "tie_word_embeddings" if tied is not None else f"tie_word_embeddings absent: the family's default {default}")
+
+
+def biases(r: Reader, *keys: str, default: bool = False) -> None:
+    """Report each of ``keys`` (``use_bias``, ``use_qkv_bias``: linear biases) that is true as not modelled: the
+    estimator counts no biases."""
+    for key in keys:
+        if as_bool(r.file, key, r.get(key, default)):
+            r.out.not_modelled[key] = "the linear layers' biases are not counted (each under 0.1 % of its layer)"
 
 
 def gated_silu(r: Reader) -> None:
@@ -98,15 +111,27 @@ def dense_ffn(r: Reader) -> None:
     r.put("ffn_hidden_size", "intermediate_size")
 
 
-def routed_and_shared(r: Reader, experts: str, topk: str, shared_key: str, block: str) -> None:
-    """Routed experts of ``moe_intermediate_size`` and ``shared_key`` shared ones, one MLP of n × that width
-    (``block``: the family's MoE block that builds it)."""
+def mixtral_experts(r: Reader) -> None:
+    """Mixtral's expert keys: ``num_local_experts`` routed experts of ``intermediate_size``, top
+    ``num_experts_per_tok``."""
+    r.put("num_experts", "num_local_experts")
+    r.put("moe_topk", "num_experts_per_tok")
+    r.put("moe_ffn_hidden_size", "intermediate_size")
+
+
+def routed_and_shared(r: Reader, experts: str, topk: str, shared_key: str, block: str,
+                      width_key: str | None = None) -> None:
+    """Routed experts of ``moe_intermediate_size`` and ``shared_key`` shared ones, one MLP of n × that width, or of
+    n × ``width_key`` when the file gives that key (``block``: the family's MoE block that builds it)."""
     r.put("num_experts", experts)
     r.put("moe_topk", topk)
     inter = r.put("moe_ffn_hidden_size", "moe_intermediate_size")
     shared = r.put("num_shared_experts", shared_key, default=0, minimum=0)
+    width, name = inter, "moe_intermediate_size"
+    if width_key is not None and r.get(width_key) is not None:
+        width, name = as_int(r.file, width_key, r.get(width_key)), width_key
     if shared:
-        r.out.put("model.shared_expert_ffn_hidden_size", shared * inter, f"{shared_key} × moe_intermediate_size "
+        r.out.put("model.shared_expert_ffn_hidden_size", shared * width, f"{shared_key} × {name} "
                   f"({block}: one shared MLP of that width)")
 
 
@@ -163,3 +188,24 @@ def layer_types(r: Reader) -> None:
                   "full, the others sliding)")
     if every:
         r.out.put("model.global_attention_every", every, f"layer_types: full_attention on every layer i with (i + 1) % {every} == 0, sliding_attention elsewhere")
+
+
+def window_pattern(r: Reader) -> None:
+    """Local / global attention layers: ``layer_types`` (:func:`layer_types`), or ``sliding_window`` on every layer but
+    each ``sliding_window_pattern``-th, the pattern an integer n (Gemma 3) or n − 1 local layers then a global one
+    as letters (EXAONE 4.0: ``"LLLG"``)."""
+    pattern = r.get("sliding_window_pattern")
+    if r.get("layer_types"):
+        layer_types(r)
+        return
+    if pattern is None or r.get("sliding_window") is None:
+        return
+    if isinstance(pattern, str) and not pattern.isdigit():
+        if pattern != "L" * (len(pattern) - 1) + "G":
+            raise bad(r.file, "sliding_window_pattern", f"{pattern!r}: only local layers then one global ('LLLG') "
+                      "is modelled")
+        every = len(pattern)
+    else:
+        every = as_int(r.file, "sliding_window_pattern", pattern)
+    r.out.put("model.sliding_window", as_int(r.file, "sliding_window", r.get("sliding_window")), "sliding_window")
+    r.out.put("model.global_attention_every", every, f"sliding_window_pattern {pattern!r}: every n-th layer full")
