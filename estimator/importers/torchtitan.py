@@ -138,8 +138,8 @@ def _at(doc: dict[str, Any], key: str) -> str:
     return f"{section}.{key}"
 
 
-def _parallel(out: Imported, file: str, doc: dict[str, Any], world: int | None) -> int:
-    """The degrees; returns the data-parallel degree (replicate × shard)."""
+def _parallel(out: Imported, file: str, doc: dict[str, Any], world: int | None) -> tuple[int, int]:
+    """The degrees; returns the data-parallel degree (replicate × shard) and the pipeline degree."""
     par = _par(doc)
     tp = _degree(file, doc, "tensor_parallel_degree")
     cp = _degree(file, doc, "context_parallel_degree")
@@ -188,10 +188,10 @@ def _parallel(out: Imported, file: str, doc: dict[str, Any], world: int | None) 
                     "module_fqns_per_model_part"):
             if par.get(key):
                 out.not_modelled[f"parallelism.{key}"] = "ndval splits the layers evenly over the stages"
-    return shard
+    return shard, pp
 
 
-def _batch(out: Imported, file: str, doc: dict[str, Any], dp: int) -> None:
+def _batch(out: Imported, file: str, doc: dict[str, Any], dp: int, pp: int) -> None:
     """Micro-batch size and count: ``local_batch_size`` (2024: ``batch_size``) per rank, in PP micro-batches of
     ``pipeline_parallel_microbatch_size``, times the gradient-accumulation steps ``global_batch_size / (local ×
     DP)`` (torchtitan ``train.py``; ``global_batch_size`` -1 = local × DP, no accumulation)."""
@@ -208,7 +208,7 @@ def _batch(out: Imported, file: str, doc: dict[str, Any], dp: int) -> None:
                       f"{local} × {dp}")
         accum = glob // (local * dp)
     micro, chunks = local, 1
-    if _degree(file, doc, "pipeline_parallel_degree") > 1:
+    if pp > 1:
         micro = as_int(file, "parallelism.pipeline_parallel_microbatch_size",
                        par.get("pipeline_parallel_microbatch_size", 1))
         if local % micro:
@@ -230,8 +230,8 @@ def _float8(out: Imported, file: str, doc: dict[str, Any]) -> None:
                 if ".mx" in name or name == "mx" else "grouped-GEMM converters are for MoE models; the flavours "
                 "ndval reads are dense" if "grouped_mm" in name else "this model converter is not modelled")
         raise bad(file, "model.converters", f"{name!r}: {rule}")
-    legacy, settings = doc.get("float8", {}), {**doc.get("float8", {}), **_section(doc, "quantize.linear.float8")}
-    where = "quantize.linear.float8" if _section(doc, "quantize.linear.float8") else "float8"
+    legacy, table = doc.get("float8", {}), _section(doc, "quantize.linear.float8")
+    settings, where = {**legacy, **table}, "quantize.linear.float8" if table else "float8"
     fp8 = bool(converters) or as_bool(file, "float8.enable_float8_linear", legacy.get("enable_float8_linear", False))
     out.put("precision.fp8_linear", fp8, "model.converters / float8.enable_float8_linear")
     recipe = settings.get("recipe_name")
@@ -311,12 +311,9 @@ _IGNORED_KEYS = {
     "model.print_after_conversion": "logging",
     "compile.components": "which modules torch.compile compiles (the estimate's torch_compile switch is per run)",
     "compile.backend": "torch.compile's backend",
-    "float8.precompute_float8_dynamic_scale_for_fsdp": "one all-reduce of amaxes per step instead of one per "
-                                                       "parameter: under 0.1 % of a step",
-    "quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp": "one all-reduce of amaxes per step instead "
-                                                                       "of one per parameter: under 0.1 % of a step",
-    "quantize.linear.float8.emulate": "test-only emulation",
-    "float8.emulate": "test-only emulation",
+    **{f"{table}.precompute_float8_dynamic_scale_for_fsdp": "one all-reduce of amaxes per step instead of one per "
+       "parameter: under 0.1 % of a step" for table in ("float8", "quantize.linear.float8")},
+    **{f"{table}.emulate": "test-only emulation" for table in ("float8", "quantize.linear.float8")},
     "training.gc_debug": "Python GC debugging",
 }
 
@@ -360,8 +357,7 @@ def import_torchtitan(path: str | Path, *, world_size: int | None = None, hardwa
     out.put("profile", "fsdp2", "torchtitan trains with FSDP2")
     _model(out, file, doc.get("model", {}))
     _train(out, file, doc)
-    dp = _parallel(out, file, doc, world_size)
-    _batch(out, file, doc, dp)
+    _batch(out, file, doc, *_parallel(out, file, doc, world_size))
     if hardware is not None:
         out.put("hardware", hardware, "given hardware")
     _classify(out, doc)
