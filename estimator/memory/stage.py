@@ -184,9 +184,8 @@ def head_dynamic_bytes(cfg: EstimatorConfig, mu: int) -> tuple[float, float]:
 
 
 def backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode) -> float:
-    """The stage's backward overhead: :func:`_backward_overhead_bytes` with the config's prices (:func:`_prices`)
-    plus all-gather CP's transient K / V (:func:`cp_gather_transient_bytes`)."""
-    return _backward_overhead_bytes(cfg, layout, mode, _prices(cfg)) + cp_gather_transient_bytes(cfg, layout)
+    """:func:`_backward_overhead_bytes` with the config's prices (:func:`_prices`)."""
+    return _backward_overhead_bytes(cfg, layout, mode, _prices(cfg))
 
 
 def cp_gather_transient_bytes(cfg: EstimatorConfig, layout: StageLayout) -> float:
@@ -201,6 +200,13 @@ def cp_gather_transient_bytes(cfg: EstimatorConfig, layout: StageLayout) -> floa
 
 def _backward_overhead_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
                              memo: dict[Any, Any]) -> float:
+    """The stage's backward overhead: one extra micro-batch of its last node (:func:`_last_node_bytes`) plus
+    all-gather CP's transient K / V (:func:`cp_gather_transient_bytes`). ``memo``: :func:`_prices`."""
+    return _last_node_bytes(cfg, layout, mode, memo) + cp_gather_transient_bytes(cfg, layout)
+
+
+def _last_node_bytes(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
+                     memo: dict[Any, Any]) -> float:
     """One extra micro-batch of the stage's last node at the end of warm-up (reference §2.8).
 
     The last node of the last chunk is evaluated at μ = 1 without recompute (a fully recomputed
@@ -383,7 +389,7 @@ def _stage_fixed(cfg: EstimatorConfig, layout: StageLayout, mode: RecomputeMode,
     persistent = {k: v / BYTES_PER_MIB for k, v in framework.persistent_bytes(cfg, layout).items()}
     return StageFixed(
         groups=tuple(classes), static=static, totals=totals, mtp_embedding=mtp_embedding,
-        backward=_backward_overhead_bytes(cfg, layout, mode, memo) + cp_gather_transient_bytes(cfg, layout),
+        backward=_backward_overhead_bytes(cfg, layout, mode, memo),
         grads_mb=(totals.grads if fsdp2.grads_live(cfg) else 0.0) / BYTES_PER_MIB,
         other_mb=fsdp2.unsharded_live_bytes(cfg, layout) / BYTES_PER_MIB + sum(persistent.values()),
         persistent=persistent,

@@ -171,10 +171,9 @@ def estimate_perf(cfg: EstimatorConfig) -> PerfReport:
     warnings = []
     if time_mode and not o.convert_ep_comm_to_time and any(any_true(s.ep_comm) for s in stages):
         warnings.append("EP_COMM left in bytes (convert_ep_comm_to_time: false): TOTAL mixes bytes and seconds")
-    priced = any(any_true(s.offload_hidden) or any_true(s.offload_exposed) for s in stages)
-    if cfg.train.cpu_offloading_num_layers and not priced:
+    if cfg.train.cpu_offloading_num_layers and (reason := offload.unpriced_reason(cfg)) is not None:
         warnings.append(f"train.cpu_offloading_num_layers {cfg.train.cpu_offloading_num_layers}: the activation copies "
-                        f"to and from host memory are not priced (memory only): {offload.unpriced_reason(cfg) or 'the copies take no time'}")
+                        f"to and from host memory are not priced (memory only): {reason}")
     if note := moe_tp_without_sp(cfg):
         warnings.append(note)
     tokens = m * cfg.train.micro_batch_size * cfg.train.seq_length * p.dp
