@@ -69,6 +69,10 @@ class OptionsConfig(StrictSection):
         description="torch.compile of each block (torchtitan); no memory effect modelled: no published source "
                     "states one (estimator.memory.fsdp2.TORCH_COMPILE_MEMORY)",
     )
+    eager_kernels: bool = Field(
+        default=True,
+        description="price train.eager_ops' norms, RoPE and SwiGLU as their PyTorch eager decompositions "
+                    "(estimator.perf.eager); off: one fused kernel each (the model before it)")
     expandable_segments: bool = Field(
         default=False, description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: no idle-block reserve terms")
     low_precision_gemms: bool = Field(

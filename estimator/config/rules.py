@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from estimator.config.eager_rules import eager_rules
 from estimator.config.errors import ConfigError
 from estimator.config.mixer_rules import mixer_rules
 from estimator.config.rule import Cfg, Rule
@@ -347,6 +348,7 @@ def _train_rules() -> list[Rule]:
                 | (c.model.linear_attention_freq is not None)),
              lambda c: "'op' (torchtitan's op-level policy) is modelled for dense MHA/GQA blocks only; "
              "a valid example: model llama3-8b with {mode: selective, selective_ac_option: op}", structural=True),
+        *eager_rules(),
         Rule("recompute.per_stage",
              lambda c: (c.recompute.per_stage is not None) and len(c.recompute.per_stage) != c.parallel.pp,
              lambda c: f"needs one entry per pipeline stage ({c.parallel.pp})", structural=True),

@@ -238,6 +238,12 @@ class TrainConfig(StrictSection):
     #: activations only): the first N layers move their saved activations to host memory after their forward
     #: and reload them for their backward (``estimator.memory.stage.offloaded_layers``; memory only)
     cpu_offloading_num_layers: int = Field(default=0, ge=0)
+    #: the blocks' element-wise ops as plain PyTorch eager kernels, one per ATen op (torchtitan's Llama 3 / Qwen3
+    #: blocks: complex RoPE, ``silu(w1 x) * w3 x``); ``options.torch_compile`` fuses them (``estimator.perf.eager``)
+    eager_ops: bool = False
+    #: with ``eager_ops``: RMSNorm as its ATen decomposition (torchtitan@9dec370 ``RMSNorm``: cast, pow, mean,
+    #: rsqrt, multiply, cast, weight); False: one fused norm kernel (torchtitan ``fused_rmsnorm``)
+    eager_rmsnorm: bool = False
 
 
 class ParallelConfig(StrictSection):

@@ -11,10 +11,14 @@ evidence for the replacement; :func:`apply_corrections` records each one in ``mo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from estimator.importers.torchtitan import TITAN_SP
+from estimator.importers.torchtitan import TITAN_EAGER, TITAN_SP
+
+#: the day torchtitan's blocks moved from its own RMSNorm to ``nn.RMSNorm`` (pytorch/torchtitan 3b39d7ab0, #985)
+TITAN_NATIVE_RMSNORM = "2025-03-19"
 
 _DSV3_ALT = "mbridge_perf_summary_blackwell__25.09_DeepSeekV3_tokendrop_DGX-GB200_alt32x32"
 
@@ -47,13 +51,26 @@ def apply_corrections(row: Mapping[str, str], config: dict[str, Any], *, enabled
 def framework_rules(row: Mapping[str, str], config: dict[str, Any], *, enabled: bool = True) -> None:
     """What a row's framework always does with its layout, where the row's cell says otherwise or nothing: a
     torchtitan run with TP > 1 is sequence-parallel (its TP plan shards the norms and the blocks' outputs by
-    sequence; :data:`estimator.importers.torchtitan.TITAN_SP`). Recorded in ``model.assumed``."""
+    sequence; :data:`estimator.importers.torchtitan.TITAN_SP`), and its blocks are PyTorch eager ops
+    (``train.eager_ops``, :data:`estimator.importers.torchtitan.TITAN_EAGER`), RMSNorm among them when the notes'
+    torchtitan commit predates :data:`TITAN_NATIVE_RMSNORM` (``train.eager_rmsnorm``). Recorded in
+    ``model.assumed``."""
     framework = (row.get("framework") or "").strip().lower()
-    if enabled and framework.startswith("torchtitan") and config["parallel"].get("tp", 1) > 1 \
-            and not config["parallel"].get("sequence_parallel"):
+    if not (enabled and framework.startswith("torchtitan")):
+        return
+    assumed = config["model"].setdefault("assumed", {})
+    if config["parallel"].get("tp", 1) > 1 and not config["parallel"].get("sequence_parallel"):
         config["parallel"]["sequence_parallel"] = True
-        config["model"].setdefault("assumed", {})["framework parallel.sequence_parallel"] = (
+        assumed["framework parallel.sequence_parallel"] = (
             f"the row states {row.get('sequence_parallel') or 'nothing'}; {TITAN_SP}")
+    train = config["train"]
+    train["eager_ops"], assumed["framework train.eager_ops"] = True, TITAN_EAGER
+    when = re.search(r"torchtitan [0-9a-f]{7,40} \((\d{4}-\d{2}-\d{2})\)", row.get("notes") or "")
+    if when and when.group(1) < TITAN_NATIVE_RMSNORM:
+        train["eager_rmsnorm"] = True
+        assumed["framework train.eager_rmsnorm"] = (
+            f"torchtitan of {when.group(1)}, before its native nn.RMSNorm ({TITAN_NATIVE_RMSNORM}): norms.py RMSNorm, "
+            "norm_type 'rmsnorm' in the shipped train configs (pytorch/torchtitan@9dec370)")
 
 
 def batch_section(ga: int | None, gbs: int | None, mbs: int | None, dp: int | None, step_measured: bool,

@@ -56,6 +56,11 @@ FLOAT8_RECIPES = {"tensorwise": "torchao_tensorwise", "rowwise": "torchao_rowwis
 TITAN_SP = ("torchtitan apply_tp: SequenceParallel on attention_norm / ffn_norm / norm, attention.wo and "
             "feed_forward.w2 output Shard(1) (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py; "
             "the same plan at 238fa9953e torchtitan/models/llama3/infra/parallelize.py and models/qwen3/infra/parallelize.py)")
+#: why torchtitan's blocks are PyTorch eager ops (estimator.perf.eager), and why the 2025 schema's norms are not
+TITAN_EAGER = ("torchtitan's Llama 3 / Qwen3 blocks are plain PyTorch modules: complex RoPE (apply_rotary_emb), "
+               "w2(F.silu(w1(x)) * w3(x)) (pytorch/torchtitan@9dec370 models/llama/model.py, the same at 238fa9953e); "
+               "fused by options.torch_compile. The 2025 schema's nn.RMSNorm (torchtitan 3b39d7ab0, 2025-03-19) is "
+               "priced as one kernel: PyTorch's fused rms_norm (pytorch/pytorch#153666)")
 #: torchtitan ``model.converters`` that make the block linears Float8 (2025 name; the earlier ``float8``)
 FLOAT8_CONVERTERS = ("float8", "quantize.linear.float8")
 #: ``parallelism.fsdp_reshard_after_forward`` -> parallel.fsdp_reshard_after_forward (default: torchtitan's choice)
@@ -85,7 +90,7 @@ def _read(path: Path) -> dict[str, Any]:
         raise bad(file, "<file>", str(exc)) from None
 
 
-def _model(out: Imported, file: str, model: dict[str, Any]) -> None:
+def _model(out: Imported, file: str, model: dict[str, Any], schema_2025: bool) -> None:
     name, flavor = str(model.get("name", "llama3")), str(model.get("flavor", ""))
     if name == "qwen3" and flavor in QWEN3_FLAVORS:
         dim, layers, heads, kv, head_dim, ffn, tied = QWEN3_FLAVORS[flavor]
@@ -111,6 +116,11 @@ def _model(out: Imported, file: str, model: dict[str, Any]) -> None:
     norm = model.get("norm_type", "rmsnorm")
     if norm not in ("rmsnorm", "fused_rmsnorm"):
         raise bad(file, "model.norm_type", f"{norm!r} is not modelled for {name} (rmsnorm, fused_rmsnorm)")
+    out.put("train.eager_ops", True, TITAN_EAGER)
+    if not schema_2025:
+        out.put("train.eager_rmsnorm", norm == "rmsnorm", f"model.norm_type {norm!r}: " + (
+            "torchtitan@9dec370 norms.py RMSNorm, its ATen ops one by one" if norm == "rmsnorm"
+            else "the Triton fused RMSNorm kernel"))
 
 
 def _degree(file: str, doc: dict[str, Any], key: str) -> int:
@@ -355,7 +365,7 @@ def import_torchtitan(path: str | Path, *, world_size: int | None = None, hardwa
     doc = _read(path)
     out = Imported(file=file)
     out.put("profile", "fsdp2", "torchtitan trains with FSDP2")
-    _model(out, file, doc.get("model", {}))
+    _model(out, file, doc.get("model", {}), "parallelism" in doc)
     _train(out, file, doc)
     _batch(out, file, doc, *_parallel(out, file, doc, world_size))
     if hardware is not None:

@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING
 
 from estimator.perf import gdn
 from estimator.perf.comm import cp_attention_steps
+from estimator.perf.eager import RMSNORM_KERNELS, ROPE_KERNELS, SWIGLU_KERNELS
 from estimator.perf.mamba import CONV_KERNELS, SSD_KERNELS, mamba_kernel_ops
 from estimator.perf.mixer_cp import MIXER_CP_CALLS
 from estimator.perf.operators import OUTPUT_GATE_KERNELS
@@ -90,6 +91,9 @@ OP_KERNELS: dict[str, tuple[int, int]] = {
     "GDN_RULE": gdn.RULE_KERNELS,  # the Gated DeltaNet chunked delta rule (estimator.perf.gdn)
     "GDN_CONV": gdn.CONV_KERNELS,  # its causal conv (flash-linear-attention's)
     "OUTPUT_GATE": OUTPUT_GATE_KERNELS,  # gated attention's sigmoid gate (estimator.perf.operators.output_gate_op)
+    "EAGER_RMSNORM": RMSNORM_KERNELS,  # PyTorch eager blocks (train.eager_ops, estimator.perf.eager): RMSNorm's ATen ops
+    "EAGER_ROPE": ROPE_KERNELS,  # complex RoPE on q or k
+    "EAGER_SWIGLU": SWIGLU_KERNELS,  # silu and the multiply
 }
 
 
@@ -131,6 +135,7 @@ class LayerShape:
     mixer: str = "attention"  # the layer's mixer (estimator.inputs.hybrid): attention, mamba, gdn or none
     output_gate: bool = False  # gated attention (attention_output_gate): the sigmoid gate's kernels
     mlp_block: bool = True  # the layer has an MLP block (dense or MoE)
+    eager: tuple[bool, bool] = (False, False)  # (pointwise ops, RMSNorm) as PyTorch eager kernels (estimator.perf.eager)
 
 
 def forward_kernels(ops: Counter[str]) -> float:
@@ -155,7 +160,7 @@ def layer_modules(shape: LayerShape) -> dict[str, Counter[str]]:
     """
     m: dict[str, Counter[str]] = {}
     blocks = (shape.mixer != "none") + shape.mlp_block
-    m["layernorm"] = Counter({"NORM": blocks})
+    m["layernorm"] = Counter({_norm(shape): blocks})
     if shape.post_norms:  # Gemma's sandwich norms, one after each block (no recompute module re-runs them)
         m["post_norm"] = Counter({"NORM": blocks})
     if shape.mixer == "mamba":
@@ -194,9 +199,9 @@ def _attention_modules(shape: LayerShape, m: dict[str, Counter[str]]) -> None:
         m["mla_up_proj"] = Counter({"GEMM": 2 if shape.q_compressed else 1})
     else:
         proj["GEMM"] += 1  # fused QKV
-        proj["NORM"] += 2 if shape.qk_norm else 0  # q_norm, k_norm (Qwen3 / Megatron --qk-layernorm)
+        proj[_norm(shape)] += 2 if shape.qk_norm else 0  # q_norm, k_norm (Qwen3 / Megatron --qk-layernorm)
     if shape.rope or shape.attention == "mla":
-        proj["POINTWISE"] += 2  # RoPE on q and k
+        proj["EAGER_ROPE" if shape.eager[0] else "POINTWISE"] += 2  # RoPE on q and k
     proj["OUTPUT_GATE"] += 1 if shape.output_gate and shape.attention != "mla" else 0
     proj["GEMM"] += 1  # output projection
     m["attn_proj"] = proj
@@ -219,7 +224,12 @@ def _mlp_modules(shape: LayerShape, m: dict[str, Counter[str]]) -> None:
         m["moe"] = moe
         m["moe_act"] = Counter({"POINTWISE": shape.local_experts})
     else:
-        m["mlp"] = Counter({"GEMM": 2, "POINTWISE": 1})
+        m["mlp"] = Counter({"GEMM": 2, "EAGER_SWIGLU" if shape.eager[0] else "POINTWISE": 1})
+
+
+def _norm(shape: LayerShape) -> str:
+    """The op kind of the layer's norms: ``NORM`` (fused), ``EAGER_RMSNORM`` in PyTorch eager blocks."""
+    return "EAGER_RMSNORM" if shape.eager[1] else "NORM"
 
 
 #: modules whose ops are already inside another module (views for selective recompute)
@@ -272,17 +282,17 @@ def embedding_pass_kernels(learned_position: bool) -> PassKernels:
     return PassKernels(forward_kernels(ops), backward_kernels(ops), 0.0)
 
 
-def head_pass_kernels(tp: int) -> PassKernels:
-    """Last stage, per micro-batch: final norm, logits GEMM, vocab-parallel cross entropy
-    (+ 3 all-reduces when ``tp > 1``; an array of layouts: per distinct tp)."""
+def head_pass_kernels(tp: int, eager_norm: bool = False) -> PassKernels:
+    """Last stage, per micro-batch: final norm (``eager_norm``: its eager ATen ops), logits GEMM, vocab-parallel
+    cross entropy (+ 3 all-reduces when ``tp > 1``; an array of layouts: per distinct tp)."""
     if type(tp) is ARRAY:
-        return PassKernels(*per_unique(lambda t: _as_tuple(head_pass_kernels(t)), tp))
-    return _head_pass_kernels(bool(tp > 1))
+        return PassKernels(*per_unique(lambda t: _as_tuple(head_pass_kernels(t, eager_norm)), tp))
+    return _head_pass_kernels(bool(tp > 1), eager_norm)
 
 
-@cache.memoize("estimator.head_pass_kernels", bound=2, key="tp collectives", holds="kernels per pass")
-def _head_pass_kernels(tp_collectives: bool) -> PassKernels:
-    ops = Counter({"NORM": 1, "GEMM": 1, "CROSS_ENTROPY": 1})
+@cache.memoize("estimator.head_pass_kernels", bound=4, key="(tp collectives, eager norm)", holds="kernels per pass")
+def _head_pass_kernels(tp_collectives: bool, eager_norm: bool = False) -> PassKernels:
+    ops = Counter({"EAGER_RMSNORM" if eager_norm else "NORM": 1, "GEMM": 1, "CROSS_ENTROPY": 1})
     if tp_collectives:
         ops["COLLECTIVE"] += 3
     return PassKernels(forward_kernels(ops), backward_kernels(ops), 0.0)
@@ -301,7 +311,8 @@ def mtp_extra_pass_kernels(tp: int) -> PassKernels:
 
 def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequence_parallel: bool,
                 tp_blocks: int, cp: int, flash_attention: bool, cp_comm: str = "p2p",
-                blocks: tuple[str | None, str | None] = ("attention", "dense")) -> LayerShape:
+                blocks: tuple[str | None, str | None] = ("attention", "dense"),
+                eager: tuple[bool, bool] = (False, False)) -> LayerShape:
     """The :class:`LayerShape` of a layer of ``model`` under the given layout; ``blocks``: its (mixer, MLP
     block) (:func:`estimator.inputs.derive.layer_blocks`; a transformer layer has both)."""
     return LayerShape(
@@ -323,4 +334,5 @@ def layer_shape(model: ModelConfig, *, moe: bool, layer_ep: int, tp: int, sequen
         mixer=blocks[0] or "none",
         output_gate=model.attention_output_gate,
         mlp_block=blocks[1] is not None,
+        eager=eager,
     )

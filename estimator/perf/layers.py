@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from estimator.config.errors import ConfigError
 from estimator.inputs import derive, hybrid
 from estimator.perf import comm, compute, gdn, kernels, mamba, sac
+from estimator.perf.eager import eager_active
 from estimator.shared.arrays import any_true, is_array, per_unique, where
 from ndval.core import cache
 
@@ -211,13 +212,13 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
     model = cfg.model
     recompute_modules = frozenset({sac.OP_SAC}) if sac.uses_op_sac(cfg) else frozenset(cfg.recompute.modules)
     fixed = (id(model), moe, derive.layer_kind(model, index) == "mtp", mode, recompute_modules,
-             cfg.train.flash_attention, cfg.parallel.cp_comm_type, derive.layer_blocks(model, index))
+             cfg.train.flash_attention, cfg.parallel.cp_comm_type, derive.layer_blocks(model, index), eager_active(cfg))
 
     def count(layer_ep: int, tp: int, sp: bool, blocks: int, cp: int) -> tuple[float, float, float]:
         def counted() -> tuple[float, float, float]:
             shape = kernels.layer_shape(model, moe=moe, layer_ep=layer_ep, tp=tp, sequence_parallel=sp,
                                         tp_blocks=blocks, cp=cp, flash_attention=fixed[5], cp_comm=fixed[6],
-                                        blocks=fixed[7])
+                                        blocks=fixed[7], eager=fixed[8])
             out = kernels.layer_pass_kernels(shape, mode, fixed[4])
             if fixed[2]:
                 out += kernels.mtp_extra_pass_kernels(tp)
@@ -231,7 +232,7 @@ def layer_kernels(cfg: EstimatorConfig, ctx: Ctx, index: int, moe: bool, tp_bloc
 #: kernel counts of a layer shared across configs (a sweep repeats the same degrees): key -> (model, counts);
 #: the entry holds the model, so the ``id`` in the key cannot be reused while cached
 _KERNELS = cache.store("estimator.layer_kernels", bound=4096, key="(id(model), moe, mtp, recompute mode, modules, "
-                       "flash attention, cp comm type, blocks, layer ep, tp, sp, tp blocks, cp)", holds="(the model, kernel counts per pass)")
+                       "flash attention, cp comm type, blocks, eager, layer ep, tp, sp, tp blocks, cp)", holds="(the model, kernel counts per pass)")
 
 
 def layer_groups(cfg: EstimatorConfig, layers: Sequence[int]) -> list[tuple[int, int]]:

@@ -134,6 +134,7 @@ class LayerDims:
     sfu_exps: bool = False  # flash attention carries its softmax exponentials (options.sfu_softmax, sfu_exponentials)
     fsdp_copies: tuple[float, float, float] = (0.0, 0.0, 0.0)  # FSDP2 copies per weight element (fsdp2_copy_op)
     fsdp_root_copies: tuple[float, float, float] = (0.0, 0.0, 0.0)  # the same for the root group (embedding, head)
+    eager: tuple[bool, bool] = (False, False)  # (pointwise ops, RMSNorm) as PyTorch eager kernels (estimator.perf.eager)
 
 
 def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:

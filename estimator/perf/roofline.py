@@ -28,7 +28,7 @@ import numpy as np
 from estimator.inputs import derive
 from estimator.inputs.adapters import adapter_of
 from estimator.memory import fsdp2
-from estimator.perf import gdn, lowp, mamba, sac
+from estimator.perf import eager, gdn, lowp, mamba, sac
 from estimator.perf import operators as ops_
 from estimator.perf.comm import cp_attention_steps
 from estimator.perf.context import prices
@@ -159,7 +159,7 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
             (low.recipe.name if (low := lowp.lowp_of(cfg, cfg.num_micro_batches)) else None)
             in ops_.GROUPED_TENSOR_RECIPES),
         main_grad_add_bytes=main_grad_add_bytes(cfg, ctx), etp=ctx.t_exp if cfg.options.grouped_gemm_by_tokens else None,
-        sfu_exps=cfg.options.sfu_softmax, fsdp_copies=blocks, fsdp_root_copies=root,
+        sfu_exps=cfg.options.sfu_softmax, fsdp_copies=blocks, fsdp_root_copies=root, eager=eager.eager_active(cfg),
     )
 
 
@@ -239,6 +239,7 @@ def layer_ops(cfg: EstimatorConfig, dims: ops_.LayerDims, index: int, layer_ep: 
     mixer_ops = {"attention": ops_.attention_ops, "mamba": mamba.mamba_ops, "gdn": gdn.gdn_ops}
     block = mixer_ops[mixer](m, dims) if mixer else []
     block += ops_.mlp_ops(m, dims, moe, local) if mlp_block else []
+    block = eager.eager_ops(block, dims.b, *dims.eager)
     out = ops_.fused_grouped_experts(lowp.lowp_ops(block, dims.lowp, dims.b), dims)
     if derive.layer_kind(m, index) == "mtp":
         out += ops_.mtp_extra_ops(m, dims)
@@ -399,7 +400,7 @@ def _extra_seconds(cfg: EstimatorConfig, dims: ops_.LayerDims, head: bool, b_gra
     """:func:`ops_seconds` of the embedding (``head`` False) or the head operators, memoised across
     configs like :func:`_layer_seconds` (no recompute: the mode does not enter)."""
     def price(d: ops_.LayerDims) -> GroupSeconds:
-        ops = ops_.head_ops(cfg.model, d) if head else ops_.embedding_ops(cfg.model, d, b_grad)
+        ops = eager.eager_ops(ops_.head_ops(cfg.model, d), d.b, *d.eager) if head else ops_.embedding_ops(cfg.model, d, b_grad)
         if d.adapter is not None:  # the frozen output layer: no weight gradient
             ops = lowp.frozen_ops(ops, frozenset(), d.adapter.rank, d.b)
         if head and d.main_grad_add_bytes:  # the output layer's weight gradient

@@ -28,6 +28,7 @@ from estimator.perf import (
     roofline,
 )
 from estimator.perf.context import CONTEXT_KEY, Ctx, comm_value, compute_value, config_context, prices
+from estimator.perf.eager import eager_active
 from estimator.perf.held import optimizer_ops, stage_params, trained_params
 from estimator.shared.arrays import ARRAY, any_true, maximum, where
 from estimator.shared.memo import config_memo, kept_property, pricing_key, with_kept_values
@@ -249,7 +250,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         if layout.has_embedding:
             launches += graphs.extra_launches(graphed, kernels.embedding_pass_kernels(m.position_embedding == "learned"))
         if layout.has_head:
-            launches += graphs.extra_launches(graphed, kernels.head_pass_kernels(ctx.tp))
+            launches += graphs.extra_launches(graphed, kernels.head_pass_kernels(ctx.tp, eager_active(cfg)[1]))
         launches += roofline.fsdp2_copy_launches(cfg, ctx, layout)
     held = trained_params(cfg, ctx, layout, stage_params(cfg, ctx, layout))
     dp_cs, dp_stride_exp, dp_cs_exp = dp_collectives(cfg, ctx, layout, held)
