@@ -69,6 +69,11 @@ class OptionsConfig(StrictSection):
         description="torch.compile of each block (torchtitan); no memory effect modelled: no published source "
                     "states one (estimator.memory.fsdp2.TORCH_COMPILE_MEMORY)",
     )
+    async_tp_patterns: bool = Field(
+        default=True,
+        description="torchtitan's async TP hides only the collectives torch's micro-pipeline pass fuses (the "
+                    "backward reduce-scatters of summed input gradients stay exposed, estimator.perf.overlap."
+                    "async_tp_exposed); off: both sides as rings in every pass (the model before)")
     eager_kernels: bool = Field(
         default=True,
         description="price train.eager_ops' norms, RoPE and SwiGLU as their PyTorch eager decompositions "

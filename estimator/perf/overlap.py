@@ -124,6 +124,13 @@ class Windows:
     tp_rs_gemms: float  # the GEMMs before the TP reduce-scatters
     attention: float
     shared_experts: float
+    #: torchtitan's async TP by pass (:func:`async_tp_exposed`; 0 unless it applies): the forward seconds (recompute
+    #: included) of the GEMMs after the all-gathers and before the reduce-scatters, the input-gradient GEMMs of the
+    #: latter in backward, and the backward share of the TP comm ``1/(2 + f)``
+    async_ag_fw: float = 0.0
+    async_rs_fw: float = 0.0
+    async_rs_dgrad: float = 0.0
+    async_bw_share: float = 0.0
 
 
 def _op_seconds(cfg: EstimatorConfig, ctx: Ctx, op: ops_.Op) -> tuple[float, float]:
@@ -177,6 +184,29 @@ def any_active(cfg: EstimatorConfig, ctx: Ctx) -> bool:
     return active(cfg) and (tp_active(cfg) or ep_active(cfg) or dp_overlap_active(cfg) or cp_active(cfg, ctx))
 
 
+def _async_passes(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout) -> dict[str, float]:
+    """:class:`Windows`' async-TP fields (:func:`async_tp_exposed`) when torchtitan's async TP prices its fusion
+    patterns (``options.async_tp_patterns``), else {}."""
+    if not (on(cfg, "enable_async_tensor_parallel") and cfg.options.async_tp_patterns):
+        return {}
+    dims = roofline.layer_dims(cfg, ctx)
+    ag_fw = rs_fw = rs_dgrad = 0.0
+    n_full = n_all = 0
+    for index, _, mode, n in layers.stage_mode_groups(cfg, layout, cfg.stage_recompute(layout.stage)):
+        again = 1.0 if mode == "full" else 0.0
+        n_full, n_all = n_full + (n if mode == "full" else 0), n_all + n
+        for op in roofline.layer_ops(cfg, dims, index):
+            if op.name in TP_AG_GEMMS or op.name in TP_RS_GEMMS:
+                f, b = _op_seconds(cfg, ctx, op)
+                if op.name in TP_AG_GEMMS:
+                    ag_fw = ag_fw + n * f * (1.0 + again)
+                else:
+                    rs_fw, rs_dgrad = rs_fw + n * f * (1.0 + again), rs_dgrad + n * b / 2.0
+    factors = comm.pass_comm_factors("tp", n_full / n_all if n_all else 0.0)
+    return {"async_ag_fw": ag_fw, "async_rs_fw": rs_fw, "async_rs_dgrad": rs_dgrad,
+            "async_bw_share": factors[1] / sum(factors)}
+
+
 def windows(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, timed: list[float]) -> Windows:
     """The stage's :class:`Windows` (``timed``: its forward, backward and recompute seconds)."""
     tp_needed = tp_active(cfg)
@@ -187,6 +217,7 @@ def windows(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, timed: list[flo
         attention=_selected_s(cfg, ctx, layout, _is_attention) if cp_active(cfg, ctx) else 0.0,
         shared_experts=(_selected_s(cfg, ctx, layout, lambda op: op.name in SHARED_EXPERT_OPS)
                         if on(cfg, "moe_shared_expert_overlap") else 0.0),
+        **_async_passes(cfg, ctx, layout),
     )
 
 
@@ -200,9 +231,35 @@ def exposed_tp(cfg: EstimatorConfig, ctx: Ctx, tp_s: float, w: Windows) -> float
     half = tp_s / 2.0
     if on(cfg, "tp_comm_overlap"):
         return ring_exposed(half, w.tp_ag_gemms, ctx.tp) + pipelined_exposed(half, w.tp_rs_gemms, TE_RS_SPLITS)
+    if on(cfg, "enable_async_tensor_parallel") and cfg.options.async_tp_patterns:
+        return async_tp_exposed(tp_s, w, ctx.tp)
     if on(cfg, "enable_async_tensor_parallel"):
         return ring_exposed(half, w.tp_ag_gemms, ctx.tp) + ring_exposed(half, w.tp_rs_gemms, ctx.tp)
     return tp_s
+
+
+def async_tp_exposed(tp_s: float, w: Windows, tp: int) -> float:
+    """TP comm torchtitan's async TP leaves exposed: only the collectives torch's micro-pipeline pass fuses hide.
+
+    The pass (pytorch/pytorch ``torch/_inductor/fx_passes/micro_pipeline_tp.py``) fuses an all-gather with the
+    matmuls that take the gathered tensor as their left operand (``fuse_all_gather_matmul``) and a reduce-scatter
+    with the one matmul that produces its input (``fuse_matmul_reduce_scatter``, ``_find_producer_matmul``). Under
+    torchtitan's plan (separate ``wq``, ``wk``, ``wv`` and ``w1``, ``w3``; pytorch/torchtitan@9dec370
+    ``models/llama/model.py``) that is, per block: in the forward (and a recomputed forward) both all-gathers
+    and both reduce-scatters; in the backward the all-gathers of the output gradients before the ``wo`` / ``w2``
+    input-gradient matmuls, while the reduce-scatters of the input gradients of the norms' outputs reduce a *sum*
+    of matmuls (three, two) and stay plain collectives, exposed. With ``T`` the TP seconds, ``β`` their backward
+    share (:func:`comm.pass_comm_factors`), ``F = (1 − β)·T``, ``B = β·T``, each half a ring of ``tp − 1``
+    transfers beside ``tp`` GEMM chunks (:func:`ring_exposed`):
+
+    ``ring(F/2, G_ag) + ring(F/2, G_rs) + ring(B/2, D_rs) + B/2``
+
+    ``G_ag`` / ``G_rs``: forward seconds (recompute included) of the GEMMs after the all-gathers / before the
+    reduce-scatters, ``D_rs``: the backward input-gradient GEMMs of the latter. Never above ``T``, never below 0."""
+    beta = w.async_bw_share
+    forward, backward = (1.0 - beta) * tp_s, beta * tp_s
+    return (ring_exposed(forward / 2.0, w.async_ag_fw, tp) + ring_exposed(forward / 2.0, w.async_rs_fw, tp)
+            + ring_exposed(backward / 2.0, w.async_rs_dgrad, tp) + backward / 2.0)
 
 
 def exposed_ep(cfg: EstimatorConfig, ep_s: float, w: Windows, stage: int = 0) -> float:

@@ -81,10 +81,33 @@ def test_tp_comm_overlap_leaves_the_last_of_four_reduce_scatter_splits() -> None
         assert s_on.tp_hidden == pytest.approx(s_off.mp_comm * 7 / 8, rel=1e-12)
 
 
-def test_async_tp_hides_both_halves_beside_long_gemms() -> None:
-    on = _perf(LLAMA, {"profile": "fsdp2", "parallel.enable_async_tensor_parallel": True,
-                       "options.torch_compile": True, "parallel.fsdp_prefetch": False})
-    assert all(s.mp_comm == 0.0 and s.tp_hidden > 0 for s in on.stages)
+def test_async_tp_exposed_by_hand() -> None:
+    # T = 12 s of TP comm with full recompute (β = 1/3): forward-type F = 8, backward B = 4; tp 2 (rings hide
+    # half their GEMMs): all-gathers ring(4, 4) = 2, reduce-scatters ring(4, 2) = 3, backward all-gathers beside
+    # the wo / w2 input-gradient GEMMs ring(2, 1) = 1.5, the backward reduce-scatters of summed gradients 2
+    w = overlap.Windows(forward=0.0, backward=0.0, tp_ag_gemms=0.0, tp_rs_gemms=0.0, attention=0.0,
+                        shared_experts=0.0, async_ag_fw=4.0, async_rs_fw=2.0, async_rs_dgrad=1.0,
+                        async_bw_share=1.0 / 3.0)
+    assert overlap.async_tp_exposed(12.0, w, 2) == pytest.approx(2.0 + 3.0 + 1.5 + 2.0)
+    # nothing beside it: all exposed; endless GEMMs: only the unfused backward reduce-scatters, B/2
+    none = overlap.Windows(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, async_bw_share=1.0 / 3.0)
+    assert overlap.async_tp_exposed(12.0, none, 2) == pytest.approx(12.0)
+    endless = overlap.Windows(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1e9, 1e9, 1e9, 1.0 / 3.0)
+    assert overlap.async_tp_exposed(12.0, endless, 2) == pytest.approx(2.0)
+
+
+def test_async_tp_hides_what_the_micro_pipeline_pass_fuses() -> None:
+    over = {"profile": "fsdp2", "parallel.enable_async_tensor_parallel": True, "options.torch_compile": True,
+            "parallel.fsdp_prefetch": False}
+    on = _perf(LLAMA, over)
+    plain = _perf(LLAMA, {**over, "parallel.enable_async_tensor_parallel": False})
+    rings = _perf(LLAMA, {**over, "options.async_tp_patterns": False})
+    for s_on, s_plain, s_rings in zip(on.stages, plain.stages, rings.stages, strict=True):
+        # no full recompute: TP comm forward : backward = 1 : 1; long GEMMs hide every fused collective, the
+        # backward reduce-scatters of the summed input gradients (half the backward) stay: T/4
+        assert s_on.mp_comm == pytest.approx(s_plain.mp_comm / 4, rel=1e-9)
+        assert s_on.tp_hidden == pytest.approx(s_plain.mp_comm * 3 / 4, rel=1e-9)
+        assert s_rings.mp_comm == 0.0 and s_rings.tp_hidden > 0  # the off-switch: both sides in every pass
 
 
 def test_cp_ring_hides_under_attention_blocks() -> None:
