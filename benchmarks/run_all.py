@@ -25,6 +25,9 @@ SCRIPTS: dict[str, list[str]] = {
     "bench_analyzer.py": ["--copies", "50"],
     "vtrain_accuracy.py": [],
     "step_time_accuracy.py": [],
+    "recipe_accuracy.py": [],
+    # torchtitan's CP and 2D / AsyncTP tables (not in the shared set) against ndval: a check, no criterion
+    "torchtitan_tables.py": [],
     # ndval vs HTA 0.5.0 on 109k / 1M / 2M-event Kineto traces (HTA in its own venv; minutes, not seconds)
     "bench_hta.py": [],
     # a 150 M-event, 35 MiB gzip analysed with --max-events 1,000,000: time and RSS bounded by the budget
