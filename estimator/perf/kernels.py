@@ -21,6 +21,9 @@ parallelism — only ``E/ep`` local experts do). Each op has a forward and a bac
   pre-processing kernel and the main backward kernel).
 * ``CROSS_ENTROPY`` (Megatron vocab-parallel cross entropy: max, subtract, exp, sum, target gather,
   log-loss): 6 forward; 2 backward (softmax minus one-hot, scale).
+* PyTorch eager blocks (``train.eager_ops``, :mod:`estimator.perf.eager`): ``EAGER_RMSNORM`` for each RMSNorm
+  (``train.eager_rmsnorm``; 8 forward, 16 backward), ``EAGER_ROPE`` for RoPE on q and on k (3, 3) and
+  ``EAGER_SWIGLU`` for the dense MLP's ``silu · mul`` (2, 3), in place of their one fused kernel each.
 
 Per layer (forward ops):
 

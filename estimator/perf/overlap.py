@@ -39,8 +39,9 @@ Two ways a collective hides, per stage and micro-batch (DP: per step):
   ``(cp−1)·max(0, C/(cp−1) − A/cp) = max(0, C − A·(cp−1)/cp)``. torch's ``context_parallel``
   (torchtitan, ``context_parallel_rotate_method`` default ``allgather``) gathers K/V once beside the
   first (local) block: ``max(0, C − A/cp)``. The same ring form prices the all-gather side of TP comm
-  overlap (TE ``ring_exchange``) and both sides of torchtitan's async TP (micro-pipelined
-  all-gather-matmul / matmul-reduce-scatter): ``tp − 1`` transfers beside ``tp`` GEMM chunks. Ulysses all-to-all (``cp_comm_type a2a``) sits between
+  overlap (TE ``ring_exchange``) and each collective torchtitan's async TP fuses (micro-pipelined
+  all-gather-matmul / matmul-reduce-scatter; the backward reduce-scatters of summed input gradients are not
+  fused and stay exposed, :func:`async_tp_exposed`): ``tp − 1`` transfers beside ``tp`` GEMM chunks. Ulysses all-to-all (``cp_comm_type a2a``) sits between
   the projections and the attention core with no compute beside it: nothing hides.
 
 Every exposed value is ``≤`` the collective's seconds and ``≥ 0`` (hiding never makes a part
