@@ -55,6 +55,9 @@ def row_config(template: dict[str, str], overrides: dict[str, str], asynctp: boo
 
 def main() -> int:
     folder = paths.measured_dir()
+    if not (folder / "step_time_cases.csv").is_file():
+        print(f"no measured rows at {folder} (set NDVAL_SHARED_DIR to the shared folder)", file=sys.stderr)
+        return 2
     with (folder / "step_time_cases.csv").open(newline="", encoding="utf-8") as f:
         template = next((r for r in csv.DictReader(f) if r["case_id"] == TEMPLATE), None)
     if template is None:
