@@ -66,7 +66,8 @@ class OptionsConfig(StrictSection):
         default=None, description="routed tokens per expert (any scale, length num_experts); None = balanced")
     torch_compile: bool = Field(
         default=False,
-        description="torch.compile of each block (torchtitan); no memory effect modelled: no published source "
+        description="torch.compile of each block (torchtitan): in time, the element-wise ops of train.eager_ops "
+                    "blocks are fused again (estimator.perf.eager); no memory effect modelled: no published source "
                     "states one (estimator.memory.fsdp2.TORCH_COMPILE_MEMORY)",
     )
     async_tp_patterns: bool = Field(
