@@ -75,6 +75,11 @@ class OptionsConfig(StrictSection):
         description="torchtitan's async TP hides only the collectives torch's micro-pipeline pass fuses (the "
                     "backward reduce-scatters of summed input gradients stay exposed, estimator.perf.overlap."
                     "async_tp_exposed); off: both sides as rings in every pass (the model before)")
+    loss_parallel_memory: bool = Field(
+        default=True,
+        description="torch's loss_parallel backward (torchtitan with TP > 1) holds three fp32 logits-sized tensors "
+                    "beside the saved log-probabilities (estimator.memory.activation.torch_loss_parallel); off: the "
+                    "profile's two, as the unsharded loss (the model before)")
     eager_kernels: bool = Field(
         default=True,
         description="price train.eager_ops' norms, RoPE and SwiGLU as their PyTorch eager decompositions "

@@ -384,11 +384,38 @@ def loss_in_place(cfg: EstimatorConfig) -> bool:
     return cfg.train.cross_entropy_fusion == "te"
 
 
+#: logits-sized fp32 tensors torch's loss-parallel cross-entropy backward holds beside the saved log-probabilities
+LOSS_PARALLEL_BACKWARD_COPIES = 3
+
+
 def loss_backward_logits_copies(cfg: EstimatorConfig) -> int:
     """Logits-sized tensors the loss backward allocates at the head (:func:`logits_bytes` each):
-    0 when the loss works in place (:func:`loss_in_place`), else the profile's
-    ``loss_backward_logits_copies`` (Megatron 1, torchtitan 2)."""
-    return 0 if loss_in_place(cfg) else profile_of(cfg).loss_backward_logits_copies
+    0 when the loss works in place (:func:`loss_in_place`), :data:`LOSS_PARALLEL_BACKWARD_COPIES` under torch's
+    loss parallelism (:func:`torch_loss_parallel`), else the profile's ``loss_backward_logits_copies`` (Megatron 1,
+    torchtitan's unsharded ``cross_entropy`` 2)."""
+    if loss_in_place(cfg):
+        return 0
+    own = profile_of(cfg).loss_backward_logits_copies
+    return where(torch_loss_parallel(cfg), LOSS_PARALLEL_BACKWARD_COPIES, own)
+
+
+def torch_loss_parallel(cfg: EstimatorConfig) -> bool:
+    """True where the vocab-sharded cross entropy is torch's ``loss_parallel`` (torchtitan with TP > 1: its train
+    step enters ``loss_parallel()`` unless ``disable_loss_parallel``, which the importer refuses under TP): the
+    ``fsdp2`` sharding by torch ``fully_shard`` (``parallel.fsdp_implementation: torch``), ``tp > 1`` and
+    ``options.loss_parallel_memory`` on (an array of layouts: per row).
+
+    pytorch/pytorch ``torch/distributed/tensor/parallel/loss.py`` ``_nll_loss_and_log_softmax_backward`` fuses the
+    nll-loss and log-softmax backward on the local shard ``x`` of saved log-probabilities: ``grad_input =
+    zeros_like(x)`` (scattered to −1 at the targets), then ``(grad_input + torch.exp(x)) * grad_output`` — while
+    the sum is formed, ``grad_input``, ``exp(x)`` and the sum are live; while the product is, ``grad_input``, the sum
+    and the product: three fp32 copies beside ``x``, where ATen's unsharded path holds two (the nll-loss gradient
+    and the log-softmax gradient)."""
+    p = cfg.parallel
+    if not (cfg.options.loss_parallel_memory and profile_of(cfg).sharding == "fsdp2"
+            and p.fsdp_implementation == "torch"):
+        return False
+    return p.tp > 1
 
 
 def cp_allgather_kv_bytes(cfg: EstimatorConfig) -> float:
