@@ -51,7 +51,7 @@ the step never gets shorter when a stage's compute gets slower.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from math import ceil
 from typing import TYPE_CHECKING, Any, cast
@@ -82,6 +82,7 @@ BUCKET_PARAMS_PER_DP_RANK = 1_000_000
 #: QKV, FC1; MLA's up-projections) and before the reduce-scatter (row-parallel output projection, FC2)
 TP_AG_GEMMS = frozenset({"qkv", "q_up", "kv_up", "mlp_fc1"})
 TP_RS_GEMMS = frozenset({"out_proj", "mlp_fc2"})
+TP_GEMMS = TP_AG_GEMMS | TP_RS_GEMMS
 #: Transformer Engine ``initialize_ub`` defaults: the reduce-scatter side is overlapped by method
 #: ``pipeline`` in 4 splits (the all-gather side by ``ring_exchange``, tp − 1 transfers)
 TE_RS_SPLITS = 4
@@ -144,17 +145,24 @@ def _op_seconds(cfg: EstimatorConfig, ctx: Ctx, op: ops_.Op) -> tuple[float, flo
     return op.count * op.flops / ctx.peak_flops, op.count * op.bw_flops / ctx.peak_flops
 
 
-def _selected_s(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, pick_op: Callable[[ops_.Op], bool]) -> float:
-    """Seconds per micro-batch of the stage's operators ``pick_op`` selects: forward + backward, and the
-    forward again under full recompute (when the collectives re-run too)."""
+def _selected_ops(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout,
+                  pick_op: Callable[[ops_.Op], bool]) -> Iterator[tuple[ops_.Op, int, float, float, float]]:
+    """The stage's operators ``pick_op`` selects, each with its layers' count ``n``, ``again`` (1.0 when full
+    recompute re-runs the forward, else 0.0) and its (forward, backward) seconds (:func:`_op_seconds`)."""
     dims = roofline.layer_dims(cfg, ctx)
-    total = 0.0
     for index, _, mode, n in layers.stage_mode_groups(cfg, layout, cfg.stage_recompute(layout.stage)):
         again = 1.0 if mode == "full" else 0.0
         for op in roofline.layer_ops(cfg, dims, index):
             if pick_op(op):
-                f, b = _op_seconds(cfg, ctx, op)
-                total = total + n * (f * (1.0 + again) + b)
+                yield (op, n, again, *_op_seconds(cfg, ctx, op))
+
+
+def _selected_s(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout, pick_op: Callable[[ops_.Op], bool]) -> float:
+    """Seconds per micro-batch of the stage's operators ``pick_op`` selects: forward + backward, and the
+    forward again under full recompute (when the collectives re-run too)."""
+    total = 0.0
+    for _, n, again, f, b in _selected_ops(cfg, ctx, layout, pick_op):
+        total = total + n * (f * (1.0 + again) + b)
     return total
 
 
@@ -190,19 +198,15 @@ def _async_passes(cfg: EstimatorConfig, ctx: Ctx, layout: StageLayout) -> dict[s
     patterns (``options.async_tp_patterns``), else {}."""
     if not (on(cfg, "enable_async_tensor_parallel") and cfg.options.async_tp_patterns):
         return {}
-    dims = roofline.layer_dims(cfg, ctx)
     ag_fw = rs_fw = rs_dgrad = 0.0
-    n_full = n_all = 0
-    for index, _, mode, n in layers.stage_mode_groups(cfg, layout, cfg.stage_recompute(layout.stage)):
-        again = 1.0 if mode == "full" else 0.0
-        n_full, n_all = n_full + (n if mode == "full" else 0), n_all + n
-        for op in roofline.layer_ops(cfg, dims, index):
-            if op.name in TP_AG_GEMMS or op.name in TP_RS_GEMMS:
-                f, b = _op_seconds(cfg, ctx, op)
-                if op.name in TP_AG_GEMMS:
-                    ag_fw = ag_fw + n * f * (1.0 + again)
-                else:
-                    rs_fw, rs_dgrad = rs_fw + n * f * (1.0 + again), rs_dgrad + n * b / 2.0
+    for op, n, again, f, b in _selected_ops(cfg, ctx, layout, lambda op: op.name in TP_GEMMS):
+        if op.name in TP_AG_GEMMS:
+            ag_fw = ag_fw + n * f * (1.0 + again)
+        else:
+            rs_fw, rs_dgrad = rs_fw + n * f * (1.0 + again), rs_dgrad + n * b / 2.0
+    groups = layers.stage_mode_groups(cfg, layout, cfg.stage_recompute(layout.stage))
+    n_all = sum(n for *_, n in groups)
+    n_full = sum(n for _, _, mode, n in groups if mode == "full")
     factors = comm.pass_comm_factors("tp", n_full / n_all if n_all else 0.0)
     return {"async_ag_fw": ag_fw, "async_rs_fw": rs_fw, "async_rs_dgrad": rs_dgrad,
             "async_bw_share": factors[1] / sum(factors)}
