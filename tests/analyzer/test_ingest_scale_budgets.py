@@ -13,7 +13,6 @@ tmp (labelled synthetic; nothing measured is asserted beyond bounds and ratios):
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 from pathlib import Path
@@ -27,16 +26,11 @@ from analyzer.dataset import load_dataset
 from analyzer.ingest import budgets as B
 from analyzer.ingest.framing import Scanner
 from analyzer.ingest.stream import read_trace
-
-_MAKE_TRACES = Path(__file__).resolve().parents[2] / "benchmarks" / "make_traces.py"
+from tests.benchmark_scripts import load_benchmark
 
 
 def _make_traces() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_traces", _MAKE_TRACES)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("make_traces")
 
 
 def _kernel(i: int, name: str = "k", args: str = '{"correlation": 1}') -> str:

@@ -4,6 +4,7 @@ speed work (layers of one kind priced once, no deep copies) changes no number.""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -47,37 +48,35 @@ CHANGED_BY_RECIPES = {i for i, c in enumerate(STORED["configs"]) if c["overrides
 OVERLAP_OFF = {"options.comm_overlap": False}
 
 
-def _hides_something(name: str, overrides: dict[str, object]) -> bool:
-    """A default overlap mechanism (FSDP2 prefetch, the CP ring) hides comm for this config."""
+def _config(name: str, overrides: dict[str, object]) -> Any:
+    """The stored config ``overrides`` of example ``name``, built as the stored outputs were."""
     import estimator
     from estimator.search.evaluate import search_base
 
     base = ref._base(name)
-    cfg = estimator.load_config(search_base(base, overrides) if overrides else base, overrides or None)
-    return bool(estimator.estimate_perf(cfg).overlap)
+    return estimator.load_config(search_base(base, overrides) if overrides else base, overrides or None)
+
+
+def _hides_something(name: str, overrides: dict[str, object]) -> bool:
+    """A default overlap mechanism (FSDP2 prefetch, the CP ring) hides comm for this config."""
+    import estimator
+
+    return bool(estimator.estimate_perf(_config(name, overrides)).overlap)
 
 
 def _has_local_expert_groups(name: str, overrides: dict[str, object]) -> bool:
     """More than one routed expert per rank: the grouped-expert mechanisms (one activation kernel over
     the local experts, the grouped GEMM by tokens per expert) reprice its MoE layers."""
-    import estimator
-    from estimator.search.evaluate import search_base
-
-    base = ref._base(name)
-    cfg = estimator.load_config(search_base(base, overrides) if overrides else base, overrides or None)
+    cfg = _config(name, overrides)
     return cfg.model.num_experts > cfg.parallel.ep
 
 
 def _torch_loss_parallel(name: str, overrides: dict[str, object]) -> bool:
     """torch's loss parallelism (fsdp2 by torch ``fully_shard`` with TP > 1): its backward holds one more
     logits-sized copy (``estimator.memory.activation.torch_loss_parallel``)."""
-    import estimator
     from estimator.memory import activation
-    from estimator.search.evaluate import search_base
 
-    base = ref._base(name)
-    cfg = estimator.load_config(search_base(base, overrides) if overrides else base, overrides or None)
-    return bool(activation.torch_loss_parallel(cfg))
+    return bool(activation.torch_loss_parallel(_config(name, overrides)))
 
 
 @pytest.mark.parametrize("index", range(len(STORED["configs"])))

@@ -5,28 +5,17 @@ fuses, no more (``estimator.perf.overlap.async_tp_exposed``). A check of the wir
 from __future__ import annotations
 
 import csv
-import importlib.util
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import estimator
-
-_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "torchtitan_tables.py"
-
-
-def _module() -> Any:
-    spec = importlib.util.spec_from_file_location("torchtitan_tables", _SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from tests.benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def configs(measured_dir: Path) -> list[tuple[str, estimator.EstimatorConfig]]:
-    mod = _module()
+    mod = load_benchmark("torchtitan_tables")
     with (measured_dir / "step_time_cases.csv").open(newline="", encoding="utf-8") as f:
         template = next(r for r in csv.DictReader(f) if r["case_id"] == mod.TEMPLATE)
     return [(label, estimator.load_config(mod.row_config(template, over, asynctp, gpus)))

@@ -13,23 +13,17 @@ see the figures; ``benchmarks/vtrain_accuracy.py`` and ``benchmarks/step_time_ac
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from estimator.experiments import calibrate
-
-_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "vtrain_accuracy.py"
+from tests.benchmark_scripts import load_benchmark
 
 
 def _module() -> Any:
-    spec = importlib.util.spec_from_file_location("vtrain_accuracy", _SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("vtrain_accuracy")
 
 
 @pytest.fixture(scope="module")
