@@ -47,7 +47,8 @@ OFF = {"low_precision_gemms": False, "cuda_graphs": False, "op_sac_recompute": F
        "attention_head_dim": False, "fp8_attention": False, "sfu_softmax": False,
        "fsdp2_copies": False, "per_layer_recompute": False,
        "a2a_unpaired_steps": False, "muon": False, "offload_copies": False, "cp_gather_memory": False,
-       "eager_kernels": False, "async_tp_patterns": False, "loss_parallel_memory": False}
+       "eager_kernels": False, "async_tp_patterns": False, "loss_parallel_memory": False,
+       "moe_probs_in_activation": False}
 
 
 def _config(row: dict[str, str], off: bool) -> Any:

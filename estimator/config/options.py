@@ -75,6 +75,11 @@ class OptionsConfig(StrictSection):
         description="torchtitan's async TP hides only the collectives torch's micro-pipeline pass fuses (the "
                     "backward reduce-scatters of summed input gradients stay exposed, estimator.perf.overlap."
                     "async_tp_exposed); off: both sides as rings in every pass (the model before)")
+    moe_probs_in_activation: bool = Field(
+        default=True,
+        description="Megatron-Core (since core 0.13) multiplies the routing probabilities inside the experts' weighted "
+                    "activation, so un-permuting the experts' output saves nothing (estimator.memory.activation."
+                    "unpermute_saves_output); off: the un-permuted output T·k·h is kept, as before")
     loss_parallel_memory: bool = Field(
         default=True,
         description="torch's loss_parallel backward (torchtitan with TP > 1) holds three fp32 logits-sized tensors "

@@ -38,6 +38,9 @@ SCORE_BYTES = 5
 SOFTMAX_STATS_BYTES = 4
 #: router activations per token and expert: probabilities 2 B + int64 routing map 8 B (facts §4.3)
 ROUTER_BYTES_PER_EXPERT = 2 + 8
+#: bytes per routing probability the experts' weighted activation keeps (fp32: the router dtype the Megatron-Bridge
+#: recipes and Megatron-LM's MoE tests set, ``moe_router_dtype: fp32``; bf16 would halve a term below 0.1 %)
+ROUTING_PROB_BYTES = 4
 #: default module recomputed by ``selective`` when ``recompute.modules`` is empty (Megatron default)
 DEFAULT_SELECTIVE = ("core_attn",)
 #: fp32 reciprocal standard deviation the gated RMSNorm keeps per token and group (mamba_ssm layernorm_gated)
@@ -209,7 +212,9 @@ def mlp_block_bytes(cfg: EstimatorConfig, moe: bool, drop: frozenset[str]) -> fl
     Dense: fc1 and activation outputs /t (F = 4h GeLU gives Korthikanti's 16·sbh/t).
     MoE: router T·E·10/r; routed experts hold T·k tokens /t with permuted input h, fc1 2F_e or
     F_e, activation F_e and un-permuted output h (reference §2.5: not /ep, tokens per rank are
-    unchanged on average); shared experts like a dense MLP of width F_s.
+    unchanged on average) — or, where the probabilities are applied in the activation
+    (:func:`unpermute_saves_output` false: Megatron-Core), the probabilities k·4 instead of the output;
+    shared experts like a dense MLP of width F_s.
 
     TE-saved tensors take :func:`saved_input_bytes`: the dense norm output (input of the fused
     ``TELayerNormColumnParallelLinear`` fc1), every activation output (fc2 input), the permuted
@@ -236,13 +241,39 @@ def mlp_block_bytes(cfg: EstimatorConfig, moe: bool, drop: frozenset[str]) -> fl
     total += T * m.num_experts * ROUTER_BYTES_PER_EXPERT / r
     routed_tokens = T * m.moe_topk / t
     width = latent or h  # routed tokens are L wide in a latent MoE
-    total += routed_tokens * width * (fc2_input + B)  # permuted input (grouped fc1 input), un-permuted output
+    if unpermute_saves_output(cfg):  # permuted input (grouped fc1 input), un-permuted output
+        total += routed_tokens * width * (fc2_input + B)
+    else:  # permuted input; the weighted activation keeps the permuted probabilities
+        total += routed_tokens * width * fc2_input + routed_tokens * ROUTING_PROB_BYTES
     if latent:  # the combined L-wide output, saved by the up-projection fc2_latent_proj
         total += T * latent * saved_input_bytes(cfg, 1, False) / r
     total += _mlp_intermediate(routed_tokens, m.expert_ffn, m.activation, B, "moe_act" in drop, fc2_input)
     if m.shared_ffn_total and "shared_experts" not in drop:
         total += _mlp_intermediate(T, m.shared_ffn_total, m.activation, B, "moe_act" in drop, fc2_input) / t
     return total
+
+
+def unpermute_saves_output(cfg: EstimatorConfig) -> bool:
+    """True where un-permuting the routed experts' output keeps that output for backward, ``T·k·h·B/t``: the routing
+    probabilities are multiplied there, and their gradient needs the output.
+
+    Megatron-Core applies them inside the experts' activation instead since core 0.13 (NVIDIA/Megatron-LM@2659630721
+    "perf(MoE): Memory efficient token permutation", first in ``core_v0.13.0``; @d98e8a64dd
+    ``megatron/core/transformer/moe/experts.py`` ``TEGroupedMLP.forward``: ``bias_act_func(fc1_output, bias_parallel,
+    permuted_probs)`` through ``weighted_bias_swiglu_impl`` / ``weighted_bias_quick_geglu_impl`` /
+    ``weighted_squared_relu_impl``, which save the fc1 output and the probabilities; ``token_dispatcher.py`` calls
+    ``unpermute`` without ``probs``, and ``moe_utils.unpermute`` / TE's ``moe_unpermute`` with ``merging_probs=None``
+    save only the row map): its layers keep the permuted probabilities, ``T·k·4`` bytes
+    (:data:`ROUTING_PROB_BYTES`), and no output. Its layers are the ``megatron`` profile's and Megatron-FSDP's (the
+    ``fsdp2`` sharding with ``parallel.fsdp_implementation: megatron``); every measured MoE memory row ran a later
+    Megatron-Core (Megatron-LM CI @d98e8a64dd, SimuMax's @23e00ed096 = core_r0.14.0, Moonlight's core 24bad8e677d2).
+    ``options.moe_probs_in_activation`` off, the reference profile and torch's own FSDP keep the output (the model
+    before). The unfused activation path (``bias_activation_fusion`` off: the product keeps the activation output
+    instead) is not modelled: Megatron-LM's default and the Bridge recipes fuse it."""
+    if not cfg.options.moe_probs_in_activation:
+        return True
+    sharding = profile_of(cfg).sharding
+    return not (sharding == "megatron" or (sharding == "fsdp2" and cfg.parallel.fsdp_implementation == "megatron"))
 
 
 def mamba_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:
