@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.config.errors import ConfigError
-from estimator.experiments import architecture_notes, recipe_notes
+from estimator.experiments import architecture_notes, bridge_providers, recipe_notes
 from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
-from estimator.experiments.bridge_splits import BRIDGE_FACTS, apply_bridge_split
+from estimator.experiments.bridge_splits import BRIDGE_FACTS, BRIDGE_PREFIX, apply_bridge_split
 from estimator.experiments.row_corrections import apply_corrections, batch_section, framework_rules
 from estimator.inputs.recipes import RECIPES
 from estimator.inputs.variants import hardware_preset
@@ -157,11 +157,14 @@ SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
 }
 
 
-def source_facts(row: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
-    """Facts that apply to ``row``: its source family's (:data:`FAMILY_FACTS`), its model's (any source:
-    ``architecture_notes.model_facts``), then ``SOURCE_FACTS`` source-wide, then per model."""
+def source_facts(row: Mapping[str, str], providers: bool = True) -> dict[str, tuple[Any, str]]:
+    """Facts that apply to ``row``: its source family's (:data:`FAMILY_FACTS`; for a Megatron-Bridge source also
+    its model family's provider dropout, :func:`bridge_providers.provider_facts`, unless ``providers`` is False),
+    its model's (any source: ``architecture_notes.model_facts``), then ``SOURCE_FACTS`` source-wide, then per model."""
     source, model = _text(row, "source_id"), _text(row, "model_name")
     family = next((facts for prefix, facts in FAMILY_FACTS.items() if source.startswith(prefix)), {})
+    if providers and source.startswith(BRIDGE_PREFIX):
+        family = {**family, **bridge_providers.provider_facts(row)}
     return {**family, **architecture_notes.model_facts(row), **SOURCE_FACTS.get((source, None), {}),
             **SOURCE_FACTS.get((source, model), {})}
 
@@ -171,10 +174,10 @@ _FACT_COLUMNS = {"train.flash_attention": "flash_attention", "model.padded_vocab
                  "model.vocab_size": "vocab_size"}
 
 
-def _apply_facts(row: Mapping[str, str], config: dict[str, Any]) -> None:
+def _apply_facts(row: Mapping[str, str], config: dict[str, Any], providers: bool = True) -> None:
     """Set each applicable source fact in ``config`` and cite it in ``model.source_facts``."""
     cited: dict[str, str] = {}
-    for path, (value, citation) in source_facts(row).items():
+    for path, (value, citation) in source_facts(row, providers).items():
         column = _FACT_COLUMNS.get(path, "")
         if column and _text(row, column):
             continue
@@ -362,7 +365,8 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
     (:mod:`estimator.experiments.row_corrections`); False = the row as its notes give it. ``row_rules``: a
     throughput-only row whose GA contradicts its GBS runs the GBS (:func:`row_corrections.batch_section`), and a 25.09 "fp8 (32x32 ...)"
     row takes its footnote's recipe without recipe items (:func:`_precision`), and an empty ``distributed_optimizer``
-    column with the recipe item ``fsdp=true(...)`` reads as ``fsdp`` (not under ``FSDP column = 0``); False = as before.
+    column with the recipe item ``fsdp=true(...)`` reads as ``fsdp`` (not under ``FSDP column = 0``), and a Megatron-Bridge
+    row takes its model family's provider dropout (:mod:`estimator.experiments.bridge_providers`); False = as before.
     Raises ``ConfigError`` whose ``field`` is the offending CSV column.
     """
     assumed: dict[str, str] = {}
@@ -415,7 +419,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
     }
     if options := _options(row):
         config["options"] = options
-    _apply_facts(row, config)
+    _apply_facts(row, config, providers=row_rules)
     architecture_notes.check_hybrid_facts(row, model)
     recipe_notes.apply_recipe_items(row, config)
     apply_bridge_split(row, config, enabled=recipe_splits)

@@ -114,3 +114,22 @@ def test_calibration_needs_its_columns() -> None:
     params = est_perf.PerfParams(from_measured=True, calibrate={"fit": "compute_efficiency", "id_column": "run"})
     with pytest.raises(KindError, match=r"calibrate: column\(s\) \['run'\] not in the data"):
         est_perf.run_perf(RunContext(case_id="t", params=params, rows=[{"case_id": "a"}]))
+
+
+def test_memory_against_the_device_flags_runs_that_would_not_fit() -> None:
+    """``compare: device`` (synthetic configs: Llama 3 8B on 80 GB H100s at TP 8 and, unsharded, TP 1): the peak
+    against the hardware preset's memory, ``fits_device`` per row; a refused row is listed, never dropped."""
+    config = {"model": {"ref": "models/llama3-8b.yaml"}, "hardware": "h100-80g",
+              "parallel": {"pp": 1, "dp": 1, "sequence_parallel": True},
+              "train": {"seq_length": 8192, "micro_batch_size": 1, "num_micro_batches": 1}}
+    params = est_memory.MemoryParams(config=config, compare="device", label="config",
+                                     row_overrides={"parallel.tp": "tp"})
+    rows = [{"config": "tp8", "tp": "8"}, {"config": "tp1", "tp": "1"}, {"config": "bad", "tp": "3"}]
+    res = est_memory.run_memory(RunContext(case_id="t", params=params, rows=rows))
+    by = {r["config"]: r for r in res.table}
+    hbm_mb = estimator.load_config({**config, "parallel": {**config["parallel"], "tp": 8}}).hardware.hbm_gib * 1024
+    assert by["tp8"]["device_mb"] == by["tp1"]["device_mb"] == hbm_mb
+    # TP 8: ~2 GB of weights per GPU fits; TP 1: 8B weights with fp32 grads and Adam (16 B each) do not
+    assert by["tp8"]["fits_device"] and by["tp8"]["estimate_mb"] < hbm_mb
+    assert not by["tp1"]["fits_device"] and by["tp1"]["estimate_mb"] > 8e9 * 16 / 2**20 > hbm_mb
+    assert "refused" in by["bad"]["not_evaluable"] and "fits_device" not in by["bad"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -12,6 +12,7 @@ from ndval.harness.kinds import KindError, RunContext, register_kind
 from ndval.harness.kinds.estimator.common import (
     EstimatorParams,
     RowNotEvaluable,
+    RowRefused,
     build_config,
     call_subject,
     measured_value,
@@ -71,6 +72,10 @@ def _routed_static_mb(stage: Any) -> dict[str, float]:
 
 class MemoryParams(EstimatorParams):
     stage_columns: bool = Field(True, description="add stage<i>_mb columns")
+    compare: Literal["measured", "device"] = Field(
+        "measured", description="measured: each row's measurement, like for like; device: each row is a run that "
+                                "ran (e.g. a step-time row), so its estimated peak must fit its device: device_mb "
+                                "(the hardware's memory), fits_device = peak_mb <= device_mb")
 
 
 @register_kind("estimator.memory", params=MemoryParams, requires=requires_api("load_config", "estimate_memory", "presets"))
@@ -89,10 +94,18 @@ def run_memory(ctx: RunContext[MemoryParams]) -> RunResult:
         except RowNotEvaluable as exc:
             record_gap(table, notes, _not_evaluable_row(params, row, label, str(exc)))
             continue
+        except RowRefused as exc:  # a run that ran but the estimator refuses: listed (its perf case counts it)
+            if params.compare != "device":
+                raise
+            record_gap(table, notes, _not_evaluable_row(params, row, label, f"refused: {exc}"))
+            continue
         report = call_subject(subject.memory, cfg, label, notes)
         out: dict[str, Any] = {"config": label}
         out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
-        if params.from_measured:
+        if params.compare == "device":
+            out["estimate_mb"], out["estimate_of"] = report.peak_mb, "peak over stages"
+            out["device_mb"], out["fits_device"] = report.hbm_mb, bool(report.peak_mb <= report.hbm_mb)
+        elif params.from_measured:
             from estimator.experiments.measured import measured_kind_of
 
             value, what = estimate_for_measurement(report, measured_kind_of(row), row.get("measured_rank", ""))
