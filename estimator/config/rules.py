@@ -338,10 +338,12 @@ def _train_rules() -> list[Rule]:
         Rule("train.num_micro_batches", _nmb_broken,
              lambda c: "disagrees with global_batch_size/(micro_batch_size·dp)"),
         Rule("train.cross_entropy_fusion",
-             lambda c: (c.train.cross_entropy_fusion != "none") & (c.profile != "megatron"),
+             lambda c: (c.train.cross_entropy_fusion != "none") & (c.profile != "megatron")
+             & ((c.profile != "fsdp2") | (c.parallel.fsdp_implementation != "megatron")),
              lambda c: f"is Megatron-LM's --cross-entropy-loss-fusion / --cross-entropy-fusion-impl; profile "
-             f"'{c.profile}' has no such path (a valid example: profile megatron with "
-             "train: {cross_entropy_fusion: te}, or cross_entropy_fusion: none)", structural=True),
+             f"'{c.profile}' without Megatron-FSDP has no such path (a valid example: profile megatron, or fsdp2 "
+             "with parallel.fsdp_implementation: megatron, with train: {cross_entropy_fusion: te}, or "
+             "cross_entropy_fusion: none)", structural=True),
         Rule("recompute.selective_ac_option",
              lambda c: (c.recompute.selective_ac_option == "op")
              & (c.model.is_moe | (c.model.attention == "mla") | (c.model.hybrid_override_pattern is not None)

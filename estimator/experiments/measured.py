@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.config.errors import ConfigError
-from estimator.experiments import architecture_notes, bridge_providers, recipe_notes
+from estimator.experiments import architecture_notes, bridge_facts, recipe_notes
 from estimator.experiments.architecture_notes import MODELLED_ACTIVATIONS, architecture_from_notes
 from estimator.experiments.bridge_splits import BRIDGE_FACTS, BRIDGE_PREFIX, apply_bridge_split
 from estimator.experiments.row_corrections import apply_corrections, batch_section, framework_rules
@@ -159,19 +159,20 @@ SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
 
 def source_facts(row: Mapping[str, str], providers: bool = True) -> dict[str, tuple[Any, str]]:
     """Facts that apply to ``row``: its source family's (:data:`FAMILY_FACTS`; for a Megatron-Bridge source also
-    its model family's provider dropout, :func:`bridge_providers.provider_facts`, unless ``providers`` is False),
+    its model family's provider dropout and its benchmarks' gradient dtype, :mod:`bridge_facts`, unless ``providers``
+    is False),
     its model's (any source: ``architecture_notes.model_facts``), then ``SOURCE_FACTS`` source-wide, then per model."""
     source, model = _text(row, "source_id"), _text(row, "model_name")
     family = next((facts for prefix, facts in FAMILY_FACTS.items() if source.startswith(prefix)), {})
     if providers and source.startswith(BRIDGE_PREFIX):
-        family = {**family, **bridge_providers.provider_facts(row)}
+        family = {**family, **bridge_facts.provider_facts(row), **bridge_facts.benchmark_facts(row)}
     return {**family, **architecture_notes.model_facts(row), **SOURCE_FACTS.get((source, None), {}),
             **SOURCE_FACTS.get((source, model), {})}
 
 
 #: config path -> CSV column whose non-empty cell wins over a source fact
 _FACT_COLUMNS = {"train.flash_attention": "flash_attention", "model.padded_vocab_size": "padded_vocab_size",
-                 "model.vocab_size": "vocab_size"}
+                 "model.vocab_size": "vocab_size", "precision.grads": "grad_dtype"}
 
 
 def _apply_facts(row: Mapping[str, str], config: dict[str, Any], providers: bool = True) -> None:
@@ -366,7 +367,8 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
     throughput-only row whose GA contradicts its GBS runs the GBS (:func:`row_corrections.batch_section`), and a 25.09 "fp8 (32x32 ...)"
     row takes its footnote's recipe without recipe items (:func:`_precision`), and an empty ``distributed_optimizer``
     column with the recipe item ``fsdp=true(...)`` reads as ``fsdp`` (not under ``FSDP column = 0``), and a Megatron-Bridge
-    row takes its model family's provider dropout (:mod:`estimator.experiments.bridge_providers`); False = as before.
+    row takes its model family's provider dropout and its benchmarks' gradient dtype
+    (:mod:`estimator.experiments.bridge_facts`); False = as before.
     Raises ``ConfigError`` whose ``field`` is the offending CSV column.
     """
     assumed: dict[str, str] = {}
