@@ -157,14 +157,13 @@ SOURCE_FACTS: dict[tuple[str, str | None], dict[str, tuple[Any, str]]] = {
 }
 
 
-def source_facts(row: Mapping[str, str], providers: bool = True) -> dict[str, tuple[Any, str]]:
-    """Facts that apply to ``row``: its source family's (:data:`FAMILY_FACTS`; for a Megatron-Bridge source also
-    its model family's provider dropout and its benchmarks' gradient dtype, :mod:`bridge_facts`, unless ``providers``
-    is False),
-    its model's (any source: ``architecture_notes.model_facts``), then ``SOURCE_FACTS`` source-wide, then per model."""
+def source_facts(row: Mapping[str, str], bridge: bool = True) -> dict[str, tuple[Any, str]]:
+    """Facts that apply to ``row``: its source family's (:data:`FAMILY_FACTS`; for a Megatron-Bridge source also what
+    its providers and benchmark scripts set, :mod:`bridge_facts`, unless ``bridge`` is False), its model's (any
+    source: ``architecture_notes.model_facts``), then ``SOURCE_FACTS`` source-wide, then per model."""
     source, model = _text(row, "source_id"), _text(row, "model_name")
     family = next((facts for prefix, facts in FAMILY_FACTS.items() if source.startswith(prefix)), {})
-    if providers and source.startswith(BRIDGE_PREFIX):
+    if bridge and source.startswith(BRIDGE_PREFIX):
         family = {**family, **bridge_facts.provider_facts(row), **bridge_facts.benchmark_facts(row)}
     return {**family, **architecture_notes.model_facts(row), **SOURCE_FACTS.get((source, None), {}),
             **SOURCE_FACTS.get((source, model), {})}
@@ -175,10 +174,10 @@ _FACT_COLUMNS = {"train.flash_attention": "flash_attention", "model.padded_vocab
                  "model.vocab_size": "vocab_size", "precision.grads": "grad_dtype"}
 
 
-def _apply_facts(row: Mapping[str, str], config: dict[str, Any], providers: bool = True) -> None:
+def _apply_facts(row: Mapping[str, str], config: dict[str, Any], bridge: bool = True) -> None:
     """Set each applicable source fact in ``config`` and cite it in ``model.source_facts``."""
     cited: dict[str, str] = {}
-    for path, (value, citation) in source_facts(row, providers).items():
+    for path, (value, citation) in source_facts(row, bridge).items():
         column = _FACT_COLUMNS.get(path, "")
         if column and _text(row, column):
             continue
@@ -367,8 +366,8 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
     throughput-only row whose GA contradicts its GBS runs the GBS (:func:`row_corrections.batch_section`), and a 25.09 "fp8 (32x32 ...)"
     row takes its footnote's recipe without recipe items (:func:`_precision`), and an empty ``distributed_optimizer``
     column with the recipe item ``fsdp=true(...)`` reads as ``fsdp`` (not under ``FSDP column = 0``), and a Megatron-Bridge
-    row takes its model family's provider dropout and its benchmarks' gradient dtype
-    (:mod:`estimator.experiments.bridge_facts`); False = as before.
+    row takes what its providers and benchmark scripts set (dropout, gradient dtype, fused loss:
+    :mod:`estimator.experiments.bridge_facts`); False = as before.
     Raises ``ConfigError`` whose ``field`` is the offending CSV column.
     """
     assumed: dict[str, str] = {}
@@ -421,7 +420,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
     }
     if options := _options(row):
         config["options"] = options
-    _apply_facts(row, config, providers=row_rules)
+    _apply_facts(row, config, bridge=row_rules)
     architecture_notes.check_hybrid_facts(row, model)
     recipe_notes.apply_recipe_items(row, config)
     apply_bridge_split(row, config, enabled=recipe_splits)

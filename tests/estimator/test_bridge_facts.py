@@ -30,7 +30,7 @@ def test_other_families_and_sources_state_nothing() -> None:
     assert "train.hidden_dropout" not in source_facts({"source_id": "torchtitan_llama3_h100_202412",
                                                        "model_name": "Llama 3.1 8B"})
     assert "train.hidden_dropout" not in source_facts({"source_id": BRIDGE, "model_name": "Llama3 70B"},
-                                                      providers=False)
+                                                      bridge=False)
 
 
 def test_rows_take_the_fact_unless_the_row_rules_are_off(measured_dir: Path) -> None:

@@ -103,8 +103,12 @@ def run_memory(ctx: RunContext[MemoryParams]) -> RunResult:
         out: dict[str, Any] = {"config": label}
         out |= {k: row[k] for k in ("ep", "tp", "dp", "pp", "measured_kind", "measured_rank", "source_id") if k in row}
         if params.compare == "device":
+            device_mb = getattr(report, "hbm_mb", None)
+            if device_mb is None:
+                raise KindError(f"compare: device needs the memory report's hbm_mb (the device's memory); "
+                                f"subject {subject.name!r} gives none")
             out["estimate_mb"], out["estimate_of"] = report.peak_mb, "peak over stages"
-            out["device_mb"], out["fits_device"] = report.hbm_mb, bool(report.peak_mb <= report.hbm_mb)
+            out["device_mb"], out["fits_device"] = device_mb, bool(report.peak_mb <= device_mb)
         elif params.from_measured:
             from estimator.experiments.measured import measured_kind_of
 
