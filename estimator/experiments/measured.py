@@ -422,7 +422,7 @@ def config_from_measured_row(row: Mapping[str, str], profile: str = "megatron", 
         config["options"] = options
     _apply_facts(row, config, bridge=row_rules)
     architecture_notes.check_hybrid_facts(row, model)
-    recipe_notes.apply_recipe_items(row, config)
+    recipe_notes.apply_recipe_items(row, config, row_rules=row_rules)
     apply_bridge_split(row, config, enabled=recipe_splits)
     apply_corrections(row, config, enabled=recipe_splits)
     framework_rules(row, config, enabled=row_rules)

@@ -115,10 +115,14 @@ def precision_recipe(text: str, items: Mapping[str, str], notes: str = "") -> tu
     return None, f"precision {low or 'unstated'}: BF16 linear layers"
 
 
-def _recompute(value: str, modules: str = "", method: str = "") -> dict[str, Any] | None:
+def _recompute(value: str, modules: str = "", method: str = "", empty_list_rule: bool = True) -> dict[str, Any] | None:
     """``recompute=selective(a,b)`` / ``selective(modules=[])`` / ``full(...)`` / ``none`` as a section; a
     ``selective`` without its own list (``selective (comment)``) takes ``modules`` (a ``recompute_modules=[a,b]``
-    item) when given, else Megatron's default list. ``full`` reads Megatron's recompute method and layer count
+    item) when given, else Megatron's default list. An explicit empty list (``selective(modules=[])``, a recipe's
+    ``recompute_modules = []``) recomputes nothing: Megatron-Core fills its default ``["core_attn"]`` only when
+    ``recompute_modules is None`` (NVIDIA/Megatron-LM@d98e8a64dd ``transformer_config.py`` ``__post_init__``), and
+    Bridge's ``_set_recompute_overrides`` sets ``selective`` with the list as given (@fcbb603110
+    ``scripts/performance/utils/overrides.py``); ``empty_list_rule=False`` reads it as the default list (as before). ``full`` reads Megatron's recompute method and layer count
     from its parentheses or from ``method`` (the ``recompute_method=`` / ``recompute_num_layers=`` items):
     ``full(method=block,num_layers=5)`` re-runs the first 5 layers of each model chunk."""
     low = value.lower()
@@ -126,6 +130,8 @@ def _recompute(value: str, modules: str = "", method: str = "") -> dict[str, Any
         inner = low[len("selective"):]
         inner = inner.strip("()") if inner.startswith("(") else modules.lower() if modules.startswith("[") else ""
         names = [n.strip() for n in inner.replace("modules=", "").strip("[]").split(",") if n.strip()]
+        if not names and empty_list_rule and "[]" in inner:
+            return {"mode": "none", "modules": []}  # an explicit empty list: nothing recomputed
         return {"mode": "selective", "modules": names or ["core_attn"]}  # Megatron's default module list
     if low.startswith("full"):
         section: dict[str, Any] = {"mode": "full", "modules": []}
@@ -204,9 +210,10 @@ def apply_techniques(row: Mapping[str, str], config: dict[str, Any]) -> None:
              config["model"].setdefault("source_facts", {}))
 
 
-def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
+def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any], row_rules: bool = True) -> None:
     """Set the config values the row's recipe items state (see the module docstring), its adapters
-    (:func:`apply_adapter`) and its techniques (:func:`apply_techniques`)."""
+    (:func:`apply_adapter`) and its techniques (:func:`apply_techniques`); ``row_rules=False`` reads an explicit empty
+    selective-recompute list as Megatron's default list (:func:`_recompute`, the model before)."""
     apply_adapter(row, config)
     apply_techniques(row, config)
     items = recipe_items(row.get("notes") or "")
@@ -252,7 +259,8 @@ def apply_recipe_items(row: Mapping[str, str], config: dict[str, Any]) -> None:
         items = {**items, "recompute": f"full(method=block,num_layers={layers})"}
     if (rec := items.get("recompute")) is not None and \
             (section := _recompute(rec, items.get("recompute_modules", ""), " ".join(
-                f"{k}={items[k]}" for k in ("recompute_method", "recompute_num_layers") if k in items))) is not None:
+                f"{k}={items[k]}" for k in ("recompute_method", "recompute_num_layers") if k in items),
+                row_rules)) is not None:
         config["recompute"] = section
         cited["recompute"] = f"notes: recompute={rec}" + "".join(
             f", {k}={items[k]}" for k in ("recompute_modules", "recompute_method", "recompute_num_layers") if k in items)

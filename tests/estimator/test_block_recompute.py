@@ -160,3 +160,19 @@ def test_megatron_flags_and_recipe_items_set_the_method(tmp_path: Path) -> None:
         config: dict[str, Any] = {"profile": "megatron", "model": {}, "parallel": {"tp": 1}, "train": {}}
         apply_recipe_items({"notes": notes}, config)
         assert config["recompute"] == {"mode": "full", "modules": [], "method": "block", "num_layers": 5}
+
+
+@pytest.mark.parametrize(("notes", "rules", "section"), [
+    ("recipe: recompute=selective(modules=[]) | fp8_recipe=mxfp8", True, {"mode": "none", "modules": []}),
+    ("recipe: recompute=selective | recompute_modules=[] | fp8_recipe=mxfp8", True, {"mode": "none", "modules": []}),
+    ("recipe: recompute=selective(modules=[]) | fp8_recipe=mxfp8", False, {"mode": "selective", "modules": ["core_attn"]}),
+    ("recipe: recompute=selective (yaml) | fp8_recipe=mxfp8", True, {"mode": "selective", "modules": ["core_attn"]}),
+    ("recipe: recompute=selective(mla_up_proj) | fp8_recipe=mxfp8", True, {"mode": "selective",
+                                                                          "modules": ["mla_up_proj"]}),
+])
+def test_an_explicit_empty_selective_list_recomputes_nothing(notes: str, rules: bool, section: dict[str, Any]) -> None:
+    """Megatron-Core fills ``["core_attn"]`` only when ``recompute_modules is None``: a recipe's explicit ``[]`` with
+    granularity selective recomputes nothing; an unstated list keeps the default (``row_rules=False``: as before)."""
+    config: dict[str, Any] = {"profile": "megatron", "model": {}, "parallel": {"tp": 1}, "train": {}}
+    apply_recipe_items({"notes": notes}, config, row_rules=rules)
+    assert config["recompute"] == section
