@@ -75,6 +75,10 @@ class OptionsConfig(StrictSection):
         description="torchtitan's async TP hides only the collectives torch's micro-pipeline pass fuses (the "
                     "backward reduce-scatters of summed input gradients stay exposed, estimator.perf.overlap."
                     "async_tp_exposed); off: both sides as rings in every pass (the model before)")
+    expert_bias: bool = Field(
+        default=True,
+        description="model.linear_bias under Megatron-Core: the routed experts' fc2 bias added per local expert, "
+                    "weighted by the routing probabilities (estimator.perf.expert_bias); off: not priced, as before")
     moe_probs_in_activation: bool = Field(
         default=True,
         description="Megatron-Core (since core 0.13) multiplies the routing probabilities inside the experts' weighted "

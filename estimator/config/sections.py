@@ -116,6 +116,10 @@ class ModelConfig(StrictSection, HybridFields):
     qk_norm: bool = False
     #: learned per-head attention sink logit (GPT-OSS ``sinks``): a extra weights per layer
     attention_sinks: bool = False
+    #: the linear layers carry biases (Megatron ``--add-bias-linear``, its default; GPT-OSS): weights only in the
+    #: parameter counts (biases < 0.1 %); in time, the routed experts' fc2 bias weighted by the routing
+    #: probabilities under Megatron-Core (:mod:`estimator.perf.expert_bias`)
+    linear_bias: bool = False
     #: sandwich norms (Gemma 2 / 3 ``post_attention_layernorm`` / ``post_feedforward_layernorm``): a norm on the
     #: attention output and one on the MLP output before each residual add, 2 more norms per layer
     post_norms: bool = False

@@ -15,10 +15,11 @@ from estimator.config.errors import ConfigError
 MODELLED_ACTIVATIONS = ("swiglu", "quick_geglu", "geglu", "gelu", "squared_relu")
 #: phrases of a row's ``notes`` (lower case) -> model fields they state (the measured README: notes hold
 #: what the columns cannot): Bridge's GPT-OSS provider (sliding window (128, 0) on alternate layers,
-#: learnable softmax sink) and Qwen3 providers (qk_layernorm)
+#: learnable softmax sink, add_bias_linear) and Qwen3 providers (qk_layernorm)
 NOTE_FEATURES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("sliding window (128,0) on alternate layers", {"sliding_window": 128, "global_attention_every": 2}),
     ("learnable softmax sink", {"attention_sinks": True}),
+    ("add_bias_linear", {"linear_bias": True}),
 )
 #: a phrase of ``notes`` naming a hybrid Mamba stack (its facts: :data:`HYBRID_NOTE_FACTS`)
 HYBRID_MAMBA_NOTE = "hybrid mamba"

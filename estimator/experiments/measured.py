@@ -110,6 +110,8 @@ _SIMUMAX_CEF = (
 )
 _MCORE_7B_CONFIG = ("NVIDIA/Megatron-LM@d98e8a64dd tests/functional_tests/test_cases/gpt/{}/model_config.yaml: "
                     "--no-gradient-accumulation-fusion: true")
+_MCORE_7B_BIAS = ("NVIDIA/Megatron-LM@d98e8a64dd tests/functional_tests/test_cases/gpt/{}/model_config.yaml: no "
+                  "--disable-bias-linear, so Megatron's default add_bias_linear true")
 _MCORE_7B_OVERLAP = ("NVIDIA/Megatron-LM@d98e8a64dd tests/functional_tests/test_cases/gpt/{}/model_config.yaml: "
                      "--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather (the CSV notes)")
 _MOONLIGHT_RECIPE = ("NVIDIA-NeMo/Megatron-Bridge@600d069b82 src/megatron/bridge/recipes/moonlight/h100/moonlight_16b.py "
@@ -119,6 +121,7 @@ _MOONLIGHT_RECIPE = ("NVIDIA-NeMo/Megatron-Bridge@600d069b82 src/megatron/bridge
 def _mcore_7b_facts(test: str) -> dict[str, tuple[Any, str]]:
     """Facts of one Megatron-LM CI GPT-3 7B test read from its ``model_config.yaml``."""
     return {
+        "model.linear_bias": (True, _MCORE_7B_BIAS.format(test)),
         "train.gradient_accumulation_fusion": (False, _MCORE_7B_CONFIG.format(test)),
         "parallel.overlap_grad_reduce": (True, _MCORE_7B_OVERLAP.format(test)),
         "parallel.overlap_param_gather": (True, _MCORE_7B_OVERLAP.format(test)),

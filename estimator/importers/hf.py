@@ -302,6 +302,8 @@ def _gpt_oss(r: Reader) -> None:
     r.out.put("model.activation", "quick_geglu", "model_type gpt_oss: GptOssExperts' clamped GLU "
               "gate·σ(1.702·gate)·(up + 1), swiglu_limit; hidden_act 'silu' is not used by the experts")
     r.out.put("model.attention_sinks", True, "model_type gpt_oss: GptOssAttention.sinks (one logit per head)")
+    r.out.put("model.linear_bias", True, "model_type gpt_oss: attention_bias and GptOssExperts' gate_up_proj_bias / "
+              "down_proj_bias")
     mixtral_experts(r)
     layer_types(r)
 

@@ -104,7 +104,7 @@ IGNORED_PREFIXES: tuple[str, ...] = (
     "--moe-aux-loss-coeff", "--moe-router-group-topk", "--moe-router-num-groups",
     "--moe-router-topk-scaling-factor", "--moe-router-score-function", "--moe-router-enable-expert-bias",
     "--moe-router-bias-update-rate", "--moe-router-dtype", "--moe-z-loss", "--mtp-loss-scaling-factor",
-    "--disable-bias-linear", "--add-bias-linear", "--bf16", "--fp16", "--num-workers", "--no-masked-softmax",
+    "--bf16", "--fp16", "--num-workers", "--no-masked-softmax",
     "--no-bias", "--swiglu", "--untie", "--kv-channels", "--micro-batch", "--dataloader",
     "--no-create-attention-mask", "--sequence-parallel", "--attention-softmax-in-fp32",
     "--accumulate-allreduce-grads-in-fp32", "--ft-", "--profile", "--nsys", "--override-opt", "--finetune",

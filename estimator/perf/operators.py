@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from estimator.inputs.derive import attended_keys
-from estimator.perf import compute
+from estimator.perf import compute, expert_bias
 from estimator.shared.arrays import ARRAY, as_float, maximum, where
 
 #: the low-precision GEMM plan: estimator.perf.lowp.LowpGemms, which imports this module (not imported here, even
@@ -135,6 +135,7 @@ class LayerDims:
     fsdp_copies: tuple[float, float, float] = (0.0, 0.0, 0.0)  # FSDP2 copies per weight element (fsdp2_copy_op)
     fsdp_root_copies: tuple[float, float, float] = (0.0, 0.0, 0.0)  # the same for the root group (embedding, head)
     eager: tuple[bool, bool] = (False, False)  # (pointwise ops, RMSNorm) as PyTorch eager kernels (estimator.perf.eager)
+    expert_bias: bool = False  # the experts' fc2 bias weighted by the probabilities (estimator.perf.expert_bias)
 
 
 def attention_ops(model: ModelConfig, d: LayerDims) -> list[Op]:
@@ -261,6 +262,11 @@ def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> 
         experts = _ffn_ops("expert", ("moe",), ("moe", "moe_act"), w, model.expert_ffn / etp, per_expert, b,
                            model.activation, count=as_float(local_experts), variant="grouped")
         ops += grouped_experts(experts, d, per_expert)
+        if d.expert_bias:  # Megatron-Core adds the fc2 bias weighted by the probabilities, per local expert
+            rows = k * expert_tokens(t, d.tp, etp) * d.imbalance * w
+            fw_kernels, bw_kernels = expert_bias.kernels(local_experts)
+            ops.append(elementwise("expert_bias", ("moe",), rows * expert_bias.forward_bytes(b), fw_kernels,
+                                   bw_kernels, rows * expert_bias.backward_bytes(b)))
         if model.shared_ffn_total:
             ops += _ffn_ops("shared", ("moe", "shared_experts"), ("moe", "shared_experts"), h,
                             model.shared_ffn_total / d.tp, t, b, model.activation)

@@ -28,7 +28,7 @@ import numpy as np
 from estimator.inputs import derive
 from estimator.inputs.adapters import adapter_of
 from estimator.memory import fsdp2
-from estimator.perf import eager, gdn, lowp, mamba, sac
+from estimator.perf import eager, expert_bias, gdn, lowp, mamba, sac
 from estimator.perf import operators as ops_
 from estimator.perf.comm import cp_attention_steps
 from estimator.perf.context import prices
@@ -160,6 +160,7 @@ def layer_dims(cfg: EstimatorConfig, ctx: Ctx) -> ops_.LayerDims:
             in ops_.GROUPED_TENSOR_RECIPES),
         main_grad_add_bytes=main_grad_add_bytes(cfg, ctx), etp=ctx.t_exp if cfg.options.grouped_gemm_by_tokens else None,
         sfu_exps=cfg.options.sfu_softmax, fsdp_copies=blocks, fsdp_root_copies=root, eager=eager.eager_active(cfg),
+        expert_bias=expert_bias.expert_bias_active(cfg),
     )
 
 

@@ -87,11 +87,13 @@ def test_selective_recompute_layout_fact() -> None:
 def test_dense_7b_ci_rows_get_the_fusion_and_overlap_facts() -> None:
     """The 7B CI configs set no dropout flags (Megatron default 0.1): nothing to override there; they
     set --no-gradient-accumulation-fusion (no TE dummy weight gradients: estimator.memory.framework) and
-    --overlap-grad-reduce --overlap-param-gather (estimator.perf.overlap)."""
+    --overlap-grad-reduce --overlap-param-gather (estimator.perf.overlap), and no --disable-bias-linear (Megatron's
+    biases on: model.linear_bias, which moves nothing in a dense model)."""
     for test in ("gpt3_7b_tp1_pp4_memory_speed", "gpt3_7b_tp4_pp1_memory_speed"):
         facts = source_facts(_row(source_id="megatron_ci", model_name=test))
         assert set(facts) == {"train.gradient_accumulation_fusion", "parallel.overlap_grad_reduce",
-                              "parallel.overlap_param_gather"}
+                              "parallel.overlap_param_gather", "model.linear_bias"}
+        assert facts["model.linear_bias"][0] is True
         assert facts["train.gradient_accumulation_fusion"][0] is False
         assert facts["parallel.overlap_grad_reduce"][0] is True and facts["parallel.overlap_param_gather"][0] is True
         assert f"gpt/{test}/model_config.yaml" in facts["train.gradient_accumulation_fusion"][1]

@@ -37,7 +37,8 @@ OFF = {"options.low_precision_gemms": False, "options.cuda_graphs": False, "opti
        "options.sfu_softmax": False, "options.fsdp2_copies": False, "options.per_layer_recompute": False,
        "options.a2a_unpaired_steps": False, "options.muon": False, "options.cast_kernel_latency": False,
        "options.offload_copies": False, "options.eager_kernels": False, "options.async_tp_patterns": False,
-       "options.loss_parallel_memory": False, "options.moe_probs_in_activation": False}
+       "options.loss_parallel_memory": False, "options.moe_probs_in_activation": False,
+       "options.expert_bias": False}
 #: stored configs whose numbers the recipe mechanisms change (FP8 linears: their GEMMs at the FP8 peak;
 #: torchtitan's op-level SAC: what it re-runs, estimator.perf.sac; its layer-level SAC: the layers it re-runs,
 #: estimator.inputs.derive.recomputed_layers)
