@@ -13,9 +13,9 @@ of the rank's fc2 output (``T_r·h``, ``T_r`` routed tokens), from the ops and P
 (``tools/autograd/derivatives.yaml``: ``mul`` → ``grad·other`` summed to the broadcast shape, ``add`` → ``grad``
 cast to each input's dtype, ``cat`` → views, ``to`` → the cast back):
 
-* forward :data:`FORWARD_BYTES` ``24 + 2B``: ``b·p`` writes 4; ``t + b·p`` reads ``B + 4``, writes 4; ``cat``
+* forward (:func:`forward_bytes`) ``24 + 2B``: ``b·p`` writes 4; ``t + b·p`` reads ``B + 4``, writes 4; ``cat``
   reads 4, writes 4; ``.to`` reads 4, writes ``B``. Kernels ``2·E_local + 2``.
-* backward :data:`BACKWARD_BYTES` ``32 + 2B``: the cast of the gradient to fp32 reads ``B``, writes 4; ``t``'s
+* backward (:func:`backward_bytes`) ``32 + 2B``: the cast of the gradient to fp32 reads ``B``, writes 4; ``t``'s
   gradient cast back reads 4, writes ``B``; ``b``'s (``grad·p`` summed over tokens) and ``p``'s (``grad·b``
   summed over ``h``) each a product (read 4, write 4) and a reduction (read 4). Kernels ``5·E_local + 1``.
 
