@@ -30,6 +30,7 @@ from estimator.config.rule import Cfg, Rule
 from estimator.inputs import pipeline_split, recipes
 from estimator.inputs.profiles import (
     OVERLAP_FLAGS,
+    megatron_core_layers,
     moe_tp_without_sp,
     moe_tp_without_sp_layout,
     tp_comm_overlap_possible,
@@ -338,8 +339,7 @@ def _train_rules() -> list[Rule]:
         Rule("train.num_micro_batches", _nmb_broken,
              lambda c: "disagrees with global_batch_size/(micro_batch_size·dp)"),
         Rule("train.cross_entropy_fusion",
-             lambda c: (c.train.cross_entropy_fusion != "none") & (c.profile != "megatron")
-             & ((c.profile != "fsdp2") | (c.parallel.fsdp_implementation != "megatron")),
+             lambda c: (c.train.cross_entropy_fusion != "none") & (not megatron_core_layers(c)),
              lambda c: f"is Megatron-LM's --cross-entropy-loss-fusion / --cross-entropy-fusion-impl; profile "
              f"'{c.profile}' without Megatron-FSDP has no such path (a valid example: profile megatron, or fsdp2 "
              "with parallel.fsdp_implementation: megatron, with train: {cross_entropy_fusion: te}, or "

@@ -149,6 +149,14 @@ def profile_of(cfg: EstimatorConfig) -> Profile:
     return PROFILES[cfg.profile]
 
 
+def megatron_core_layers(cfg: EstimatorConfig) -> bool:
+    """True where Megatron-Core's model code runs the layers: the ``megatron`` sharding, or ``fsdp2`` with
+    Megatron-FSDP (``parallel.fsdp_implementation: megatron``), which shards Megatron-Core's model; False for the
+    reference tool (``sapp-nd``) and torch's own FSDP2 (torchtitan)."""
+    sharding = profile_of(cfg).sharding
+    return sharding == "megatron" or (sharding == "fsdp2" and cfg.parallel.fsdp_implementation == "megatron")
+
+
 def resolved_bytes(cfg: EstimatorConfig) -> ResolvedBytes:
     """Byte widths of ``cfg``: precision overrides win over the profile's defaults.
 

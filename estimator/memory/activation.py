@@ -20,7 +20,7 @@ from estimator.inputs.derive import kv_dim, layer_blocks, layer_kind, sequence_s
 from estimator.inputs.gdn import gdn_dims
 from estimator.inputs.hybrid import mamba_dims
 from estimator.inputs.params import gated_mlp
-from estimator.inputs.profiles import profile_of, resolved_bytes
+from estimator.inputs.profiles import megatron_core_layers, profile_of, resolved_bytes
 from estimator.inputs.recipes import stored_recipe
 from estimator.memory import sac
 from estimator.shared.arrays import where
@@ -264,16 +264,13 @@ def unpermute_saves_output(cfg: EstimatorConfig) -> bool:
     ``weighted_squared_relu_impl``, which save the fc1 output and the probabilities; ``token_dispatcher.py`` calls
     ``unpermute`` without ``probs``, and ``moe_utils.unpermute`` / TE's ``moe_unpermute`` with ``merging_probs=None``
     save only the row map): its layers keep the permuted probabilities, ``T·k·4`` bytes
-    (:data:`ROUTING_PROB_BYTES`), and no output. Its layers are the ``megatron`` profile's and Megatron-FSDP's (the
-    ``fsdp2`` sharding with ``parallel.fsdp_implementation: megatron``); every measured MoE memory row ran a later
+    (:data:`ROUTING_PROB_BYTES`), and no output. Its layers run wherever
+    :func:`estimator.inputs.profiles.megatron_core_layers` holds; every measured MoE memory row ran a later
     Megatron-Core (Megatron-LM CI @d98e8a64dd, SimuMax's @23e00ed096 = core_r0.14.0, Moonlight's core 24bad8e677d2).
     ``options.moe_probs_in_activation`` off, the reference profile and torch's own FSDP keep the output (the model
     before). The unfused activation path (``bias_activation_fusion`` off: the product keeps the activation output
     instead) is not modelled: Megatron-LM's default and the Bridge recipes fuse it."""
-    if not cfg.options.moe_probs_in_activation:
-        return True
-    sharding = profile_of(cfg).sharding
-    return not (sharding == "megatron" or (sharding == "fsdp2" and cfg.parallel.fsdp_implementation == "megatron"))
+    return not (cfg.options.moe_probs_in_activation and megatron_core_layers(cfg))
 
 
 def mamba_block_bytes(cfg: EstimatorConfig, drop: frozenset[str]) -> float:

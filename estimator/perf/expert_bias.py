@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from estimator.inputs.profiles import profile_of
+from estimator.inputs.profiles import megatron_core_layers
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
@@ -57,10 +57,9 @@ def kernels(local_experts: float) -> tuple[float, float]:
 
 
 def expert_bias_active(cfg: EstimatorConfig) -> bool:
-    """``model.linear_bias`` on a MoE model whose experts Megatron-Core runs (profile ``megatron``, or ``fsdp2`` with
-    ``parallel.fsdp_implementation: megatron``) outside TE's op fuser (``train.te_op_fuser`` off), with
+    """``model.linear_bias`` on a MoE model whose experts Megatron-Core runs
+    (:func:`estimator.inputs.profiles.megatron_core_layers`) outside TE's op fuser (``train.te_op_fuser`` off), with
     ``options.expert_bias`` on."""
     if not (cfg.model.linear_bias and cfg.options.expert_bias and cfg.model.num_experts) or cfg.train.te_op_fuser:
         return False
-    sharding = profile_of(cfg).sharding
-    return sharding == "megatron" or (sharding == "fsdp2" and cfg.parallel.fsdp_implementation == "megatron")
+    return megatron_core_layers(cfg)

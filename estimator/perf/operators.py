@@ -258,15 +258,15 @@ def mlp_ops(model: ModelConfig, d: LayerDims, moe: bool, local_experts: int) -> 
         ops += [elementwise("permute", ("moe",), (1 + k) * tn * w * b, variant="permute"),
                 elementwise("unpermute", ("moe",), (1 + k) * tn * w * b, variant="permute")]
         etp = d.tp if d.etp is None else d.etp
-        per_expert = k * expert_tokens(t, d.tp, etp) * d.imbalance / maximum(1, local_experts)
+        routed = k * expert_tokens(t, d.tp, etp) * d.imbalance  # routed tokens on the rank
+        per_expert = routed / maximum(1, local_experts)
         experts = _ffn_ops("expert", ("moe",), ("moe", "moe_act"), w, model.expert_ffn / etp, per_expert, b,
                            model.activation, count=as_float(local_experts), variant="grouped")
         ops += grouped_experts(experts, d, per_expert)
         if d.expert_bias:  # Megatron-Core adds the fc2 bias weighted by the probabilities, per local expert
-            rows = k * expert_tokens(t, d.tp, etp) * d.imbalance * w
             fw_kernels, bw_kernels = expert_bias.kernels(local_experts)
-            ops.append(elementwise("expert_bias", ("moe",), rows * expert_bias.forward_bytes(b), fw_kernels,
-                                   bw_kernels, rows * expert_bias.backward_bytes(b)))
+            ops.append(elementwise("expert_bias", ("moe",), routed * w * expert_bias.forward_bytes(b), fw_kernels,
+                                   bw_kernels, routed * w * expert_bias.backward_bytes(b)))
         if model.shared_ffn_total:
             ops += _ffn_ops("shared", ("moe", "shared_experts"), ("moe", "shared_experts"), h,
                             model.shared_ffn_total / d.tp, t, b, model.activation)
