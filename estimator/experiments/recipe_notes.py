@@ -122,8 +122,9 @@ def _recompute(value: str, modules: str = "", method: str = "", empty_list_rule:
     ``recompute_modules = []``) recomputes nothing: Megatron-Core fills its default ``["core_attn"]`` only when
     ``recompute_modules is None`` (NVIDIA/Megatron-LM@d98e8a64dd ``transformer_config.py`` ``__post_init__``), and
     Bridge's ``_set_recompute_overrides`` sets ``selective`` with the list as given (@fcbb603110
-    ``scripts/performance/utils/overrides.py``); ``empty_list_rule=False`` reads it as the default list (as before). ``full`` reads Megatron's recompute method and layer count
-    from its parentheses or from ``method`` (the ``recompute_method=`` / ``recompute_num_layers=`` items):
+    ``scripts/performance/utils/overrides.py``); ``empty_list_rule=False`` reads it as the default list (as before).
+    ``full`` reads Megatron's recompute method and layer count from its parentheses or from ``method`` (the
+    ``recompute_method=`` / ``recompute_num_layers=`` items):
     ``full(method=block,num_layers=5)`` re-runs the first 5 layers of each model chunk."""
     low = value.lower()
     if low.startswith("selective"):

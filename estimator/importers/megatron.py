@@ -209,10 +209,9 @@ def _activation_and_norm(a: _Args) -> None:
               "--untie-embeddings-and-output-weights (Megatron ties by default)")
     if a.flag("--qk-layernorm") and a.out.data["model"]["attention"] != "mla":
         a.out.put("model.qk_norm", True, "--qk-layernorm")
-    bias = not a.flag("--disable-bias-linear")  # Megatron's add_bias_linear defaults to true
-    a.has("--add-bias-linear")
-    a.out.put("model.linear_bias", bias, "--disable-bias-linear" if not bias else
-              "--add-bias-linear" if a.flag("--add-bias-linear") else "Megatron default add_bias_linear true")
+    disabled, added = a.flag("--disable-bias-linear"), a.flag("--add-bias-linear")  # Megatron's default: biases on
+    a.out.put("model.linear_bias", not disabled, "--disable-bias-linear" if disabled else
+              "--add-bias-linear" if added else "Megatron default add_bias_linear true")
 
 
 def _moe(a: _Args) -> None:
