@@ -11,7 +11,8 @@ The device efficiencies (GEMM, attention, HBM share, kernel latency, MoE grouped
 SimuMax's B200 measurements (``configs/system/b200_bf16_ceperm.json``, as the ``b200`` preset): the same
 Blackwell SM and tensor-core generation; that they carry over to B300 / GB200 / GB300 is an
 assumption, stated in each preset's ``efficiency.sources``. The NVLink collective factors likewise
-are SimuMax's measured 8-GPU NVLink 5 factors, applied to the NVL72 switch domain (assumption).
+are SimuMax's measured 8-GPU NVLink 5 factors, applied to the NVL72 switch domain (assumption). The GEMM factors
+are priced at each system's GEMM rate measured against the B200 (:mod:`estimator.inputs.gemm_rates`).
 Blackwell Ultra (B300, GB300) doubles the SFU's exponential throughput (10.7 against 5 TeraExponentials/s):
 each preset states its own rate beside the B200's, on which the attention factors were measured
 (``efficiency.sfu_exp_per_s`` / ``attention_sfu_exp_per_s``, :func:`estimator.perf.roofline.sfu_adjusted_s`).

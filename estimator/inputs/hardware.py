@@ -22,6 +22,7 @@ from estimator.inputs.blackwell import BLACKWELL_ALIASES, BLACKWELL_PRESETS
 from estimator.inputs.device_presets import ALIASES as _BASE_ALIASES
 from estimator.inputs.device_presets import NVIDIA_LEVELS
 from estimator.inputs.device_presets import PRESETS as _BASE_PRESETS
+from estimator.inputs.gemm_rates import GEMM_FIELDS, with_gemm_rates
 from estimator.inputs.host_link import with_host_link
 from estimator.inputs.rubin import RUBIN_ALIASES, RUBIN_PRESETS
 from estimator.inputs.variants import VARIANT_PRESETS
@@ -115,6 +116,17 @@ def _ascending_arrays(ordered: SizeTable) -> tuple[np.ndarray, np.ndarray]:
     return np.array([r[0] for r in rows], dtype=np.float64), np.array([r[1] for r in rows], dtype=np.float64)
 
 
+def gemm_factor_values(fields: dict[str, Any]) -> list[float]:
+    """Every efficiency in a mapping of GEMM factors: the scalars and each size table's efficiencies."""
+    out: list[float] = []
+    for value in fields.values():
+        if isinstance(value, (int, float)):
+            out.append(float(value))
+        elif value:
+            out.extend(float(row[1]) for row in value)
+    return out
+
+
 class DeviceEfficiency(BaseModel):
     """Achieved share of a device's peaks per operator class, as data with a source (operator roofline).
 
@@ -134,6 +146,12 @@ class DeviceEfficiency(BaseModel):
     second) and ``attention_sfu_exp_per_s``: that of the device ``attention_fwd`` / ``_bwd`` were
     measured on; both given and different, flash attention's exponentials are re-priced at this
     device's rate (:func:`estimator.perf.roofline.sfu_adjusted_s`).
+    ``gemm_rate``: this device's measured GEMM throughput against the device its GEMM factors were measured on
+    (same shapes, same kernels), over the ratio of their BF16 peaks: it multiplies every GEMM factor (dense,
+    grouped, low-precision), where a source measured it (None: 1, the factors carry over at the peak ratio);
+    ``carried_gemm``: the GEMM factors (:data:`GEMM_FIELDS`) of that reference device, which replace the held ones
+    under the rate where the held ones were not measured (None: the held ones are the reference's).
+    ``options.measured_gemm_rate: false`` prices with the held factors alone (:mod:`estimator.perf.efficiency`).
     ``sources``: field -> citation. All efficiencies in (0, 1].
     """
 
@@ -162,6 +180,8 @@ class DeviceEfficiency(BaseModel):
     fp8_grouped_matmul: float | None = Field(default=None, gt=0, le=1)
     sfu_exp_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     attention_sfu_exp_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    gemm_rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    carried_gemm: dict[str, Any] | None = None
     sources: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -171,6 +191,14 @@ class DeviceEfficiency(BaseModel):
                 if not (0 < eff <= 1) or threshold < 0 or math.isnan(threshold):
                     raise ValueError(f"{name}: each row is (min size >= 0, efficiency in (0, 1]); got "
                                      f"({threshold}, {eff})")
+        unknown = sorted(set(self.carried_gemm or ()) - set(GEMM_FIELDS))
+        if unknown:
+            raise ValueError(f"carried_gemm: {unknown} are not GEMM factors (one of {', '.join(GEMM_FIELDS)})")
+        if self.gemm_rate is not None:
+            held = {k: getattr(self, k) for k in GEMM_FIELDS} | (self.carried_gemm or {})
+            top = max(gemm_factor_values(held), default=0.0)
+            if top * self.gemm_rate > 1.0:
+                raise ValueError(f"gemm_rate: {self.gemm_rate} times the largest GEMM factor {top} exceeds 1")
         return self
 
     def low_precision_matmul(self, peak: str, grouped: bool = False) -> float | None:
@@ -252,8 +280,8 @@ class HardwareSpec(BaseModel):
 #: every built-in preset (estimator.inputs.device_presets, estimator.inputs.blackwell, estimator.inputs.rubin,
 #: estimator.inputs.variants)
 #: and their short names
-PRESETS: dict[str, dict[str, Any]] = with_host_link({**_BASE_PRESETS, **BLACKWELL_PRESETS, **RUBIN_PRESETS,
-                                                     **VARIANT_PRESETS})
+PRESETS: dict[str, dict[str, Any]] = with_gemm_rates(with_host_link({**_BASE_PRESETS, **BLACKWELL_PRESETS,
+                                                                     **RUBIN_PRESETS, **VARIANT_PRESETS}))
 ALIASES: dict[str, str] = {**_BASE_ALIASES, **BLACKWELL_ALIASES, **RUBIN_ALIASES}
 
 

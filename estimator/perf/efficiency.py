@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from estimator.inputs.gemm_rates import GEMM_FIELDS
 from ndval.core import cache
 
 if TYPE_CHECKING:
     from estimator.config.schema import EstimatorConfig
     from estimator.inputs.hardware import DeviceEfficiency
 
-__all__ = ["device_efficiency", "efficiency_key", "kernel_latency_us"]
+__all__ = ["device_efficiency", "efficiency_key", "kernel_latency_us", "rated_gemm_factors"]
 
 
 def kernel_latency_us(eff: DeviceEfficiency, variant: str) -> float:
@@ -31,19 +32,49 @@ def kernel_latency_us(eff: DeviceEfficiency, variant: str) -> float:
 
 
 def device_efficiency(cfg: EstimatorConfig) -> DeviceEfficiency:
-    """``cfg.hardware.efficiency`` as the operator roofline reads it: without its cast-kernel latency under
-    ``options.cast_kernel_latency: false`` (casts then pay ``kernel_latency_us``, the model before it)."""
+    """``cfg.hardware.efficiency`` as the operator roofline reads it, under the options:
+
+    * ``options.cast_kernel_latency: false``: without its cast-kernel latency (casts then pay
+      ``kernel_latency_us``, the model before it);
+    * ``options.measured_gemm_rate`` (on): the GEMM factors (:data:`GEMM_FIELDS`) are ``carried_gemm``'s where the
+      hardware holds some (a field not in it: None), else the held ones, each multiplied by ``gemm_rate``
+      (:func:`rated_gemm_factors`); off: the held GEMM factors alone, the model before the measured rates.
+
+    The copy holds neither ``gemm_rate`` nor ``carried_gemm``: the roofline reads its factors as they are."""
     eff = cfg.hardware.efficiency
     assert eff is not None
-    if cfg.options.cast_kernel_latency or eff.cast_kernel_latency_us is None:
+    update: dict[str, object] = {}
+    if not cfg.options.cast_kernel_latency and eff.cast_kernel_latency_us is not None:
+        update["cast_kernel_latency_us"] = None
+    if eff.gemm_rate is not None or eff.carried_gemm is not None:
+        update |= {"gemm_rate": None, "carried_gemm": None}
+        if cfg.options.measured_gemm_rate:
+            update |= rated_gemm_factors(eff)
+    if not update:
         return eff
-    return cache.held_value(_WITHOUT_CAST_LATENCY, id(eff), eff,
-                            lambda: eff.model_copy(update={"cast_kernel_latency_us": None}))
+    key = (id(eff), cfg.options.cast_kernel_latency, cfg.options.measured_gemm_rate)
+    return cache.held_value(_UNDER_OPTIONS, key, eff, lambda: eff.model_copy(update=update))
 
 
-#: :func:`device_efficiency`'s copies without the cast-kernel latency, by the instance's identity
-_WITHOUT_CAST_LATENCY = cache.store("estimator.efficiency_without_cast_latency", bound=64, key="id(DeviceEfficiency)",
-                                    holds="(the instance, its copy with cast_kernel_latency_us None)")
+def rated_gemm_factors(eff: DeviceEfficiency) -> dict[str, object]:
+    """The GEMM factors the roofline prices under ``eff.gemm_rate`` r: each factor f of ``eff.carried_gemm`` (where
+    given; its missing fields None) or of ``eff`` itself becomes ``f·r`` (a size table row by row); r unset: 1."""
+    held = {k: getattr(eff, k) for k in GEMM_FIELDS}
+    factors = held if eff.carried_gemm is None else {k: eff.carried_gemm.get(k) for k in GEMM_FIELDS}
+    rate = 1.0 if eff.gemm_rate is None else eff.gemm_rate
+    out: dict[str, object] = {}
+    for name, value in factors.items():
+        if value is None or isinstance(value, (int, float)):
+            out[name] = None if value is None else value * rate
+        else:
+            out[name] = [(float(row[0]), float(row[1]) * rate) for row in value]
+    return out
+
+
+#: :func:`device_efficiency`'s copies under the options, by the instance's identity and the two options
+_UNDER_OPTIONS = cache.store("estimator.efficiency_under_options", bound=64,
+                             key="(id(DeviceEfficiency), cast_kernel_latency, measured_gemm_rate)",
+                             holds="(the instance, its copy under those options)")
 
 
 def efficiency_key(eff: DeviceEfficiency) -> tuple[object, ...]:
@@ -61,5 +92,6 @@ def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
     return (eff.hbm_gb_s, tuple(map(tuple, eff.matmul)), eff.attention_fwd, eff.attention_bwd,
             tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.cast_kernel_latency_us, eff.grouped_matmul,
             eff.permute_memory_fwd,
-            eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul, eff.fp8_grouped_matmul, eff.sfu_exp_per_s, eff.attention_sfu_exp_per_s,
+            eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul, eff.fp8_grouped_matmul, eff.sfu_exp_per_s,
+            eff.attention_sfu_exp_per_s,
             *(tuple(map(tuple, t or ())) for t in (eff.grouped_matmul_fwd_by_tokens, eff.grouped_matmul_bwd_by_tokens)))

@@ -38,7 +38,7 @@ OFF = {"options.low_precision_gemms": False, "options.cuda_graphs": False, "opti
        "options.a2a_unpaired_steps": False, "options.muon": False, "options.cast_kernel_latency": False,
        "options.offload_copies": False, "options.eager_kernels": False, "options.async_tp_patterns": False,
        "options.loss_parallel_memory": False, "options.moe_probs_in_activation": False,
-       "options.expert_bias": False}
+       "options.expert_bias": False, "options.measured_gemm_rate": False}
 #: stored configs whose numbers the recipe mechanisms change (FP8 linears: their GEMMs at the FP8 peak;
 #: torchtitan's op-level SAC: what it re-runs, estimator.perf.sac; its layer-level SAC: the layers it re-runs,
 #: estimator.inputs.derive.recomputed_layers)
@@ -72,6 +72,12 @@ def _has_local_expert_groups(name: str, overrides: dict[str, object]) -> bool:
     return cfg.model.num_experts > cfg.parallel.ep
 
 
+def _measured_gemm_rate(name: str, overrides: dict[str, object]) -> bool:
+    """The hardware holds a measured GEMM rate (``estimator.inputs.gemm_rates``: H100, H200, B300, GB200, GB300)."""
+    eff = _config(name, overrides).hardware.efficiency
+    return eff is not None and eff.gemm_rate is not None
+
+
 def _torch_loss_parallel(name: str, overrides: dict[str, object]) -> bool:
     """torch's loss parallelism (fsdp2 by torch ``fully_shard`` with TP > 1): its backward holds one more
     logits-sized copy (``estimator.memory.activation.torch_loss_parallel``)."""
@@ -84,8 +90,8 @@ def _torch_loss_parallel(name: str, overrides: dict[str, object]) -> bool:
 def test_scalar_outputs_match_stored(index: int) -> None:
     """With the overlap and recipe mechanisms off every stored number is reproduced; with the defaults too,
     except where a framework's default overlap (FSDP2 prefetch, the CP ring) hides comm, a recipe (FP8
-    linears) prices its GEMMs at the FP8 peak, a rank holds several routed experts (grouped experts) or torch's
-    loss parallelism holds one more logits copy."""
+    linears) prices its GEMMs at the FP8 peak, a rank holds several routed experts (grouped experts), torch's
+    loss parallelism holds one more logits copy or the hardware has a measured GEMM rate."""
     case = STORED["configs"][index]
     off = ref._encode(ref.outputs(case["example"], {**case["overrides"], **OVERLAP_OFF, **OFF}))
     assert ref.close(off, case["outputs"], REL) == []
@@ -93,7 +99,8 @@ def test_scalar_outputs_match_stored(index: int) -> None:
     if ref.close(got, case["outputs"], REL):
         assert (index in CHANGED_BY_RECIPES or _hides_something(case["example"], case["overrides"])
                 or _has_local_expert_groups(case["example"], case["overrides"])
-                or _torch_loss_parallel(case["example"], case["overrides"]))
+                or _torch_loss_parallel(case["example"], case["overrides"])
+                or _measured_gemm_rate(case["example"], case["overrides"]))
 
 
 def test_recipe_mechanisms_off_reproduce_every_stored_config() -> None:
