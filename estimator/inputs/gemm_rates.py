@@ -34,7 +34,8 @@ GB300              1.2490       1.194 – 1.319    2500    1.1241
 The H100 variants without a table of their own (the 96 GB HBM2e SXM at 500 W, H800, the PCIe and NVL cards)
 take the H100 SXM's rate as a share of their own peak (assumption, stated in each source); Rubin and the A100
 presets are left as they are (no table, or their own SimuMax file). ``options.measured_gemm_rate: false``
-prices with the held factors (:mod:`estimator.perf.efficiency`).
+prices with the held factors (:mod:`estimator.perf.efficiency`). ``tools/gemm_rates.py`` recomputes the medians from
+an aiconfigurator checkout.
 """
 
 from __future__ import annotations

@@ -114,3 +114,23 @@ def test_an_overlay_that_calibrates_gemms_drops_the_measured_rate(tmp_path: Path
     path.write_text(yaml.safe_dump({"efficiency": {"kernel_latency_us": 5.0}}), encoding="utf-8")
     kept = apply_overlay(estimator.load_config(DENSE), path)
     assert kept.hardware.efficiency is not None and kept.hardware.efficiency.gemm_rate == 1.1241
+
+
+def test_the_recomputing_tool_reduces_a_table_as_recorded() -> None:
+    """tools/gemm_rates.py on synthetic tables (written here): a device twice as fast on the shapes that pass the
+    filter (m >= 4096, n, k >= 2048) reads 2.0; a small shape and a non-BF16 row are left out."""
+    import pandas as pd
+
+    from tools import gemm_rates as tool
+
+    def table(latency_ms: float, small_ms: float) -> pd.DataFrame:
+        rows = [("torch_flow", "bfloat16", 4096, 2048, 4096, latency_ms), ("torch_flow", "bfloat16", 8192, 4096, 4096,
+                latency_ms), ("torch_flow", "bfloat16", 256, 2048, 2048, small_ms),
+                ("torch_flow", "fp8", 4096, 2048, 4096, 99.0)]
+        return pd.DataFrame(rows, columns=["kernel_source", "gemm_dtype", "m", "n", "k", "latency"])
+
+    ref, dev = tool.bf16_tflops(table(2.0, 1.0)), tool.bf16_tflops(table(1.0, 5.0))
+    q = tool.ratio_to_reference(dev, ref)
+    assert len(q) == 2 and float(q.median()) == pytest.approx(2.0)
+    # 2·4096·2048·4096 FLOP in 2 ms
+    assert ref.loc[(4096, 2048, 4096)] == pytest.approx(2 * 4096 * 2048 * 4096 / 2e-3 / 1e12)

@@ -1,0 +1,69 @@
+"""Recompute the measured GEMM ratios of ``estimator.inputs.gemm_rates`` from an aiconfigurator checkout.
+
+Usage::
+
+    .venv/bin/python tools/gemm_rates.py PATH/TO/aiconfigurator [--version 1.3.0rc20]
+
+Reads ``aic-core/src/aiconfigurator_core/systems/data/<system>/gemm/trtllm/<version>/gemm_perf.parquet`` for the
+B200 and each system of :data:`estimator.inputs.gemm_rates.MEASURED_RATIO`, takes the BF16 ``torch_flow`` rows,
+and prints per system the median over the shapes both tables hold (``m >= 4096``, ``n, k >= 2048``) of the
+throughput ratio against the B200, its interquartile range and the resulting ``gemm_rate``; exits 1 when a
+median differs from the recorded one by more than 5e-4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from estimator.inputs.gemm_rates import MEASURED_RATIO, gemm_rate
+
+DATA = "aic-core/src/aiconfigurator_core/systems/data/{}/gemm/trtllm/{}/gemm_perf.parquet"
+#: the shape filter of the recorded ratios (estimator.inputs.gemm_rates)
+MIN_M, MIN_NK = 4096, 2048
+
+
+def bf16_tflops(table: pd.DataFrame) -> pd.Series:
+    """Median TFLOP/s per (m, n, k) of a gemm_perf table's BF16 ``torch_flow`` rows (latency in ms)."""
+    rows = table[(table["kernel_source"] == "torch_flow") & (table["gemm_dtype"] == "bfloat16")]
+    tflops = 2.0 * rows["m"] * rows["n"] * rows["k"] / (rows["latency"] * 1e-3) / 1e12
+    return tflops.groupby([rows["m"], rows["n"], rows["k"]]).median()
+
+
+def ratio_to_reference(device: pd.Series, reference: pd.Series, min_m: int = MIN_M,
+                       min_nk: int = MIN_NK) -> pd.Series:
+    """Per-shape throughput ratio device / reference over the shapes both hold with m >= min_m, n, k >= min_nk."""
+    m, n, k = (reference.index.get_level_values(i) for i in range(3))
+    ref = reference[(m >= min_m) & (n >= min_nk) & (k >= min_nk)]
+    dev = device.reindex(ref.index).dropna()
+    return dev / ref.reindex(dev.index)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkout", type=Path)
+    parser.add_argument("--version", default="1.3.0rc20")
+    args = parser.parse_args(argv)
+
+    def read(system: str) -> pd.Series:
+        return bf16_tflops(pd.read_parquet(args.checkout / DATA.format(system, args.version)))
+
+    reference = read("b200_sxm")
+    status = 0
+    print("| system | shapes | median ratio | IQR | recorded | gemm_rate |\n|---|---|---|---|---|---|")
+    for system, (recorded, _, peak) in MEASURED_RATIO.items():
+        q = ratio_to_reference(read(system), reference)
+        median = float(q.median())
+        print(f"| {system} | {len(q)} | {median:.4f} | {q.quantile(0.25):.3f}-{q.quantile(0.75):.3f} | {recorded:.4f} | "
+              f"{gemm_rate(median, peak):.4f} |")
+        status |= abs(median - recorded) > 5e-4
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
