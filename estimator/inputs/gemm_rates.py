@@ -17,7 +17,7 @@ quantization with the GEMM (``collector/trtllm/collect_gemm.py``: "the collected
 compute-scale overhead"; the NVFP4 ``Linear`` quantizes its input), which ndval prices as cast kernels of its
 own (:mod:`estimator.perf.lowp`): the rate is the device's, applied to each GEMM dtype alike.
 
-``gemm_rate`` multiplies every GEMM factor (:func:`estimator.perf.roofline.kernel_group_s`); a Hopper preset
+``gemm_rate`` multiplies every GEMM factor (:func:`estimator.perf.efficiency.rated_gemm_factors`); a Hopper preset
 also takes the B200's GEMM factors (``carried_gemm``) in place of its starter ones. The medians and their
 interquartile ranges (per-shape ratios against the B200):
 
