@@ -108,8 +108,8 @@ class OptionsConfig(StrictSection):
     cast_kernel_latency: bool = Field(default=True, description="a cast kernel's fixed time is the hardware's "
                                       "cast_kernel_latency_us (estimator.perf.efficiency); off: kernel_latency_us")
     measured_gemm_rate: bool = Field(default=True, description="GEMM factors times the hardware's measured "
-                                     "efficiency.gemm_rate, with its carried_gemm factors (estimator.perf.efficiency); "
-                                     "off: the held GEMM factors alone, as before")
+                                     "efficiency.gemm_rate (estimator.inputs.gemm_rates, estimator.perf.efficiency); "
+                                     "off: the GEMM factors alone, as before")
     main_grad_add: bool = Field(default=True, description="train.gradient_accumulation_fusion false: Megatron's "
                                 "main_grad add per micro-batch (operators.main_grad_add_op); off: not priced")
     cuda_graphs: bool = Field(

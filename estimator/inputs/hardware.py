@@ -147,11 +147,10 @@ class DeviceEfficiency(BaseModel):
     measured on; both given and different, flash attention's exponentials are re-priced at this
     device's rate (:func:`estimator.perf.roofline.sfu_adjusted_s`).
     ``gemm_rate``: this device's measured GEMM throughput against the device its GEMM factors were measured on
-    (same shapes, same kernels), over the ratio of their BF16 peaks: it multiplies every GEMM factor (dense,
-    grouped, low-precision), where a source measured it (None: 1, the factors carry over at the peak ratio);
-    ``carried_gemm``: the GEMM factors (:data:`GEMM_FIELDS`) of that reference device, which replace the held ones
-    under the rate where the held ones were not measured (None: the held ones are the reference's).
-    ``options.measured_gemm_rate: false`` prices with the held factors alone (:mod:`estimator.perf.efficiency`).
+    (same shapes, same kernels), over the ratio of their BF16 peaks: it multiplies every GEMM factor
+    (:data:`GEMM_FIELDS`: dense, grouped, low-precision), where a source measured it (None: 1, the factors carry
+    over at the peak ratio; :mod:`estimator.inputs.gemm_rates`). ``options.measured_gemm_rate: false`` prices with
+    the factors alone (:mod:`estimator.perf.efficiency`).
     ``sources``: field -> citation. All efficiencies in (0, 1].
     """
 
@@ -181,7 +180,6 @@ class DeviceEfficiency(BaseModel):
     sfu_exp_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     attention_sfu_exp_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     gemm_rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    carried_gemm: dict[str, Any] | None = None
     sources: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -191,12 +189,8 @@ class DeviceEfficiency(BaseModel):
                 if not (0 < eff <= 1) or threshold < 0 or math.isnan(threshold):
                     raise ValueError(f"{name}: each row is (min size >= 0, efficiency in (0, 1]); got "
                                      f"({threshold}, {eff})")
-        unknown = sorted(set(self.carried_gemm or ()) - set(GEMM_FIELDS))
-        if unknown:
-            raise ValueError(f"carried_gemm: {unknown} are not GEMM factors (one of {', '.join(GEMM_FIELDS)})")
         if self.gemm_rate is not None:
-            held = {k: getattr(self, k) for k in GEMM_FIELDS} | (self.carried_gemm or {})
-            top = max(gemm_factor_values(held), default=0.0)
+            top = max(gemm_factor_values({k: getattr(self, k) for k in GEMM_FIELDS}), default=0.0)
             if top * self.gemm_rate > 1.0:
                 raise ValueError(f"gemm_rate: {self.gemm_rate} times the largest GEMM factor {top} exceeds 1")
         return self

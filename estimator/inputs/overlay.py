@@ -23,8 +23,7 @@ File (YAML)::
 At least one of ``efficiency`` and ``network``. Unknown keys, a negative or out-of-range efficiency,
 a level the hardware does not have, or a hardware without an efficiency block that the overlay does
 not complete raise :class:`ConfigError` naming the file and field. An overlay that sets a GEMM factor
-(``matmul``, the grouped tables, ``fp8_matmul`` ...) and neither ``gemm_rate`` nor ``carried_gemm`` drops the
-preset's measured rate (:mod:`estimator.inputs.gemm_rates`): its factors were measured on the device itself.
+(``matmul``, the grouped tables, ``fp8_matmul`` ...) and no ``gemm_rate`` drops the preset's measured rate (:mod:`estimator.inputs.gemm_rates`): its factors were measured on the device itself.
 """
 
 from __future__ import annotations
@@ -178,9 +177,9 @@ def overlay_config(cfg: EstimatorConfig, overlay: Overlay) -> EstimatorConfig:
         base = cfg.hardware.efficiency.model_dump() if cfg.hardware.efficiency else {}
         sources = {**base.get("sources", {}), **eff.get("sources", {})}
         merged = {**base, **{k: v for k, v in eff.items() if k != "sources"}, "sources": sources}
-        if any(k in GEMM_FIELDS for k in eff) and not {"gemm_rate", "carried_gemm"} & set(eff):
+        if any(k in GEMM_FIELDS for k in eff) and "gemm_rate" not in eff:
             # GEMM factors measured on the device itself: the preset's measured rate against another device goes
-            merged |= {"gemm_rate": None, "carried_gemm": None}
+            merged["gemm_rate"] = None
         try:
             update["efficiency"] = DeviceEfficiency.model_validate(merged)
         except ValidationError as exc:

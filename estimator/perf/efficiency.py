@@ -36,18 +36,17 @@ def device_efficiency(cfg: EstimatorConfig) -> DeviceEfficiency:
 
     * ``options.cast_kernel_latency: false``: without its cast-kernel latency (casts then pay
       ``kernel_latency_us``, the model before it);
-    * ``options.measured_gemm_rate`` (on): the GEMM factors (:data:`GEMM_FIELDS`) are ``carried_gemm``'s where the
-      hardware holds some (a field not in it: None), else the held ones, each multiplied by ``gemm_rate``
-      (:func:`rated_gemm_factors`); off: the held GEMM factors alone, the model before the measured rates.
+    * ``options.measured_gemm_rate`` (on): the GEMM factors (:data:`GEMM_FIELDS`) multiplied by the hardware's
+      ``gemm_rate`` (:func:`rated_gemm_factors`); off: the GEMM factors alone, the model before the measured rates.
 
-    The copy holds neither ``gemm_rate`` nor ``carried_gemm``: the roofline reads its factors as they are."""
+    The copy holds no ``gemm_rate``: the roofline reads its factors as they are."""
     eff = cfg.hardware.efficiency
     assert eff is not None
     update: dict[str, object] = {}
     if not cfg.options.cast_kernel_latency and eff.cast_kernel_latency_us is not None:
         update["cast_kernel_latency_us"] = None
-    if eff.gemm_rate is not None or eff.carried_gemm is not None:
-        update |= {"gemm_rate": None, "carried_gemm": None}
+    if eff.gemm_rate is not None:
+        update["gemm_rate"] = None
         if cfg.options.measured_gemm_rate:
             update |= rated_gemm_factors(eff)
     if not update:
@@ -57,13 +56,12 @@ def device_efficiency(cfg: EstimatorConfig) -> DeviceEfficiency:
 
 
 def rated_gemm_factors(eff: DeviceEfficiency) -> dict[str, object]:
-    """The GEMM factors the roofline prices under ``eff.gemm_rate`` r: each factor f of ``eff.carried_gemm`` (where
-    given; its missing fields None) or of ``eff`` itself becomes ``f·r`` (a size table row by row); r unset: 1."""
-    held = {k: getattr(eff, k) for k in GEMM_FIELDS}
-    factors = held if eff.carried_gemm is None else {k: eff.carried_gemm.get(k) for k in GEMM_FIELDS}
+    """The GEMM factors the roofline prices under ``eff.gemm_rate`` r: each GEMM factor f of ``eff`` becomes ``f·r``
+    (a size table row by row; an unset factor stays unset); r unset: 1."""
     rate = 1.0 if eff.gemm_rate is None else eff.gemm_rate
     out: dict[str, object] = {}
-    for name, value in factors.items():
+    for name in GEMM_FIELDS:
+        value = getattr(eff, name)
         if value is None or isinstance(value, (int, float)):
             out[name] = None if value is None else value * rate
         else:

@@ -1,8 +1,6 @@
 """SimuMax's H100 file states FP8 factors beside the BF16 ones the H100 presets read: fp8_matmul 0.65 and
 fp8_group_matmul 0.58 against the 1,979 TFLOPS FP8 peak (h100_nvlink.json at 160921ca96). Hand-computed values,
-and every SimuMax citation at a commit that holds its file. These are the factors the presets hold, priced under
-``options.measured_gemm_rate: false``; by default the B200's measured GEMM factors under H100's measured GEMM rate
-replace them (``estimator.inputs.gemm_rates``, tests/estimator/test_gemm_rate.py)."""
+and every SimuMax citation at a commit that holds its file."""
 
 from __future__ import annotations
 

@@ -73,7 +73,7 @@ def _has_local_expert_groups(name: str, overrides: dict[str, object]) -> bool:
 
 
 def _measured_gemm_rate(name: str, overrides: dict[str, object]) -> bool:
-    """The hardware holds a measured GEMM rate (``estimator.inputs.gemm_rates``: H100, H200, B300, GB200, GB300)."""
+    """The hardware holds a measured GEMM rate (``estimator.inputs.gemm_rates``: B300, GB200, GB300)."""
     eff = _config(name, overrides).hardware.efficiency
     return eff is not None and eff.gemm_rate is not None
 
