@@ -48,7 +48,7 @@ OFF = {"low_precision_gemms": False, "cuda_graphs": False, "op_sac_recompute": F
        "fsdp2_copies": False, "per_layer_recompute": False,
        "a2a_unpaired_steps": False, "muon": False, "offload_copies": False, "cp_gather_memory": False,
        "eager_kernels": False, "async_tp_patterns": False, "loss_parallel_memory": False,
-       "moe_probs_in_activation": False, "expert_bias": False, "measured_gemm_rate": False}
+       "moe_probs_in_activation": False, "expert_bias": False, "measured_gemm_rate": False, "ssd_scan_memory": False}
 
 
 def _config(row: dict[str, str], off: bool) -> Any:

@@ -110,6 +110,9 @@ class OptionsConfig(StrictSection):
     measured_gemm_rate: bool = Field(default=True, description="GEMM factors times the hardware's measured "
                                      "efficiency.gemm_rate (estimator.inputs.gemm_rates, estimator.perf.efficiency); "
                                      "off: the GEMM factors alone, as before")
+    ssd_scan_memory: bool = Field(default=True, description="the Mamba-2 SSD scan at the hardware's measured "
+                                  "efficiency.ssd_scan_memory (estimator.inputs.ssd_scan); off: the memory table, as "
+                                  "before")
     main_grad_add: bool = Field(default=True, description="train.gradient_accumulation_fusion false: Megatron's "
                                 "main_grad add per micro-batch (operators.main_grad_add_op); off: not priced")
     cuda_graphs: bool = Field(

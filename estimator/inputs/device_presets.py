@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from estimator.inputs.ssd_scan import with_ssd_scan
+
 
 def _lv(name: str, max_devices: int | None, bw: float, eff: float, lat: float, **extra: Any) -> dict[str, Any]:
     return {"name": name, "max_devices": max_devices, "bandwidth_gb_s": bw, "efficiency": eff, "latency_us": lat,
@@ -308,11 +310,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "levels": NVIDIA_LEVELS["b200"],
         "fp8_gemm_any_layout": True,
         "mxfp8_gemm": True,
-        "efficiency": _with_sfu(_with_grouped_table(_simumax_eff(
+        "efficiency": with_ssd_scan(_with_sfu(_with_grouped_table(_simumax_eff(
             "b200_bf16_ceperm.json", 8000.0, "NVIDIA DGX B200 datasheet: 64 TB/s HBM3e for 8 GPUs = 8 TB/s per GPU",
             0.48780765792034037, 0.7059717796465379, 0.6943225842672003, 0.666, 30.0,
             moe=("MooreThreads/SimuMax@4dcaae513b", 0.30199308868813257, 0.5008136513816437, 0.5108178337365621))),
-            BLACKWELL_SFU_EXP_PER_S),
+            BLACKWELL_SFU_EXP_PER_S)),
         "provenance": {
             "hbm_gib": "DGX B200: 1,440 GB HBM3e for 8 GPUs = 180 GB per GPU (decimal); rounded",
             "peak_tflops": "NVIDIA DGX B200 datasheet per GPU, dense (no sparsity): 72 PFLOPS FP8 training and "

@@ -180,6 +180,9 @@ class DeviceEfficiency(BaseModel):
     sfu_exp_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     attention_sfu_exp_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     gemm_rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    #: the Mamba-2 SSD scan's achieved HBM share where a source measured it (None: the ``memory`` table;
+    #: estimator.inputs.ssd_scan)
+    ssd_scan_memory: float | None = Field(default=None, gt=0, le=1)
     sources: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")

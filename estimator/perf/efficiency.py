@@ -39,6 +39,9 @@ def device_efficiency(cfg: EstimatorConfig) -> DeviceEfficiency:
     * ``options.measured_gemm_rate`` (on): the GEMM factors (:data:`GEMM_FIELDS`) multiplied by the hardware's
       ``gemm_rate`` (:func:`rated_gemm_factors`); off: the GEMM factors alone, the model before the measured rates.
 
+    * ``options.ssd_scan_memory: false``: without the SSD scan's measured HBM share (the scan on the ``memory``
+      table, as before; :mod:`estimator.inputs.ssd_scan`).
+
     The copy holds no ``gemm_rate``: the roofline reads its factors as they are."""
     eff = cfg.hardware.efficiency
     assert eff is not None
@@ -49,9 +52,11 @@ def device_efficiency(cfg: EstimatorConfig) -> DeviceEfficiency:
         update["gemm_rate"] = None
         if cfg.options.measured_gemm_rate:
             update |= rated_gemm_factors(eff)
+    if not cfg.options.ssd_scan_memory and eff.ssd_scan_memory is not None:
+        update["ssd_scan_memory"] = None
     if not update:
         return eff
-    key = (id(eff), cfg.options.cast_kernel_latency, cfg.options.measured_gemm_rate)
+    key = (id(eff), cfg.options.cast_kernel_latency, cfg.options.measured_gemm_rate, cfg.options.ssd_scan_memory)
     return cache.held_value(_UNDER_OPTIONS, key, eff, lambda: eff.model_copy(update=update))
 
 
@@ -69,9 +74,9 @@ def rated_gemm_factors(eff: DeviceEfficiency) -> dict[str, object]:
     return out
 
 
-#: :func:`device_efficiency`'s copies under the options, by the instance's identity and the two options
+#: :func:`device_efficiency`'s copies under the options, by the instance's identity and the three options
 _UNDER_OPTIONS = cache.store("estimator.efficiency_under_options", bound=64,
-                             key="(id(DeviceEfficiency), cast_kernel_latency, measured_gemm_rate)",
+                             key="(id(DeviceEfficiency), cast_kernel_latency, measured_gemm_rate, ssd_scan_memory)",
                              holds="(the instance, its copy under those options)")
 
 
@@ -91,5 +96,5 @@ def _efficiency_values(eff: DeviceEfficiency) -> tuple[object, ...]:
             tuple(map(tuple, eff.memory)), eff.kernel_latency_us, eff.cast_kernel_latency_us, eff.grouped_matmul,
             eff.permute_memory_fwd,
             eff.permute_memory_bwd, eff.fp8_matmul, eff.fp4_matmul, eff.fp8_grouped_matmul, eff.sfu_exp_per_s,
-            eff.attention_sfu_exp_per_s,
+            eff.attention_sfu_exp_per_s, eff.ssd_scan_memory,
             *(tuple(map(tuple, t or ())) for t in (eff.grouped_matmul_fwd_by_tokens, eff.grouped_matmul_bwd_by_tokens)))

@@ -96,7 +96,8 @@ def mamba_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
     """Forward operators of one Mamba-2 layer on one rank (Megatron-Core ``MambaMixer`` training path,
     ``mamba_split_conv1d_scan_combined``): the pre-norm fused into in_proj, in_proj, the [s, b] → [b, s] copy
     of its output, the causal conv, the SSD scan (class ``gemm``: batched matmuls on the tensor cores, Dao & Gu
-    2024 §6, priced on the device's matmul table), the copy back, the gated RMSNorm, out_proj, the residual; under
+    2024 §6, priced on the device's matmul table; variant ``ssd_scan``: its bytes at the scan's own measured HBM
+    share where the hardware states one, :mod:`estimator.inputs.ssd_scan`), the copy back, the gated RMSNorm, out_proj, the residual; under
     CP the re-layouts around its all-to-alls (:mod:`estimator.perf.mixer_cp`)."""
     d, h, b, t, tn = mamba_dims(model), model.hidden_size, dd.b, dd.tokens, dd.norm_tokens
     width, conv = d.in_proj_width / dd.tp, d.conv_channels / dd.tp
@@ -113,7 +114,7 @@ def mamba_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
         elementwise("mamba_conv1d", ("mamba",), conv_bytes, kernels=CONV_KERNELS[0], bw_kernels=CONV_KERNELS[1],
                     bw_bytes=(ELEMENTWISE_BACKWARD_BYTES + 1.0) * conv_bytes),
         Op("ssd_scan", "gemm", ("mamba",), scan_fw, scan_bytes, SSD_KERNELS[0], scan_bw, 2.0 * scan_bytes,
-           SSD_KERNELS[1]),
+           SSD_KERNELS[1], variant="ssd_scan"),
         elementwise("mamba_out_layout", ("mamba",), copy * d.inner / dd.tp, bw_bytes=copy * d.inner / dd.tp),
         elementwise("mamba_gated_norm", ("mamba",), 2 * t * d.inner / dd.tp * b, bw_kernels=2),
         gemm("mamba_out_proj", ("mamba",), t, d.inner / dd.tp, h, b),

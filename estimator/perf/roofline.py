@@ -87,8 +87,9 @@ def kernel_group_s(flops: float, moved: float, kernels: float, op_class: str, ba
             compute_s = sfu_adjusted_s(compute_s, exps, eff.sfu_exp_per_s, eff.attention_sfu_exp_per_s)
     memory_s = 0.0
     if type(moved) is ARRAY or moved:
-        permute = eff.permute_memory_bwd if backward else eff.permute_memory_fwd
-        share = permute if variant == "permute" and permute is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MEGABYTE)
+        own = (eff.permute_memory_bwd if backward else eff.permute_memory_fwd) if variant == "permute" else \
+            eff.ssd_scan_memory if variant == "ssd_scan" else None  # a measured share of its own (DeviceEfficiency)
+        share = own if own is not None else eff.memory_eff(moved / per_kernel / BYTES_PER_MEGABYTE)
         memory_s = moved / (eff.hbm_gb_s * BYTES_PER_GB * share) + kernels * kernel_latency_us(eff, variant) * S_PER_US
         if type(moved) is ARRAY:  # rows moving nothing price no memory term (the scalar ``if``)
             memory_s = where(moved != 0, memory_s, 0.0)

@@ -38,7 +38,7 @@ OFF = {"options.low_precision_gemms": False, "options.cuda_graphs": False, "opti
        "options.a2a_unpaired_steps": False, "options.muon": False, "options.cast_kernel_latency": False,
        "options.offload_copies": False, "options.eager_kernels": False, "options.async_tp_patterns": False,
        "options.loss_parallel_memory": False, "options.moe_probs_in_activation": False,
-       "options.expert_bias": False, "options.measured_gemm_rate": False}
+       "options.expert_bias": False, "options.measured_gemm_rate": False, "options.ssd_scan_memory": False}
 #: stored configs whose numbers the recipe mechanisms change (FP8 linears: their GEMMs at the FP8 peak;
 #: torchtitan's op-level SAC: what it re-runs, estimator.perf.sac; its layer-level SAC: the layers it re-runs,
 #: estimator.inputs.derive.recomputed_layers)
