@@ -37,8 +37,7 @@ def device_efficiency(cfg: EstimatorConfig) -> DeviceEfficiency:
     * ``options.cast_kernel_latency: false``: without its cast-kernel latency (casts then pay
       ``kernel_latency_us``, the model before it);
     * ``options.measured_gemm_rate`` (on): the GEMM factors (:data:`GEMM_FIELDS`) multiplied by the hardware's
-      ``gemm_rate`` (:func:`rated_gemm_factors`); off: the GEMM factors alone, the model before the measured rates.
-
+      ``gemm_rate`` (:func:`rated_gemm_factors`); off: the GEMM factors alone, the model before the measured rates;
     * ``options.ssd_scan_memory: false``: without the SSD scan's measured HBM share (the scan on the ``memory``
       table, as before; :mod:`estimator.inputs.ssd_scan`).
 
