@@ -98,8 +98,7 @@ def mamba_ops(model: ModelConfig, dd: LayerDims) -> list[Op]:
     of its output, the causal conv, the SSD scan (class ``gemm``: batched matmuls on the tensor cores, Dao & Gu
     2024 §6, priced on the device's matmul table; variant ``ssd_scan``: its bytes at the scan's own measured HBM
     share where the hardware states one, :mod:`estimator.inputs.ssd_scan`), the copy back, the gated RMSNorm,
-    out_proj, the residual; under
-    CP the re-layouts around its all-to-alls (:mod:`estimator.perf.mixer_cp`)."""
+    out_proj, the residual; under CP the re-layouts around its all-to-alls (:mod:`estimator.perf.mixer_cp`)."""
     d, h, b, t, tn = mamba_dims(model), model.hidden_size, dd.b, dd.tokens, dd.norm_tokens
     width, conv = d.in_proj_width / dd.tp, d.conv_channels / dd.tp
     share = d.heads / dd.tp / d.heads  # this rank's share of heads and groups
