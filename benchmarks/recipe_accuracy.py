@@ -16,7 +16,8 @@ Usage::
     .venv/bin/python benchmarks/recipe_accuracy.py [--rows] [--json] [--off]
 
 ``--off`` prices with the recipe / CUDA-graph / op-level-SAC / fused-cast / quantized-gather / main_grad-add /
-measured-GEMM-rate / SSD-scan-share mechanisms switched off and without the Bridge recipe splits, row corrections and the GA / footnote rules
+measured-GEMM-rate / SSD-scan-share mechanisms switched off and without the Bridge recipe splits, row corrections
+and the GA / footnote rules
 (``config_from_measured_row(recipe_splits=False, row_rules=False)``): the model before them.
 """
 

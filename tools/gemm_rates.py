@@ -23,7 +23,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from estimator.inputs.gemm_rates import MEASURED_RATIO, gemm_rate
+from estimator.inputs.gemm_rates import MEASURED_RATIO, REFERENCE_PRESET, SYSTEM_PRESET, gemm_rate
+from estimator.inputs.hardware import PRESETS
 from estimator.inputs.hybrid import MambaDims
 from estimator.inputs.ssd_scan import SSD_SCAN_MEMORY
 from estimator.perf.mamba import SSD_KERNELS, ssd_scan_bytes
@@ -31,7 +32,8 @@ from estimator.perf.mamba import SSD_KERNELS, ssd_scan_bytes
 DATA = "aic-core/src/aiconfigurator_core/systems/data/{}/gemm/trtllm/{}/gemm_perf.parquet"
 MAMBA = "aic-core/src/aiconfigurator_core/systems/data/b200_sxm/linear_attention/trtllm/1.3.0rc15/mamba2_perf.parquet"
 #: the B200 preset's HBM bandwidth (B/s) and kernel latency (s) the share is solved against (estimator.inputs.ssd_scan)
-B200_HBM, B200_KERNEL_S = 8000e9, 30e-6
+_B200 = PRESETS[REFERENCE_PRESET]["efficiency"]
+B200_HBM, B200_KERNEL_S = _B200["hbm_gb_s"] * 1e9, _B200["kernel_latency_us"] * 1e-6
 #: the shape filter of the recorded ratios (estimator.inputs.gemm_rates)
 MIN_M, MIN_NK = 4096, 2048
 
@@ -77,11 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     reference = read("b200_sxm")
     status = 0
     print("| system | shapes | median ratio | IQR | recorded | gemm_rate |\n|---|---|---|---|---|---|")
-    for system, (recorded, _, peak) in MEASURED_RATIO.items():
+    reference_peak = PRESETS[REFERENCE_PRESET]["peak_tflops"]["bf16"]
+    for system, (recorded, _) in MEASURED_RATIO.items():
         q = ratio_to_reference(read(system), reference)
         median = float(q.median())
         print(f"| {system} | {len(q)} | {median:.4f} | {q.quantile(0.25):.3f}-{q.quantile(0.75):.3f} | {recorded:.4f} | "
-              f"{gemm_rate(median, peak):.4f} |")
+              f"{gemm_rate(median, PRESETS[SYSTEM_PRESET[system]]['peak_tflops']['bf16'], reference_peak):.4f} |")
         status |= abs(median - recorded) > 5e-4
     shares = ssd_shares(pd.read_parquet(args.checkout / MAMBA))
     median = float(shares.median())

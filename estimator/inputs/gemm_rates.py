@@ -51,29 +51,39 @@ GEMM_FIELDS = ("matmul", "grouped_matmul", "grouped_matmul_fwd_by_tokens", "grou
 
 _AIC = ("ai-dynamo/aiconfigurator@095f58a51c aic-core/src/aiconfigurator_core/systems/data/{}/gemm/trtllm/1.3.0rc20/"
         "gemm_perf.parquet (TensorRT-LLM 1.3.0rc20 Linear, measured): median over 1,339 BF16 shapes (m >= 4096, "
-        "n, k >= 2048) of the throughput against b200_sxm's = {:.4f} (IQR {}), times the BF16 peak ratio 2250 / {:g}"
+        "n, k >= 2048) of the throughput against b200_sxm's = {:.4f} (IQR {}), times the BF16 peak ratio {:g} / {:g}"
         " = {:.4f} (estimator.inputs.gemm_rates)")
 
-#: aiconfigurator system -> (median ratio against the B200, its IQR, the device's BF16 peak in TFLOPS); the Hopper
-#: rows are recorded for the anchor check of the module docstring, not applied
-MEASURED_RATIO: dict[str, tuple[float, str, float]] = {
-    "h100_sxm": (0.5202, "0.490-0.560", 989.0),
-    "h200_sxm": (0.5166, "0.485-0.561", 989.0),
-    "b300_sxm": (1.0480, "0.976-1.109", 2250.0),
-    "gb200": (1.0730, "0.997-1.134", 2500.0),
-    "gb300": (1.2490, "1.194-1.319", 2500.0),
+#: aiconfigurator system -> (median ratio against the B200, its IQR); the Hopper rows are recorded for the anchor
+#: check of the module docstring, not applied
+MEASURED_RATIO: dict[str, tuple[float, str]] = {
+    "h100_sxm": (0.5202, "0.490-0.560"),
+    "h200_sxm": (0.5166, "0.485-0.561"),
+    "b300_sxm": (1.0480, "0.976-1.109"),
+    "gb200": (1.0730, "0.997-1.134"),
+    "gb300": (1.2490, "1.194-1.319"),
 }
-#: the reference device's BF16 peak (the b200 preset: DGX B200 datasheet, dense)
-B200_BF16_TFLOPS = 2250.0
-
-#: preset -> the aiconfigurator system measured (the presets that carry the B200's GEMM factors)
+#: the preset whose device each system measured (its BF16 peak is the preset's)
+SYSTEM_PRESET: dict[str, str] = {"h100_sxm": "h100-80g", "h200_sxm": "h200", "b300_sxm": "b300",
+                                 "gb200": "gb200-nvl72", "gb300": "gb300-nvl72"}
+#: the reference device's preset
+REFERENCE_PRESET = "b200"
+#: the presets the rate is applied to (the ones that carry the B200's GEMM factors) -> the system measured
 PRESET_SYSTEM: dict[str, str] = {"b300": "b300_sxm", "gb200-nvl72": "gb200", "gb300-nvl72": "gb300"}
 
 
-def gemm_rate(ratio: float, peak_tflops: float, reference_peak_tflops: float = B200_BF16_TFLOPS) -> float:
+def gemm_rate(ratio: float, peak_tflops: float, reference_peak_tflops: float) -> float:
     """``ratio · reference_peak / peak``: the measured throughput ratio against the reference device as a factor
     on the reference's GEMM factors (a share of each device's own peak)."""
     return ratio * reference_peak_tflops / peak_tflops
+
+
+def preset_gemm_rate(presets: dict[str, dict[str, Any]], system: str) -> float:
+    """:func:`gemm_rate` of ``system``'s recorded ratio with the BF16 peaks of its preset and the reference's,
+    rounded to 4 places."""
+    def peak(name: str) -> float:
+        return float(presets[name]["peak_tflops"]["bf16"])
+    return round(gemm_rate(MEASURED_RATIO[system][0], peak(SYSTEM_PRESET[system]), peak(REFERENCE_PRESET)), 4)
 
 
 def with_gemm_rates(presets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -82,9 +92,10 @@ def with_gemm_rates(presets: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
     for name, system in PRESET_SYSTEM.items():
         if name not in presets:
             continue
-        ratio, iqr, peak = MEASURED_RATIO[system]
-        rate = round(gemm_rate(ratio, peak), 4)
+        ratio, iqr = MEASURED_RATIO[system]
+        rate = preset_gemm_rate(presets, system)
+        peaks = (presets[REFERENCE_PRESET]["peak_tflops"]["bf16"], presets[name]["peak_tflops"]["bf16"])
         eff = presets[name]["efficiency"]
-        sources = {**eff.get("sources", {}), "gemm_rate": _AIC.format(system, ratio, iqr, peak, rate)}
+        sources = {**eff.get("sources", {}), "gemm_rate": _AIC.format(system, ratio, iqr, *peaks, rate)}
         out[name] = {**presets[name], "efficiency": {**eff, "gemm_rate": rate, "sources": sources}}
     return out

@@ -37,15 +37,16 @@ def _eff(**extra: Any) -> DeviceEfficiency:
 
 def test_rate_by_hand() -> None:
     # GB300: 1.2490 times the B200's throughput at a BF16 peak 2500 / 2250 times the B200's
-    assert gemm_rates.gemm_rate(1.2490, 2500.0) == pytest.approx(1.2490 * 0.9)
+    assert gemm_rates.gemm_rate(1.2490, 2500.0, 2250.0) == pytest.approx(1.2490 * 0.9)
     # H100: 0.5202 of the B200's throughput at 989 / 2250 of its peak -> 1.1835 times the B200's share of peak
-    assert round(gemm_rates.gemm_rate(0.5202, 989.0), 4) == 1.1835
+    assert round(gemm_rates.gemm_rate(0.5202, 989.0, 2250.0), 4) == 1.1835
 
 
 def test_every_preset_rate_is_its_measured_ratio_times_the_peak_ratio() -> None:
     for name, system in gemm_rates.PRESET_SYSTEM.items():
         eff = PRESETS[name]["efficiency"]
-        ratio, _, peak = gemm_rates.MEASURED_RATIO[system]
+        ratio, _ = gemm_rates.MEASURED_RATIO[system]
+        peak = PRESETS[gemm_rates.SYSTEM_PRESET[system]]["peak_tflops"]["bf16"]
         assert eff["gemm_rate"] == round(ratio * 2250.0 / peak, 4), name
         assert "aiconfigurator" in eff["sources"]["gemm_rate"], name
     assert {"b300", "gb200-nvl72", "gb300-nvl72"} == set(gemm_rates.PRESET_SYSTEM)
