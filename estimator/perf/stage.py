@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from estimator.inputs import derive
 from estimator.inputs.recipes import stored_recipe
@@ -189,9 +189,7 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
     ep_cs: list[comm.Collective] = []
     cp_cs: list[comm.Collective] = []
     mixer_cs: list[comm.Collective] = []  # the mixers' CP all-to-alls: nothing runs beside them (exposed)
-    if "per_layer" not in memo:
-        memo["per_layer"] = _per_layer_traffic(cfg, ctx)
-    act_bytes, dispatch, cp_dim, cp_layer, by_node = memo["per_layer"]
+    act_bytes, dispatch, cp_dim, cp_layer, by_node = per_layer_traffic(cfg, ctx)
     ep_node_cs: list[comm.Collective] = []
     stage_ep = 1
     stage_mode = cfg.stage_recompute(layout.stage)
@@ -234,13 +232,8 @@ def stage_cost(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout) -> St
         layer_ep = derive.kind_ep(cfg, kind)
         if lc.moe and any_true(layer_ep > 1):  # (arrays: rows with ep = 1 price no EP comm)
             stage_ep = maximum(stage_ep, layer_ep)
-            width = m.moe_latent_size or m.hidden_size
-            if by_node is None:
-                ep_a2a = comm.ep_layer_collectives(dispatch, width, ctx.b_compute, layer_ep)
-            else:  # the flex dispatcher's hierarchical kernels (an EP group over several NVLink domains)
-                ep_a2a, between = comm.ep_layer_collectives_by_node(dispatch, by_node[0], width, ctx.b_compute,
-                                                                    layer_ep, by_node[1])
-                ep_node_cs += comm.scaled(between, calls["ep"] * n)
+            ep_a2a, between = ep_layer_exchange(cfg, ctx, dispatch, by_node, layer_ep)
+            ep_node_cs += comm.scaled(between, calls["ep"] * n)
             ep_cs += comm.scaled(ep_a2a, calls["ep"] * n)
     if layout.has_head:
         head = compute.output_head_flops(ctx.tokens, m.hidden_size, m.vocab) / (ctx.tp * ctx.cp)
@@ -319,6 +312,28 @@ def _hidden(cfg: EstimatorConfig, ctx: Ctx, layout: derive.StageLayout, values: 
                if overlap.dp_overlap_active(cfg) else values["dp"]),
     }
     return {dim: maximum(0.0, values[dim] - exposed[dim]) for dim in values}
+
+
+def ep_layer_exchange(cfg: EstimatorConfig, ctx: Ctx, dispatch: Any, by_node: tuple[float, int] | None,
+                      layer_ep: Any) -> tuple[list[comm.Collective], list[comm.Collective]]:
+    """Forward EP collectives of one MoE layer for one micro-batch: (inside the EP group or its NVLink domain,
+    between domains). ``dispatch`` / ``by_node`` as :func:`_per_layer_traffic` gives them; without ``by_node``
+    one all-to-all over the EP group (:func:`comm.ep_layer_collectives`), with it the flex dispatcher's
+    hierarchical kernels (:func:`comm.ep_layer_collectives_by_node`)."""
+    width = cfg.model.moe_latent_size or cfg.model.hidden_size
+    if by_node is None:
+        return comm.ep_layer_collectives(dispatch, width, ctx.b_compute, layer_ep), []
+    return comm.ep_layer_collectives_by_node(dispatch, by_node[0], width, ctx.b_compute, layer_ep, by_node[1])
+
+
+def per_layer_traffic(
+    cfg: EstimatorConfig, ctx: Ctx
+) -> tuple[float, float, str, list[comm.Collective], tuple[float, int] | None]:
+    """:func:`_per_layer_traffic`, memoized per config like :func:`stage_cost` reads it."""
+    memo = prices(cfg, ctx, "stage_costs")
+    if "per_layer" not in memo:
+        memo["per_layer"] = _per_layer_traffic(cfg, ctx)
+    return cast(tuple[float, float, str, list[comm.Collective], tuple[float, int] | None], memo["per_layer"])
 
 
 def _per_layer_traffic(

@@ -20,7 +20,7 @@ from ndval.harness.kinds.estimator import perf as est_perf
 
 
 def test_builtin_kinds_are_registered() -> None:
-    assert {"recorded.results", "estimator.memory", "estimator.perf", "estimator.invariance",
+    assert {"recorded.results", "estimator.memory", "estimator.perf", "estimator.invariance", "estimator.moe_layer",
             "estimator.experiments.ablation"} <= set(load_kinds())
 
 
