@@ -13,7 +13,10 @@ Rules (each event is tested against all; the first that fails names it):
 - ``start outside the capture window``: start farther than ``WINDOW_MARGIN`` × (the central 98 % span of
   starts, at least ``MIN_SPAN_US``) from that central span.
 - ``duration outside the physical range``: ``dur_us`` not finite, or the event would end more than one
-  window span (at least ``MIN_SPAN_US``) after the last plausible start.
+  window span, and more than ``MAX_BLOCKING_US``, after the last plausible start. The allowance keeps what a
+  real capture can hold: one step longer than the rest of the capture (a cluster file's single step, a step of
+  several seconds among short ones) and a collective blocked on a late peer until its watchdog fires (a hang,
+  the very thing a verdict should name), while a ``dur`` no clock can reach is still set aside.
 - ``every duration zero``: all complete events have ``dur_us == 0`` (the durations are missing: the
   readers read a missing ``dur`` as 0), so no time can be measured.
 - ``step marker out of order``: ``ProfilerStep#N`` markers whose numbers do not increase with their start
@@ -44,6 +47,11 @@ MAX_ABS_TS_US = float(2**53)
 WINDOW_MARGIN = 10.0
 #: smallest span used for the window rules (1 s), so tiny synthetic or single-step traces are not cut.
 MIN_SPAN_US = 1.0 * US_PER_S
+#: longest a device task can block on a peer before the communication library's watchdog ends the job: the
+#: default HCCL_EXEC_TIMEOUT, 1836 s (CANN 8.0 environment variable reference, "HCCL_EXEC_TIMEOUT": default
+#: 1836 on Atlas training / A2 / A3), above PyTorch's ProcessGroupNCCL default of 10 min and its 30 min
+#: default_pg_timeout (torch/distributed/constants.py)
+MAX_BLOCKING_US = 1836.0 * US_PER_S
 STEP_NUMBER_RE = re.compile(r"ProfilerStep#(\d+)")
 #: how a verdict withheld by the plausibility gate begins (its summary and warning)
 NO_VERDICT = "no verdict"
@@ -146,9 +154,10 @@ def screen_events(events: pd.DataFrame, base_ts_us: float | int) -> Screen:
         mark("start outside the capture window", (ts < lo - WINDOW_MARGIN * span) | (ts > hi + WINDOW_MARGIN * span))
     if (~bad).any():
         last = float(ts[~bad].max())
-        span = max(last - float(ts[~bad].min()), MIN_SPAN_US)
+        allowance = max(last - float(ts[~bad].min()), MAX_BLOCKING_US)
         with np.errstate(over="ignore", invalid="ignore"):
-            mark("duration outside the physical range (ends past the capture)", ~np.isfinite(dur) | (ts + dur > last + span))
+            mark("duration outside the physical range (ends past the capture)",
+                 ~np.isfinite(dur) | (ts + dur > last + allowance))
     if (~bad).any() and not (dur[~bad] > 0).any():
         mark("with no duration (every dur missing or 0)", ~bad)
     out_of_order = _out_of_order_markers(events, ~bad)

@@ -97,3 +97,27 @@ def test_bad_cluster_file_names_file_and_field(profile_path, tmp_path: Path) -> 
     (tmp_path / "cluster_step_trace_time.csv").write_text(text, encoding="utf-8")
     with pytest.raises(IngestError, match=r"cluster_step_trace_time.csv: line 2, column 'Computing'"):
         cluster_output.read(tmp_path)
+
+
+def test_one_step_longer_than_a_second_keeps_its_verdict(profile_path, tmp_path: Path) -> None:
+    """The shared 16-rank file with every time column × 10 (SYNTHETIC scaling of real rows: a 2.9-3.9 s step per
+    rank, one step each). The synthesized step marker is the rank's only event and ends past its own start by
+    more than the 1 s minimum window; it is a step, not an implausible duration (before: set aside, no verdict)."""
+    src = profile_path(CLUSTER)
+    for name in ("cluster_communication_matrix.json", "cluster_communication.json", "communication_group.json"):
+        shutil.copy(src / name, tmp_path / name)
+    with (src / "cluster_step_trace_time.csv").open(encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        header, rows = list(reader.fieldnames or []), list(reader)
+    timed = [c for c in header if c not in ("Step", "Type", "Index")]
+    for r in rows:
+        r.update({c: str(float(r[c]) * 10) for c in timed if r[c]})
+    with (tmp_path / "cluster_step_trace_time.csv").open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, header)
+        w.writeheader()
+        w.writerows(rows)
+    a = analyze(load_dataset(tmp_path))
+    assert not [w for w in a.warnings if "implausible" in w or "no verdict" in w], a.warnings
+    ov = a.primary.overall
+    assert ov.verdict.evaluable and ov.verdict.kind == "communication"
+    assert a.to_dict()["cluster"]["slowest_rank_by_step_time"] == 11

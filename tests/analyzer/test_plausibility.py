@@ -215,3 +215,32 @@ def test_real_kineto_trace_with_a_tenth_of_ts_at_1e300_is_warned(profile_path, t
     analysis = analyze(load_dataset(path))
     count, _ = _set_aside_warning(analysis)
     assert count > 5000  # ~10 % of the 74,937 complete events
+
+
+def test_a_collective_hung_for_seconds_is_kept_and_named(tmp_path: Path) -> None:
+    """SYNTHETIC: five 8 ms communication-bound steps, then one whose all-reduce blocks 20 s on a late peer (a
+    hang the watchdog has not yet ended: under HCCL_EXEC_TIMEOUT's 1836 s). The capture's starts span 48 ms, so
+    the event ends far past them; it is real time, the verdict must see it (before: set aside as an implausible
+    duration, and the hang vanished from the analysis)."""
+    from dataclasses import replace
+
+    steps = sy.comm_bound_steps(6)
+    steps[-1] = replace(steps[-1], comm_us=20e6)
+    analysis = analyze(load_dataset(sy.write_rank(tmp_path, steps)))
+    assert not [w for w in analysis.warnings if "implausible trace" in w], analysis.warnings
+    assert analysis.primary.dropped_events["count"] == 0
+    ov = analysis.primary.overall
+    assert ov.verdict.kind == "communication"
+    assert ov.indicators.value("comm_us") >= 20e6
+
+
+def test_a_duration_past_any_watchdog_is_still_set_aside(tmp_path: Path) -> None:
+    """SYNTHETIC: the clean capture with one event's dur set to 2 h (past the 1836 s allowance): set aside, named,
+    the verdict unchanged."""
+    def two_hours(events: list[dict[str, Any]]) -> None:
+        _complete(events)[5]["dur"] = 7200e6
+
+    analysis = analyze(load_dataset(_rank(tmp_path, two_hours)))
+    count, warning = _set_aside_warning(analysis)
+    assert count == 1 and "duration outside the physical range" in warning
+    assert analysis.verdict.kind == analyze(load_dataset(_rank(tmp_path / "clean", lambda e: None))).verdict.kind
