@@ -114,8 +114,7 @@ def by_step(rows: pd.DataFrame, steps: list[int]) -> list[pd.DataFrame]:
 def comm_op_rows(events: pd.DataFrame) -> pd.DataFrame:
     """Collective-op rows; the small HCCL tasks stand in only when a trace has no op rows."""
     comm = events[events["category"] == ev.COMMUNICATION]
-    ops = comm[comm["sub"] != ev.SUB_COMM_TASK]
-    return ops if len(ops) else comm
+    return ev.without_nested_comm_tasks(comm)
 
 
 def ascend_breakdown(device_events: pd.DataFrame, step: int = ev.UNKNOWN_STEP) -> AscendStepBreakdown:

@@ -77,6 +77,7 @@ from analyzer.compare.render import (
 from analyzer.compare.side import (
     UNSAMPLED_TOTALS_SOURCES,
     as_side,
+    comparable_operator_name,
     compare,
     hardware_of,
     is_sampled_totals,
@@ -122,6 +123,7 @@ __all__ = [
     "check_world_size",
     "comparability_checks",
     "comparability_summary",
+    "comparable_operator_name",
     "compare",
     "compare_metric",
     "compare_sides",

@@ -184,21 +184,37 @@ def is_sampled_totals(totals_source: str) -> bool:
     return totals_source not in UNSAMPLED_TOTALS_SOURCES
 
 
+#: an HCCL collective's op name, ``hcom_<type>__<group>_<index>_<n>``: the group part is a per-run hash
+#: (``hcom_allReduce__868_0_1`` and ``hcom_allReduce__586_0_1`` are the same op of the same program captured
+#: twice: msinsight-level0 / -level1), the index the op's place in its group
+_HCCL_OP_NAME = re.compile(r"^(hcom_[A-Za-z]+)__\d+_(\d+_\d+)$")
+
+
+def comparable_operator_name(name: str) -> str:
+    """The key under which an operator is matched across two captures: the name itself, except an HCCL
+    collective's per-run group hash, which is replaced by ``*`` (``hcom_allReduce__868_0_1`` ->
+    ``hcom_allReduce__*_0_1``), so the same collective of two runs is one row, not a saving and an addition."""
+    m = _HCCL_OP_NAME.match(name)
+    return f"{m.group(1)}__*_{m.group(2)}" if m else name
+
+
 def read_event_table(events: Any) -> dict[str, Any]:
     """Totals the comparison needs from one rank's event table (schema ``analyzer.ingest.events``).
 
     - ``categories_us``: Σ ``dur_us`` of device work per category (compute, communication, memcpy,
-      memset) — summed durations, the seed's "大类耗时";
-    - ``operators``: Σ ``dur_us`` and count of device work per event name;
+      memset) — summed durations, the seed's "大类耗时"; communication counts each collective once
+      (its HCCL tasks only where the trace has no op rows: ``events.without_nested_comm_tasks``);
+    - ``operators``: Σ ``dur_us`` and count of the same rows per :func:`comparable_operator_name`;
     - ``host_dispatch_us``: length of the union of host ``dispatch`` events (``analyzer.timeline``);
     - ``event_count`` / ``device_op_count``: rows, and device work rows.
     """
     from analyzer import timeline
     from analyzer.ingest import events as ev
 
-    dev = ev.device_work(events)
+    dev = ev.without_nested_comm_tasks(ev.device_work(events))
     categories = {str(k): float(v) for k, v in dev.groupby("category", observed=True)["dur_us"].sum().items()}
-    grouped = dev.groupby("name", observed=True)["dur_us"].agg(["sum", "count"])
+    names = dev["name"].astype(str).map(comparable_operator_name)
+    grouped = dev["dur_us"].groupby(names.to_numpy()).agg(["sum", "count"])
     operators = {str(n): OperatorTotal(float(row["sum"]), int(row["count"])) for n, row in grouped.iterrows()}
     disp = events[(events["side"] == ev.SIDE_HOST) & (events["category"] == ev.DISPATCH)]
     host_dispatch_us = timeline.from_events(disp).length_us if len(disp) else None

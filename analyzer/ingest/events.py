@@ -197,6 +197,23 @@ def device_work(events: pd.DataFrame) -> pd.DataFrame:
     return events[(events["side"] == SIDE_DEVICE) & events["category"].isin(DEVICE_WORK)]
 
 
+def without_nested_comm_tasks(events: pd.DataFrame) -> pd.DataFrame:
+    """``events`` without the small HCCL tasks (``sub`` :data:`SUB_COMM_TASK`) when collective-op rows are
+    present; unchanged when the trace has tasks only (they then stand in for the collectives).
+
+    A task runs inside its collective (the op row's span covers it), and torch_npu level1 also writes every
+    hardware task a second time on the ``HCCL`` process' ``Plane N`` threads (``Notify Wait`` as
+    ``Notify_Wait``, ``SDMA`` as ``Memcpy`` / ``Reduce_Inline``, same start and duration): a sum of durations
+    over op and task rows counts the same device time two or three times. Unions of intervals are not
+    affected; sums are.
+    """
+    comm = (events["category"] == COMMUNICATION).to_numpy()
+    task = comm & (events["sub"] == SUB_COMM_TASK).to_numpy()
+    if not (comm & ~task).any():
+        return events
+    return events[~task]
+
+
 # longest names first so "alltoallv" wins over "alltoall" and "reducescatter" over "reduce".
 _COMM_TYPE_RE = re.compile(
     "(" + "|".join(sorted((t for t in COMM_OP_TYPES if t != "unknown"), key=len, reverse=True)) + ")"

@@ -137,3 +137,29 @@ def test_csv_only_dataset_compared_with_itself_is_comparable(profile_path):
     window = next(r for r in result.metrics if r["id"] == "window_us")
     assert window["status"] == "not_available", window
     assert result.headline["sentence"].startswith("wall clock not comparable"), result.headline
+
+
+def test_level0_vs_level1_counts_each_collective_once_and_matches_it_by_op(profile_path):
+    """The same program captured at level0 and level1 (README: same model and steps). Level1 also writes every
+    HCCL hardware task on the ``HCCL`` process' planes (``Notify_Wait``, ``Memcpy``, ``Reduce_Inline``), and both
+    levels hold the tasks inside their ``hcom_allReduce`` op rows: the category sum is the ops', once (before:
+    217,718 -> 386,166 µs, the tasks counted two and three times). The op names carry a per-run group hash
+    (``__868_`` / ``__586_``): the same four collectives are four rows, not four savings and four additions."""
+    result = _pair(profile_path, "ascend/msinsight-level0/rank0_ascend_pt", "ascend/msinsight-level1/rank0_ascend_pt")
+    comm = next(c for c in result.categories if c["category"] == "communication")
+    # Σ dur of the four hcom_allReduce op rows of each trace (level0 72994.4 + 2193.6 + 2489.5 + 7839.3)
+    assert (comm["before_us"], comm["after_us"]) == pytest.approx((85516.889, 105991.878), abs=1e-2)
+    rows = result.operators["saved"] + result.operators["added"]
+    names = {r["name"] for r in rows}
+    assert not names & {"Notify Wait", "Notify_Wait", "SDMA", "Memcpy", "Reduce_Inline"}, names
+    hcom = [r for r in rows if r["name"].startswith("hcom_")]
+    assert sorted(r["name"] for r in hcom) == [f"hcom_allReduce__*_{i}_1" for i in range(4)]
+    assert all(r["before_count"] == r["after_count"] == 1 for r in hcom)
+
+
+def test_comparable_operator_name_strips_only_the_hccl_group_hash():
+    assert cmp.comparable_operator_name("hcom_allReduce__868_0_1") == "hcom_allReduce__*_0_1"
+    assert cmp.comparable_operator_name("hcom_reduceScatter__12_31_1") == "hcom_reduceScatter__*_31_1"
+    for same in ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+                 "aclnnMm_MatMulCommon_MatMulV2", "hcom_allReduce_", "Notify Wait"):
+        assert cmp.comparable_operator_name(same) == same
