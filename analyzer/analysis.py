@@ -286,7 +286,7 @@ def _scope_input(name: str, windows: tuple[tuple[float, float], ...], rank: Rank
         name=name, windows=windows, step_count=len(steps), step_source=plan.step_source, kernel_details=kd,
         kernel_reason=kreason, overlap=overlap, overlap_source=overlap_source,
         gap_floor_us=th.v("idleGapFloorUs"), step_durs_us=tuple(s.dur_us for s in steps), peak_tflops=th.v("peakTflops"),
-        trace_truncated=not rank.device_complete and not rank.events.empty,
+        trace_truncated=not rank.device_complete and not rank.events.empty, has_timeline=rank.has_timeline,
     )
 
 

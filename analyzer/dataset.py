@@ -102,6 +102,13 @@ class RankData:
     dropped_events: DroppedEvents = field(default_factory=DroppedEvents)
 
     @property
+    def has_timeline(self) -> bool:
+        """The rank was read from an event timeline (``trace_view.json``, a Kineto trace, a profiler DB), not from
+        tables alone: then a count of events (dispatches, syncs, copies, collectives) is measured; without one it is
+        unknown, never 0."""
+        return any(k in ("trace_view.json", "trace") or k.endswith(".db") for k in self.files)
+
+    @property
     def device_complete(self) -> bool:
         """Every device event of the capture is in ``events`` (no truncation, no device sampling)."""
         return self.totals_source in (TOTALS_TRACE, TOTALS_HOST_SAMPLED)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -198,6 +198,8 @@ class ScopeInput:
     gap_floor_us: float = field(default_factory=lambda: default_thresholds().v("idleGapFloorUs"))
     step_durs_us: tuple[float, ...] = ()
     trace_truncated: bool = False
+    #: False for a rank read from tables alone (no trace, no DB): what only the event table counts is unknown
+    has_timeline: bool = True
     peak_tflops: float = field(default_factory=lambda: default_thresholds().v("peakTflops"))
 
 
@@ -305,14 +307,21 @@ def compute_indicators(events: pd.DataFrame, scope: ScopeInput) -> IndicatorSet:
     n_attn = int(scoped["name"].str.contains(ATTENTION_RE, na=False).sum())
     b.add("attention_op_count", float(n_attn), "ops", "attention ops", "events whose name matches attention kernels",
           "event table", "composition")
-    _comm_op_indicators(b, ops, steps, comm_us)
+    _comm_op_indicators(b, ops, steps, comm_us, src)
 
     # -- per-step host dispatch and sync
     sync_counts = _dispatch_and_sync(b, _rows(scoped, is_host, HOST_COLUMNS), wall, steps)
 
     # -- utilisation
     _util_indicators(b, scope)
+    if not scope.has_timeline:  # tables only: 0 dispatches, syncs, copies or collectives would be a made-up count
+        b.items.update({k: replace(i, value=None, reason=NO_TIMELINE, basis="") for k, i in b.items.items()
+                        if i.source.startswith("event table") and i.available})
     return IndicatorSet(scope.name, b.items, sync_counts, totals_source=src)
+
+
+#: why an event-table indicator is unavailable on a rank read from tables alone
+NO_TIMELINE = "no event timeline (tables only: no trace_view.json, Kineto trace or profiler DB): not counted, not 0"
 
 
 def _gap_indicators(b: _Builder, gaps: timeline.Intervals | None, floor_us: float) -> None:
@@ -356,13 +365,13 @@ def _copy_indicators(b: _Builder, scoped: pd.DataFrame, copies: pd.DataFrame, wi
           "no host events in this scope")
 
 
-def _comm_op_indicators(b: _Builder, ops: pd.DataFrame, steps: int, comm_us: float | None) -> None:
+def _comm_op_indicators(b: _Builder, ops: pd.DataFrame, steps: int, comm_us: float | None, comm_src: str) -> None:
     src = "event table: one row per collective (analyzer.ingest.events.comm_ops)"
     none = "no communication ops in this scope"
     b.add("comm_op_count", float(len(ops)), "ops", "collectives", "count", src, "composition")
     b.add("comm_ops_per_step", _per(float(len(ops)), steps), "ops/step", "collectives per step", "count / steps", src,
           "step", "no step boundaries")
-    b.add("comm_us_per_step", _per(comm_us, steps), "us", "communication per step", "communication / steps", src,
+    b.add("comm_us_per_step", _per(comm_us, steps), "us", "communication per step", "communication / steps", comm_src,
           "step", "no step boundaries" if comm_us is not None else "no device events")
     b.add("comm_duration_median_us", float(ops["dur_us"].median()) if len(ops) else None, "us",
           "median collective duration", "median duration of collectives", src, "composition", none)
@@ -418,11 +427,11 @@ def _dispatch_and_sync(b: _Builder, host: pd.DataFrame, wall: float, steps: int)
           basis=(f"{li.count} intervals on {li.threads} thread(s); p25 {li.p25_us:.1f} us, median "
                  f"{li.median_us:.1f} us, p75 {li.p75_us:.1f} us") if li else "")
     if len(enq):
-        n, src = len(enq), "task-queue enqueue events"
+        n, src = len(enq), "event table: task-queue enqueue events"
     elif len(launch):
-        n, src = len(launch), "device launch calls (aclnn / cudaLaunchKernel ...)"
+        n, src = len(launch), "event table: device launch calls (aclnn / cudaLaunchKernel ...)"
     else:
-        n, src = int((host["category"] == ev.HOST_OP).sum()), "host operator events (no dispatch layer in the trace)"
+        n, src = int((host["category"] == ev.HOST_OP).sum()), "event table: host operator events (no dispatch layer in the trace)"
     b.add("dispatch_op_count", float(n), "ops", "dispatched ops", "count", src, "step")
     b.add("host_dispatch_us", timeline.from_events(disp).length_us if len(disp) else None, "us", "host dispatch time",
           "|∪ dispatch events| (task queue, CANN / CUDA runtime launches)", "event table: category dispatch", "time",

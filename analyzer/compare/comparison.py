@@ -208,12 +208,16 @@ def compare_sides(before: SideSummary, after: SideSummary, rules: CompareRules |
         warnings.append("recommendations listed only after: " + ", ".join(new_after))
     for name, side in (("before", before), ("after", after)):
         warnings += [f"{name}: {w}" for w in side.warnings]
+    # a side without an event table (no dataset, tables only) has no operator or category totals: against the
+    # other side's, each would read as all of its time removed (or added)
+    tables = before.event_count is not None and after.event_count is not None
     return Comparison(
         sides={"before": before.to_dict(), "after": after.to_dict()},
         headline=_headline(metric_rows, comparability, bottleneck, rec_rows),
         metrics=metric_rows,
-        categories=category_changes(before.categories_us, after.categories_us),
-        operators=operator_changes(before.operators, after.operators, rules.top_operators),
+        categories=category_changes(before.categories_us, after.categories_us) if tables else [],
+        operators=(operator_changes(before.operators, after.operators, rules.top_operators) if tables
+                   else OperatorSections(saved=[], added=[])),
         bottleneck=bottleneck,
         recommendations=rec_rows,
         comparability=comparability,

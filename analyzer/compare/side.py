@@ -122,12 +122,16 @@ def side_from_analysis(analysis: Any, dataset: Any = None) -> SideSummary:
     event_count: int | None = None
     if dataset is not None:
         rank = next((r for r in dataset.ranks if r.rank == primary.rank), dataset.ranks[0])
-        reading = read_event_table(rank.events)
-        categories, operators = reading["categories_us"], reading["operators"]
-        event_count = reading["event_count"]
-        metrics["event_count"] = float(event_count)
-        metrics["device_op_count"] = float(reading["device_op_count"])
-        metrics["host_dispatch_us"] = reading["host_dispatch_us"]
+        if rank.has_timeline:
+            reading = read_event_table(rank.events)
+            categories, operators = reading["categories_us"], reading["operators"]
+            event_count = reading["event_count"]
+            metrics["event_count"] = float(event_count)
+            metrics["device_op_count"] = float(reading["device_op_count"])
+            metrics["host_dispatch_us"] = reading["host_dispatch_us"]
+        else:
+            warnings.append(f"{analysis.path}: rank {rank.rank} has no event timeline (tables only) — event counts, "
+                            "operator and category totals are not available, not 0")
         device_names, world_size = hardware_of(rank.meta)
         if world_size is None and len(dataset.ranks) > 1:
             world_size = len(dataset.ranks)

@@ -163,3 +163,23 @@ def test_comparable_operator_name_strips_only_the_hccl_group_hash():
     for same in ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
                  "aclnnMm_MatMulCommon_MatMulV2", "hcom_allReduce_", "Notify Wait"):
         assert cmp.comparable_operator_name(same) == same
+
+
+def test_a_rank_without_its_trace_is_not_a_capture_with_nothing_dispatched(profile_path, tmp_path):
+    """level1 rank0 against itself with trace_view.json removed (tables only). Before: the tables-only side read 0
+    dispatches, 0 syncs, 0 copies and no operators, and compare called it 159 -> 0 dispatch ops per step
+    'improved' and every operator 'saved'. Now those are not available and the sections stay empty."""
+    import shutil
+
+    src = profile_path("ascend/msinsight-level1/rank0_ascend_pt")
+    shutil.copytree(src, tmp_path / "rank0_ascend_pt")
+    (tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").unlink()
+    result = cmp.compare(_side(str(src)), _side(str(tmp_path / "rank0_ascend_pt")))
+    for mid in ("dispatch_ops_per_step", "sync_ops_per_step", "copy_device_us", "comm_ops_per_step", "event_count"):
+        row = next(r for r in result.metrics if r["id"] == mid)
+        assert row["after"] is None and row["status"] == "not_available", row
+    assert result.operators == {"saved": [], "added": []} and result.categories == []
+    assert any("no event timeline" in w for w in result.warnings)
+    # the step_trace_time.csv times are still compared: the same capture, Communication(Not Overlapped) unchanged
+    exposed = next(r for r in result.metrics if r["id"] == "comm_exposed_us")
+    assert exposed["before"] == exposed["after"] == pytest.approx(101963.203, abs=1e-3)

@@ -52,6 +52,19 @@ def test_missing_inputs_are_unavailable_with_reason_never_zero() -> None:
     assert ind["mac_ratio"].reason == "kernel_details.csv not found"
 
 
+def test_tables_only_counts_nothing_as_zero() -> None:
+    """No event timeline (a rank read from step_trace_time.csv / kernel_details.csv alone): the empty event table
+    must not report 0 dispatches, syncs, copies or collectives; the Overlap Analysis times stay."""
+    ov = {"Computing": 300.0, "Communication": 500.0, "Communication(Not Overlapped)": 450.0, "Free": 250.0}
+    ind = compute_indicators(table([]), scope(overlap=ov, overlap_source="step_trace_time.csv", has_timeline=False))
+    for k in ("dispatch_op_count", "dispatch_ops_per_step", "sync_op_count", "sync_ops_per_step", "host_sync_us",
+              "copy_device_us", "comm_op_count", "comm_ops_per_step", "device_op_count", "event_count"):
+        assert ind.value(k) is None and "no event timeline" in ind[k].reason, (k, ind[k])
+    assert ind.value("comm_exposed_us") == 450.0 and ind.value("comm_us_per_step") == 250.0
+    traced = compute_indicators(table([]), scope(overlap=ov, overlap_source="step_trace_time.csv"))
+    assert traced.value("sync_ops_per_step") == 0.0 and traced.value("dispatch_op_count") == 0.0
+
+
 def test_duration_weighted_mac_by_core() -> None:
     kd = pd.DataFrame({"Accelerator Core": ["AI_CORE", "AI_CORE", "AI_VECTOR_CORE", "MIX_AIC"],
                        "Duration(us)": [10.0, 30.0, 100.0, 60.0],
