@@ -474,7 +474,8 @@ def analyze(dataset: Dataset, thresholds: Thresholds | dict[str, Any] | str | Pa
     ranks = tuple(analyze_rank(r, th, dataset.source_format, phase_override, len(dataset.ranks), arrival, layout)
                   for r in dataset.ranks)
     summary = cluster_view.summarize({ra.rank: cluster_view.cluster_row(ra.overall.indicators) for ra in ranks},
-                                     dataset.ranks, th.v("clusterSpreadPct"), arrival)
+                                     dataset.ranks, th.v("clusterSpreadPct"), arrival,
+                                     {ra.rank: ra.plan.step_source for ra in ranks})
     if summary is not None:
         summary = replace(summary, unreadable=dataset.unreadable)
     warnings = list(dataset.warnings) + [w for ra in ranks for w in ra.warnings]

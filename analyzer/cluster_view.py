@@ -42,8 +42,27 @@ def with_comm(summary: cluster.ClusterSummary, ranks: list[Any], arrival: Arriva
                    comm_note="; ".join(sorted(notes)), arrival=None if arrival is None else arrival.to_dict())
 
 
+#: metrics whose per-rank value is measured against the rank's step boundaries (step length, idle = wall − busy)
+STEP_BOUNDED = ("step_us", "device_idle_us")
+
+
 def summarize(rows: dict[int, dict[str, float | None]], ranks: list[Any], spread_gate_pct: float,
-              arrival: Arrival | None) -> cluster.ClusterSummary | None:
-    """The cluster summary of ≥ 2 ranks (None for one)."""
+              arrival: Arrival | None, step_sources: dict[int, str] | None = None) -> cluster.ClusterSummary | None:
+    """The cluster summary of ≥ 2 ranks (None for one).
+
+    ``step_sources`` (rank -> where its steps come from, ``phases.PhasePlan.step_source``): when the ranks' steps
+    come from different sources — a rank read from tables alone lays ``step_trace_time.csv``'s steps end to end,
+    a traced rank spans its ``ProfilerStep`` markers, which also hold the host time before the first kernel —
+    the step-bounded spreads (:data:`STEP_BOUNDED`) are shown but not flagged, and the note says why: a
+    difference of definition is not a slow rank."""
     summary = cluster.summarize(rows, spread_gate_pct, "overall scope indicators per step (µs/step)")
-    return None if summary is None else with_comm(summary, ranks, arrival)
+    if summary is None:
+        return None
+    sources = sorted(set((step_sources or {}).values()))
+    if len(sources) > 1:
+        by_source = "; ".join(f"{src}: rank(s) {', '.join(str(r) for r in sorted(k for k, v in (step_sources or {}).items() if v == src))}"
+                              for src in sources)
+        spreads = tuple(replace(sp, flagged=False) if sp.metric in STEP_BOUNDED else sp for sp in summary.spreads)
+        summary = replace(summary, spreads=spreads, source=f"{summary.source}; steps from different sources "
+                          f"({by_source}): the step-time and idle spreads are not flagged")
+    return with_comm(summary, ranks, arrival)

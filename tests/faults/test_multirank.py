@@ -64,3 +64,34 @@ def test_workers_capped_at_ranks_and_cpus(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(parallel, "_pool", fake_pool)
     assert parallel.map_ranks(abs, [-1, -2], workers=100_000) == [1, 2]
     assert seen and seen[0] <= 2
+
+
+def test_a_rank_without_its_trace_is_judged_from_its_tables(profile_path, tmp_path: Path) -> None:
+    """The real 2-rank level1 run with rank 1's trace_view.json removed: rank 1 still has step_trace_time.csv,
+    kernel_details.csv and communication.json, and is judged from them as a lone rank would be (before: set aside
+    as "no events read"). Its steps come from the table, rank 0's from its ProfilerStep markers, so the step-time
+    spread between them (155,986 vs 131,913 µs) is shown but not flagged as a slow rank."""
+    import shutil
+
+    from analyzer.analysis import analyze
+
+    root = tmp_path / "l1"
+    shutil.copytree(profile_path("ascend/msinsight-level1"), root)
+    (root / "rank1_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").unlink()
+    ds = load_dataset(root, workers=1)
+    assert sorted(r.rank for r in ds.ranks) == [0, 1] and not ds.unreadable
+    a = analyze(ds)
+    assert [r.overall.verdict.kind for r in a.ranks] == ["communication", "communication"]
+    cl = a.to_dict()["cluster"]
+    step = next(s for s in cl["spreads"] if s["metric"] == "step_us")
+    assert step["spread_pct"] > 5 and step["flagged"] is False
+    assert "steps from different sources" in cl["source"]
+    # README: step_trace_time.csv of rank 1, Communication(Not Overlapped) 96359.047 µs
+    assert cl["per_rank"]["1"]["comm_exposed_us"] == pytest.approx(96359.047, abs=1e-3)
+
+
+def test_same_source_ranks_keep_their_step_spread_flag(profile_path) -> None:
+    from analyzer.analysis import analyze
+
+    cl = analyze(load_dataset(profile_path("ascend/msinsight-level1"), workers=1)).to_dict()["cluster"]
+    assert "different sources" not in cl["source"]
