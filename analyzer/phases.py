@@ -44,6 +44,7 @@ LABEL_COLUMNS: tuple[str, ...] = ("Phase", "Stage", "phase", "stage")
 MARKER_SOURCE = "ProfilerStep markers"
 SCOPE_SOURCE = "vLLM model-step scopes"
 TABLE_SOURCE = "step_trace_time.csv rows (no trace: step spans laid end to end)"
+NO_STEP_SOURCE = "none (no trace events and no step table)"
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,9 @@ def plan_phases(events: pd.DataFrame, th: Thresholds, step_table: pd.DataFrame |
     if not steps:
         steps, step_source = gap_steps(events, th.v("inferredStepGapUs")), "inferred from device-activity gaps (no step markers)"
     notes: list[str] = zero_length_notes(steps, events) if step_source == MARKER_SOURCE else []
-    if not steps:
+    if not steps and events.empty:  # tables only, no step table: no window to lay a step on (not one 0 µs step)
+        step_source = NO_STEP_SOURCE
+    elif not steps:
         steps, step_source = [Step(0, -1, *window)], "capture window (no step markers and no step-separating gaps)"
     if len(steps) == 1:
         notes.append("only one step identified: per-step indicators have limited confidence (seed §8)")
