@@ -10,9 +10,9 @@ Accepted paths (spec/analyzer.md §1):
 - a Kineto trace ``.json`` / ``.json.gz`` (a ``traceEvents`` object, or a bare array of Kineto events: a bare
   array is Kineto's or Ascend's by its content, ``kineto.bare_array_shape``), or a directory of them (one per rank).
 
-Missing files are recorded (``RankData.files`` lacks them, ``warnings`` says what that disables);
-bad files give a warning when the rest can still be analysed and :class:`IngestError` when nothing
-can (empty folder, no trace and no tables, a JSON that is not a profile).
+Missing files are recorded (``RankData.files`` lacks them, ``warnings`` says what that disables); bad files give a
+warning when the rest can still be analysed and :class:`IngestError` when nothing can (empty folder, no trace and no
+tables, a JSON that is not a profile).
 """
 
 from __future__ import annotations
@@ -78,15 +78,14 @@ HOST_SAMPLED_INDICATORS: tuple[str, ...] = (
 class RankData:
     """Everything read for one rank.
 
-    ``events``: the event table (schema in :mod:`analyzer.ingest.events`), ``ts_us`` relative to
-    ``base_ts_us`` (int, epoch µs). ``tables``: canonical CSV tables keyed ``kernel_details``,
-    ``op_statistic``, ``operator_details``, ``step_trace_time``, ``api_statistic`` (µs; epoch
-    ``Start Time(us)`` made relative to ``base_ts_us``). ``communication``: parsed
-    ``communication.json`` or None — **times in ms** as in the file. ``meta``: ``profiler_info``,
-    ``profiler_metadata``, ``device_id`` (Ascend) / ``distributedInfo``, ``deviceProperties``
-    (Kineto), plus ``level`` when known. ``dropped_events``: :class:`DroppedEvents`
-    ``(count, reason)`` with ``.by_category``. ``totals_source``: where time totals come from
-    (``trace`` / ``csv`` / ``trace (truncated)`` / the ``TOTALS_*`` event-budget values).
+    ``events``: the event table (schema in :mod:`analyzer.ingest.events`), ``ts_us`` relative to ``base_ts_us``
+    (int, epoch µs). ``tables``: canonical CSV tables keyed ``kernel_details``, ``op_statistic``,
+    ``operator_details``, ``step_trace_time``, ``api_statistic`` (µs; epoch ``Start Time(us)`` made relative to
+    ``base_ts_us``). ``communication``: parsed ``communication.json`` or None — **times in ms** as in the file.
+    ``meta``: ``profiler_info``, ``profiler_metadata``, ``device_id`` (Ascend) / ``distributedInfo``,
+    ``deviceProperties`` (Kineto), plus ``level`` when known. ``dropped_events``: :class:`DroppedEvents`
+    ``(count, reason)`` with ``.by_category``. ``totals_source``: where time totals come from (``trace`` / ``csv``
+    / ``trace (truncated)`` / the ``TOTALS_*`` event-budget values).
     """
 
     rank: int
@@ -103,9 +102,7 @@ class RankData:
 
     @property
     def has_timeline(self) -> bool:
-        """The rank was read from an event timeline (``trace_view.json``, a Kineto trace, a profiler DB), not from
-        tables alone: then a count of events (dispatches, syncs, copies, collectives) is measured; without one it is
-        unknown, never 0."""
+        """Read from an event timeline (trace_view.json, a Kineto trace, a DB), not tables alone: counts are measured."""
         return any(k in ("trace_view.json", "trace") or k.endswith(".db") for k in self.files)
 
     @property
